@@ -1,0 +1,94 @@
+"""reactorflow: durable, saga-style workflows on asyncio.
+
+`import reactorflow as rf`; every public name is re-exported here.
+"""
+
+from reactorflow.config import Settings, configure
+from reactorflow.definition.handles import Step
+from reactorflow.definition.reactor import Reactor
+from reactorflow.errors import (
+    AlreadyResumed,
+    ArgumentError,
+    ConfigurationError,
+    CorrelationConflict,
+    CorruptRecord,
+    DefinitionChanged,
+    DefinitionError,
+    Halt,
+    InputValidationError,
+    InterruptExpired,
+    InterruptNotPending,
+    LockLost,
+    LockTimeout,
+    NotPaused,
+    PayloadValidationError,
+    ReactorflowError,
+    RecordedError,
+    RunNotFound,
+    RunStateError,
+    SerializationError,
+    StepTimeout,
+    StorageConnectionError,
+    StorageError,
+    WaitTimeout,
+)
+from reactorflow.markers import Input, Result, StepContext
+from reactorflow.middleware import Middleware, RunEvent, StepEvent
+from reactorflow.records import Event, RollbackFailure, RunError
+from reactorflow.retry import Retry
+from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
+from reactorflow.status import Status, StepStatus
+from reactorflow.storage.base import Storage
+from reactorflow.storage.memory import MemoryStorage
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AlreadyResumed",
+    "ArgumentError",
+    "ConfigurationError",
+    "CorrelationConflict",
+    "CorruptRecord",
+    "DefinitionChanged",
+    "DefinitionError",
+    "Event",
+    "Halt",
+    "Input",
+    "InputValidationError",
+    "InterruptExpired",
+    "InterruptNotPending",
+    "LockLost",
+    "LockTimeout",
+    "MemoryStorage",
+    "Middleware",
+    "NotPaused",
+    "PayloadValidationError",
+    "Reactor",
+    "ReactorflowError",
+    "RecordedError",
+    "Result",
+    "Retry",
+    "RollbackFailure",
+    "Run",
+    "RunError",
+    "RunEvent",
+    "RunNotFound",
+    "RunPage",
+    "RunStateError",
+    "RunSummary",
+    "SerializationError",
+    "Settings",
+    "Step",
+    "StepContext",
+    "StepEvent",
+    "StepState",
+    "StepStatus",
+    "StepTimeout",
+    "Status",
+    "Storage",
+    "StorageConnectionError",
+    "StorageError",
+    "WaitTimeout",
+    "__version__",
+    "configure",
+]

@@ -1,0 +1,129 @@
+"""`rf.configure`: process-wide settings, replaceable at any time.
+
+Every TTL and timeout is a named setting with a documented default. With nothing configured,
+storage is an in-process `MemoryStorage` (the embedded default), unless `REACTORFLOW_REDIS_URL`
+is set, which selects Redis.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
+
+from reactorflow.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from reactorflow.middleware import Middleware
+    from reactorflow.storage.base import Storage
+
+REDIS_URL_ENV = "REACTORFLOW_REDIS_URL"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    storage: Storage | None = None
+    broker: Any = None
+    lock_ttl: float = 30.0
+    """Seconds the run liveness lock lives unless extended (extended every lock_ttl/3)."""
+    stall_timeout: float = 60.0
+    """A `running` run with no lock holder, untouched this long, is recovered by the sweeper."""
+    async_wait_timeout: float = 30.0
+    """How long a step reading an async unit's result waits for it."""
+    lock_wait: float = 5.0
+    """How long undo/cancel/continue wait for a run's lock before giving up."""
+    middleware: tuple[Middleware, ...] = ()
+
+
+_NUMBERS = ("lock_ttl", "stall_timeout", "async_wait_timeout", "lock_wait")
+_OPTIONS = tuple(f.name for f in fields(Settings))
+_mutex = threading.Lock()
+_current = Settings()
+_default_storage: Storage | None = None
+
+
+class _Unset:
+    pass
+
+
+_UNSET: Any = _Unset()
+
+
+def configure(
+    *,
+    storage: Storage | None = _UNSET,
+    broker: Any = _UNSET,
+    lock_ttl: float = _UNSET,
+    stall_timeout: float = _UNSET,
+    async_wait_timeout: float = _UNSET,
+    lock_wait: float = _UNSET,
+    middleware: Sequence[Middleware] = _UNSET,
+    **unknown: Any,
+) -> Settings:
+    """Replace the named settings (others keep their values); returns the new settings."""
+    global _current
+    if unknown:
+        raise ConfigurationError(
+            f"rf.configure() got unknown option(s) {', '.join(sorted(unknown))}; the options are "
+            f"{', '.join(_OPTIONS)}",
+            option=sorted(unknown)[0],
+        )
+    changes: dict[str, Any] = {}
+    for name, value in (("lock_ttl", lock_ttl), ("stall_timeout", stall_timeout),
+                        ("async_wait_timeout", async_wait_timeout), ("lock_wait", lock_wait)):
+        if value is _UNSET:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise ConfigurationError(f"rf.configure({name}={value!r}): must be seconds > 0",
+                                     option=name)
+        changes[name] = float(value)
+    if storage is not _UNSET:
+        from reactorflow.storage.base import Storage
+
+        if storage is not None and not isinstance(storage, Storage):
+            raise ConfigurationError(
+                f"rf.configure(storage={storage!r}): expected a reactorflow storage such as "
+                "rf.MemoryStorage() or rf.RedisStorage.from_url(...)",
+                option="storage",
+            )
+        changes["storage"] = storage
+    if broker is not _UNSET:
+        changes["broker"] = broker
+    if middleware is not _UNSET:
+        changes["middleware"] = tuple(middleware)
+    with _mutex:
+        _current = replace(_current, **changes)
+        return _current
+
+
+def settings() -> Settings:
+    return _current
+
+
+def reset() -> None:
+    """Back to defaults (for tests); the embedded storage is kept unless replaced."""
+    global _current
+    with _mutex:
+        _current = Settings()
+
+
+def current_storage() -> Storage:
+    """The configured storage, else Redis from the environment, else the embedded default."""
+    global _default_storage
+    configured = _current.storage
+    if configured is not None:
+        return configured
+    with _mutex:
+        if _default_storage is None:
+            url = os.environ.get(REDIS_URL_ENV)
+            if url:
+                from reactorflow.storage.redis import RedisStorage
+
+                _default_storage = RedisStorage.from_url(url)
+            else:
+                from reactorflow.storage.memory import MemoryStorage
+
+                _default_storage = MemoryStorage()
+        return _default_storage

@@ -1,0 +1,1 @@
+"""The definition layer: decorators record immutable specs; no I/O happens here."""

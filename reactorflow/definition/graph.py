@@ -1,0 +1,200 @@
+"""The compiled plan of a reactor: every step of the tree (composed children flattened in).
+
+A node's key is its path from the root joined with dots: `charge`, `fulfil.approve`. The plan is
+built on first use and rebuilt when any declaration changes; it is immutable.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from reactorflow.definition import registry
+from reactorflow.definition.params import Source
+from reactorflow.definition.specs import StepKind, StepSpec
+from reactorflow.errors import DefinitionError
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+
+SEP = "."
+
+
+def join(level: str, name: str) -> str:
+    return f"{level}{SEP}{name}" if level else name
+
+
+def split(key: str) -> tuple[str, ...]:
+    return tuple(key.split(SEP))
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    key: str
+    level: str
+    spec: StepSpec
+    deps: tuple[str, ...]  # full keys, same level
+    dependents: tuple[str, ...]
+    result_type: Any
+    decoder: msgspec.msgpack.Decoder[Any]
+    context_name: str | None  # the parameter that receives rf.StepContext, if any
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return split(self.key)
+
+    @property
+    def kind(self) -> StepKind:
+        return self.spec.kind
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    key: str  # "" for the root, else the compose node's key
+    reactor: Reactor
+    node_keys: tuple[str, ...]
+    value_key: str | None
+    inputs_decoder: msgspec.msgpack.Decoder[Any]
+
+
+class Plan:
+    """Everything the executor needs to know about a reactor tree, precomputed."""
+
+    def __init__(self, reactor: Reactor) -> None:
+        self.reactor = reactor
+        self.nodes: dict[str, Node] = {}
+        self.levels: dict[str, Level] = {}
+        self._build_level(reactor, "", ())
+        self.fingerprint: dict[str, list[str]] = {
+            key: [_kind_label(node.spec), *sorted(node.deps)] for key, node in self.nodes.items()
+        }
+        self.root_keys = self.levels[""].node_keys
+
+    def _build_level(self, reactor: Reactor, level: str, stack: tuple[Reactor, ...]) -> Any:
+        if reactor in stack:
+            raise DefinitionError(f"reactor {reactor.name!r} composes itself", reactor=reactor.name)
+        value_step = reactor.value_step
+        if reactor.returns is not None and reactor.returns not in reactor.steps:
+            raise DefinitionError(
+                f"reactor {reactor.name!r}: returns={reactor.returns!r} names no step (steps: "
+                f"{', '.join(reactor.steps) or 'none'})",
+                reactor=reactor.name,
+            )
+        dependents: dict[str, list[str]] = {name: [] for name in reactor.steps}
+        for spec in reactor.steps.values():
+            for dep in spec.deps:
+                dependents[dep].append(spec.name)
+        keys: list[str] = []
+        value_type: Any = None
+        for spec in reactor.steps.values():
+            key = join(level, spec.name)
+            keys.append(key)
+            result_type = spec.return_type
+            if spec.kind is StepKind.COMPOSE:
+                assert spec.child is not None
+                result_type = self._build_level(spec.child, key, (*stack, reactor))
+            self.nodes[key] = Node(
+                key=key,
+                level=level,
+                spec=spec,
+                deps=tuple(join(level, d) for d in spec.deps),
+                dependents=tuple(join(level, d) for d in dependents[spec.name]),
+                result_type=result_type,
+                decoder=msgspec.msgpack.Decoder(result_type),
+                context_name=next((p.name for p in spec.params if p.source is Source.CONTEXT),
+                                  None),
+            )
+            if spec.name == value_step:
+                value_type = result_type
+        self.levels[level] = Level(
+            key=level,
+            reactor=reactor,
+            node_keys=tuple(keys),
+            value_key=join(level, value_step) if value_step is not None else None,
+            inputs_decoder=msgspec.msgpack.Decoder(
+                reactor.inputs if reactor.inputs is not None else Any
+            ),
+        )
+        return value_type if value_step is not None else Any
+
+    # -- lookups -------------------------------------------------------------------------------
+
+    def result_key(self, node: Node, ref: str) -> str:
+        return join(node.level, ref)
+
+    def node_for_path(self, path: Sequence[str]) -> Node | None:
+        return self.nodes.get(SEP.join(path))
+
+    def interrupt_spec(self, step: str | Sequence[str]) -> StepSpec:
+        path = (step,) if isinstance(step, str) else tuple(step)
+        node = self.node_for_path(path)
+        if node is None or node.kind is not StepKind.INTERRUPT:
+            known = [display_path(k) for k, n in self.nodes.items()
+                     if n.kind is StepKind.INTERRUPT]
+            raise DefinitionError(
+                f"reactor {self.reactor.name!r} has no interrupt {display_path(SEP.join(path))} "
+                f"(interrupts: {', '.join(known) or 'none'})",
+                reactor=self.reactor.name,
+            )
+        return node.spec
+
+    def uses_params(self, node: Node) -> bool:
+        return any(p.source is not Source.DEFAULT for p in node.spec.params)
+
+
+def display_path(key: str) -> str:
+    parts = split(key)
+    return repr(parts[0]) if len(parts) == 1 else repr(parts)
+
+
+def waiting_label(key: str) -> str | tuple[str, ...]:
+    """How `waiting_on` shows a key: a bare name at the root, a tuple path when nested."""
+    parts = split(key)
+    return parts[0] if len(parts) == 1 else parts
+
+
+def _kind_label(spec: StepSpec) -> str:
+    if spec.kind is StepKind.COMPOSE and spec.child is not None:
+        return f"compose:{spec.child.name}"
+    return spec.kind.value
+
+
+def compare_fingerprints(stored: Mapping[str, Sequence[str]],
+                         current: Mapping[str, Sequence[str]]) -> list[str]:
+    """Incompatible differences between a run's stored graph and the current one."""
+    differences: list[str] = []
+    for key, entry in stored.items():
+        now = current.get(key)
+        if now is None:
+            differences.append(f"step {key!r} was removed or renamed")
+            continue
+        if now[0] != entry[0]:
+            differences.append(f"step {key!r} changed from {entry[0]} to {now[0]}")
+        if list(now[1:]) != list(entry[1:]):
+            differences.append(
+                f"step {key!r} now depends on {list(now[1:])} instead of {list(entry[1:])}"
+            )
+    return differences
+
+
+_cache_lock = threading.Lock()
+_cache: dict[int, tuple[int, Plan]] = {}
+
+
+def plan_for(reactor: Reactor) -> Plan:
+    """The reactor's compiled plan (cached until a declaration changes)."""
+    generation = registry.generation()
+    key = id(reactor)
+    cached = _cache.get(key)
+    if cached is not None and cached[0] == generation and cached[1].reactor is reactor:
+        return cached[1]
+    plan = Plan(reactor)
+    with _cache_lock:
+        if len(_cache) > 512:
+            _cache.clear()
+        _cache[key] = (generation, plan)
+    return plan

@@ -1,0 +1,48 @@
+"""What a step decorator returns: still the plain async function, plus `.undo`/`.compensate`."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+    from reactorflow.definition.specs import StepSpec
+
+P = ParamSpec("P")
+R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Step(Generic[P, R]):
+    """A declared step. Awaiting a call runs the plain function (no engine), for unit tests."""
+
+    __slots__ = ("__dict__", "_fn", "name", "reactor")
+
+    def __init__(self, reactor: Reactor, name: str, fn: Callable[P, Coroutine[Any, Any, R]]) -> None:
+        self.reactor = reactor
+        self.name = name
+        self._fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, R]:
+        return self._fn(*args, **kwargs)
+
+    @property
+    def spec(self) -> StepSpec:
+        """The step's current declaration (handlers included)."""
+        return self.reactor.steps[self.name]
+
+    def undo(self, fn: F) -> F:
+        """Declare what undoes this step after it succeeded (its result comes first)."""
+        self.reactor._attach_handler(self.name, "undo", fn)
+        return fn
+
+    def compensate(self, fn: F) -> F:
+        """Declare what cleans up when this step itself failed (the failure comes first)."""
+        self.reactor._attach_handler(self.name, "compensate", fn)
+        return fn
+
+    def __repr__(self) -> str:
+        return f"<Step {self.reactor.name}.{self.name}>"

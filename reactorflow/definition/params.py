@@ -1,0 +1,316 @@
+"""Reading a decorated function's signature: which value each parameter receives.
+
+Wiring happens once, at the decorator line, so that a typo fails when the module is imported and
+not when a run reaches the step.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from reactorflow.errors import DefinitionError
+from reactorflow.markers import Input, Result, StepContext
+
+
+class Source(Enum):
+    INPUT = "input"
+    RESULT = "result"
+    CONTEXT = "context"
+    DEFAULT = "default"
+    PAYLOAD = "payload"
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One parameter of a step function and where its value comes from."""
+
+    name: str
+    source: Source
+    ref: str  # input field or step name; "" for context/default/payload
+    path: tuple[str, ...]
+    default: Any
+    annotation: Any
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not MISSING
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    params: tuple[Param, ...]
+    return_type: Any
+
+
+def type_hints(fn: Callable[..., Any], *, where: str, reactor: str) -> dict[str, Any]:
+    """Resolve annotations (string ones too) in the function's own module."""
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except NameError as exc:
+        raise DefinitionError(
+            f"{where}: cannot resolve the annotation {exc.name!r}; define or import it before "
+            "this decorator",
+            reactor=reactor,
+        ) from exc
+
+
+def ensure_async(fn: object, *, where: str, reactor: str) -> None:
+    if not callable(fn):
+        raise DefinitionError(f"{where}: expected an async function, got {fn!r}", reactor=reactor)
+    if not inspect.iscoroutinefunction(fn):
+        raise DefinitionError(
+            f"{where}: {getattr(fn, '__name__', fn)!r} must be declared with `async def`",
+            reactor=reactor,
+        )
+
+
+def _split_annotated(annotation: Any) -> tuple[Any, list[Any]]:
+    if typing.get_origin(annotation) is typing.Annotated:
+        base, *extras = typing.get_args(annotation)
+        return base, extras
+    return annotation, []
+
+
+def _check_plain_parameter(param: inspect.Parameter, where: str, reactor: str) -> None:
+    if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+        raise DefinitionError(
+            f"{where}: *args/**kwargs parameters cannot be wired; name each value as a parameter",
+            reactor=reactor,
+        )
+    if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+        raise DefinitionError(
+            f"{where}: positional-only parameter {param.name!r} cannot be wired by name",
+            reactor=reactor,
+        )
+
+
+def wire_signature(
+    fn: Callable[..., Any],
+    *,
+    reactor: str,
+    step: str,
+    inputs: Sequence[str],
+    steps: Sequence[str],
+    payload: bool = False,
+) -> Signature:
+    """Resolve every parameter of a step (or interrupt) function to its source.
+
+    A name resolves against the reactor's input fields and the steps declared before this one.
+    Unknown and ambiguous names raise `DefinitionError` listing what is available.
+    """
+    where = f"step {step!r} of reactor {reactor!r}"
+    hints = type_hints(fn, where=where, reactor=reactor)
+    params: list[Param] = []
+    for p in inspect.signature(fn).parameters.values():
+        _check_plain_parameter(p, where, reactor)
+        annotation = hints.get(p.name, Any)
+        base, extras = _split_annotated(annotation)
+        markers = [m for m in extras if isinstance(m, Input | Result)]
+        default = MISSING if p.default is inspect.Parameter.empty else p.default
+        if base is StepContext:
+            params.append(Param(p.name, Source.CONTEXT, "", (), default, base))
+            continue
+        if payload and p.name == "payload":
+            if annotation is Any:
+                raise DefinitionError(
+                    f"{where}: the `payload` parameter needs an annotation: it is the payload's "
+                    "schema (for example a msgspec.Struct)",
+                    reactor=reactor,
+                    step=step,
+                )
+            params.append(Param(p.name, Source.PAYLOAD, "", (), default, base))
+            continue
+        if len(markers) > 1:
+            raise DefinitionError(
+                f"{where}: parameter {p.name!r} has more than one rf.Input/rf.Result marker",
+                reactor=reactor,
+                step=step,
+            )
+        if markers:
+            params.append(_explicit(p.name, markers[0], base, default, where, reactor, step,
+                                    inputs, steps))
+            continue
+        params.append(_by_name(p.name, base, default, where, reactor, step, inputs, steps))
+    if payload and not any(p.source is Source.PAYLOAD for p in params):
+        raise DefinitionError(
+            f"{where}: an interrupt needs a `payload` parameter whose annotation is the payload "
+            "schema",
+            reactor=reactor,
+            step=step,
+        )
+    return Signature(tuple(params), hints.get("return", Any))
+
+
+def _available(inputs: Sequence[str], steps: Sequence[str]) -> str:
+    shown_inputs = ", ".join(inputs) if inputs else "none"
+    shown_steps = ", ".join(steps) if steps else "none"
+    return f"inputs: {shown_inputs}; steps declared before it: {shown_steps}"
+
+
+def _explicit(
+    name: str,
+    marker: Input | Result,
+    base: Any,
+    default: Any,
+    where: str,
+    reactor: str,
+    step: str,
+    inputs: Sequence[str],
+    steps: Sequence[str],
+) -> Param:
+    if isinstance(marker, Input):
+        if marker.name not in inputs:
+            raise DefinitionError(
+                f"{where}: parameter {name!r} asks for rf.Input({marker.name!r}), which is not an "
+                f"input ({_available(inputs, steps)})",
+                reactor=reactor,
+                step=step,
+            )
+        return Param(name, Source.INPUT, marker.name, marker.path, default, base)
+    if marker.step not in steps:
+        raise DefinitionError(
+            f"{where}: parameter {name!r} asks for rf.Result({marker.step!r}), which is not a step "
+            f"declared before it ({_available(inputs, steps)})",
+            reactor=reactor,
+            step=step,
+        )
+    return Param(name, Source.RESULT, marker.step, marker.path, default, base)
+
+
+def _by_name(
+    name: str,
+    base: Any,
+    default: Any,
+    where: str,
+    reactor: str,
+    step: str,
+    inputs: Sequence[str],
+    steps: Sequence[str],
+) -> Param:
+    is_input = name in inputs
+    is_step = name in steps
+    if is_input and is_step:
+        raise DefinitionError(
+            f"{where}: parameter {name!r} is ambiguous: it is both an input and a step. Say which "
+            f"with Annotated[..., rf.Input({name!r})] or Annotated[..., rf.Result({name!r})]",
+            reactor=reactor,
+            step=step,
+        )
+    if is_input:
+        return Param(name, Source.INPUT, name, (), default, base)
+    if is_step:
+        return Param(name, Source.RESULT, name, (), default, base)
+    if default is not MISSING:
+        return Param(name, Source.DEFAULT, "", (), default, base)
+    raise DefinitionError(
+        f"{where}: parameter {name!r} matches no input and no earlier step "
+        f"({_available(inputs, steps)}). Rename it, give it a default, or mark its source with "
+        "rf.Input/rf.Result",
+        reactor=reactor,
+        step=step,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerSignature:
+    """An undo/compensate handler: first positional slot, then a subset of the step's params."""
+
+    fn: Callable[..., Any]
+    takes_first: bool
+    names: tuple[str, ...]  # step parameter names it wants, by keyword
+    context_name: str | None
+
+
+def wire_handler(
+    fn: Callable[..., Any],
+    *,
+    kind: str,
+    reactor: str,
+    step: str,
+    step_params: Sequence[Param],
+) -> HandlerSignature:
+    """Check an undo/compensate handler against its step's parameters."""
+    where = f"{kind} handler {getattr(fn, '__name__', fn)!r} of step {step!r}"
+    ensure_async(fn, where=where, reactor=reactor)
+    hints = type_hints(fn, where=where, reactor=reactor)
+    sig = list(inspect.signature(fn).parameters.values())
+    first_label = "its result" if kind == "undo" else "the failure"
+    if not sig or sig[0].kind not in (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    ):
+        raise DefinitionError(
+            f"{where}: the first parameter must be positional: it receives {first_label}",
+            reactor=reactor,
+            step=step,
+        )
+    own = {p.name for p in step_params if p.source is not Source.CONTEXT}
+    names: list[str] = []
+    context_name: str | None = None
+    for p in sig[1:]:
+        _check_plain_parameter(p, where, reactor)
+        base, _ = _split_annotated(hints.get(p.name, Any))
+        if base is StepContext:
+            context_name = p.name
+        elif p.name in own:
+            names.append(p.name)
+        elif p.default is inspect.Parameter.empty:
+            listed = ", ".join(sorted(own)) or "none"
+            raise DefinitionError(
+                f"{where}: parameter {p.name!r} is not a parameter of step {step!r} "
+                f"(available: {listed}, or one annotated rf.StepContext)",
+                reactor=reactor,
+                step=step,
+            )
+    return HandlerSignature(fn, True, tuple(names), context_name)
+
+
+def wire_subset(
+    fn: Callable[..., Any],
+    *,
+    what: str,
+    reactor: str,
+    step: str,
+    available: Sequence[str],
+) -> tuple[str, ...]:
+    """A callable (such as `when=`) that takes any subset of the step's arguments by keyword."""
+    if not callable(fn):
+        raise DefinitionError(f"{what} of step {step!r} must be callable, got {fn!r}",
+                              reactor=reactor, step=step)
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise DefinitionError(f"{what} of step {step!r}: cannot read its signature",
+                              reactor=reactor, step=step) from exc
+    names: list[str] = []
+    for p in sig.parameters.values():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            return tuple(available)
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            continue
+        if p.name in available:
+            names.append(p.name)
+        elif p.default is inspect.Parameter.empty:
+            listed = ", ".join(available) or "none"
+            raise DefinitionError(
+                f"{what} of step {step!r}: parameter {p.name!r} is not one of the step's "
+                f"arguments ({listed})",
+                reactor=reactor,
+                step=step,
+            )
+    return tuple(names)

@@ -1,0 +1,63 @@
+"""Immutable records of what was declared. Runtime state never lives here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal
+
+from reactorflow.definition.params import HandlerSignature, Param
+from reactorflow.retry import Retry
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+
+
+class StepKind(StrEnum):
+    STEP = "step"
+    INTERRUPT = "interrupt"
+    COMPOSE = "compose"
+    ASYNC_STEP = "async_step"
+    ASYNC_REACTOR = "async_reactor"
+
+
+ResumeMode = Literal["inline", "background"]
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptOptions:
+    payload_type: Any
+    correlation_id: str | Callable[..., str] | None
+    correlation_names: tuple[str, ...]  # parameters a callable correlation id takes
+    timeout: float | None
+    max_attempts: int | None
+    resume: ResumeMode
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpec:
+    """One declared step: its function, wiring and policies."""
+
+    name: str
+    kind: StepKind
+    fn: Callable[..., Any]
+    params: tuple[Param, ...]
+    return_type: Any
+    deps: tuple[str, ...]  # every step this waits for: data dependencies then `after=`
+    after: tuple[str, ...]
+    retry: Retry | None = None
+    timeout: float | None = None
+    when: Callable[..., Any] | None = None
+    when_names: tuple[str, ...] = ()
+    undo: HandlerSignature | None = None
+    compensate: HandlerSignature | None = None
+    interrupt: InterruptOptions | None = None
+    child: Reactor | None = field(default=None, compare=False)
+
+    @property
+    def wants_context(self) -> bool:
+        return any(p.source.value == "context" for p in self.params)
+
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)

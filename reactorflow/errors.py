@@ -1,0 +1,323 @@
+"""The error hierarchy: every error reactorflow raises derives from `ReactorflowError`.
+
+Each error carries structured fields (`run_id`, `step`, `cause` and its own extras) and a message
+that says what went wrong and what to do about it. `Halt` is not an error: it is the signal a
+step raises to stop its run cleanly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+class ReactorflowError(Exception):
+    """Root of every error raised by reactorflow."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: str | None = None,
+        step: str | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.run_id = run_id
+        self.step = step
+        self.cause = cause
+        if cause is not None:
+            self.__cause__ = cause
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keep errors picklable across processes
+        return (_rebuild, (type(self), self.message, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[ReactorflowError], message: str, state: dict[str, Any]) -> ReactorflowError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
+
+
+class DefinitionError(ReactorflowError):
+    """A reactor, step or handler was declared wrongly (raised at the decorator line)."""
+
+    def __init__(self, message: str, *, reactor: str | None = None, step: str | None = None) -> None:
+        super().__init__(message, step=step)
+        self.reactor = reactor
+
+
+class ConfigurationError(ReactorflowError):
+    """`rf.configure` (or the environment) named an unknown option or a bad value."""
+
+    def __init__(self, message: str, *, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+class DefinitionChanged(ReactorflowError):
+    """A stored run was made by a graph that the current code changed incompatibly."""
+
+    def __init__(self, run_id: str, reactor: str, differences: Sequence[str]) -> None:
+        listed = "; ".join(differences)
+        super().__init__(
+            f"run {run_id!r} of reactor {reactor!r} was started by a different graph and cannot "
+            f"be continued by this code: {listed}. Deploy code whose graph keeps every step the "
+            "run has, or undo/cancel the run with the old code.",
+            run_id=run_id,
+        )
+        self.reactor = reactor
+        self.differences = list(differences)
+
+
+class InputValidationError(ReactorflowError):
+    """The inputs of a run failed validation; nothing was stored."""
+
+    def __init__(self, reactor: str, field: str, reason: str) -> None:
+        super().__init__(
+            f"invalid input for reactor {reactor!r}: {field}: {reason}. Fix that field and run again "
+            "(nothing was stored).",
+        )
+        self.reactor = reactor
+        self.field = field
+        self.reason = reason
+
+
+class PayloadValidationError(ReactorflowError):
+    """An interrupt payload failed validation; the attempt was counted."""
+
+    def __init__(
+        self,
+        run_id: str,
+        step: str,
+        field: str,
+        reason: str,
+        *,
+        attempts: int,
+        max_attempts: int | None,
+        exhausted: bool,
+    ) -> None:
+        if exhausted:
+            tail = (
+                f"this was attempt {attempts} of {max_attempts}, the last one: the run was rolled "
+                "back and is now failed"
+            )
+        elif max_attempts is not None:
+            tail = (
+                f"attempt {attempts} of {max_attempts}; the run is still paused, send a corrected "
+                "payload"
+            )
+        else:
+            tail = f"attempt {attempts}; the run is still paused, send a corrected payload"
+        super().__init__(
+            f"invalid payload for interrupt {step!r} of run {run_id!r}: {field}: {reason} ({tail})",
+            run_id=run_id,
+            step=step,
+        )
+        self.field = field
+        self.reason = reason
+        self.attempts = attempts
+        self.max_attempts = max_attempts
+        self.exhausted = exhausted
+
+
+class RunNotFound(ReactorflowError):
+    """No run with that id exists for this reactor (or it expired)."""
+
+    def __init__(self, run_id: str, reactor: str, *, other_reactor: str | None = None) -> None:
+        if other_reactor is not None:
+            message = (
+                f"run {run_id!r} belongs to reactor {other_reactor!r}, not {reactor!r}; use that "
+                "reactor to read it"
+            )
+        else:
+            message = (
+                f"no run {run_id!r} for reactor {reactor!r}: check the id, or it may have expired "
+                "after its retention period"
+            )
+        super().__init__(message, run_id=run_id)
+        self.reactor = reactor
+        self.other_reactor = other_reactor
+
+
+class RunStateError(ReactorflowError):
+    """The run's status does not allow the requested operation."""
+
+    def __init__(self, run_id: str, status: str, operation: str, hint: str) -> None:
+        super().__init__(
+            f"cannot {operation} run {run_id!r}: it is {status}. {hint}", run_id=run_id
+        )
+        self.status = status
+        self.operation = operation
+
+
+class NotPaused(RunStateError):
+    """`continue_` on a run that is not waiting for a payload."""
+
+    def __init__(self, run_id: str, status: str) -> None:
+        super().__init__(
+            run_id,
+            status,
+            "continue",
+            "Only a paused run (or a running run with a ready interrupt) accepts a payload.",
+        )
+
+
+class AlreadyResumed(ReactorflowError):
+    """That interrupt of that run already accepted its one payload."""
+
+    def __init__(self, run_id: str, step: str) -> None:
+        super().__init__(
+            f"interrupt {step!r} of run {run_id!r} was already resumed: it accepts exactly one "
+            "payload. Nothing was written.",
+            run_id=run_id,
+            step=step,
+        )
+
+
+class InterruptNotPending(ReactorflowError):
+    """The named step is not an interrupt the run is waiting on."""
+
+    def __init__(self, run_id: str, step: str, pending: Sequence[str]) -> None:
+        listed = ", ".join(pending) if pending else "none"
+        super().__init__(
+            f"run {run_id!r} is not waiting on {step!r}; pending interrupts: {listed}. "
+            "Name one of those (a nested one as a path such as ('fulfil', 'approve')).",
+            run_id=run_id,
+            step=step,
+        )
+        self.pending = list(pending)
+
+
+class InterruptExpired(ReactorflowError):
+    """The interrupt's timeout passed before a payload arrived; the run was rolled back."""
+
+    def __init__(self, run_id: str, step: str, timeout_at: float) -> None:
+        super().__init__(
+            f"interrupt {step!r} of run {run_id!r} expired (deadline {timeout_at:.3f}); the run was "
+            "rolled back and is failed",
+            run_id=run_id,
+            step=step,
+        )
+        self.timeout_at = timeout_at
+
+
+class WaitTimeout(ReactorflowError, TimeoutError):
+    """`wait` gave up before the run reached a terminal or paused status."""
+
+    def __init__(self, run_id: str, timeout: float, status: str) -> None:
+        super().__init__(
+            f"run {run_id!r} is still {status} after waiting {timeout:g}s; wait again or raise the "
+            "timeout",
+            run_id=run_id,
+        )
+        self.timeout = timeout
+        self.status = status
+
+
+class SerializationError(ReactorflowError):
+    """A value could not be encoded or decoded by msgspec."""
+
+    def __init__(self, message: str, *, run_id: str | None = None, step: str | None = None,
+                 type_name: str | None = None, cause: BaseException | None = None) -> None:
+        super().__init__(message, run_id=run_id, step=step, cause=cause)
+        self.type_name = type_name
+
+
+class ArgumentError(ReactorflowError):
+    """A step's argument could not be resolved (a bad path into a result, a failing `when`)."""
+
+
+class StepTimeout(ReactorflowError, TimeoutError):
+    """A step attempt ran past its `timeout=`."""
+
+    def __init__(self, run_id: str, step: str, timeout: float) -> None:
+        super().__init__(
+            f"step {step!r} of run {run_id!r} ran past its timeout of {timeout:g}s",
+            run_id=run_id,
+            step=step,
+        )
+        self.timeout = timeout
+
+
+class CorrelationConflict(ReactorflowError):
+    """A correlation id is already mapped to a different run."""
+
+    def __init__(self, correlation_id: str, existing_run: str, run_id: str) -> None:
+        super().__init__(
+            f"correlation id {correlation_id!r} already belongs to run {existing_run!r}; run "
+            f"{run_id!r} cannot take it. Make the template unique per run (e.g. include an id).",
+            run_id=run_id,
+        )
+        self.correlation_id = correlation_id
+        self.existing_run = existing_run
+
+
+class StorageError(ReactorflowError):
+    """The storage backend failed."""
+
+
+class StorageConnectionError(StorageError):
+    """The storage server could not be reached (the URL is named, never its credentials)."""
+
+    def __init__(self, url: str, reason: str, *, cause: BaseException | None = None) -> None:
+        super().__init__(
+            f"cannot reach storage at {url}: {reason}. Check that the server is running and the "
+            "URL is right.",
+            cause=cause,
+        )
+        self.url = url
+        self.reason = reason
+
+
+class LockLost(StorageError):
+    """A fenced write was refused: this execution no longer owns the run."""
+
+    def __init__(self, run_id: str, owner: str) -> None:
+        super().__init__(
+            f"this execution ({owner}) no longer holds run {run_id!r}'s lock: another execution "
+            "took the run over (the lock expired, e.g. the event loop was blocked longer than "
+            "lock_ttl). Nothing more was written by this one.",
+            run_id=run_id,
+        )
+        self.owner = owner
+
+
+class CorruptRecord(StorageError):
+    """A stored record could not be decoded (corrupt, or an unknown schema version)."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        super().__init__(f"stored record of run {run_id!r} cannot be read: {reason}", run_id=run_id)
+        self.reason = reason
+
+
+class LockTimeout(ReactorflowError):
+    """The run's lock could not be taken in time: another execution holds it."""
+
+    def __init__(self, run_id: str, waited: float, operation: str) -> None:
+        super().__init__(
+            f"cannot {operation} run {run_id!r}: another execution held it for {waited:g}s. Wait for "
+            "it to pause or finish, then try again.",
+            run_id=run_id,
+        )
+        self.waited = waited
+        self.operation = operation
+
+
+class RecordedError(ReactorflowError):
+    """A failure rebuilt from storage, handed to a compensate that runs in another process."""
+
+    def __init__(self, type: str, message: str, *, step: str | None = None) -> None:  # noqa: A002
+        super().__init__(f"{type}: {message}", step=step)
+        self.type = type
+        self.recorded_message = message
+
+
+class Halt(Exception):  # noqa: N818 - a signal, not an error
+    """Raise from a step to stop the run cleanly: status `halted`, nothing rolled back."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -1,0 +1,148 @@
+"""Every record that crosses a boundary (storage, jobs), as msgspec structs.
+
+Records are encoded with MessagePack. A run's meta record carries the schema version; a record
+whose version this code does not know is refused (never guessed at).
+"""
+
+from __future__ import annotations
+
+import traceback as tb
+from typing import Any
+
+import msgspec
+
+SCHEMA_VERSION = 1
+TRACEBACK_LIMIT = 8_000  # characters kept of a stored traceback
+MESSAGE_LIMIT = 2_000
+
+
+class RollbackFailure(msgspec.Struct, frozen=True):
+    """An undo or compensate that raised during a rollback (the rollback went on)."""
+
+    step: str
+    kind: str  # "undo" or "compensate"
+    message: str
+    type: str = ""
+
+
+class RunError(msgspec.Struct, frozen=True):
+    """Why a run failed: the failing step and its exception, plus every rollback failure."""
+
+    step: str | None
+    type: str
+    message: str
+    traceback: str = ""
+    rollback_failures: list[RollbackFailure] = msgspec.field(default_factory=list)
+
+    def __str__(self) -> str:
+        where = f"step {self.step!r}" if self.step else "the run"
+        summary = f"{where} failed: {self.type}: {self.message}"
+        if self.rollback_failures:
+            summary += f" ({len(self.rollback_failures)} rollback failure(s))"
+        return summary
+
+
+class ErrorRecord(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An exception as stored: class name, module, message and a capped traceback."""
+
+    type: str
+    message: str
+    module: str = ""
+    traceback: str = ""
+
+    @classmethod
+    def from_exception(cls, error: BaseException, *, with_traceback: bool = True) -> ErrorRecord:
+        text = ""
+        if with_traceback and error.__traceback__ is not None:
+            text = "".join(tb.format_exception(type(error), error, error.__traceback__))
+            if len(text) > TRACEBACK_LIMIT:
+                text = "... (truncated)\n" + text[-TRACEBACK_LIMIT:]
+        message = str(error)
+        if len(message) > MESSAGE_LIMIT:
+            message = message[:MESSAGE_LIMIT] + "... (truncated)"
+        return cls(type(error).__name__, message, type(error).__module__, text)
+
+
+class Event(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True):
+    """One entry of a run's history (stored as an array: append new fields at the end)."""
+
+    at: float
+    kind: str  # e.g. "step.started", "step.completed", "undo.completed", "run.paused"
+    step: str = ""
+    attempt: int = 0
+    detail: str = ""
+
+
+NIL = msgspec.Raw(b"\xc0")  # MessagePack nil: "no value" inside a record
+
+
+class StepRecord(msgspec.Struct, omit_defaults=True, array_like=True):
+    """One step's checkpoint. Written on its own, so step N never rewrites steps 1..N-1.
+
+    Stored as an array (compact): new fields go at the end, with defaults.
+    """
+
+    status: str
+    attempts: int = 0
+    started_at: float | None = None
+    finished_at: float | None = None
+    result: msgspec.Raw = NIL  # the encoded result (nil until the step completes)
+    error: ErrorRecord | None = None
+    seq: int = 0  # completion order within the run (undo runs in reverse)
+    compensate_pending: bool = False  # its body failed and its compensate has not returned
+    rollback_error: ErrorRecord | None = None
+    child_inputs: msgspec.Raw = NIL  # compose: the child's validated inputs, once mapped
+    deadline: float | None = None  # interrupt: when its timeout passes
+    correlation_id: str | None = None  # interrupt: the resolved correlation id
+
+
+class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What a run was started with; written once."""
+
+    v: int
+    id: str
+    reactor: str
+    created_at: float
+    inputs: msgspec.Raw
+    fingerprint: dict[str, list[str]]
+    idempotency_key: str | None = None
+
+
+class RunState(msgspec.Struct, omit_defaults=True):
+    """A run's status and outcome; written on every status change (a constant number per run)."""
+
+    status: str
+    updated_at: float
+    error: RunError | None = None
+    waiting_on: list[str] = msgspec.field(default_factory=list)
+    timeout_at: float | None = None
+    halt_reason: str | None = None
+    cancel_reason: str | None = None
+    rollback_trigger: str | None = None  # "failure" or "undo" while rolling back
+
+
+class Control(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A request to the execution that owns a run, read at its next step boundary."""
+
+    kind: str  # "cancel" or "fail"
+    reason: str = ""
+    error: RunError | None = None
+
+
+_encoder = msgspec.msgpack.Encoder()
+encode = _encoder.encode
+_step_decoder = msgspec.msgpack.Decoder(StepRecord)
+_meta_decoder = msgspec.msgpack.Decoder(RunMeta)
+_state_decoder = msgspec.msgpack.Decoder(RunState)
+_event_decoder = msgspec.msgpack.Decoder(Event)
+_control_decoder = msgspec.msgpack.Decoder(Control)
+decode_step = _step_decoder.decode
+decode_meta = _meta_decoder.decode
+decode_state = _state_decoder.decode
+decode_event = _event_decoder.decode
+decode_control = _control_decoder.decode
+
+
+def raw(value: Any) -> msgspec.Raw:
+    """Encode a user value for embedding in a record (raises TypeError when unsupported)."""
+    return msgspec.Raw(_encoder.encode(value))

@@ -1,0 +1,1 @@
+"""The execution layer: executor, rollback, ownership and run operations."""

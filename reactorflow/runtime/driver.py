@@ -1,0 +1,164 @@
+"""Taking an owned run to its next settled state, and saving that state.
+
+`drive` is the one path every execution takes (a fresh run, a resume, a recovery, a worker):
+forward until the run settles, then save the outcome; on failure roll back first. If the
+process interrupts the run (cancellation of the caller, KeyboardInterrupt, SystemExit), no
+rollback code runs: the run is saved `aborted` (shielded from the cancellation) and the
+interruption propagates.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+import anyio
+import msgspec
+
+from reactorflow.errors import LockLost, StorageError
+from reactorflow.middleware import RunEvent
+from reactorflow.records import ErrorRecord, RollbackFailure, RunError, StepRecord
+from reactorflow.runtime.execution import event
+from reactorflow.runtime.forward import Forward, Verdict
+from reactorflow.runtime.rollback import collected_failures, roll_back
+from reactorflow.status import Status, StepStatus
+
+if TYPE_CHECKING:
+    from reactorflow.runtime.execution import Execution
+
+log = logging.getLogger("reactorflow.run")
+
+
+async def drive(ex: Execution) -> None:
+    """Run forward (or finish a rollback) until the run settles; the lock must be held."""
+    hooks = ex.hooks
+    if hooks:
+        hooks.call("before_run", RunEvent(ex.run_id, ex.reactor))
+    forward: Forward | None = None
+    try:
+        if ex.state.status == Status.ROLLING_BACK:
+            await finish_rollback(ex)
+        else:
+            forward = Forward(ex, max_concurrency=ex.plan.reactor.max_concurrency)
+            verdict = await forward.run()
+            await conclude(ex, verdict)
+    except (LockLost, StorageError):
+        raise  # nothing more can be written by this execution
+    except BaseException as exc:
+        with anyio.CancelScope(shield=True):
+            await _abort(ex, forward, exc)
+        raise
+    finally:
+        if hooks:
+            hooks.call("after_run", RunEvent(ex.run_id, ex.reactor, ex.state.status,
+                                             ex.state.error))
+
+
+def run_error(key: str, error: BaseException) -> RunError:
+    record = ErrorRecord.from_exception(error)
+    return RunError(key, record.type, record.message, record.traceback)
+
+
+async def conclude(ex: Execution, verdict: Verdict) -> None:
+    status = verdict.status
+    if status == "completed":
+        await ex.save_state(Status.COMPLETED, events=[event("run.completed")], publish=True,
+                            waiting_on=[], timeout_at=None)
+        _log_end(ex)
+    elif status == "paused":
+        deadlines = [d for k in verdict.waiting
+                     if (d := ex.records[k].deadline) is not None]
+        await ex.save_state(Status.PAUSED, events=[event("run.paused",
+                                                         detail=", ".join(verdict.waiting))],
+                            publish=True, waiting_on=verdict.waiting,
+                            timeout_at=min(deadlines) if deadlines else None)
+        _log_end(ex)
+    elif status == "halted":
+        await ex.save_state(Status.HALTED, events=[event("run.halted",
+                                                         detail=verdict.halt_reason or "")],
+                            publish=True, halt_reason=verdict.halt_reason, waiting_on=[])
+        _log_end(ex)
+    elif status == "cancelled":
+        reason = ex.control.reason if ex.control is not None else ""
+        await ex.save_state(Status.CANCELLED, events=[event("run.cancelled", detail=reason)],
+                            publish=True, clear_control=True, cancel_reason=reason,
+                            waiting_on=[])
+        _log_end(ex)
+    else:
+        if verdict.failed:
+            first = verdict.failed[0]
+            error = run_error(first, verdict.errors[first])
+        else:
+            assert ex.control is not None and ex.control.error is not None
+            error = ex.control.error
+        await fail_with_rollback(ex, error, verdict.errors)
+
+
+async def fail_with_rollback(ex: Execution, error: RunError,
+                             live_errors: dict[str, BaseException] | None = None) -> None:
+    """Save `rolling_back`, roll everything back, save `failed` with every rollback failure."""
+    await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back", error.step or "",
+                                                           detail=str(error))],
+                        error=error, rollback_trigger="failure", waiting_on=[])
+    failures = await roll_back(ex, live_errors)
+    await _settle_rollback(ex, failures)
+
+
+async def finish_rollback(ex: Execution) -> None:
+    """Resume a rollback that an earlier execution started (e.g. it crashed mid-way)."""
+    failures = await roll_back(ex)
+    await _settle_rollback(ex, failures)
+
+
+async def _settle_rollback(ex: Execution, failures: list[RollbackFailure]) -> None:
+    earlier = [f for f in collected_failures(ex) if f not in failures]
+    all_failures = earlier + failures
+    trigger = ex.state.rollback_trigger
+    error = ex.state.error
+    if error is not None:
+        error = msgspec.structs.replace(error, rollback_failures=all_failures)
+    elif all_failures:
+        error = RunError(None, "RollbackIncomplete",
+                         f"{len(all_failures)} undo/compensate handler(s) failed",
+                         rollback_failures=all_failures)
+    if trigger == "undo":
+        await ex.save_state(Status.CANCELLED, events=[event("run.undone")], publish=True,
+                            clear_control=True, error=error, rollback_trigger=None,
+                            cancel_reason=ex.state.cancel_reason or "undone")
+    else:
+        await ex.save_state(Status.FAILED, events=[event("run.failed", detail=str(error))],
+                            publish=True, clear_control=True, error=error, rollback_trigger=None)
+    _log_end(ex)
+
+
+async def _abort(ex: Execution, forward: Forward | None, cause: BaseException) -> None:
+    """Store the run `aborted` with its outstanding work; never raises."""
+    cut = sorted(forward.in_flight) if forward is not None else []
+    now = time.time()
+    for key in cut:
+        node = ex.plan.nodes[key]
+        previous = ex.records.get(key)
+        if previous is not None and previous.status == StepStatus.WAITING:
+            continue
+        ex.records[key] = StepRecord(
+            StepStatus.FAILED, previous.attempts if previous else 0,
+            previous.started_at if previous else now, now,
+            error=ErrorRecord(type(cause).__name__, "aborted while running: the process "
+                              "interrupted the run"),
+            compensate_pending=node.spec.compensate is not None,
+        )
+    try:
+        await ex.save_state(Status.ABORTED, steps=cut,
+                            events=[event("run.aborted", detail=type(cause).__name__)],
+                            publish=True)
+        log.warning("reactorflow.run.aborted run_id=%s reactor=%s cause=%s cut_off=%s",
+                    ex.run_id, ex.reactor, type(cause).__name__, ",".join(cut) or "-")
+    except Exception:
+        log.exception("reactorflow.run.abort_save_failed run_id=%s", ex.run_id)
+
+
+def _log_end(ex: Execution) -> None:
+    if log.isEnabledFor(logging.INFO):
+        log.info("reactorflow.run.%s run_id=%s reactor=%s", ex.state.status, ex.run_id,
+                 ex.reactor)

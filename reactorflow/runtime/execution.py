@@ -1,0 +1,182 @@
+"""`Execution`: the runtime state of one run while an execution owns it.
+
+It holds what storage holds (meta, state, step records) decoded, plus decoded results. It never
+lives on a definition. Every write goes through `checkpoint` / `save_state`, which are fenced by
+the execution's lock owner.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from reactorflow import records
+from reactorflow.definition.graph import Node, Plan, compare_fingerprints
+from reactorflow.definition.specs import StepKind
+from reactorflow.errors import CorruptRecord, DefinitionChanged
+from reactorflow.middleware import Hooks
+from reactorflow.records import Control, Event, RunMeta, RunState, StepRecord
+from reactorflow.status import Status, StepStatus
+from reactorflow.storage.base import Storage, StoredRun
+
+
+
+class Execution:
+    """One run, as seen by the execution that holds its lock."""
+
+    def __init__(
+        self,
+        *,
+        plan: Plan,
+        storage: Storage,
+        owner: str,
+        meta: RunMeta,
+        state: RunState,
+        steps: dict[str, StepRecord],
+        claims: Mapping[str, bytes],
+        hooks: Hooks,
+    ) -> None:
+        self.plan = plan
+        self.storage = storage
+        self.owner = owner
+        self.meta = meta
+        self.state = state
+        self.run_id = meta.id
+        self.reactor = meta.reactor
+        self.records = steps
+        self.claims = dict(claims)
+        self.hooks = hooks
+        self.values: dict[str, Any] = {}
+        self.level_inputs: dict[str, Any] = {"": plan.levels[""].inputs_decoder.decode(meta.inputs)}
+        self.seq = max((r.seq for r in steps.values()), default=0)
+        self.stored_status = state.status
+        self.control: Control | None = None
+        for key, record in steps.items():
+            if record.child_inputs != records.NIL and key in plan.levels:
+                self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(record.child_inputs)
+
+    # -- construction --------------------------------------------------------------------------
+
+    @classmethod
+    def from_stored(
+        cls,
+        stored: StoredRun,
+        *,
+        plan: Plan,
+        storage: Storage,
+        owner: str,
+        claims: Mapping[str, bytes],
+        hooks: Hooks,
+        check_graph: bool = True,
+    ) -> Execution:
+        head = stored.head
+        try:
+            meta = records.decode_meta(head.meta)
+            if meta.v != records.SCHEMA_VERSION:
+                raise CorruptRecord(
+                    head.run_id,
+                    f"schema version {meta.v} is not {records.SCHEMA_VERSION}, the one this "
+                    "version of reactorflow reads",
+                )
+            state = records.decode_state(head.state)
+            steps = {key: records.decode_step(raw) for key, raw in stored.steps.items()}
+        except msgspec.DecodeError as exc:
+            raise CorruptRecord(head.run_id, str(exc)) from exc
+        if check_graph:
+            differences = compare_fingerprints(meta.fingerprint, plan.fingerprint)
+            if differences:
+                raise DefinitionChanged(head.run_id, head.reactor, differences)
+        try:
+            return cls(plan=plan, storage=storage, owner=owner, meta=meta, state=state,
+                       steps=steps, claims=claims, hooks=hooks)
+        except msgspec.DecodeError as exc:
+            raise CorruptRecord(head.run_id, f"stored inputs cannot be decoded: {exc}") from exc
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def status_of(self, key: str) -> str:
+        record = self.records.get(key)
+        return StepStatus.PENDING if record is None else record.status
+
+    def value_of(self, key: str) -> Any:
+        """The decoded result of a completed step (decoded once, then cached)."""
+        try:
+            return self.values[key]
+        except KeyError:
+            pass
+        record = self.records[key]
+        node = self.plan.nodes[key]
+        value = node.decoder.decode(record.result)
+        self.values[key] = value
+        return value
+
+    def record(self, key: str) -> StepRecord:
+        record = self.records.get(key)
+        if record is None:
+            record = StepRecord(status=StepStatus.PENDING)
+            self.records[key] = record
+        return record
+
+    def node(self, key: str) -> Node:
+        return self.plan.nodes[key]
+
+    def interrupt_keys(self) -> list[str]:
+        return [k for k, n in self.plan.nodes.items() if n.kind is StepKind.INTERRUPT]
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    async def checkpoint(self, key: str, record: StepRecord, events: list[Event]) -> None:
+        """Persist one step record (fenced); notes any control request that came back."""
+        self.records[key] = record
+        control = await self.storage.save_step(
+            self.run_id, self.owner, key, records.encode(record),
+            [records.encode(e) for e in events],
+        )
+        if control is not None and self.control is None:
+            self.control = records.decode_control(control)
+
+    async def save_state(
+        self,
+        status: Status,
+        *,
+        events: list[Event] | None = None,
+        steps: list[str] | None = None,
+        clear_control: bool = False,
+        publish: bool = False,
+        **changes: Any,
+    ) -> None:
+        """Persist the run's status and state (fenced), with the named step records."""
+        state = self.state
+        state.status = status
+        state.updated_at = time.time()
+        for name, value in changes.items():
+            setattr(state, name, value)
+        encoded_steps = (
+            {key: records.encode(self.records[key]) for key in steps} if steps else None
+        )
+        control = await self.storage.save_state(
+            self.run_id, self.owner, status=status, previous_status=self.stored_status,
+            state=records.encode(state), steps=encoded_steps,
+            events=[records.encode(e) for e in events or ()],
+            clear_control=clear_control, publish=publish,
+        )
+        self.stored_status = status
+        if clear_control:
+            self.control = None
+        elif control is not None and self.control is None:
+            self.control = records.decode_control(control)
+
+
+def event(kind: str, step: str = "", attempt: int = 0, detail: str = "") -> Event:
+    return Event(time.time(), kind, step, attempt, detail)
+
+
+def new_state(status: Status) -> RunState:
+    return RunState(status=status, updated_at=time.time())

@@ -1,0 +1,135 @@
+"""Keeps held run locks alive from a thread of its own.
+
+A step that blocks the event loop (CPU work, a blocking call) must not let its run's lock lapse,
+or the sweeper would start a duplicate. So extension does not run in the run's event loop: one
+daemon thread per process, with its own event loop, extends every registered lock every ttl/3.
+It starts with the first registration and is stopped at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import itertools
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from reactorflow.storage.base import Storage
+
+log = logging.getLogger("reactorflow.lock")
+
+
+@dataclass(slots=True, eq=False)
+class Hold:
+    storage: Storage
+    run_id: str
+    owner: str
+    ttl: float
+    due: float
+    lost: bool = False
+    serial: int = field(default_factory=itertools.count().__next__)
+
+
+class LockKeeper:
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._holds: dict[int, Hold] = {}
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._stopping = False
+
+    def hold(self, storage: Storage, run_id: str, owner: str, ttl: float) -> Hold:
+        """Keep (run_id, owner)'s lock alive until `release`."""
+        hold = Hold(storage, run_id, owner, ttl, time.monotonic() + ttl / 3)
+        with self._mutex:
+            self._holds[hold.serial] = hold
+            self._ensure_thread()
+        self._poke()
+        return hold
+
+    def release(self, hold: Hold) -> None:
+        with self._mutex:
+            self._holds.pop(hold.serial, None)
+
+    def held(self) -> int:
+        with self._mutex:
+            return len(self._holds)
+
+    def _ensure_thread(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stopping = False
+        self._ready.clear()
+        self._thread = threading.Thread(target=self._run, name="reactorflow-lock-keeper",
+                                        daemon=True)
+        self._thread.start()
+
+    def _poke(self) -> None:
+        self._ready.wait(5)
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None:
+            try:
+                loop.call_soon_threadsafe(wake.set)
+            except RuntimeError:
+                pass
+
+    def _run(self) -> None:
+        asyncio.run(self._main())
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._ready.set()
+        storages: set[Storage] = set()
+        try:
+            while not self._stopping:
+                now = time.monotonic()
+                with self._mutex:
+                    due = [h for h in self._holds.values() if h.due <= now]
+                    upcoming = min((h.due for h in self._holds.values()), default=now + 1.0)
+                for hold in due:
+                    storages.add(hold.storage)
+                    await self._extend(hold)
+                delay = max(0.0, min(upcoming - time.monotonic(), 1.0))
+                try:
+                    await asyncio.wait_for(self._wake.wait(), delay)
+                except TimeoutError:
+                    pass
+                self._wake.clear()
+        finally:
+            for storage in storages:
+                try:
+                    await storage.aclose()
+                except Exception:  # closing on the way out: nothing left to protect
+                    log.debug("reactorflow.lock.keeper_close_failed", exc_info=True)
+
+    async def _extend(self, hold: Hold) -> None:
+        try:
+            kept = await hold.storage.extend_lock(hold.run_id, hold.owner, hold.ttl)
+        except Exception:
+            log.warning("reactorflow.lock.extend_failed run_id=%s", hold.run_id, exc_info=True)
+            hold.due = time.monotonic() + min(1.0, hold.ttl / 6)
+            return
+        if not kept:
+            hold.lost = True
+            log.warning("reactorflow.lock.lost run_id=%s owner=%s", hold.run_id, hold.owner)
+            self.release(hold)
+            return
+        hold.due = time.monotonic() + hold.ttl / 3
+
+    def stop(self) -> None:
+        thread = self._thread
+        if thread is None:
+            return
+        self._stopping = True
+        self._poke()
+        thread.join(timeout=5)
+        self._thread = None
+
+
+keeper = LockKeeper()
+atexit.register(keeper.stop)

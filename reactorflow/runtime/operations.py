@@ -1,0 +1,273 @@
+"""The run operations behind `Reactor.run/get/wait/undo/cancel/list_runs`."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from reactorflow import config, records
+from reactorflow.definition.graph import Plan, plan_for
+from reactorflow.errors import LockTimeout, ReactorflowError, RunNotFound, RunStateError, WaitTimeout
+from reactorflow.middleware import Hooks
+from reactorflow.records import Control, RunMeta
+from reactorflow.runtime.driver import drive
+from reactorflow.runtime.execution import Execution, event, new_state
+from reactorflow.runtime.inputs import validate_inputs
+from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
+from reactorflow.runtime.views import build_run, build_summary
+from reactorflow.snapshot import Run, RunPage
+from reactorflow.status import Status
+from reactorflow.storage.base import RunHead, Storage
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+
+log = logging.getLogger("reactorflow.run")
+IDEMPOTENT_REPLAY_WAIT = 2.0
+
+
+def new_run_id() -> str:
+    """Time-ordered: 12 hex digits of milliseconds, then 12 random ones."""
+    return f"{int(time.time() * 1000):012x}{secrets.token_hex(6)}"
+
+
+def hooks_for(reactor: Reactor) -> Hooks:
+    return Hooks([*config.settings().middleware, *reactor.middleware])
+
+
+# -- starting ------------------------------------------------------------------------------------
+
+
+async def start(reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
+                idempotency_key: str | None = None) -> Run:
+    if inputs is not None and fields:
+        raise ReactorflowError(
+            f"reactor {reactor.name!r}: pass the inputs either as one {_inputs_name(reactor)} or "
+            "as keyword arguments, not both"
+        )
+    value = validate_inputs(reactor, inputs if inputs is not None else dict(fields))
+    plan = plan_for(reactor)
+    storage = config.current_storage()
+    settings = config.settings()
+    run_id = new_run_id()
+    if idempotency_key is not None:
+        winner = await storage.claim_idempotency(reactor.name, idempotency_key, run_id)
+        if winner != run_id:
+            return await _replay(reactor, storage, winner)
+    owner = new_owner()
+    now = time.time()
+    meta = RunMeta(records.SCHEMA_VERSION, run_id, reactor.name, now, records.raw(value),
+                   plan.fingerprint, idempotency_key)
+    state = new_state(Status.RUNNING)
+    await storage.create_run(
+        run_id, reactor=reactor.name, status=Status.RUNNING, meta=records.encode(meta),
+        state=records.encode(state), created_at=now, owner=owner, lock_ttl=settings.lock_ttl,
+        events=[records.encode(event("run.started"))],
+    )
+    if log.isEnabledFor(logging.INFO):
+        log.info("reactorflow.run.started run_id=%s reactor=%s", run_id, reactor.name)
+    ex = Execution(plan=plan, storage=storage, owner=owner, meta=meta, state=state, steps={},
+                   claims={}, hooks=hooks_for(reactor))
+    await run_owned(reactor, storage, run_id, owner, ex)
+    return await get(reactor, run_id)
+
+
+def _inputs_name(reactor: Reactor) -> str:
+    return reactor.inputs.__name__ if reactor.inputs is not None else "mapping"
+
+
+async def _replay(reactor: Reactor, storage: Storage, run_id: str) -> Run:
+    """A second start with the same idempotency key: the first run, once it is stored."""
+    deadline = time.monotonic() + IDEMPOTENT_REPLAY_WAIT
+    while time.monotonic() < deadline:
+        if await storage.load_head(run_id) is not None:
+            return await get(reactor, run_id)
+        await anyio.sleep(0.01)
+    return Run(id=run_id, reactor=reactor.name, status=Status.RUNNING)
+
+
+# -- executing an owned run ----------------------------------------------------------------------
+
+
+def runnable_claims(ex: Execution) -> bool:
+    return any(key in ex.claims for key in ex.state.waiting_on)
+
+
+async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str) -> Execution:
+    """Lock, then load: read the run (with its claims) only while holding its lock."""
+    stored = await storage.load_run(run_id)
+    if stored is None:
+        raise RunNotFound(run_id, reactor.name)
+    claims = await storage.claims(run_id)
+    return Execution.from_stored(stored, plan=plan_for(reactor), storage=storage, owner=owner,
+                                 claims=claims, hooks=hooks_for(reactor))
+
+
+def needs_execution(ex: Execution) -> bool:
+    status = ex.state.status
+    if status in (Status.RUNNING, Status.ROLLING_BACK):
+        return True
+    return status == Status.PAUSED and (runnable_claims(ex) or ex.control is not None)
+
+
+async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
+                    ex: Execution | None = None) -> None:
+    """Drive a run whose lock `owner` holds (count 1) until it settles, then release.
+
+    After releasing a paused run, check for a claim that arrived while the lock was held: its
+    `continue_` could not take the lock, so the holder applies it (an accepted resume is never
+    stranded).
+    """
+    ttl = config.settings().lock_ttl
+    while True:
+        async with keep_alive(storage, run_id, owner, ttl):
+            if ex is None:
+                ex = await load_owned(reactor, storage, run_id, owner)
+                if not needs_execution(ex):
+                    return
+            await drive(ex)
+            waiting = list(ex.state.waiting_on) if ex.state.status == Status.PAUSED else []
+        if not waiting:
+            return
+        claims = await storage.claims(run_id)
+        if not any(key in claims for key in waiting):
+            return
+        if not await storage.acquire_lock(run_id, owner, ttl):
+            return  # another execution holds it and will apply the claim
+        ex = None
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+async def _head(reactor: Reactor, storage: Storage, run_id: str) -> RunHead:
+    head = await storage.load_head(run_id)
+    if head is None:
+        raise RunNotFound(run_id, reactor.name)
+    if head.reactor != reactor.name:
+        raise RunNotFound(run_id, reactor.name, other_reactor=head.reactor)
+    return head
+
+
+def _plan_or_none(reactor: Reactor) -> Plan | None:
+    try:
+        return plan_for(reactor)
+    except ReactorflowError:
+        return None
+
+
+async def get(reactor: Reactor, run_id: str) -> Run:
+    if not isinstance(run_id, str) or not run_id:
+        raise RunNotFound(str(run_id), reactor.name)
+    storage = config.current_storage()
+    stored = await storage.load_run(run_id)
+    if stored is None:
+        raise RunNotFound(run_id, reactor.name)
+    if stored.head.reactor != reactor.name:
+        raise RunNotFound(run_id, reactor.name, other_reactor=stored.head.reactor)
+    history = await storage.history(run_id)
+    return build_run(_plan_or_none(reactor), stored, history)
+
+
+def recheck_interval(timeout: float | None) -> float:
+    """How often a waiter re-reads the record in case a notification was lost."""
+    if timeout is None:
+        return 5.0
+    return min(5.0, max(1.0, timeout / 10))
+
+
+async def wait(reactor: Reactor, run_id: str, *, timeout: float | None = None) -> Run:
+    storage = config.current_storage()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    interval = recheck_interval(timeout)
+    async with storage.subscribe(run_id) as subscription:
+        while True:
+            run = await get(reactor, run_id)
+            if run.status.is_settled:
+                return run
+            if deadline is None:
+                await subscription.wait(interval)
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                assert timeout is not None
+                raise WaitTimeout(run_id, timeout, run.status)
+            await subscription.wait(min(remaining, interval))
+
+
+async def list_runs(reactor: Reactor, *, status: str | None, limit: int,
+                    cursor: str | None) -> RunPage:
+    if status is not None:
+        try:
+            status = Status(status)
+        except ValueError:
+            raise ReactorflowError(
+                f"list_runs(status={status!r}): not a status; use one of "
+                f"{', '.join(s.value for s in Status)}"
+            ) from None
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise ReactorflowError(f"list_runs(limit={limit!r}): use a whole number from 1 to 1000")
+    page = await config.current_storage().list_runs(reactor.name, status, limit, cursor)
+    return RunPage([build_summary(head) for head in page.heads], page.next_cursor)
+
+
+# -- undo and cancel -----------------------------------------------------------------------------
+
+_UNDOABLE = frozenset({Status.COMPLETED, Status.PAUSED, Status.ABORTED, Status.CANCELLED,
+                       Status.HALTED})
+
+
+async def undo(reactor: Reactor, run_id: str) -> Run:
+    storage = config.current_storage()
+    settings = config.settings()
+    await _head(reactor, storage, run_id)
+    owner = new_owner()
+    if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
+        raise LockTimeout(run_id, settings.lock_wait, "undo")
+    async with keep_alive(storage, run_id, owner, settings.lock_ttl):
+        ex = await load_owned(reactor, storage, run_id, owner)
+        status = ex.state.status
+        if status not in _UNDOABLE:
+            raise RunStateError(
+                run_id, status, "undo",
+                "Undo rolls back completed, paused, halted, cancelled or aborted runs; a failed "
+                "run was already rolled back, and a running one must pause or finish first.",
+            )
+        await ex.save_state(Status.ROLLING_BACK, events=[event("run.undo_requested")],
+                            rollback_trigger="undo", cancel_reason="undone", waiting_on=[],
+                            timeout_at=None)
+        await drive(ex)
+    return await get(reactor, run_id)
+
+
+async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
+    storage = config.current_storage()
+    settings = config.settings()
+    head = await _head(reactor, storage, run_id)
+    status = Status(head.status)
+    if status is Status.CANCELLED:
+        return await get(reactor, run_id)
+    if status.is_terminal or status is Status.ROLLING_BACK:
+        raise RunStateError(
+            run_id, status, "cancel",
+            "Only running or paused runs can be cancelled; use undo to roll back a finished one.",
+        )
+    await storage.request_control(run_id, records.encode(Control("cancel", reason)))
+    owner = new_owner()
+    if await acquire(storage, run_id, owner, settings.lock_ttl, 0.0):
+        async with keep_alive(storage, run_id, owner, settings.lock_ttl):
+            ex = await load_owned(reactor, storage, run_id, owner)
+            if ex.state.status in (Status.PAUSED, Status.RUNNING):
+                await ex.save_state(Status.CANCELLED, events=[event("run.cancelled",
+                                                                    detail=reason)],
+                                    publish=True, clear_control=True, cancel_reason=reason,
+                                    waiting_on=[], timeout_at=None)
+                log.info("reactorflow.run.cancelled run_id=%s reactor=%s", run_id, reactor.name)
+            else:
+                await ex.save_state(Status(ex.state.status), clear_control=True)
+    return await get(reactor, run_id)

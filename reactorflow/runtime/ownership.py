@@ -1,0 +1,50 @@
+"""Owning a run: take its liveness lock, keep it alive, release it after the final save."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+
+from reactorflow.runtime.lockkeeper import Hold, keeper
+from reactorflow.storage.base import Storage
+
+log = logging.getLogger("reactorflow.lock")
+
+
+def new_owner() -> str:
+    return secrets.token_hex(12)
+
+
+async def acquire(storage: Storage, run_id: str, owner: str, ttl: float, wait: float) -> bool:
+    """Take the run's lock, retrying with a short back-off for up to `wait` seconds."""
+    deadline = time.monotonic() + wait
+    delay = 0.005
+    while True:
+        if await storage.acquire_lock(run_id, owner, ttl):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        await anyio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, 0.1)
+
+
+@asynccontextmanager
+async def keep_alive(storage: Storage, run_id: str, owner: str, ttl: float
+                     ) -> AsyncIterator[Hold]:
+    """Extend a lock already taken while the block runs; release it (once) afterwards."""
+    hold = keeper.hold(storage, run_id, owner, ttl)
+    try:
+        yield hold
+    finally:
+        keeper.release(hold)
+        with anyio.CancelScope(shield=True):
+            try:
+                await storage.release_lock(run_id, owner)
+            except Exception:
+                log.warning("reactorflow.lock.release_failed run_id=%s (it will expire)",
+                            run_id, exc_info=True)

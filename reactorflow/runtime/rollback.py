@@ -1,0 +1,153 @@
+"""The saga's way back: compensate what failed, undo what completed, newest first.
+
+Order, at each level of the tree (the root, then composed children inside it):
+
+1. compensate the level's failed steps whose bodies started (latest failure first);
+2. roll back composed children that were still in progress (a failing or paused child rolls
+   back its own steps before its parent's);
+3. undo the completed steps in reverse completion order; a completed composed child is undone
+   as a unit at its place in that order, its own steps newest first.
+
+Every handler outcome is checkpointed, so a rollback cut off by a crash resumes after the last
+handler that returned (the cut-off one runs again: handlers must be idempotent). A failing
+handler is recorded and the rollback goes on.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from reactorflow.definition.specs import StepKind
+from reactorflow.errors import RecordedError
+from reactorflow.middleware import StepEvent
+from reactorflow.records import NIL, ErrorRecord, RollbackFailure, StepRecord
+from reactorflow.runtime.execution import event
+from reactorflow.runtime.stepcall import context_for, resolve_arguments
+from reactorflow.status import StepStatus
+
+if TYPE_CHECKING:
+    from reactorflow.definition.params import HandlerSignature
+    from reactorflow.runtime.execution import Execution
+
+log = logging.getLogger("reactorflow.rollback")
+
+Action = tuple[str, str]  # ("compensate" | "undo" | "close", step key)
+
+
+def plan_rollback(ex: Execution, level: str = "") -> list[Action]:
+    """Every rollback action still to do, in order (see the module docstring)."""
+    plan = ex.plan
+    keys = plan.levels[level].node_keys
+    records = ex.records
+    actions: list[Action] = []
+    failed = [k for k in keys if k in records and records[k].status == StepStatus.FAILED
+              and records[k].compensate_pending]
+    failed.sort(key=lambda k: records[k].finished_at or 0.0, reverse=True)
+    actions.extend(("compensate", k) for k in failed)
+    for key in keys:
+        record = records.get(key)
+        if (record is not None and plan.nodes[key].kind is StepKind.COMPOSE
+                and record.status in (StepStatus.RUNNING, StepStatus.FAILED)
+                and record.child_inputs != NIL):
+            actions.extend(plan_rollback(ex, key))
+            actions.append(("close", key))
+    done = [k for k in keys if k in records and records[k].status == StepStatus.COMPLETED
+            and records[k].seq > 0 and records[k].rollback_error is None]
+    done.sort(key=lambda k: records[k].seq, reverse=True)
+    for key in done:
+        if plan.nodes[key].kind is StepKind.COMPOSE:
+            actions.extend(plan_rollback(ex, key))
+            actions.append(("close", key))
+        elif plan.nodes[key].spec.undo is not None:
+            actions.append(("undo", key))
+    return actions
+
+
+async def roll_back(ex: Execution, live_errors: Mapping[str, BaseException] | None = None
+                    ) -> list[RollbackFailure]:
+    """Run every outstanding rollback action; returns the failures (the rollback goes on)."""
+    failures: list[RollbackFailure] = []
+    for kind, key in plan_rollback(ex):
+        if kind == "close":
+            record = ex.records[key]
+            closed = StepRecord(StepStatus.UNDONE, record.attempts, record.started_at,
+                                record.finished_at, record.result, record.error, record.seq,
+                                child_inputs=record.child_inputs)
+            await ex.checkpoint(key, closed, [event("undo.completed", key)])
+            continue
+        failure = await _run_handler(ex, kind, key, (live_errors or {}).get(key))
+        if failure is not None:
+            failures.append(failure)
+    return failures
+
+
+async def _run_handler(ex: Execution, kind: str, key: str, live_error: BaseException | None
+                       ) -> RollbackFailure | None:
+    node = ex.plan.nodes[key]
+    record = ex.records[key]
+    handler = node.spec.undo if kind == "undo" else node.spec.compensate
+    assert handler is not None
+    if kind == "undo":
+        first: Any = ex.value_of(key)
+    elif live_error is not None:
+        first = live_error
+    else:
+        stored = record.error or ErrorRecord("Exception", "")
+        first = RecordedError(stored.type, stored.message, step=key)
+    hooks = ex.hooks
+    if hooks:
+        hooks.call(f"before_{kind}", StepEvent(ex.run_id, ex.reactor, key))
+    started = event(f"{kind}.started", key)
+    error: Exception | None = None
+    try:
+        await _call_handler(ex, handler, key, first)
+    except Exception as exc:
+        error = exc
+    if hooks:
+        hooks.call(f"after_{kind}", StepEvent(ex.run_id, ex.reactor, key,
+                                              status="failed" if error else "completed",
+                                              error=error))
+    if error is None:
+        status = StepStatus.UNDONE if kind == "undo" else StepStatus.COMPENSATED
+        updated = StepRecord(status, record.attempts, record.started_at, record.finished_at,
+                             record.result, record.error, record.seq,
+                             child_inputs=record.child_inputs)
+        await ex.checkpoint(key, updated, [started, event(f"{kind}.completed", key)])
+        return None
+    log.warning("reactorflow.%s.failed run_id=%s step=%s error=%r", kind, ex.run_id, key, error)
+    updated = StepRecord(record.status, record.attempts, record.started_at, record.finished_at,
+                         record.result, record.error, record.seq, compensate_pending=False,
+                         rollback_error=ErrorRecord.from_exception(error),
+                         child_inputs=record.child_inputs)
+    await ex.checkpoint(key, updated, [started, event(f"{kind}.failed", key,
+                                                      detail=f"{type(error).__name__}: {error}")])
+    return RollbackFailure(key, kind, str(error), type(error).__name__)
+
+
+async def _call_handler(ex: Execution, handler: HandlerSignature, key: str, first: Any) -> None:
+    node = ex.plan.nodes[key]
+    kwargs: dict[str, Any] = {}
+    if handler.names:
+        arguments = resolve_arguments(ex, node)
+        kwargs = {name: arguments[name] for name in handler.names}
+    if handler.context_name is not None:
+        kwargs[handler.context_name] = context_for(ex, node, ex.records[key].attempts or 1)
+    result = handler.fn(first, **kwargs)
+    if inspect.isawaitable(result):
+        await result
+
+
+def collected_failures(ex: Execution) -> list[RollbackFailure]:
+    """Rollback failures recorded on the step records (e.g. by an execution that crashed)."""
+    found: list[tuple[float, RollbackFailure]] = []
+    for key, record in ex.records.items():
+        if record.rollback_error is not None:
+            kind = "undo" if record.status != StepStatus.FAILED else "compensate"
+            error = record.rollback_error
+            found.append((record.finished_at or time.time(),
+                          RollbackFailure(key, kind, error.message, error.type)))
+    return [f for _, f in sorted(found, key=lambda item: item[0])]

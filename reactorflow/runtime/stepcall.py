@@ -1,0 +1,226 @@
+"""Calling one step: resolve its arguments, apply `when`, run attempts under its retry policy
+and timeout, and encode the result. No storage writes happen here."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+
+from reactorflow import records
+from reactorflow.definition.graph import join
+from reactorflow.definition.params import MISSING, Source
+from reactorflow.errors import ArgumentError, Halt, SerializationError, StepTimeout
+from reactorflow.markers import StepContext, follow_path
+from reactorflow.middleware import StepEvent
+from reactorflow.records import Event
+from reactorflow.runtime.execution import event
+from reactorflow.status import StepStatus
+
+if TYPE_CHECKING:
+    from reactorflow.definition.graph import Node
+    from reactorflow.runtime.execution import Execution
+
+log = logging.getLogger("reactorflow.step")
+_NOT_RETRIED = (SerializationError, ArgumentError)
+
+
+@dataclass(slots=True)
+class Outcome:
+    status: str  # completed, skipped, failed, halted
+    value: Any = None
+    raw: msgspec.Raw = field(default_factory=msgspec.Raw)
+    error: BaseException | None = None
+    body_started: bool = False
+    attempts: int = 0
+    started_at: float | None = None
+    finished_at: float | None = None
+    events: list[Event] = field(default_factory=list)
+
+
+def read_input(inputs: Any, name: str) -> Any:
+    return inputs[name] if isinstance(inputs, dict) else getattr(inputs, name)
+
+
+def resolve_arguments(ex: Execution, node: Node, payload: Any = MISSING) -> dict[str, Any]:
+    """The keyword arguments of a step (its StepContext is added per attempt)."""
+    kwargs: dict[str, Any] = {}
+    level = node.level
+    for param in node.spec.params:
+        source = param.source
+        try:
+            if source is Source.RESULT:
+                dep = join(level, param.ref)
+                if ex.status_of(dep) == StepStatus.SKIPPED:
+                    kwargs[param.name] = param.default
+                    continue
+                value = ex.value_of(dep)
+                kwargs[param.name] = follow_path(value, param.path) if param.path else value
+            elif source is Source.INPUT:
+                value = read_input(ex.level_inputs[level], param.ref)
+                kwargs[param.name] = follow_path(value, param.path) if param.path else value
+            elif source is Source.DEFAULT:
+                kwargs[param.name] = param.default
+            elif source is Source.PAYLOAD:
+                kwargs[param.name] = payload
+        except (KeyError, IndexError, AttributeError, TypeError) as exc:
+            where = "result of " + param.ref if source is Source.RESULT else "input " + param.ref
+            raise ArgumentError(
+                f"step {node.key!r}: cannot resolve parameter {param.name!r} from the {where} "
+                f"at path {'.'.join(param.path)!r}: {exc!r}",
+                run_id=ex.run_id, step=node.key, cause=exc,
+            ) from exc
+    return kwargs
+
+
+def skip_reason(ex: Execution, node: Node) -> str | None:
+    """Why a step whose dependencies have settled must be skipped, if it must."""
+    level = node.level
+    for after in node.spec.after:
+        if ex.status_of(join(level, after)) == StepStatus.SKIPPED:
+            return f"after-dependency {after!r} was skipped"
+    for param in node.spec.params:
+        if (param.source is Source.RESULT and not param.has_default
+                and ex.status_of(join(level, param.ref)) == StepStatus.SKIPPED):
+            return f"its input {param.ref!r} was skipped"
+    return None
+
+
+def context_for(ex: Execution, node: Node, attempt: int) -> StepContext:
+    reactor = ex.plan.levels[node.level].reactor.name
+    return StepContext(ex.run_id, reactor, node.key, attempt, f"{ex.run_id}:{node.key}")
+
+
+async def evaluate_when(ex: Execution, node: Node, kwargs: dict[str, Any]) -> bool:
+    spec = node.spec
+    assert spec.when is not None
+    try:
+        verdict = spec.when(**{name: kwargs[name] for name in spec.when_names})
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+    except Exception as exc:
+        raise ArgumentError(f"step {node.key!r}: its when= condition raised {exc!r}",
+                            run_id=ex.run_id, step=node.key, cause=exc) from exc
+    return bool(verdict)
+
+
+def encode_result(ex: Execution, node: Node, result: Any) -> tuple[msgspec.Raw, Any]:
+    """Encode a result for storage and decode it back with the step's annotation.
+
+    Dependents receive the decoded value, so a run that resumed from storage sees exactly what
+    an uninterrupted run sees.
+    """
+    try:
+        raw = records.raw(result)
+    except (TypeError, OverflowError) as exc:
+        raise SerializationError(
+            f"step {node.key!r} returned a {type(result).__name__}, which cannot be stored: "
+            f"{exc}. Return builtins, a msgspec.Struct or a dataclass",
+            run_id=ex.run_id, step=node.key, type_name=type(result).__name__, cause=exc,
+        ) from exc
+    try:
+        return raw, node.decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise SerializationError(
+            f"step {node.key!r} returned a {type(result).__name__} that does not match its return "
+            f"annotation {node.result_type!r}: {exc}",
+            run_id=ex.run_id, step=node.key, type_name=type(result).__name__, cause=exc,
+        ) from exc
+
+
+async def call_step(ex: Execution, node: Node, payload: Any = MISSING) -> Outcome:
+    """Run the step to an outcome. Cancellation and interpreter exits propagate."""
+    spec = node.spec
+    key = node.key
+    out = Outcome(StepStatus.FAILED)
+    try:
+        kwargs = resolve_arguments(ex, node, payload) if spec.params else {}
+        if spec.when is not None and not await evaluate_when(ex, node, kwargs):
+            out.status = StepStatus.SKIPPED
+            out.events.append(event("step.skipped", key, detail="when= was false"))
+            return out
+    except ArgumentError as exc:
+        out.error = exc
+        out.events.append(event("step.failed", key, detail=str(exc)))
+        return out
+    context_name = node.context_name
+    hooks = ex.hooks
+    retry = spec.retry
+    timeout = spec.timeout
+    fn = spec.fn
+    events = out.events
+    attempt = 0
+    while True:
+        attempt += 1
+        began = time.time()
+        if out.started_at is None:
+            out.started_at = began
+        if context_name is not None:
+            kwargs[context_name] = context_for(ex, node, attempt)
+        events.append(Event(began, "step.started", key, attempt))
+        if hooks:
+            hooks.call("before_step", StepEvent(ex.run_id, ex.reactor, key, attempt))
+        out.body_started = True
+        error: Exception
+        try:
+            if timeout is not None:
+                with anyio.move_on_after(timeout) as scope:
+                    result = await fn(**kwargs)
+                if scope.cancelled_caught:
+                    raise StepTimeout(ex.run_id, key, timeout)
+            else:
+                result = await fn(**kwargs)
+            out.raw, out.value = encode_result(ex, node, result)
+        except Halt as halt:
+            out.status = "halted"
+            out.error = halt
+            out.attempts = attempt
+            out.finished_at = time.time()
+            events.append(Event(out.finished_at, "step.halted", key, attempt, halt.reason))
+            return out
+        except Exception as exc:
+            error = exc
+        else:
+            out.status = StepStatus.COMPLETED
+            out.attempts = attempt
+            out.finished_at = finished = time.time()
+            events.append(Event(finished, "step.completed", key, attempt))
+            if hooks:
+                hooks.call("after_step", StepEvent(ex.run_id, ex.reactor, key, attempt,
+                                                   StepStatus.COMPLETED))
+            return out
+        if (retry is not None and not isinstance(error, _NOT_RETRIED)
+                and retry.should_retry(error, attempt)):
+            await _before_retry(ex, node, attempt, error, retry.delay(attempt), events)
+            continue
+        out.error = error
+        out.attempts = attempt
+        out.finished_at = time.time()
+        events.append(Event(out.finished_at, "step.failed", key, attempt,
+                            f"{type(error).__name__}: {error}"))
+        if hooks:
+            hooks.call("after_step", StepEvent(ex.run_id, ex.reactor, key, attempt,
+                                               StepStatus.FAILED, error))
+        return out
+
+
+async def _before_retry(ex: Execution, node: Node, attempt: int, error: Exception, delay: float,
+                        events: list[Event]) -> None:
+    key = node.key
+    hooks = ex.hooks
+    events.append(event("step.retried", key, attempt, f"{error!r}; next in {delay:.3f}s"))
+    if hooks:
+        hooks.call("before_retry", StepEvent(ex.run_id, ex.reactor, key, attempt,
+                                             StepStatus.FAILED, error, delay))
+    if log.isEnabledFor(logging.INFO):
+        log.info("reactorflow.step.retry run_id=%s step=%s attempt=%d delay=%.3f error=%r",
+                 ex.run_id, key, attempt, delay, error)
+    if delay > 0:
+        await anyio.sleep(delay)
+    if hooks:
+        hooks.call("after_retry", StepEvent(ex.run_id, ex.reactor, key, attempt + 1))

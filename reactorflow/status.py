@@ -1,0 +1,47 @@
+"""Run and step statuses (string enums: a member compares equal to its value)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    """The status of a run."""
+
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    HALTED = "halted"
+    CANCELLED = "cancelled"
+    ABORTED = "aborted"
+    ROLLING_BACK = "rolling_back"
+
+    @property
+    def is_terminal(self) -> bool:
+        """Nothing will run forward again (only `undo` may still roll some back)."""
+        return self in _TERMINAL
+
+    @property
+    def is_settled(self) -> bool:
+        """Terminal or paused: what `wait` waits for."""
+        return self in _TERMINAL or self is Status.PAUSED
+
+
+_TERMINAL = frozenset(
+    {Status.COMPLETED, Status.FAILED, Status.HALTED, Status.CANCELLED, Status.ABORTED}
+)
+
+
+class StepStatus(StrEnum):
+    """The status of one step of a run, as of its last checkpoint."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    WAITING = "waiting"
+    COMPENSATED = "compensated"
+    UNDONE = "undone"
+    HALTED = "halted"

@@ -1,0 +1,259 @@
+"""The storage contract every backend implements (and one contract test suite checks).
+
+Backends store opaque bytes (the runtime encodes every record with msgspec). The contract is
+written so that Redis can implement each method atomically in one round trip:
+
+* **Runs** are split in parts so that checkpointing step N never rewrites steps 1..N-1: a head
+  (reactor, status, `meta` written once, `state` written on status changes, `touched_at`), one
+  record per step, and a bounded history list.
+* **Fencing**: every write to a run after its creation names the writer's lock `owner` and is
+  refused with `LockLost` (writing nothing) unless that owner holds the run's liveness lock.
+* **Liveness lock**: re-entrant (owner + count) with a TTL; the holder extends it.
+* **First-wins primitives**: interrupt claims, correlation ids, idempotency keys.
+* **Notification**: `publish` is called after the durable write it announces; waiters subscribe
+  first, then read, then wait with a fallback re-check (pub/sub is an optimisation).
+
+Every run key expires `retention` seconds after the run's last write. Thread safety: one storage
+object may be used from several threads and event loops at once.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from enum import Enum
+
+DEFAULT_RETENTION = 7 * 24 * 3600.0
+DEFAULT_HISTORY_LIMIT = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class RunHead:
+    """A run without its steps: enough to check status, list and sweep."""
+
+    run_id: str
+    reactor: str
+    status: str
+    meta: bytes
+    state: bytes
+    created_at: float
+    touched_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    head: RunHead
+    steps: dict[str, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Liveness:
+    """What the sweeper needs to judge whether a run is stalled."""
+
+    run_id: str
+    reactor: str
+    status: str
+    touched_at: float
+    lock_owner: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunPageData:
+    heads: list[RunHead]
+    next_cursor: str | None
+
+
+class ClaimResult(Enum):
+    ACCEPTED = "accepted"  # this call's payload is the interrupt's one payload
+    TAKEN = "taken"  # another payload was claimed first; nothing written
+    NOT_RESUMABLE = "not_resumable"  # run missing, or not paused/running, or cancel requested
+
+
+class Subscription(abc.ABC):
+    """A live subscription to one run's completion channel."""
+
+    @abc.abstractmethod
+    async def wait(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for a notification; True if one arrived."""
+
+
+class Storage(abc.ABC):
+    """Abstract storage backend. Methods state their atomicity; all are safe to retry unless
+    noted (a retried write is idempotent because it writes the same bytes)."""
+
+    retention: float = DEFAULT_RETENTION
+    history_limit: int = DEFAULT_HISTORY_LIMIT
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def create_run(
+        self,
+        run_id: str,
+        *,
+        reactor: str,
+        status: str,
+        meta: bytes,
+        state: bytes,
+        created_at: float,
+        owner: str,
+        lock_ttl: float,
+        events: Sequence[bytes] = (),
+    ) -> bool:
+        """Atomically create the run and take its liveness lock for `owner` (count 1).
+
+        Returns False and writes nothing when the run id already exists. Adds the run to the
+        reactor's index.
+        """
+
+    @abc.abstractmethod
+    async def load_run(self, run_id: str) -> StoredRun | None:
+        """The run's head and every step record, read atomically (one snapshot)."""
+
+    @abc.abstractmethod
+    async def load_head(self, run_id: str) -> RunHead | None:
+        """The run's head without its steps."""
+
+    @abc.abstractmethod
+    async def save_step(
+        self, run_id: str, owner: str, key: str, record: bytes, events: Sequence[bytes] = ()
+    ) -> bytes | None:
+        """Fenced checkpoint of one step: write its record, append events, touch the run.
+
+        Atomic; refused with `LockLost` (nothing written) unless `owner` holds the lock. Costs
+        the same whatever the number of steps already stored. Returns the pending control
+        request (see `request_control`), if any.
+        """
+
+    @abc.abstractmethod
+    async def save_state(
+        self,
+        run_id: str,
+        owner: str,
+        *,
+        status: str,
+        previous_status: str,
+        state: bytes,
+        steps: Mapping[str, bytes] | None = None,
+        events: Sequence[bytes] = (),
+        clear_control: bool = False,
+        publish: bool = False,
+    ) -> bytes | None:
+        """Fenced write of the run's status and state, with any step records that change with
+        it; atomic like `save_step`. Moves the run between status indexes (index entries are
+        hints that readers verify against the record). With `clear_control` the pending control
+        request is removed; with `publish`, the run's completion channel is notified after the
+        write. Returns the pending control request (None when cleared)."""
+
+    @abc.abstractmethod
+    async def history(self, run_id: str) -> list[bytes]:
+        """The run's events, oldest first (at most `history_limit`, the newest kept)."""
+
+    # -- liveness lock -------------------------------------------------------------------------
+    # `run_id` names the lock: a run's own id for its liveness lock (the one fenced writes
+    # check), or "<run id>:<step key>" for the lock of an async unit.
+
+    @abc.abstractmethod
+    async def acquire_lock(self, run_id: str, owner: str, ttl: float) -> bool:
+        """Take the run's lock, or re-enter it (count + 1) when `owner` already holds it.
+
+        Sets the TTL to `ttl`. False, with nothing changed, when another owner holds it.
+        """
+
+    @abc.abstractmethod
+    async def extend_lock(self, run_id: str, owner: str, ttl: float) -> bool:
+        """Reset the TTL of a lock `owner` holds; False if it does not hold it (any more)."""
+
+    @abc.abstractmethod
+    async def release_lock(self, run_id: str, owner: str) -> int:
+        """Leave the lock once (count - 1, deleted at 0). Returns the count left, or -1 when
+        `owner` did not hold it (nothing changed)."""
+
+    @abc.abstractmethod
+    async def lock_owner(self, run_id: str) -> str | None:
+        """Who holds the run's lock now, if anyone."""
+
+    # -- control requests ----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def request_control(self, run_id: str, control: bytes) -> bool:
+        """Store a request (cancel, fail) for the run's owning execution; first request wins.
+
+        Unfenced: anyone may ask. False when a request is already pending or the run is gone.
+        """
+
+    # -- interrupts ----------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def claim(self, run_id: str, name: str, payload: bytes) -> ClaimResult:
+        """First-wins claim of interrupt `name`'s one payload.
+
+        Atomic with a check that the run exists, is `paused` or `running`, and has no pending
+        cancel request. Claims are never deleted; they expire with the run.
+        """
+
+    @abc.abstractmethod
+    async def claims(self, run_id: str) -> dict[str, bytes]:
+        """Every claim of the run (applied or not)."""
+
+    @abc.abstractmethod
+    async def incr_counter(self, run_id: str, name: str) -> int:
+        """Atomically add one to the run's counter `name` and return the new value."""
+
+    @abc.abstractmethod
+    async def map_correlation(self, correlation_id: str, run_id: str) -> str:
+        """Map a correlation id to a run, first wins. Returns the run id it maps to (equal to
+        `run_id` when this call won or the mapping already was this run's)."""
+
+    @abc.abstractmethod
+    async def resolve_correlation(self, correlation_id: str) -> str | None:
+        """The run a correlation id maps to."""
+
+    @abc.abstractmethod
+    async def claim_idempotency(self, reactor: str, key: str, run_id: str) -> str:
+        """First-wins claim of a run idempotency key; returns the run id that holds it."""
+
+    # -- listing and sweeping ------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def list_runs(
+        self, reactor: str, status: str | None, limit: int, cursor: str | None
+    ) -> RunPageData:
+        """Runs of a reactor, newest first, optionally of one status, from the index."""
+
+    @abc.abstractmethod
+    async def scan_status(self, statuses: Sequence[str], limit: int) -> list[Liveness]:
+        """Runs of any reactor whose status is one of `statuses`, with lock and touch times,
+        read from the status index (never a keyspace scan)."""
+
+    @abc.abstractmethod
+    async def save_unit(self, run_id: str, key: str, record: bytes,
+                        events: Sequence[bytes] = ()) -> bool:
+        """Write the record of an async unit (an `async_step` run by a worker), then publish
+        on the run's `key` topic. Unfenced: a unit never holds the run's lock, and the run's
+        owner never writes a unit's record after dispatching it. Returns False (nothing
+        written) when the run no longer exists."""
+
+    # -- notification --------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def subscribe(self, run_id: str, topic: str = "") -> AbstractAsyncContextManager[Subscription]:
+        """Subscribe to a run's channel: its completion (topic "") or one unit's result (topic =
+        the unit's step key). Subscribe first, then read the record, then wait."""
+
+    @abc.abstractmethod
+    async def publish(self, run_id: str, topic: str = "") -> None:
+        """Notify a run's channel (after the durable write it announces)."""
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release connections held for the current event loop."""
+
+    def describe(self) -> str:
+        """A short description for logs and errors (never credentials)."""
+        return type(self).__name__
+
+

@@ -1,0 +1,388 @@
+"""`MemoryStorage`: the complete in-process backend (the embedded default).
+
+It stores encoded bytes exactly as Redis would, so serialization bugs surface here too. One
+`threading.Lock` makes every method atomic; it is safe to share between threads and event loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+
+from reactorflow.errors import LockLost
+from reactorflow.storage.base import (
+    DEFAULT_HISTORY_LIMIT,
+    DEFAULT_RETENTION,
+    ClaimResult,
+    Liveness,
+    RunHead,
+    RunPageData,
+    Storage,
+    StoredRun,
+    Subscription,
+)
+from reactorflow.storage.paging import decode_cursor, encode_cursor
+
+_RESUMABLE = frozenset({"paused", "running"})
+
+
+@dataclass(slots=True)
+class _Run:
+    run_id: str
+    reactor: str
+    status: str
+    meta: bytes
+    state: bytes
+    created_at: float
+    touched_at: float
+    expires: float
+    history: deque[bytes]
+    steps: dict[str, bytes] = field(default_factory=dict)
+    claims: dict[str, bytes] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+    control: bytes | None = None
+
+    def head(self) -> RunHead:
+        return RunHead(self.run_id, self.reactor, self.status, self.meta, self.state,
+                       self.created_at, self.touched_at)
+
+
+@dataclass(slots=True)
+class _Lock:
+    owner: str
+    count: int
+    expires: float
+
+
+class _MemorySubscription(Subscription):
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.event = asyncio.Event()
+
+    def notify(self) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.event.set)
+        except RuntimeError:  # its loop is closed: nobody is waiting any more
+            pass
+
+    async def wait(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self.event.wait(), timeout)
+        except TimeoutError:
+            return False
+        self.event.clear()
+        return True
+
+
+class MemoryStorage(Storage):
+    """Everything in this process's memory; lost when the process exits."""
+
+    def __init__(self, *, retention: float = DEFAULT_RETENTION,
+                 history_limit: int = DEFAULT_HISTORY_LIMIT) -> None:
+        self.retention = retention
+        self.history_limit = history_limit
+        self._mutex = threading.Lock()
+        self._runs: dict[str, _Run] = {}
+        self._locks: dict[str, _Lock] = {}
+        self._by_reactor: dict[str, dict[str, float]] = {}
+        self._correlations: dict[str, tuple[str, float]] = {}
+        self._idempotency: dict[tuple[str, str], tuple[str, float]] = {}
+        self._subscribers: dict[tuple[str, str], set[_MemorySubscription]] = {}
+        self._ops = 0
+
+    # -- helpers (call with the mutex held) ----------------------------------------------------
+
+    def _live(self, run_id: str, now: float) -> _Run | None:
+        run = self._runs.get(run_id)
+        if run is not None and run.expires <= now:
+            self._drop(run)
+            return None
+        return run
+
+    def _drop(self, run: _Run) -> None:
+        self._runs.pop(run.run_id, None)
+        self._locks.pop(run.run_id, None)
+        self._by_reactor.get(run.reactor, {}).pop(run.run_id, None)
+
+    def _owner(self, run_id: str, now: float) -> _Lock | None:
+        lock = self._locks.get(run_id)
+        if lock is not None and lock.expires <= now:
+            del self._locks[run_id]
+            return None
+        return lock
+
+    def _fenced(self, run_id: str, owner: str, now: float) -> _Run:
+        lock = self._owner(run_id, now)
+        run = self._live(run_id, now)
+        if lock is None or lock.owner != owner or run is None:
+            raise LockLost(run_id, owner)
+        return run
+
+    def _touch(self, run: _Run, now: float) -> None:
+        run.touched_at = time.time()
+        run.expires = now + self.retention
+        self._ops += 1
+        if self._ops % 1024 == 0:
+            self._purge(now)
+
+    def _purge(self, now: float) -> None:
+        for run in [r for r in self._runs.values() if r.expires <= now]:
+            self._drop(run)
+        for cid in [c for c, (_, exp) in self._correlations.items() if exp <= now]:
+            del self._correlations[cid]
+        for key in [k for k, (_, exp) in self._idempotency.items() if exp <= now]:
+            del self._idempotency[key]
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    async def create_run(self, run_id: str, *, reactor: str, status: str, meta: bytes,
+                         state: bytes, created_at: float, owner: str, lock_ttl: float,
+                         events: Sequence[bytes] = ()) -> bool:
+        now = time.monotonic()
+        with self._mutex:
+            if self._live(run_id, now) is not None:
+                return False
+            run = _Run(run_id, reactor, status, meta, state, created_at, time.time(),
+                       now + self.retention, deque(events, maxlen=self.history_limit))
+            self._runs[run_id] = run
+            self._locks[run_id] = _Lock(owner, 1, now + lock_ttl)
+            self._by_reactor.setdefault(reactor, {})[run_id] = created_at
+            self._touch(run, now)
+            return True
+
+    async def load_run(self, run_id: str) -> StoredRun | None:
+        with self._mutex:
+            run = self._live(run_id, time.monotonic())
+            if run is None:
+                return None
+            return StoredRun(run.head(), dict(run.steps))
+
+    async def load_head(self, run_id: str) -> RunHead | None:
+        with self._mutex:
+            run = self._live(run_id, time.monotonic())
+            return None if run is None else run.head()
+
+    async def save_step(self, run_id: str, owner: str, key: str, record: bytes,
+                        events: Sequence[bytes] = ()) -> bytes | None:
+        now = time.monotonic()
+        with self._mutex:
+            run = self._fenced(run_id, owner, now)
+            run.steps[key] = record
+            run.history.extend(events)
+            self._touch(run, now)
+            return run.control
+
+    async def save_state(self, run_id: str, owner: str, *, status: str, previous_status: str,
+                         state: bytes, steps: Mapping[str, bytes] | None = None,
+                         events: Sequence[bytes] = (), clear_control: bool = False,
+                         publish: bool = False) -> bytes | None:
+        now = time.monotonic()
+        with self._mutex:
+            run = self._fenced(run_id, owner, now)
+            run.status = status
+            run.state = state
+            if steps:
+                run.steps.update(steps)
+            run.history.extend(events)
+            if clear_control:
+                run.control = None
+            self._touch(run, now)
+            control = run.control
+        if publish:
+            await self.publish(run_id)
+        return control
+
+    async def history(self, run_id: str) -> list[bytes]:
+        with self._mutex:
+            run = self._live(run_id, time.monotonic())
+            return [] if run is None else list(run.history)
+
+    # -- liveness lock -------------------------------------------------------------------------
+
+    async def acquire_lock(self, run_id: str, owner: str, ttl: float) -> bool:
+        now = time.monotonic()
+        with self._mutex:
+            lock = self._owner(run_id, now)
+            if lock is None:
+                self._locks[run_id] = _Lock(owner, 1, now + ttl)
+                return True
+            if lock.owner != owner:
+                return False
+            lock.count += 1
+            lock.expires = now + ttl
+            return True
+
+    async def extend_lock(self, run_id: str, owner: str, ttl: float) -> bool:
+        now = time.monotonic()
+        with self._mutex:
+            lock = self._owner(run_id, now)
+            if lock is None or lock.owner != owner:
+                return False
+            lock.expires = now + ttl
+            return True
+
+    async def release_lock(self, run_id: str, owner: str) -> int:
+        now = time.monotonic()
+        with self._mutex:
+            lock = self._owner(run_id, now)
+            if lock is None or lock.owner != owner:
+                return -1
+            lock.count -= 1
+            if lock.count <= 0:
+                del self._locks[run_id]
+                return 0
+            return lock.count
+
+    async def lock_owner(self, run_id: str) -> str | None:
+        with self._mutex:
+            lock = self._owner(run_id, time.monotonic())
+            return None if lock is None else lock.owner
+
+    # -- control, claims, counters -------------------------------------------------------------
+
+    async def request_control(self, run_id: str, control: bytes) -> bool:
+        with self._mutex:
+            run = self._live(run_id, time.monotonic())
+            if run is None or run.control is not None:
+                return False
+            run.control = control
+            return True
+
+    async def claim(self, run_id: str, name: str, payload: bytes) -> ClaimResult:
+        now = time.monotonic()
+        with self._mutex:
+            run = self._live(run_id, now)
+            if run is None:
+                return ClaimResult.NOT_RESUMABLE
+            if name in run.claims:
+                return ClaimResult.TAKEN
+            if run.status not in _RESUMABLE or run.control is not None:
+                return ClaimResult.NOT_RESUMABLE
+            run.claims[name] = payload
+            run.expires = now + self.retention
+            return ClaimResult.ACCEPTED
+
+    async def claims(self, run_id: str) -> dict[str, bytes]:
+        with self._mutex:
+            run = self._live(run_id, time.monotonic())
+            return {} if run is None else dict(run.claims)
+
+    async def incr_counter(self, run_id: str, name: str) -> int:
+        with self._mutex:
+            run = self._live(run_id, time.monotonic())
+            if run is None:
+                return 0
+            run.counters[name] = run.counters.get(name, 0) + 1
+            return run.counters[name]
+
+    async def map_correlation(self, correlation_id: str, run_id: str) -> str:
+        now = time.monotonic()
+        with self._mutex:
+            current = self._correlations.get(correlation_id)
+            if current is not None and current[1] > now and current[0] != run_id:
+                return current[0]
+            self._correlations[correlation_id] = (run_id, now + self.retention)
+            return run_id
+
+    async def resolve_correlation(self, correlation_id: str) -> str | None:
+        with self._mutex:
+            current = self._correlations.get(correlation_id)
+            if current is None or current[1] <= time.monotonic():
+                return None
+            return current[0]
+
+    async def claim_idempotency(self, reactor: str, key: str, run_id: str) -> str:
+        now = time.monotonic()
+        with self._mutex:
+            current = self._idempotency.get((reactor, key))
+            if current is not None and current[1] > now:
+                return current[0]
+            self._idempotency[(reactor, key)] = (run_id, now + self.retention)
+            return run_id
+
+    # -- listing and sweeping ------------------------------------------------------------------
+
+    async def list_runs(self, reactor: str, status: str | None, limit: int,
+                        cursor: str | None) -> RunPageData:
+        now = time.monotonic()
+        after = decode_cursor(cursor)
+        with self._mutex:
+            entries = sorted(self._by_reactor.get(reactor, {}).items(),
+                             key=lambda item: (item[1], item[0]), reverse=True)
+            heads: list[RunHead] = []
+            for run_id, created in entries:
+                if after is not None and (created, run_id) >= after:
+                    continue
+                run = self._live(run_id, now)
+                if run is None or (status is not None and run.status != status):
+                    continue
+                heads.append(run.head())
+                if len(heads) > limit:
+                    break
+        more = len(heads) > limit
+        heads = heads[:limit]
+        next_cursor = encode_cursor(heads[-1].created_at, heads[-1].run_id) if more else None
+        return RunPageData(heads, next_cursor)
+
+    async def scan_status(self, statuses: Sequence[str], limit: int) -> list[Liveness]:
+        now = time.monotonic()
+        wanted = set(statuses)
+        found: list[Liveness] = []
+        with self._mutex:
+            for run in list(self._runs.values()):
+                if len(found) >= limit:
+                    break
+                if self._live(run.run_id, now) is None or run.status not in wanted:
+                    continue
+                lock = self._owner(run.run_id, now)
+                found.append(Liveness(run.run_id, run.reactor, run.status, run.touched_at,
+                                      None if lock is None else lock.owner))
+        return found
+
+    async def save_unit(self, run_id: str, key: str, record: bytes,
+                        events: Sequence[bytes] = ()) -> bool:
+        now = time.monotonic()
+        with self._mutex:
+            run = self._live(run_id, now)
+            if run is None:
+                return False
+            run.steps[key] = record
+            run.history.extend(events)
+            self._touch(run, now)
+        await self.publish(run_id, key)
+        return True
+
+    # -- notification --------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _subscription(self, channel: tuple[str, str]) -> AsyncIterator[Subscription]:
+        sub = _MemorySubscription()
+        with self._mutex:
+            self._subscribers.setdefault(channel, set()).add(sub)
+        try:
+            yield sub
+        finally:
+            with self._mutex:
+                subs = self._subscribers.get(channel)
+                if subs is not None:
+                    subs.discard(sub)
+                    if not subs:
+                        del self._subscribers[channel]
+
+    def subscribe(self, run_id: str, topic: str = "") -> AbstractAsyncContextManager[Subscription]:
+        return self._subscription((run_id, topic))
+
+    async def publish(self, run_id: str, topic: str = "") -> None:
+        with self._mutex:
+            subs = list(self._subscribers.get((run_id, topic), ()))
+        for sub in subs:
+            sub.notify()
+
+    def describe(self) -> str:
+        return "MemoryStorage (in this process)"
+
