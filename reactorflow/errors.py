@@ -126,8 +126,14 @@ class PayloadValidationError(ReactorflowError):
 class RunNotFound(ReactorflowError):
     """No run with that id exists for this reactor (or it expired)."""
 
-    def __init__(self, run_id: str, reactor: str, *, other_reactor: str | None = None) -> None:
-        if other_reactor is not None:
+    def __init__(self, run_id: str, reactor: str, *, other_reactor: str | None = None,
+                 correlation_id: str | None = None) -> None:
+        if correlation_id is not None:
+            message = (
+                f"no run of reactor {reactor!r} registered correlation id {correlation_id!r}: "
+                "the run has not reached that interrupt yet, or it expired"
+            )
+        elif other_reactor is not None:
             message = (
                 f"run {run_id!r} belongs to reactor {other_reactor!r}, not {reactor!r}; use that "
                 "reactor to read it"
@@ -140,6 +146,7 @@ class RunNotFound(ReactorflowError):
         super().__init__(message, run_id=run_id)
         self.reactor = reactor
         self.other_reactor = other_reactor
+        self.correlation_id = correlation_id
 
 
 class RunStateError(ReactorflowError):

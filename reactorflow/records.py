@@ -114,8 +114,9 @@ class RunState(msgspec.Struct, omit_defaults=True):
     status: str
     updated_at: float
     error: RunError | None = None
-    waiting_on: list[str] = msgspec.field(default_factory=list)
-    timeout_at: float | None = None
+    waiting_on: list[str] = msgspec.field(default_factory=list)  # ready interrupts (step keys)
+    deadlines: dict[str, float] = msgspec.field(default_factory=dict)  # interrupt key -> expiry
+    timeout_at: float | None = None  # the earliest deadline
     halt_reason: str | None = None
     cancel_reason: str | None = None
     rollback_trigger: str | None = None  # "failure" or "undo" while rolling back

@@ -6,7 +6,6 @@ built on first use and rebuilt when any declaration changes; it is immutable.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -93,6 +92,7 @@ class Plan:
         for spec in reactor.steps.values():
             key = join(level, spec.name)
             keys.append(key)
+            self.nodes[key] = None  # type: ignore[assignment]  # keep declaration order
             result_type = spec.return_type
             if spec.kind is StepKind.COMPOSE:
                 assert spec.child is not None
@@ -181,20 +181,12 @@ def compare_fingerprints(stored: Mapping[str, Sequence[str]],
     return differences
 
 
-_cache_lock = threading.Lock()
-_cache: dict[int, tuple[int, Plan]] = {}
-
-
 def plan_for(reactor: Reactor) -> Plan:
-    """The reactor's compiled plan (cached until a declaration changes)."""
+    """The reactor's compiled plan (kept on the reactor until any declaration changes)."""
     generation = registry.generation()
-    key = id(reactor)
-    cached = _cache.get(key)
-    if cached is not None and cached[0] == generation and cached[1].reactor is reactor:
+    cached = reactor._plan_cache
+    if cached is not None and cached[0] == generation:
         return cached[1]
     plan = Plan(reactor)
-    with _cache_lock:
-        if len(_cache) > 512:
-            _cache.clear()
-        _cache[key] = (generation, plan)
+    reactor._plan_cache = (generation, plan)
     return plan

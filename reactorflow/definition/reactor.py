@@ -28,6 +28,7 @@ from reactorflow.errors import DefinitionError
 from reactorflow.retry import Retry
 
 if TYPE_CHECKING:
+    from reactorflow.definition.graph import Plan
     from reactorflow.middleware import Middleware
     from reactorflow.snapshot import Run, RunPage
 
@@ -103,6 +104,7 @@ class Reactor:
         self.max_concurrency = max_concurrency
         self.middleware = tuple(middleware)
         self._steps: dict[str, StepSpec] = {}
+        self._plan_cache: tuple[int, Plan] | None = None
         registry.register(self)
 
     # -- introspection -------------------------------------------------------------------------
@@ -509,8 +511,10 @@ def _composed_tree(reactor: Reactor) -> set[Reactor]:
 
 
 def _check_storable(return_type: Any, where: str, reactor: str, step: str) -> None:
+    """msgspec must both decode the type and know it natively (no custom classes)."""
     try:
         msgspec.msgpack.Decoder(return_type)
+        msgspec.json.schema(return_type)
     except (TypeError, ValueError) as exc:
         raise DefinitionError(
             f"{where}: its return annotation {return_type!r} cannot be stored: annotate a type "

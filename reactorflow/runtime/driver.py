@@ -40,6 +40,10 @@ async def drive(ex: Execution) -> None:
         if ex.state.status == Status.ROLLING_BACK:
             await finish_rollback(ex)
         else:
+            if ex.state.status == Status.PAUSED:  # applying a claimed payload: visible at once
+                resumed = [k for k in ex.state.waiting_on if k in ex.claims]
+                await ex.save_state(Status.RUNNING, events=[event("run.resumed",
+                                                                  detail=", ".join(resumed))])
             forward = Forward(ex, max_concurrency=ex.plan.reactor.max_concurrency)
             verdict = await forward.run()
             await conclude(ex, verdict)
@@ -64,15 +68,14 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
     status = verdict.status
     if status == "completed":
         await ex.save_state(Status.COMPLETED, events=[event("run.completed")], publish=True,
-                            waiting_on=[], timeout_at=None)
+                            waiting_on=[], deadlines={}, timeout_at=None)
         _log_end(ex)
     elif status == "paused":
-        deadlines = [d for k in verdict.waiting
-                     if (d := ex.records[k].deadline) is not None]
+        deadlines = {k: d for k in verdict.waiting if (d := ex.records[k].deadline) is not None}
         await ex.save_state(Status.PAUSED, events=[event("run.paused",
                                                          detail=", ".join(verdict.waiting))],
-                            publish=True, waiting_on=verdict.waiting,
-                            timeout_at=min(deadlines) if deadlines else None)
+                            publish=True, waiting_on=verdict.waiting, deadlines=deadlines,
+                            timeout_at=min(deadlines.values()) if deadlines else None)
         _log_end(ex)
     elif status == "halted":
         await ex.save_state(Status.HALTED, events=[event("run.halted",
@@ -100,7 +103,7 @@ async def fail_with_rollback(ex: Execution, error: RunError,
     """Save `rolling_back`, roll everything back, save `failed` with every rollback failure."""
     await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back", error.step or "",
                                                            detail=str(error))],
-                        error=error, rollback_trigger="failure", waiting_on=[])
+                        error=error, rollback_trigger="failure", waiting_on=[], deadlines={})
     failures = await roll_back(ex, live_errors)
     await _settle_rollback(ex, failures)
 

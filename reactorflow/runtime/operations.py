@@ -145,7 +145,7 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
 # -- reading -------------------------------------------------------------------------------------
 
 
-async def _head(reactor: Reactor, storage: Storage, run_id: str) -> RunHead:
+async def head_of(reactor: Reactor, storage: Storage, run_id: str) -> RunHead:
     head = await storage.load_head(run_id)
     if head is None:
         raise RunNotFound(run_id, reactor.name)
@@ -225,7 +225,7 @@ _UNDOABLE = frozenset({Status.COMPLETED, Status.PAUSED, Status.ABORTED, Status.C
 async def undo(reactor: Reactor, run_id: str) -> Run:
     storage = config.current_storage()
     settings = config.settings()
-    await _head(reactor, storage, run_id)
+    await head_of(reactor, storage, run_id)
     owner = new_owner()
     if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
         raise LockTimeout(run_id, settings.lock_wait, "undo")
@@ -240,7 +240,7 @@ async def undo(reactor: Reactor, run_id: str) -> Run:
             )
         await ex.save_state(Status.ROLLING_BACK, events=[event("run.undo_requested")],
                             rollback_trigger="undo", cancel_reason="undone", waiting_on=[],
-                            timeout_at=None)
+                            deadlines={}, timeout_at=None)
         await drive(ex)
     return await get(reactor, run_id)
 
@@ -248,7 +248,7 @@ async def undo(reactor: Reactor, run_id: str) -> Run:
 async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
     storage = config.current_storage()
     settings = config.settings()
-    head = await _head(reactor, storage, run_id)
+    head = await head_of(reactor, storage, run_id)
     status = Status(head.status)
     if status is Status.CANCELLED:
         return await get(reactor, run_id)
@@ -266,7 +266,7 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
                 await ex.save_state(Status.CANCELLED, events=[event("run.cancelled",
                                                                     detail=reason)],
                                     publish=True, clear_control=True, cancel_reason=reason,
-                                    waiting_on=[], timeout_at=None)
+                                    waiting_on=[], deadlines={}, timeout_at=None)
                 log.info("reactorflow.run.cancelled run_id=%s reactor=%s", run_id, reactor.name)
             else:
                 await ex.save_state(Status(ex.state.status), clear_control=True)

@@ -1,0 +1,159 @@
+"""Delivering an interrupt's payload: validate, claim (first wins), then resume.
+
+The protocol (the same for an interrupt nested in a composed child, named by its path):
+
+1. Read the run's head (no lock) and refuse what cannot be resumed: `NotPaused`,
+   `AlreadyResumed`, `InterruptNotPending`, `InterruptExpired`.
+2. Validate the payload against the interrupt's schema. An invalid payload counts one attempt
+   in the interrupt's own counter and changes nothing else; the attempt that reaches
+   `max_attempts` rolls the whole run back (from the root) to `failed`.
+3. Claim the interrupt with the validated payload (first wins, atomic with a status check).
+4. Try to own the run. The owner loads it (lock, then load), applies every claim and drives it.
+   If another execution holds the run, return at once with status `running`: that execution
+   applies the claim once it is free (see `operations.run_owned`), so an accepted payload is
+   never stranded.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from reactorflow import config, records
+from reactorflow.definition.graph import SEP, Node, display_path, plan_for
+from reactorflow.definition.specs import StepKind
+from reactorflow.errors import (
+    AlreadyResumed,
+    InterruptExpired,
+    InterruptNotPending,
+    NotPaused,
+    PayloadValidationError,
+    RunNotFound,
+)
+from reactorflow.records import Control, RunError
+from reactorflow.runtime import operations
+from reactorflow.runtime.driver import drive
+from reactorflow.runtime.execution import event
+from reactorflow.runtime.inputs import split_validation_error
+from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
+from reactorflow.snapshot import Run
+from reactorflow.status import Status
+from reactorflow.storage.base import ClaimResult, Storage
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+
+log = logging.getLogger("reactorflow.resume")
+
+
+def step_key(step: str | Sequence[str]) -> str:
+    """A bare name means a root step; a sequence (tuple, or a list from JSON) is a path."""
+    if isinstance(step, str):
+        return step
+    return SEP.join(str(part) for part in step)
+
+
+def counter_name(key: str) -> str:
+    return f"payload_attempts:{key}"
+
+
+async def continue_by_correlation(reactor: Reactor, correlation_id: str, *,
+                                  step: str | Sequence[str], payload: Any) -> Run:
+    run_id = await config.current_storage().resolve_correlation(correlation_id)
+    if run_id is None:
+        raise RunNotFound(correlation_id, reactor.name, correlation_id=correlation_id)
+    return await continue_run(reactor, run_id, step=step, payload=payload)
+
+
+async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[str],
+                       payload: Any) -> Run:
+    storage = config.current_storage()
+    plan = plan_for(reactor)
+    key = step_key(step)
+    head = await operations.head_of(reactor, storage, run_id)
+    state = records.decode_state(head.state)
+    status = Status(head.status)
+    if status not in (Status.PAUSED, Status.RUNNING):
+        if key in await storage.claims(run_id):
+            raise AlreadyResumed(run_id, display_path(key))
+        raise NotPaused(run_id, status)
+    node = plan.nodes.get(key)
+    if key not in state.waiting_on or node is None or node.kind is not StepKind.INTERRUPT:
+        if node is not None and key in await storage.claims(run_id):
+            raise AlreadyResumed(run_id, display_path(key))
+        raise InterruptNotPending(run_id, display_path(key),
+                                  [display_path(k) for k in state.waiting_on])
+    deadline = state.deadlines.get(key)
+    if deadline is not None and time.time() >= deadline:
+        error = RunError(key, "InterruptExpired",
+                         f"no payload for interrupt {display_path(key)} before its deadline")
+        await fail_run(reactor, storage, run_id, error)
+        raise InterruptExpired(run_id, display_path(key), deadline)
+    encoded = await _validated(reactor, storage, run_id, node, payload)
+    outcome = await storage.claim(run_id, key, encoded)
+    if outcome is ClaimResult.TAKEN:
+        raise AlreadyResumed(run_id, display_path(key))
+    if outcome is ClaimResult.NOT_RESUMABLE:
+        current = await storage.load_head(run_id)
+        raise NotPaused(run_id, current.status if current is not None else "gone")
+    log.info("reactorflow.resume.accepted run_id=%s step=%s", run_id, key)
+    owner = new_owner()
+    settings = config.settings()
+    if await acquire(storage, run_id, owner, settings.lock_ttl, 0.0):
+        await operations.run_owned(reactor, storage, run_id, owner)
+    else:
+        log.info("reactorflow.resume.deferred run_id=%s step=%s reason=run_busy", run_id, key)
+    return await operations.get(reactor, run_id)
+
+
+async def _validated(reactor: Reactor, storage: Storage, run_id: str, node: Node,
+                     payload: Any) -> bytes:
+    options = node.spec.interrupt
+    assert options is not None
+    schema = options.payload_type
+    try:
+        if isinstance(schema, type) and isinstance(payload, schema) and not isinstance(
+                payload, dict | list | str | int | float | bool):
+            payload = msgspec.to_builtins(payload)
+        value = msgspec.convert(payload, type=schema)
+        return records.encode(value)
+    except msgspec.ValidationError as exc:
+        field, reason = split_validation_error(exc)
+    except (TypeError, ValueError) as exc:
+        field, reason = "(payload)", str(exc)
+    attempts = await storage.incr_counter(run_id, counter_name(node.key))
+    limit = options.max_attempts
+    exhausted = limit is not None and attempts >= limit
+    if exhausted:
+        error = RunError(node.key, "PayloadValidationError",
+                         f"interrupt {display_path(node.key)} rejected {attempts} payload(s); "
+                         f"the last: {field}: {reason}")
+        await fail_run(reactor, storage, run_id, error)
+    raise PayloadValidationError(run_id, display_path(node.key), field, reason,
+                                 attempts=attempts, max_attempts=limit, exhausted=exhausted)
+
+
+async def fail_run(reactor: Reactor, storage: Storage, run_id: str, error: RunError) -> None:
+    """Roll a paused run back from the root and mark it failed with `error`.
+
+    If another execution owns the run right now, leave it a request: it fails the run (with a
+    full rollback) at its next step boundary.
+    """
+    settings = config.settings()
+    owner = new_owner()
+    if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
+        await storage.request_control(run_id, records.encode(Control("fail", str(error), error)))
+        return
+    async with keep_alive(storage, run_id, owner, settings.lock_ttl):
+        ex = await operations.load_owned(reactor, storage, run_id, owner)
+        if ex.state.status not in (Status.PAUSED, Status.RUNNING):
+            return
+        await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back", error.step or "",
+                                                               detail=str(error))],
+                            error=error, rollback_trigger="failure", waiting_on=[], deadlines={},
+                            timeout_at=None)
+        await drive(ex)

@@ -1,0 +1,61 @@
+"""Test support: a recording middleware and small utilities."""
+
+from __future__ import annotations
+
+import uuid
+
+import reactorflow as rf
+
+
+def unique(name: str) -> str:
+    """A reactor name no other test uses (reactor names are unique per process)."""
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+class Recorder(rf.Middleware):
+    """Records every hook as "hook:step" (or "hook" for run hooks), in order."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def _step(self, hook: str, event: rf.StepEvent) -> None:
+        self.events.append(f"{hook}:{event.step}")
+
+    def before_run(self, event: rf.RunEvent) -> None:
+        self.events.append("before_run")
+
+    def after_run(self, event: rf.RunEvent) -> None:
+        self.events.append(f"after_run:{event.status}")
+
+    def before_step(self, event: rf.StepEvent) -> None:
+        self._step("before_step", event)
+
+    def after_step(self, event: rf.StepEvent) -> None:
+        self._step(f"after_step[{event.status}]", event)
+
+    def before_compensate(self, event: rf.StepEvent) -> None:
+        self._step("before_compensate", event)
+
+    def after_compensate(self, event: rf.StepEvent) -> None:
+        self._step(f"after_compensate[{event.status}]", event)
+
+    def before_undo(self, event: rf.StepEvent) -> None:
+        self._step("before_undo", event)
+
+    def after_undo(self, event: rf.StepEvent) -> None:
+        self._step(f"after_undo[{event.status}]", event)
+
+    def before_retry(self, event: rf.StepEvent) -> None:
+        self._step("before_retry", event)
+
+    def after_retry(self, event: rf.StepEvent) -> None:
+        self._step("after_retry", event)
+
+    def only(self, *prefixes: str) -> list[str]:
+        return [e for e in self.events if e.startswith(prefixes)]
+
+
+def kinds(run: rf.Run, *prefixes: str) -> list[str]:
+    """The run's history as "kind:step" strings, optionally filtered by kind prefix."""
+    out = [f"{e.kind}:{e.step}" if e.step else e.kind for e in run.history]
+    return [e for e in out if e.startswith(prefixes)] if prefixes else out

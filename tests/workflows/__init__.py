@@ -1,0 +1,1 @@
+"""Importable fixture workflows (workers and subprocesses import them by module name)."""
