@@ -36,6 +36,7 @@ from reactorflow.markers import Input, Result, StepContext
 from reactorflow.middleware import Middleware, RunEvent, StepEvent
 from reactorflow.records import Event, RollbackFailure, RunError
 from reactorflow.retry import Retry
+from reactorflow.runtime.sweeper import SweepReport, sweep_once
 from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage
@@ -86,9 +87,11 @@ __all__ = [
     "StepTimeout",
     "Status",
     "Storage",
+    "SweepReport",
     "StorageConnectionError",
     "StorageError",
     "WaitTimeout",
     "__version__",
     "configure",
+    "sweep_once",
 ]

@@ -44,7 +44,8 @@ def _rebuild(cls: type[ReactorflowError], message: str, state: dict[str, Any]) -
 class DefinitionError(ReactorflowError):
     """A reactor, step or handler was declared wrongly (raised at the decorator line)."""
 
-    def __init__(self, message: str, *, reactor: str | None = None, step: str | None = None) -> None:
+    def __init__(self, message: str, *, reactor: str | None = None,
+                 step: str | None = None) -> None:
         super().__init__(message, step=step)
         self.reactor = reactor
 
@@ -77,8 +78,8 @@ class InputValidationError(ReactorflowError):
 
     def __init__(self, reactor: str, field: str, reason: str) -> None:
         super().__init__(
-            f"invalid input for reactor {reactor!r}: {field}: {reason}. Fix that field and run again "
-            "(nothing was stored).",
+            f"invalid input for reactor {reactor!r}: {field}: {reason}. Fix that field and run "
+            "again (nothing was stored).",
         )
         self.reactor = reactor
         self.field = field
@@ -203,8 +204,8 @@ class InterruptExpired(ReactorflowError):
 
     def __init__(self, run_id: str, step: str, timeout_at: float) -> None:
         super().__init__(
-            f"interrupt {step!r} of run {run_id!r} expired (deadline {timeout_at:.3f}); the run was "
-            "rolled back and is failed",
+            f"interrupt {step!r} of run {run_id!r} expired (deadline {timeout_at:.3f}); the run "
+            "was rolled back and is failed",
             run_id=run_id,
             step=step,
         )
@@ -305,8 +306,8 @@ class LockTimeout(ReactorflowError):
 
     def __init__(self, run_id: str, waited: float, operation: str) -> None:
         super().__init__(
-            f"cannot {operation} run {run_id!r}: another execution held it for {waited:g}s. Wait for "
-            "it to pause or finish, then try again.",
+            f"cannot {operation} run {run_id!r}: another execution held it for {waited:g}s. "
+            "Wait for it to pause or finish, then try again.",
             run_id=run_id,
         )
         self.waited = waited
@@ -316,13 +317,13 @@ class LockTimeout(ReactorflowError):
 class RecordedError(ReactorflowError):
     """A failure rebuilt from storage, handed to a compensate that runs in another process."""
 
-    def __init__(self, type: str, message: str, *, step: str | None = None) -> None:  # noqa: A002
+    def __init__(self, type: str, message: str, *, step: str | None = None) -> None:
         super().__init__(f"{type}: {message}", step=step)
         self.type = type
         self.recorded_message = message
 
 
-class Halt(Exception):  # noqa: N818 - a signal, not an error
+class Halt(Exception):
     """Raise from a step to stop the run cleanly: status `halted`, nothing rolled back."""
 
     def __init__(self, reason: str = "") -> None:

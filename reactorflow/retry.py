@@ -22,7 +22,9 @@ class Retry:
     `never_retry`.
     """
 
-    __slots__ = ("attempts", "backoff", "jitter", "max_delay", "never_retry", "retry_on", "strategy")
+    __slots__ = (
+        "attempts", "backoff", "jitter", "max_delay", "never_retry", "retry_on", "strategy",
+    )
 
     def __init__(
         self,
@@ -49,7 +51,9 @@ class Retry:
         if max_delay is not None and (not isinstance(max_delay, int | float) or max_delay < 0):
             raise DefinitionError(f"Retry(max_delay={max_delay!r}): max_delay must be seconds >= 0")
         if not isinstance(jitter, int | float) or not 0 <= jitter <= 1:
-            raise DefinitionError(f"Retry(jitter={jitter!r}): jitter must be a fraction from 0 to 1")
+            raise DefinitionError(
+                f"Retry(jitter={jitter!r}): jitter must be a fraction from 0 to 1"
+            )
         for label, classes in (("retry_on", retry_on), ("never_retry", never_retry)):
             for cls in classes:
                 if not (isinstance(cls, type) and issubclass(cls, BaseException)):
@@ -75,7 +79,7 @@ class Retry:
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed try number `attempt` (1-based) before the next one."""
         if self.strategy == "exponential":
-            delay = self.backoff * (2 ** (attempt - 1))
+            delay = self.backoff * 2.0 ** (attempt - 1)
         elif self.strategy == "linear":
             delay = self.backoff * attempt
         else:
@@ -83,7 +87,7 @@ class Retry:
         if self.max_delay is not None:
             delay = min(delay, self.max_delay)
         if self.jitter:
-            delay += delay * self.jitter * random.random()  # noqa: S311 - spacing, not security
+            delay += delay * self.jitter * random.random()
         return delay
 
     def __repr__(self) -> str:

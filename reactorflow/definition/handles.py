@@ -20,7 +20,8 @@ class Step(Generic[P, R]):
 
     __slots__ = ("__dict__", "_fn", "name", "reactor")
 
-    def __init__(self, reactor: Reactor, name: str, fn: Callable[P, Coroutine[Any, Any, R]]) -> None:
+    def __init__(self, reactor: Reactor, name: str,
+                 fn: Callable[P, Coroutine[Any, Any, R]]) -> None:
         self.reactor = reactor
         self.name = name
         self._fn = fn

@@ -10,7 +10,7 @@ import string
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 
 import msgspec
 
@@ -36,6 +36,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
 R = TypeVar("R")
 StepFn = Callable[P, Coroutine[Any, Any, R]]
+
+
+class StepDecorator(Protocol):
+    """What a called decorator (`@flow.step(...)`) returns."""
+
+    def __call__(self, fn: Callable[P, Coroutine[Any, Any, R]], /) -> Step[P, R]: ...
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _REACTOR_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]*$")
 
@@ -145,13 +151,15 @@ class Reactor:
     @overload
     def step(
         self,
+        fn: None = None,
+        /,
         *,
         name: str | None = None,
         retries: Retry | None = None,
         timeout: float | None = None,
         when: Callable[..., Any] | None = None,
         after: Sequence[str | Step[Any, Any]] = (),
-    ) -> Callable[[StepFn[P, R]], Step[P, R]]: ...
+    ) -> StepDecorator: ...
 
     def step(
         self,
@@ -179,6 +187,8 @@ class Reactor:
     @overload
     def interrupt(
         self,
+        fn: None = None,
+        /,
         *,
         name: str | None = None,
         correlation_id: str | Callable[..., str] | None = None,
@@ -187,7 +197,7 @@ class Reactor:
         resume: ResumeMode = "inline",
         when: Callable[..., Any] | None = None,
         after: Sequence[str | Step[Any, Any]] = (),
-    ) -> Callable[[StepFn[P, R]], Step[P, R]]: ...
+    ) -> StepDecorator: ...
 
     def interrupt(
         self,
@@ -221,7 +231,7 @@ class Reactor:
         when: Callable[..., Any] | None = None,
         after: Sequence[str | Step[Any, Any]] = (),
         **unsupported: Any,
-    ) -> Callable[[StepFn[P, R]], Step[P, R]]:
+    ) -> StepDecorator:
         """Declare a step that runs `child` inline; the function maps arguments to its inputs."""
         if unsupported:
             hint = (
@@ -435,7 +445,10 @@ class Reactor:
             )
         handler = wire_handler(fn, kind=kind, reactor=self.name, step=step_name,
                                step_params=spec.params)
-        self._steps[step_name] = replace(spec, **{kind: handler})
+        if kind == "undo":
+            self._steps[step_name] = replace(spec, undo=handler)
+        else:
+            self._steps[step_name] = replace(spec, compensate=handler)
         registry.bump()
 
     # -- running (delegated to the runtime) ----------------------------------------------------

@@ -101,7 +101,7 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
 async def fail_with_rollback(ex: Execution, error: RunError,
                              live_errors: dict[str, BaseException] | None = None) -> None:
     """Save `rolling_back`, roll everything back, save `failed` with every rollback failure."""
-    await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back", error.step or "",
+    await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back",
                                                            detail=str(error))],
                         error=error, rollback_trigger="failure", waiting_on=[], deadlines={})
     failures = await roll_back(ex, live_errors)

@@ -23,7 +23,6 @@ from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage, StoredRun
 
 
-
 class Execution:
     """One run, as seen by the execution that holds its lock."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import itertools
 import logging
 import threading
@@ -72,10 +73,8 @@ class LockKeeper:
         self._ready.wait(5)
         loop, wake = self._loop, self._wake
         if loop is not None and wake is not None:
-            try:
+            with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(wake.set)
-            except RuntimeError:
-                pass
 
     def _run(self) -> None:
         asyncio.run(self._main())
@@ -95,10 +94,8 @@ class LockKeeper:
                     storages.add(hold.storage)
                     await self._extend(hold)
                 delay = max(0.0, min(upcoming - time.monotonic(), 1.0))
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
-                except TimeoutError:
-                    pass
                 self._wake.clear()
         finally:
             for storage in storages:

@@ -12,7 +12,13 @@ import anyio
 
 from reactorflow import config, records
 from reactorflow.definition.graph import Plan, plan_for
-from reactorflow.errors import LockTimeout, ReactorflowError, RunNotFound, RunStateError, WaitTimeout
+from reactorflow.errors import (
+    LockTimeout,
+    ReactorflowError,
+    RunNotFound,
+    RunStateError,
+    WaitTimeout,
+)
 from reactorflow.middleware import Hooks
 from reactorflow.records import Control, RunMeta
 from reactorflow.runtime.driver import drive

@@ -152,7 +152,7 @@ async def fail_run(reactor: Reactor, storage: Storage, run_id: str, error: RunEr
         ex = await operations.load_owned(reactor, storage, run_id, owner)
         if ex.state.status not in (Status.PAUSED, Status.RUNNING):
             return
-        await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back", error.step or "",
+        await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back",
                                                                detail=str(error))],
                             error=error, rollback_trigger="failure", waiting_on=[], deadlines={},
                             timeout_at=None)

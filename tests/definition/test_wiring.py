@@ -192,7 +192,7 @@ def test_reactor_options_are_checked() -> None:
         rf.Reactor(unique("bad"), max_concurrency=0)
     with pytest.raises(rf.DefinitionError, match="reactor name"):
         rf.Reactor("")
-    with pytest.raises(rf.DefinitionError, match="must be a msgspec.Struct"):
+    with pytest.raises(rf.DefinitionError, match=r"must be a msgspec\.Struct"):
         rf.Reactor(unique("bad"), inputs=Opaque)
     name = unique("twice")
     keep = rf.Reactor(name)

@@ -1,5 +1,5 @@
 """Composition: a child runs inline inside the root's run; its pauses pause the root; its
-rollback joins the parent's (api.md §4, seed 010-interrupt-in-composed-child US1–US3)."""
+rollback joins the parent's (api.md §4, seed 010-interrupt-in-composed-child US1-US3)."""
 
 from __future__ import annotations
 

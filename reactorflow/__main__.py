@@ -1,0 +1,7 @@
+"""`python -m reactorflow ...`"""
+
+import sys
+
+from reactorflow.cli import main
+
+sys.exit(main())
