@@ -9,6 +9,8 @@ from reactorflow.definition.reactor import Reactor
 from reactorflow.errors import (
     AlreadyResumed,
     ArgumentError,
+    AsyncUnitFailed,
+    AsyncWaitTimeout,
     ConfigurationError,
     CorrelationConflict,
     CorruptRecord,
@@ -32,7 +34,7 @@ from reactorflow.errors import (
     StorageError,
     WaitTimeout,
 )
-from reactorflow.markers import Input, Result, StepContext
+from reactorflow.markers import Input, Outcome, Result, StepContext
 from reactorflow.middleware import Middleware, RunEvent, StepEvent
 from reactorflow.records import Event, RollbackFailure, RunError
 from reactorflow.retry import Retry
@@ -41,12 +43,15 @@ from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage
 from reactorflow.storage.memory import MemoryStorage
+from reactorflow.storage.redis import RedisStorage
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AlreadyResumed",
     "ArgumentError",
+    "AsyncUnitFailed",
+    "AsyncWaitTimeout",
     "ConfigurationError",
     "CorrelationConflict",
     "CorruptRecord",
@@ -63,10 +68,12 @@ __all__ = [
     "MemoryStorage",
     "Middleware",
     "NotPaused",
+    "Outcome",
     "PayloadValidationError",
     "Reactor",
     "ReactorflowError",
     "RecordedError",
+    "RedisStorage",
     "Result",
     "Retry",
     "RollbackFailure",

@@ -150,6 +150,13 @@ class RunNotFound(ReactorflowError):
         self.correlation_id = correlation_id
 
 
+class RunExists(ReactorflowError):
+    """A run with that id is already stored."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"a run with id {run_id!r} already exists", run_id=run_id)
+
+
 class RunStateError(ReactorflowError):
     """The run's status does not allow the requested operation."""
 
@@ -248,6 +255,35 @@ class StepTimeout(ReactorflowError, TimeoutError):
             step=step,
         )
         self.timeout = timeout
+
+
+class AsyncWaitTimeout(ReactorflowError, TimeoutError):
+    """A step waited longer than `async_wait_timeout` for an async unit's result."""
+
+    def __init__(self, run_id: str, step: str, unit: str, timeout: float) -> None:
+        super().__init__(
+            f"step {step!r} of run {run_id!r} waited {timeout:g}s for async unit {unit!r} and gave "
+            "up; the run rolls back. Raise rf.configure(async_wait_timeout=...) or check that a "
+            "worker is running (reactorflow worker ...)",
+            run_id=run_id,
+            step=step,
+        )
+        self.unit = unit
+        self.timeout = timeout
+
+
+class AsyncUnitFailed(ArgumentError):
+    """An async unit read by a step (annotated with its plain type) failed."""
+
+    def __init__(self, run_id: str, step: str, unit: str, reason: str) -> None:
+        super().__init__(
+            f"step {step!r} of run {run_id!r} reads async unit {unit!r}, which failed: {reason}. "
+            "Annotate the parameter rf.Outcome[...] to receive the failure as a value instead",
+            run_id=run_id,
+            step=step,
+        )
+        self.unit = unit
+        self.reason = reason
 
 
 class CorrelationConflict(ReactorflowError):

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from reactorflow.records import RunError
+
+T = TypeVar("T")
 
 
 def _split_path(path: str | None) -> tuple[str, ...]:
@@ -52,6 +57,16 @@ class StepContext:
     step: str
     attempt: int
     idempotency_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome(Generic[T]):
+    """What a step annotated `rf.Outcome[T]` receives from an async unit it reads: success or
+    failure as a value (`ok`, `value`, `error`), instead of failing when the unit failed."""
+
+    ok: bool
+    value: T | None = None
+    error: RunError | None = None
 
 
 def follow_path(value: Any, path: tuple[str, ...]) -> Any:

@@ -94,6 +94,7 @@ class StepRecord(msgspec.Struct, omit_defaults=True, array_like=True):
     child_inputs: msgspec.Raw = NIL  # compose: the child's validated inputs, once mapped
     deadline: float | None = None  # interrupt: when its timeout passes
     correlation_id: str | None = None  # interrupt: the resolved correlation id
+    child_run: str | None = None  # async_reactor: the id of the child run it started
 
 
 class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -106,6 +107,8 @@ class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):
     inputs: msgspec.Raw
     fingerprint: dict[str, list[str]]
     idempotency_key: str | None = None
+    parent_run: str | None = None  # a run started by an async_reactor step: its parent
+    parent_step: str | None = None  # ... and that step's key
 
 
 class RunState(msgspec.Struct, omit_defaults=True):
@@ -120,6 +123,7 @@ class RunState(msgspec.Struct, omit_defaults=True):
     halt_reason: str | None = None
     cancel_reason: str | None = None
     rollback_trigger: str | None = None  # "failure" or "undo" while rolling back
+    handed_off: bool = False  # the background hand-off fired (it never fires again)
 
 
 class Control(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -83,6 +83,14 @@ class Plan:
                 f"{', '.join(reactor.steps) or 'none'})",
                 reactor=reactor.name,
             )
+        if value_step is not None and reactor.steps[value_step].kind in (
+                StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR):
+            raise DefinitionError(
+                f"reactor {reactor.name!r}: returns={value_step!r} names an async unit, which "
+                "may still be running when the run ends; read it in a plain step and return "
+                "that one",
+                reactor=reactor.name,
+            )
         dependents: dict[str, list[str]] = {name: [] for name in reactor.steps}
         for spec in reactor.steps.values():
             for dep in spec.deps:

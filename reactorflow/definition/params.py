@@ -9,12 +9,12 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
 from reactorflow.errors import DefinitionError
-from reactorflow.markers import Input, Result, StepContext
+from reactorflow.markers import Input, Outcome, Result, StepContext
 
 
 class Source(Enum):
@@ -45,6 +45,7 @@ class Param:
     path: tuple[str, ...]
     default: Any
     annotation: Any
+    outcome: bool = False  # annotated rf.Outcome[T]: receives an async unit's outcome as a value
 
     @property
     def has_default(self) -> bool:
@@ -142,10 +143,18 @@ def wire_signature(
                 step=step,
             )
         if markers:
-            params.append(_explicit(p.name, markers[0], base, default, where, reactor, step,
-                                    inputs, steps))
-            continue
-        params.append(_by_name(p.name, base, default, where, reactor, step, inputs, steps))
+            param = _explicit(p.name, markers[0], base, default, where, reactor, step, inputs,
+                              steps)
+        else:
+            param = _by_name(p.name, base, default, where, reactor, step, inputs, steps)
+        if base is Outcome or typing.get_origin(base) is Outcome:
+            if param.source is not Source.RESULT:
+                raise DefinitionError(
+                    f"{where}: parameter {p.name!r} is annotated rf.Outcome but reads no step",
+                    reactor=reactor, step=step,
+                )
+            param = replace(param, outcome=True)
+        params.append(param)
     if payload and not any(p.source is Source.PAYLOAD for p in params):
         raise DefinitionError(
             f"{where}: an interrupt needs a `payload` parameter whose annotation is the payload "

@@ -77,6 +77,10 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
                             publish=True, waiting_on=verdict.waiting, deadlines=deadlines,
                             timeout_at=min(deadlines.values()) if deadlines else None)
         _log_end(ex)
+    elif status == "handoff":
+        await ex.save_state(Status.RUNNING, events=[event("run.handed_off")], handed_off=True)
+        ex.enqueue_after_release = True
+        log.info("reactorflow.run.handed_off run_id=%s reactor=%s", ex.run_id, ex.reactor)
     elif status == "halted":
         await ex.save_state(Status.HALTED, events=[event("run.halted",
                                                          detail=verdict.halt_reason or "")],

@@ -53,6 +53,7 @@ class Execution:
         self.seq = max((r.seq for r in steps.values()), default=0)
         self.stored_status = state.status
         self.control: Control | None = None
+        self.enqueue_after_release = False  # set by a background hand-off
         for key, record in steps.items():
             if record.child_inputs != records.NIL and key in plan.levels:
                 self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(record.child_inputs)
@@ -131,12 +132,15 @@ class Execution:
         self.seq += 1
         return self.seq
 
-    async def checkpoint(self, key: str, record: StepRecord, events: list[Event]) -> None:
-        """Persist one step record (fenced); notes any control request that came back."""
+    async def checkpoint(self, key: str, record: StepRecord, events: list[Event], *,
+                         unit: bool = False) -> None:
+        """Persist one step record (fenced); notes any control request that came back.
+
+        `unit=True` marks the dispatch of an async unit (indexed so a lost one is found)."""
         self.records[key] = record
         control = await self.storage.save_step(
             self.run_id, self.owner, key, records.encode(record),
-            [records.encode(e) for e in events],
+            [records.encode(e) for e in events], unit=unit,
         )
         if control is not None and self.control is None:
             self.control = records.decode_control(control)

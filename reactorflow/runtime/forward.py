@@ -28,6 +28,7 @@ from reactorflow.definition.params import MISSING
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import (
     ArgumentError,
+    AsyncWaitTimeout,
     CorrelationConflict,
     InputValidationError,
     SerializationError,
@@ -42,6 +43,8 @@ from reactorflow.runtime.stepcall import (
     resolve_arguments,
     skip_reason,
 )
+from reactorflow.runtime.units import await_unit
+from reactorflow.runtime.units import dispatch as dispatch_unit
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("reactorflow.run")
 _SETTLED = frozenset({StepStatus.COMPLETED, StepStatus.SKIPPED})
+UNIT_KINDS = (StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR)
 
 
 @dataclass(slots=True)
@@ -77,6 +81,9 @@ class Forward:
         self.stopping = False
         self.fatal: BaseException | None = None
         self.limit = max_concurrency if max_concurrency is not None else math.inf
+        handoff = self.plan.reactor.handoff
+        self.handoff = None if ex.state.handed_off else handoff
+        self.handing_off = False
         self.runners = 0
         self.idle = 0
         self.tg: TaskGroup | None = None
@@ -97,6 +104,8 @@ class Forward:
         if verdict.status == "completed":
             if control is not None and self.stopping:
                 verdict.status = "cancelled" if control.kind == "cancel" else "failed"
+            elif self.handing_off:
+                verdict.status = "handoff"
             elif self.waiting:
                 verdict.status = "paused"
         verdict.waiting = list(self.waiting)
@@ -108,9 +117,9 @@ class Forward:
         level = self.plan.levels[level_key]
         unsettled = 0
         for key in level.node_keys:
-            status = ex.status_of(key)
-            if status in _SETTLED:
+            if self._settled(key):
                 continue
+            status = ex.status_of(key)
             unsettled += 1
             node = self.plan.nodes[key]
             if node.kind is StepKind.COMPOSE and status == StepStatus.RUNNING:
@@ -119,13 +128,21 @@ class Forward:
             if status == StepStatus.WAITING and key not in ex.claims:
                 self.waiting[key] = None
                 continue
-            missing = sum(1 for dep in node.deps if ex.status_of(dep) not in _SETTLED)
+            missing = sum(1 for dep in node.deps if not self._settled(dep))
             self.missing[key] = missing
             if missing == 0:
                 self.queue.append(key)
         self.unsettled[level_key] = unsettled
         if unsettled == 0 and level_key:
             self.queue.append(level_key)  # an empty child: its compose step completes at once
+
+    def _settled(self, key: str) -> bool:
+        """Done as far as scheduling goes: completed or skipped, or an async unit dispatched
+        (its readers wait for its result themselves)."""
+        status = self.ex.status_of(key)
+        if status in _SETTLED:
+            return True
+        return self.plan.nodes[key].kind in UNIT_KINDS and status != StepStatus.PENDING
 
     # -- runners -------------------------------------------------------------------------------
 
@@ -171,10 +188,16 @@ class Forward:
             if reason is not None:
                 await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=time.time()),
                                    [event("step.skipped", key, detail=reason)])
-            elif node.kind is StepKind.COMPOSE:
-                await self._compose(node)
+            elif self.handoff == ("before", key) and not node.level:
+                self._hand_off()
             elif node.kind is StepKind.INTERRUPT and key not in ex.claims:
                 await self._wait_for_payload(node)
+            elif not await self._units_ready(node):
+                return
+            elif node.kind is StepKind.COMPOSE:
+                await self._compose(node)
+            elif node.kind in UNIT_KINDS:
+                await self._dispatch_unit(node)
             else:
                 await self._step(node)
         except anyio.get_cancelled_exc_class():
@@ -248,6 +271,53 @@ class Forward:
         """Checkpoint a completed or skipped step, then release what waited for it."""
         ex = self.ex
         await ex.checkpoint(node.key, record, events)
+        if ex.control is not None:
+            self._stop()
+        elif self.handoff == ("after", node.key) and record.status == StepStatus.COMPLETED:
+            self._hand_off()
+        self._settle(node)
+
+    def _hand_off(self) -> None:
+        """The background cut point was reached: stop here; a worker takes the rest."""
+        if self.verdict.status == "completed":
+            self.handing_off = True
+        self._stop()
+
+    # -- async units ---------------------------------------------------------------------------
+
+    async def _units_ready(self, node: Node) -> bool:
+        """Wait for the async units this step reads; False if that failed the step."""
+        for dep in node.deps:
+            if self.plan.nodes[dep].kind not in UNIT_KINDS:
+                continue
+            try:
+                await await_unit(self.ex, node, dep)
+            except AsyncWaitTimeout as exc:
+                self._fail(node, exc, body_started=False)
+                await self.ex.checkpoint(node.key, self.ex.records[node.key],
+                                         [event("step.failed", node.key, detail=str(exc))])
+                return False
+        return True
+
+    async def _dispatch_unit(self, node: Node) -> None:
+        ex = self.ex
+        key = node.key
+        child_inputs: Any = None
+        try:
+            kwargs = resolve_arguments(ex, node)
+            if node.spec.when is not None and not await evaluate_when(ex, node, kwargs):
+                await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=time.time()),
+                                   [event("step.skipped", key, detail="when= was false")])
+                return
+            if node.kind is StepKind.ASYNC_REACTOR:
+                assert node.spec.child is not None
+                child_inputs = validate_inputs(node.spec.child, await node.spec.fn(**kwargs))
+        except Exception as exc:
+            self._fail(node, exc, body_started=False)
+            await ex.checkpoint(key, ex.records[key], [event("step.failed", key,
+                                                             detail=repr(exc))])
+            return
+        await dispatch_unit(ex, node, child_inputs)
         if ex.control is not None:
             self._stop()
         self._settle(node)

@@ -15,12 +15,13 @@ from reactorflow.definition.graph import Plan, plan_for
 from reactorflow.errors import (
     LockTimeout,
     ReactorflowError,
+    RunExists,
     RunNotFound,
     RunStateError,
     WaitTimeout,
 )
 from reactorflow.middleware import Hooks
-from reactorflow.records import Control, RunMeta
+from reactorflow.records import Control, RunError, RunMeta, RunState
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import Execution, event, new_state
 from reactorflow.runtime.inputs import validate_inputs
@@ -50,7 +51,7 @@ def hooks_for(reactor: Reactor) -> Hooks:
 
 
 async def start(reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
-                idempotency_key: str | None = None) -> Run:
+                idempotency_key: str | None = None, dispatch: bool = False) -> Run:
     if inputs is not None and fields:
         raise ReactorflowError(
             f"reactor {reactor.name!r}: pass the inputs either as one {_inputs_name(reactor)} or "
@@ -59,28 +60,82 @@ async def start(reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
     value = validate_inputs(reactor, inputs if inputs is not None else dict(fields))
     plan = plan_for(reactor)
     storage = config.current_storage()
-    settings = config.settings()
     run_id = new_run_id()
     if idempotency_key is not None:
         winner = await storage.claim_idempotency(reactor.name, idempotency_key, run_id)
         if winner != run_id:
             return await _replay(reactor, storage, winner)
+    dispatch = dispatch or reactor.always_dispatch
     owner = new_owner()
-    now = time.time()
-    meta = RunMeta(records.SCHEMA_VERSION, run_id, reactor.name, now, records.raw(value),
-                   plan.fingerprint, idempotency_key)
-    state = new_state(Status.RUNNING)
-    await storage.create_run(
-        run_id, reactor=reactor.name, status=Status.RUNNING, meta=records.encode(meta),
-        state=records.encode(state), created_at=now, owner=owner, lock_ttl=settings.lock_ttl,
-        events=[records.encode(event("run.started"))],
-    )
-    if log.isEnabledFor(logging.INFO):
-        log.info("reactorflow.run.started run_id=%s reactor=%s", run_id, reactor.name)
+    meta, state = await _create(storage, reactor, plan, run_id, value, owner,
+                                idempotency_key=idempotency_key, handed_off=dispatch)
+    if dispatch:
+        await _release(storage, run_id, owner)  # save before release: the run is stored
+        from reactorflow.workers.broker import enqueue_run
+
+        enqueue_run(run_id, reactor.name)
+        return await get(reactor, run_id)
     ex = Execution(plan=plan, storage=storage, owner=owner, meta=meta, state=state, steps={},
                    claims={}, hooks=hooks_for(reactor))
     await run_owned(reactor, storage, run_id, owner, ex)
     return await get(reactor, run_id)
+
+
+async def _create(storage: Storage, reactor: Reactor, plan: Plan, run_id: str, value: Any,
+                  owner: str, *, idempotency_key: str | None = None, handed_off: bool = False,
+                  parent: tuple[str, str] | None = None) -> tuple[RunMeta, RunState]:
+    """Store a new run and take its lock for `owner`; False if the id already exists."""
+    now = time.time()
+    meta = RunMeta(records.SCHEMA_VERSION, run_id, reactor.name, now, records.raw(value),
+                   plan.fingerprint, idempotency_key, parent[0] if parent else None,
+                   parent[1] if parent else None)
+    state = new_state(Status.RUNNING)
+    state.handed_off = handed_off
+    created = await storage.create_run(
+        run_id, reactor=reactor.name, status=Status.RUNNING, meta=records.encode(meta),
+        state=records.encode(state), created_at=now, owner=owner,
+        lock_ttl=config.settings().lock_ttl, events=[records.encode(event("run.started"))],
+    )
+    if not created:
+        raise RunExists(run_id)
+    if log.isEnabledFor(logging.INFO):
+        log.info("reactorflow.run.started run_id=%s reactor=%s", run_id, reactor.name)
+    return meta, state
+
+
+async def _release(storage: Storage, run_id: str, owner: str) -> None:
+    await storage.release_lock(run_id, owner)
+
+
+async def create_child_run(child: Reactor, inputs: Any, run_id: str, *,
+                           parent: tuple[str, str]) -> None:
+    """Store the child run of an async_reactor step (once: a repeat finds it stored)."""
+    storage = config.current_storage()
+    owner = new_owner()
+    try:
+        await _create(storage, child, plan_for(child), run_id, inputs, owner, parent=parent)
+    except RunExists:
+        return
+    await _release(storage, run_id, owner)
+
+
+async def mark_unrecoverable(storage: Storage, run_id: str, kind: str, reason: str) -> None:
+    """Mark a run that can never continue `failed` with the reason, and publish it."""
+    settings = config.settings()
+    owner = new_owner()
+    head = await storage.load_head(run_id)
+    if head is None or Status(head.status).is_terminal:
+        return
+    if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
+        return
+    async with keep_alive(storage, run_id, owner, settings.lock_ttl):
+        state = RunState(status=Status.FAILED, updated_at=time.time(),
+                         error=RunError(None, kind, reason))
+        await storage.save_state(run_id, owner, status=Status.FAILED,
+                                 previous_status=head.status, state=records.encode(state),
+                                 events=[records.encode(event("run.failed", detail=reason))],
+                                 clear_control=True, publish=True)
+    log.error("reactorflow.run.unrecoverable run_id=%s kind=%s reason=%s", run_id, kind, reason)
 
 
 def _inputs_name(reactor: Reactor) -> str:
@@ -138,6 +193,7 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
                     return
             await drive(ex)
             waiting = list(ex.state.waiting_on) if ex.state.status == Status.PAUSED else []
+        await after_release(reactor, storage, ex)
         if not waiting:
             return
         claims = await storage.claims(run_id)
@@ -146,6 +202,21 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
         if not await storage.acquire_lock(run_id, owner, ttl):
             return  # another execution holds it and will apply the claim
         ex = None
+
+
+async def after_release(reactor: Reactor, storage: Storage, ex: Execution) -> None:
+    """What an execution does once it let go of its run: hand it to a worker after a
+    background hand-off (checkpoint, release, then enqueue), or, for the child run of an
+    async_reactor step that just ended, report to the parent."""
+    if ex.enqueue_after_release:
+        ex.enqueue_after_release = False
+        from reactorflow.workers.broker import enqueue_run
+
+        enqueue_run(ex.run_id, reactor.name)
+    if ex.meta.parent_run is not None:
+        from reactorflow.runtime.units import report_child_end
+
+        await report_child_end(storage, ex)
 
 
 # -- reading -------------------------------------------------------------------------------------

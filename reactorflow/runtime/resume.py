@@ -43,6 +43,7 @@ from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.snapshot import Run
 from reactorflow.status import Status
 from reactorflow.storage.base import ClaimResult, Storage
+from reactorflow.workers.broker import enqueue_run
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -103,11 +104,30 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     log.info("reactorflow.resume.accepted run_id=%s step=%s", run_id, key)
     owner = new_owner()
     settings = config.settings()
-    if await acquire(storage, run_id, owner, settings.lock_ttl, 0.0):
-        await operations.run_owned(reactor, storage, run_id, owner)
-    else:
+    assert node.spec.interrupt is not None
+    background = node.spec.interrupt.resume == "background"
+    if not await acquire(storage, run_id, owner, settings.lock_ttl, 0.0):
+        # Another execution holds the run: it applies the claim once free, and a worker is
+        # asked too (it waits for the lock; a duplicate finds nothing left to apply).
         log.info("reactorflow.resume.deferred run_id=%s step=%s reason=run_busy", run_id, key)
+        enqueue_run(run_id, reactor.name)
+    elif background:
+        await _hand_to_worker(reactor, storage, run_id, owner, key)
+    else:
+        await operations.run_owned(reactor, storage, run_id, owner)
     return await operations.get(reactor, run_id)
+
+
+async def _hand_to_worker(reactor: Reactor, storage: Storage, run_id: str, owner: str,
+                          key: str) -> None:
+    """resume="background": mark the run running, release it, and let a worker go on."""
+    settings = config.settings()
+    async with keep_alive(storage, run_id, owner, settings.lock_ttl):
+        ex = await operations.load_owned(reactor, storage, run_id, owner)
+        if ex.state.status == Status.PAUSED:
+            await ex.save_state(Status.RUNNING, events=[event("run.resumed", detail=key)])
+    log.info("reactorflow.resume.deferred run_id=%s step=%s reason=background", run_id, key)
+    enqueue_run(run_id, reactor.name)
 
 
 async def _validated(reactor: Reactor, storage: Storage, run_id: str, node: Node,

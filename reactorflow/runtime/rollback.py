@@ -104,7 +104,7 @@ async def _run_handler(ex: Execution, kind: str, key: str, live_error: BaseExcep
     started = event(f"{kind}.started", key)
     error: Exception | None = None
     try:
-        await _call_handler(ex, handler, key, first)
+        await call_handler(ex, handler, key, first)
     except Exception as exc:
         error = exc
     if hooks:
@@ -128,7 +128,7 @@ async def _run_handler(ex: Execution, kind: str, key: str, live_error: BaseExcep
     return RollbackFailure(key, kind, str(error), type(error).__name__)
 
 
-async def _call_handler(ex: Execution, handler: HandlerSignature, key: str, first: Any) -> None:
+async def call_handler(ex: Execution, handler: HandlerSignature, key: str, first: Any) -> None:
     node = ex.plan.nodes[key]
     kwargs: dict[str, Any] = {}
     if handler.names:

@@ -15,7 +15,14 @@ import msgspec
 from reactorflow import records
 from reactorflow.definition.graph import join
 from reactorflow.definition.params import MISSING, Source
-from reactorflow.errors import ArgumentError, Halt, SerializationError, StepTimeout
+from reactorflow.definition.specs import StepKind
+from reactorflow.errors import (
+    ArgumentError,
+    AsyncUnitFailed,
+    Halt,
+    SerializationError,
+    StepTimeout,
+)
 from reactorflow.markers import StepContext, follow_path
 from reactorflow.middleware import StepEvent
 from reactorflow.records import Event
@@ -28,6 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("reactorflow.step")
 _NOT_RETRIED = (SerializationError, ArgumentError)
+UNIT_KINDS = (StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR)
 
 
 @dataclass(slots=True)
@@ -56,8 +64,12 @@ def resolve_arguments(ex: Execution, node: Node, payload: Any = MISSING) -> dict
         try:
             if source is Source.RESULT:
                 dep = join(level, param.ref)
-                if ex.status_of(dep) == StepStatus.SKIPPED:
+                status = ex.status_of(dep)
+                if status == StepStatus.SKIPPED:
                     kwargs[param.name] = param.default
+                    continue
+                if ex.plan.nodes[dep].kind in UNIT_KINDS:
+                    kwargs[param.name] = unit_argument(ex, node, param.name, dep, param.outcome)
                     continue
                 value = ex.value_of(dep)
                 kwargs[param.name] = follow_path(value, param.path) if param.path else value
@@ -76,6 +88,20 @@ def resolve_arguments(ex: Execution, node: Node, payload: Any = MISSING) -> dict
                 run_id=ex.run_id, step=node.key, cause=exc,
             ) from exc
     return kwargs
+
+
+def unit_argument(ex: Execution, node: Node, name: str, dep: str, wants_outcome: bool) -> Any:
+    """The value a reader gets from a finished async unit (see runtime.units)."""
+    from reactorflow.runtime.units import outcome_of
+
+    outcome = outcome_of(ex, dep)
+    if wants_outcome:
+        return outcome
+    if not outcome.ok:
+        assert outcome.error is not None
+        raise AsyncUnitFailed(ex.run_id, node.key, dep,
+                              f"{outcome.error.type}: {outcome.error.message}")
+    return outcome.value
 
 
 def skip_reason(ex: Execution, node: Node) -> str | None:
@@ -133,14 +159,15 @@ def encode_result(ex: Execution, node: Node, result: Any) -> tuple[msgspec.Raw, 
         ) from exc
 
 
-async def call_step(ex: Execution, node: Node, payload: Any = MISSING) -> Outcome:
+async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
+                    check_when: bool = True) -> Outcome:
     """Run the step to an outcome. Cancellation and interpreter exits propagate."""
     spec = node.spec
     key = node.key
     out = Outcome(StepStatus.FAILED)
     try:
         kwargs = resolve_arguments(ex, node, payload) if spec.params else {}
-        if spec.when is not None and not await evaluate_when(ex, node, kwargs):
+        if check_when and spec.when is not None and not await evaluate_when(ex, node, kwargs):
             out.status = StepStatus.SKIPPED
             out.events.append(event("step.skipped", key, detail="when= was false"))
             return out

@@ -13,8 +13,10 @@ written so that Redis can implement each method atomically in one round trip:
 * **Notification**: `publish` is called after the durable write it announces; waiters subscribe
   first, then read, then wait with a fallback re-check (pub/sub is an optimisation).
 
-Every run key expires `retention` seconds after the run's last write. Thread safety: one storage
-object may be used from several threads and event loops at once.
+Every run key expires `retention` seconds after the run's last write — any write, fenced or not
+(`claim`, `request_control`, `incr_counter` and `save_unit` count too; taking or extending the
+lock does not). Thread safety: one storage object may be used from several threads and event
+loops at once.
 """
 
 from __future__ import annotations
@@ -60,6 +62,16 @@ class Liveness:
 
 
 @dataclass(frozen=True, slots=True)
+class UnitLiveness:
+    """What the sweeper needs to judge whether a dispatched async unit was lost."""
+
+    run_id: str
+    key: str
+    dispatched_at: float
+    lock_owner: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class RunPageData:
     heads: list[RunHead]
     next_cursor: str | None
@@ -76,7 +88,10 @@ class Subscription(abc.ABC):
 
     @abc.abstractmethod
     async def wait(self, timeout: float) -> bool:
-        """Wait up to `timeout` seconds for a notification; True if one arrived."""
+        """Wait up to `timeout` seconds for a notification; True if one arrived. A notification
+        that arrived since the subscription began, while nobody was waiting, is not lost: the
+        next `wait` returns True at once. Several pending notifications may coalesce into one
+        wake-up (waiters re-read the record after each)."""
 
 
 class Storage(abc.ABC):
@@ -104,8 +119,8 @@ class Storage(abc.ABC):
     ) -> bool:
         """Atomically create the run and take its liveness lock for `owner` (count 1).
 
-        Returns False and writes nothing when the run id already exists. Adds the run to the
-        reactor's index.
+        Returns False and writes nothing when the run id already exists (a retry of a call that
+        did create the run still returns True). Adds the run to the reactor's index.
         """
 
     @abc.abstractmethod
@@ -118,14 +133,21 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     async def save_step(
-        self, run_id: str, owner: str, key: str, record: bytes, events: Sequence[bytes] = ()
+        self, run_id: str, owner: str, key: str, record: bytes, events: Sequence[bytes] = (),
+        *, unit: bool = False,
     ) -> bytes | None:
         """Fenced checkpoint of one step: write its record, append events, touch the run.
 
         Atomic; refused with `LockLost` (nothing written) unless `owner` holds the lock. Costs
         the same whatever the number of steps already stored. Returns the pending control
-        request (see `request_control`), if any.
+        request (see `request_control`), if any. `unit=True` marks the dispatch of an async
+        unit: (run, key) also enters the unit index read by `scan_units` (an index entry is a
+        hint, removed by `save_unit`).
         """
+
+    @abc.abstractmethod
+    async def load_step(self, run_id: str, key: str) -> bytes | None:
+        """One step record of a run (None when the run or the record does not exist)."""
 
     @abc.abstractmethod
     async def save_state(
@@ -191,7 +213,9 @@ class Storage(abc.ABC):
         """First-wins claim of interrupt `name`'s one payload.
 
         Atomic with a check that the run exists, is `paused` or `running`, and has no pending
-        cancel request. Claims are never deleted; they expire with the run.
+        control request (see `request_control`). The checks run in this order: a missing run is
+        NOT_RESUMABLE; an existing claim is TAKEN whatever the status; then the status and
+        control checks. Claims are never deleted; they expire with the run.
         """
 
     @abc.abstractmethod
@@ -200,7 +224,8 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     async def incr_counter(self, run_id: str, name: str) -> int:
-        """Atomically add one to the run's counter `name` and return the new value."""
+        """Atomically add one to the run's counter `name` and return the new value; 0 (nothing
+        written) when the run does not exist."""
 
     @abc.abstractmethod
     async def map_correlation(self, correlation_id: str, run_id: str) -> str:
@@ -221,20 +246,29 @@ class Storage(abc.ABC):
     async def list_runs(
         self, reactor: str, status: str | None, limit: int, cursor: str | None
     ) -> RunPageData:
-        """Runs of a reactor, newest first, optionally of one status, from the index."""
+        """Runs of a reactor, newest first (by `created_at`, then run id), optionally of one
+        status, from the index. `cursor` is a `next_cursor` of an earlier call (None for the
+        first page); pages neither repeat nor skip runs. Another string raises
+        `ReactorflowError`."""
+
+    @abc.abstractmethod
+    async def scan_units(self, limit: int) -> list[UnitLiveness]:
+        """Dispatched async units not yet reported (from the unit index, oldest first), with
+        the holder of each unit's lock ("<run id>:<key>")."""
 
     @abc.abstractmethod
     async def scan_status(self, statuses: Sequence[str], limit: int) -> list[Liveness]:
-        """Runs of any reactor whose status is one of `statuses`, with lock and touch times,
-        read from the status index (never a keyspace scan)."""
+        """At most `limit` runs of any reactor whose status is one of `statuses`, with lock and
+        touch times, read from the status index (never a keyspace scan), in no promised
+        order."""
 
     @abc.abstractmethod
     async def save_unit(self, run_id: str, key: str, record: bytes,
                         events: Sequence[bytes] = ()) -> bool:
-        """Write the record of an async unit (an `async_step` run by a worker), then publish
-        on the run's `key` topic. Unfenced: a unit never holds the run's lock, and the run's
-        owner never writes a unit's record after dispatching it. Returns False (nothing
-        written) when the run no longer exists."""
+        """Write the record of an async unit (an `async_step` run by a worker), drop it from the
+        unit index, then publish on the run's `key` topic. Unfenced: a unit never holds the
+        run's lock, and the run's owner never writes a unit's record after dispatching it.
+        Returns False (nothing written) when the run no longer exists."""
 
     # -- notification --------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ It stores encoded bytes exactly as Redis would, so serialization bugs surface he
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections import deque
@@ -25,6 +26,7 @@ from reactorflow.storage.base import (
     Storage,
     StoredRun,
     Subscription,
+    UnitLiveness,
 )
 from reactorflow.storage.paging import decode_cursor, encode_cursor
 
@@ -65,10 +67,8 @@ class _MemorySubscription(Subscription):
         self.event = asyncio.Event()
 
     def notify(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits any more
             self.loop.call_soon_threadsafe(self.event.set)
-        except RuntimeError:  # its loop is closed: nobody is waiting any more
-            pass
 
     async def wait(self, timeout: float) -> bool:
         try:
@@ -93,6 +93,7 @@ class MemoryStorage(Storage):
         self._correlations: dict[str, tuple[str, float]] = {}
         self._idempotency: dict[tuple[str, str], tuple[str, float]] = {}
         self._subscribers: dict[tuple[str, str], set[_MemorySubscription]] = {}
+        self._units: dict[tuple[str, str], float] = {}
         self._ops = 0
 
     # -- helpers (call with the mutex held) ----------------------------------------------------
@@ -168,14 +169,21 @@ class MemoryStorage(Storage):
             return None if run is None else run.head()
 
     async def save_step(self, run_id: str, owner: str, key: str, record: bytes,
-                        events: Sequence[bytes] = ()) -> bytes | None:
+                        events: Sequence[bytes] = (), *, unit: bool = False) -> bytes | None:
         now = time.monotonic()
         with self._mutex:
             run = self._fenced(run_id, owner, now)
             run.steps[key] = record
             run.history.extend(events)
             self._touch(run, now)
+            if unit:
+                self._units.setdefault((run_id, key), time.time())
             return run.control
+
+    async def load_step(self, run_id: str, key: str) -> bytes | None:
+        with self._mutex:
+            run = self._live(run_id, time.monotonic())
+            return None if run is None else run.steps.get(key)
 
     async def save_state(self, run_id: str, owner: str, *, status: str, previous_status: str,
                          state: bytes, steps: Mapping[str, bytes] | None = None,
@@ -246,11 +254,13 @@ class MemoryStorage(Storage):
     # -- control, claims, counters -------------------------------------------------------------
 
     async def request_control(self, run_id: str, control: bytes) -> bool:
+        now = time.monotonic()
         with self._mutex:
-            run = self._live(run_id, time.monotonic())
+            run = self._live(run_id, now)
             if run is None or run.control is not None:
                 return False
             run.control = control
+            run.expires = now + self.retention
             return True
 
     async def claim(self, run_id: str, name: str, payload: bytes) -> ClaimResult:
@@ -273,11 +283,13 @@ class MemoryStorage(Storage):
             return {} if run is None else dict(run.claims)
 
     async def incr_counter(self, run_id: str, name: str) -> int:
+        now = time.monotonic()
         with self._mutex:
-            run = self._live(run_id, time.monotonic())
+            run = self._live(run_id, now)
             if run is None:
                 return 0
             run.counters[name] = run.counters.get(name, 0) + 1
+            run.expires = now + self.retention
             return run.counters[name]
 
     async def map_correlation(self, correlation_id: str, run_id: str) -> str:
@@ -329,6 +341,21 @@ class MemoryStorage(Storage):
         next_cursor = encode_cursor(heads[-1].created_at, heads[-1].run_id) if more else None
         return RunPageData(heads, next_cursor)
 
+    async def scan_units(self, limit: int) -> list[UnitLiveness]:
+        now = time.monotonic()
+        found: list[UnitLiveness] = []
+        with self._mutex:
+            for (run_id, key), since in sorted(self._units.items(), key=lambda item: item[1]):
+                if self._live(run_id, now) is None:
+                    del self._units[(run_id, key)]
+                    continue
+                lock = self._owner(f"{run_id}:{key}", now)
+                found.append(UnitLiveness(run_id, key, since, None if lock is None else
+                                          lock.owner))
+                if len(found) >= limit:
+                    break
+        return found
+
     async def scan_status(self, statuses: Sequence[str], limit: int) -> list[Liveness]:
         now = time.monotonic()
         wanted = set(statuses)
@@ -354,6 +381,7 @@ class MemoryStorage(Storage):
             run.steps[key] = record
             run.history.extend(events)
             self._touch(run, now)
+            self._units.pop((run_id, key), None)
         await self.publish(run_id, key)
         return True
 

@@ -1,0 +1,150 @@
+"""Validation of declarations: each check raises `DefinitionError` naming what is wrong and what
+is available, so a mistake fails at the decorator line."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from reactorflow.definition.params import Param, Source, wire_subset
+from reactorflow.definition.specs import InterruptOptions
+from reactorflow.errors import DefinitionError
+from reactorflow.retry import Retry
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+
+STEP_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+REACTOR_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]*$")
+
+
+def input_fields(inputs: type | None, reactor: str) -> tuple[str, ...]:
+    """The field names of an inputs type (msgspec.Struct, dataclass or TypedDict)."""
+    if inputs is None:
+        return ()
+    try:
+        info = msgspec.inspect.type_info(inputs)
+    except Exception as exc:  # msgspec raises TypeError for unsupported types
+        raise DefinitionError(
+            f"reactor {reactor!r}: inputs={inputs!r} is not a type msgspec can validate; use a "
+            "msgspec.Struct, a dataclass or a TypedDict",
+            reactor=reactor,
+        ) from exc
+    fields = getattr(info, "fields", None)
+    if fields is None:
+        raise DefinitionError(
+            f"reactor {reactor!r}: inputs={inputs!r} must be a msgspec.Struct, a dataclass or a "
+            "TypedDict (a type with named fields)",
+            reactor=reactor,
+        )
+    return tuple(f.name for f in fields)
+
+
+def check_seconds(value: Any, label: str, where: str, reactor: str, step: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise DefinitionError(f"{where}: {label}={value!r} must be seconds > 0",
+                              reactor=reactor, step=step)
+    return float(value)
+
+
+def check_retries(retries: Any, where: str, reactor: str, step: str) -> Retry | None:
+    if retries is not None and not isinstance(retries, Retry):
+        raise DefinitionError(
+            f"{where}: retries={retries!r} must be rf.Retry(...), e.g. "
+            "retries=rf.Retry(attempts=3)",
+            reactor=reactor, step=step,
+        )
+    return retries
+
+
+def check_storable(return_type: Any, where: str, reactor: str, step: str) -> None:
+    """msgspec must both decode the type and know it natively (no custom classes)."""
+    try:
+        msgspec.msgpack.Decoder(return_type)
+        msgspec.json.schema(return_type)
+    except (TypeError, ValueError) as exc:
+        raise DefinitionError(
+            f"{where}: its return annotation {return_type!r} cannot be stored: annotate a type "
+            "msgspec can encode (builtins, msgspec.Struct, dataclass, TypedDict, ...)",
+            reactor=reactor, step=step,
+        ) from exc
+
+
+def composed_tree(reactor: Reactor) -> set[Reactor]:
+    """Every reactor nested in `reactor` through compose (transitively)."""
+    seen: set[Reactor] = set()
+    stack = [reactor]
+    while stack:
+        current = stack.pop()
+        for spec in current.steps.values():
+            if spec.child is not None and spec.child not in seen:
+                seen.add(spec.child)
+                stack.append(spec.child)
+    return seen
+
+
+def interrupt_options(
+    reactor: Reactor,
+    raw: dict[str, Any],
+    params: Sequence[Param],
+    where: str,
+    step: str,
+    arg_names: Sequence[str],
+) -> InterruptOptions:
+    name = reactor.name
+    payload_type = next(p.annotation for p in params if p.source is Source.PAYLOAD)
+    try:
+        msgspec.json.schema(payload_type)
+        msgspec.msgpack.Decoder(payload_type)
+    except (TypeError, ValueError) as exc:
+        raise DefinitionError(
+            f"{where}: the payload annotation {payload_type!r} is not a schema msgspec can "
+            "validate; use a msgspec.Struct, a dataclass, a TypedDict or builtins",
+            reactor=name, step=step,
+        ) from exc
+    timeout = check_seconds(raw["timeout"], "timeout", where, name, step)
+    max_attempts, resume = raw["max_attempts"], raw["resume"]
+    if max_attempts is not None and (
+        isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1
+    ):
+        raise DefinitionError(
+            f"{where}: max_attempts={max_attempts!r} must be a whole number >= 1 or None",
+            reactor=name, step=step,
+        )
+    if resume not in ("inline", "background"):
+        raise DefinitionError(f"{where}: resume={resume!r} must be 'inline' or 'background'",
+                              reactor=name, step=step)
+    correlation: str | Callable[..., str] | None = raw["correlation_id"]
+    names: tuple[str, ...] = ()
+    if isinstance(correlation, str):
+        check_template(reactor, correlation, where, step)
+    elif correlation is not None:
+        names = wire_subset(correlation, what="correlation_id=", reactor=name, step=step,
+                            available=arg_names)
+    return InterruptOptions(payload_type, correlation, names, timeout, max_attempts, resume)
+
+
+def check_template(reactor: Reactor, template: str, where: str, step: str) -> None:
+    known = set(reactor.input_names) | set(reactor.steps)
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise DefinitionError(f"{where}: correlation_id template {template!r}: {exc}",
+                              reactor=reactor.name, step=step) from exc
+    for _, field, _, _ in parsed:
+        if field is None:
+            continue
+        root = re.split(r"[.\[]", field, maxsplit=1)[0]
+        if root not in known:
+            raise DefinitionError(
+                f"{where}: correlation_id template {template!r} names {root!r}, which is no "
+                f"input and no earlier step (inputs: {', '.join(reactor.input_names) or 'none'}; "
+                f"steps: {', '.join(reactor.steps) or 'none'})",
+                reactor=reactor.name, step=step,
+            )

@@ -1,0 +1,195 @@
+"""Async units: `async_step` and `async_reactor` work that runs in a worker while its run goes on.
+
+* **Dispatch** (the run's owner): write the unit's marker (status `running`) with a fenced
+  checkpoint, *then* enqueue. A marker already present means re-attach, never re-dispatch.
+  An `async_reactor` starts its child as a run of its own, with an id derived from the parent's
+  (`<run id>-<step>`), so a repeated dispatch finds the same child.
+* **Execution** (a worker): the unit runs with its own retry policy, compensates itself once if
+  its last attempt failed, writes its record into the parent run (unfenced: the parent never
+  writes a unit's record after dispatch), then publishes on the unit's topic. A child run of an
+  `async_reactor` reports to its parent the same way when it ends.
+* **Reading** (a step that depends on a unit): subscribe, check the record, wait; re-check every
+  `clamp(timeout/10, 1 s, 5 s)`; give up after `async_wait_timeout`.
+The parent's rollback never touches a unit.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from reactorflow import config, records
+from reactorflow.definition import registry
+from reactorflow.definition.graph import plan_for
+from reactorflow.definition.specs import StepKind
+from reactorflow.errors import AsyncWaitTimeout
+from reactorflow.markers import Outcome
+from reactorflow.records import ErrorRecord, RunError, StepRecord
+from reactorflow.runtime.execution import Execution, event
+from reactorflow.status import Status, StepStatus
+
+if TYPE_CHECKING:
+    from reactorflow.definition.graph import Node
+    from reactorflow.storage.base import Storage
+
+log = logging.getLogger("reactorflow.async")
+UNIT_KINDS = (StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR)
+FINISHED = frozenset({StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.HALTED,
+                      StepStatus.COMPENSATED})
+
+
+def unit_lock(run_id: str, key: str) -> str:
+    return f"{run_id}:{key}"
+
+
+def child_run_id(run_id: str, key: str) -> str:
+    return f"{run_id}-{key.replace('.', '-')}"
+
+
+def recheck_interval(timeout: float) -> float:
+    return min(5.0, max(1.0, timeout / 10))
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+def outcome_of(ex: Execution, key: str) -> Outcome[Any]:
+    """A finished unit's outcome (its record must be FINISHED)."""
+    record = ex.records[key]
+    if record.status == StepStatus.COMPLETED:
+        return Outcome(True, ex.value_of(key))
+    error = record.error or ErrorRecord("Unknown", "the unit failed")
+    return Outcome(False, None, RunError(key, error.type, error.message, error.traceback))
+
+
+async def await_unit(ex: Execution, reader: Node, key: str) -> None:
+    """Wait until unit `key` has finished; its record is then in `ex.records`."""
+    if ex.status_of(key) in FINISHED:
+        return
+    storage = ex.storage
+    timeout = config.settings().async_wait_timeout
+    deadline = time.monotonic() + timeout
+    interval = recheck_interval(timeout)
+    async with storage.subscribe(ex.run_id, key) as subscription:
+        while True:
+            record = await _finished_record(ex, key)
+            if record is not None:
+                ex.records[key] = record
+                ex.values.pop(key, None)
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AsyncWaitTimeout(ex.run_id, reader.key, key, timeout)
+            await subscription.wait(min(remaining, interval))
+
+
+async def _finished_record(ex: Execution, key: str) -> StepRecord | None:
+    raw = await ex.storage.load_step(ex.run_id, key)
+    record = records.decode_step(raw) if raw is not None else None
+    if record is not None and record.status in FINISHED:
+        return record
+    node = ex.plan.nodes[key]
+    if node.kind is StepKind.ASYNC_REACTOR and record is not None and record.child_run:
+        # the child may have ended without reaching its parent (it died in between)
+        return await child_report(ex.storage, record.child_run, node, record)
+    return None
+
+
+async def child_report(storage: Storage, child_id: str, node: Node,
+                       marker: StepRecord) -> StepRecord | None:
+    """The record an ended child run reports to its parent's async_reactor step."""
+    stored = await storage.load_run(child_id)
+    if stored is None:
+        return StepRecord(StepStatus.FAILED, 1, marker.started_at, time.time(),
+                          error=ErrorRecord("RunNotFound", f"child run {child_id!r} is gone"),
+                          child_run=child_id)
+    status = Status(stored.head.status)
+    if not status.is_terminal:
+        return None
+    state = records.decode_state(stored.head.state)
+    if status is Status.COMPLETED:
+        assert node.spec.child is not None
+        value_key = plan_for(node.spec.child).levels[""].value_key
+        raw = stored.steps.get(value_key or "")
+        result = records.decode_step(raw).result if raw is not None else records.NIL
+        return StepRecord(StepStatus.COMPLETED, 1, marker.started_at, time.time(), result,
+                          child_run=child_id)
+    error = state.error
+    reason = ErrorRecord(error.type, error.message, "", error.traceback) if error else \
+        ErrorRecord(status.value.title(), f"child run {child_id!r} ended {status.value}")
+    return StepRecord(StepStatus.FAILED, 1, marker.started_at, time.time(), error=reason,
+                      child_run=child_id)
+
+
+# -- dispatching (the run's owner) ---------------------------------------------------------------
+
+
+async def dispatch(ex: Execution, node: Node, child_inputs: Any = None) -> None:
+    """Write the unit's marker (checkpoint before enqueue), then enqueue it."""
+    from reactorflow.runtime import operations
+    from reactorflow.workers.broker import enqueue_run, enqueue_unit
+
+    key = node.key
+    now = time.time()
+    if node.kind is StepKind.ASYNC_REACTOR:
+        child = node.spec.child
+        assert child is not None
+        child_id = child_run_id(ex.run_id, key)
+        await operations.create_child_run(child, child_inputs, child_id, parent=(ex.run_id, key))
+        marker = StepRecord(StepStatus.RUNNING, 1, now, child_run=child_id)
+        await ex.checkpoint(key, marker, [event("async.dispatched", key, detail=child_id)],
+                            unit=True)
+        enqueue_run(child_id, child.name)
+    else:
+        marker = StepRecord(StepStatus.RUNNING, 1, now)
+        await ex.checkpoint(key, marker, [event("async.dispatched", key)], unit=True)
+        enqueue_unit(ex.run_id, ex.reactor, key)
+    log.info("reactorflow.async.dispatched run_id=%s reactor=%s step=%s", ex.run_id,
+             ex.reactor, key)
+
+
+# -- reporting (a worker) ------------------------------------------------------------------------
+
+
+async def report(storage: Storage, run_id: str, key: str, record: StepRecord,
+                 events: list[Any]) -> None:
+    """Write a finished unit's record into its run and publish it."""
+    written = await storage.save_unit(run_id, key, records.encode(record),
+                                      [records.encode(e) for e in events])
+    if not written:
+        log.error("reactorflow.async.orphaned run_id=%s step=%s status=%s: the run it belongs "
+                  "to is gone (expired or deleted); its outcome is only in this log", run_id, key,
+                  record.status)
+        return
+    level = logging.INFO if record.status == StepStatus.COMPLETED else logging.WARNING
+    log.log(level, "reactorflow.async.finished run_id=%s step=%s status=%s%s", run_id, key,
+            record.status, f" error={record.error.type}: {record.error.message}"
+            if record.error else "")
+
+
+async def report_child_end(storage: Storage, ex: Execution) -> None:
+    """A child run of an async_reactor step ended: tell its parent."""
+    meta = ex.meta
+    if meta.parent_run is None or meta.parent_step is None:
+        return
+    if not Status(ex.state.status).is_terminal:
+        return
+    parent = registry.lookup(await _reactor_of(storage, meta.parent_run) or "")
+    if parent is None:
+        log.warning("reactorflow.async.parent_unknown run_id=%s parent=%s", ex.run_id,
+                    meta.parent_run)
+        return
+    node = plan_for(parent).nodes.get(meta.parent_step)
+    if node is None:
+        return
+    marker = StepRecord(StepStatus.RUNNING, 1, meta.created_at, child_run=ex.run_id)
+    record = await child_report(storage, ex.run_id, node, marker)
+    if record is not None:
+        await report(storage, meta.parent_run, meta.parent_step, record,
+                     [event("async.finished", meta.parent_step, detail=record.status)])
+
+
+async def _reactor_of(storage: Storage, run_id: str) -> str | None:
+    head = await storage.load_head(run_id)
+    return None if head is None else head.reactor

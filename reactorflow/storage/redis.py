@@ -1,0 +1,490 @@
+"""`RedisStorage`: the storage contract on Redis (redis.asyncio + hiredis).
+
+* Every write to a run is one Lua script over that run's keys, which share the `{<run id>}` hash
+  tag (Redis Cluster ready). Scripts live one per file in `scripts/`, each with a header listing
+  KEYS, ARGV and the reply, and each has exactly one typed method here. Checkpointing a step is
+  one EVALSHA that writes one hash field, whatever the number of steps stored.
+* Index writes (other slots) ride in the same non-transactional pipeline as the script. Index
+  entries are hints: readers verify them against the run record and drop stale ones.
+* Every write carries a fresh token that the script records, so a call that redis-py retries
+  after a lost reply is recognised and not applied twice (no duplicated events, no double
+  count, no `False` from a create that did succeed).
+* Connection handling (a client per event loop, retries, error translation, pub/sub) lives in
+  `redis_conn`; key names in `redis_keys` (documented in docs/reference/redis-keys.md).
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, cast
+
+from redis.asyncio.client import Pipeline
+
+from reactorflow.errors import ConfigurationError, LockLost
+from reactorflow.status import Status
+from reactorflow.storage.base import (
+    DEFAULT_HISTORY_LIMIT,
+    DEFAULT_RETENTION,
+    ClaimResult,
+    Liveness,
+    RunHead,
+    RunPageData,
+    Storage,
+    StoredRun,
+    Subscription,
+    UnitLiveness,
+)
+from reactorflow.storage.paging import decode_cursor, encode_cursor
+from reactorflow.storage.redis_conn import Args, LoopClient, RedisConnector
+from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys, safe_url
+
+PRUNE_BATCH = 100
+"""Index members per index that `scan_status` checks, oldest first, for runs that expired."""
+FACTS_CACHE_SIZE = 4096
+"""Runs whose (reactor, created_at) this process remembers, so that `save_state` can send its
+index writes in the same round trip as its script."""
+
+_Stale = list[tuple[str, str]]  # (index key, run id) to drop
+
+
+def _token() -> str:
+    return secrets.token_hex(8)
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+def _now() -> str:
+    return repr(time.time())
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _unit_member(run_id: str, key: str) -> str:
+    return f"{run_id}|{key}"
+
+
+def _bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
+class RedisStorage(Storage):
+    """Runs in Redis: durable across processes, shared by every worker of the namespace."""
+
+    def __init__(self, url: str = "redis://localhost:6379/0", *, namespace: str = "rf",
+                 retention: float = DEFAULT_RETENTION,
+                 history_limit: int = DEFAULT_HISTORY_LIMIT, **redis_options: Any) -> None:
+        if retention <= 0 or history_limit < 1:
+            raise ConfigurationError(
+                f"RedisStorage({safe_url(url)}): retention must be seconds > 0 and history_limit "
+                f"a count >= 1 (got {retention!r}, {history_limit!r})")
+        self.retention = float(retention)
+        self.history_limit = int(history_limit)
+        self._retention_ms = _ms(self.retention)
+        self._keys = RedisKeys(namespace)
+        self._redis = RedisConnector(url, redis_options)
+        self._errors = self._redis.errors
+        self._mutex = threading.Lock()
+        self._facts: OrderedDict[str, tuple[str, float]] = OrderedDict()
+
+    @classmethod
+    def from_url(cls, url: str, *, namespace: str = "rf", retention: float = DEFAULT_RETENTION,
+                 history_limit: int = DEFAULT_HISTORY_LIMIT, **redis_options: Any) -> RedisStorage:
+        """A storage on the Redis at `url` (`redis://`, `rediss://` or `unix://`). Keyword
+        arguments beyond the storage's own go to `redis.asyncio.Redis` (e.g. `max_connections`,
+        `retry`, `socket_timeout`)."""
+        return cls(url, namespace=namespace, retention=retention, history_limit=history_limit,
+                   **redis_options)
+
+    async def aclose(self) -> None:
+        await self._redis.aclose()
+
+    def describe(self) -> str:
+        return f"RedisStorage at {self._redis.safe_url} (namespace {self._keys.ns!r})"
+
+    # -- run facts (immutable: reactor and creation time) --------------------------------------
+
+    def _remember(self, run_id: str, reactor: str, created_at: float) -> None:
+        with self._mutex:
+            self._facts[run_id] = (reactor, created_at)
+            self._facts.move_to_end(run_id)
+            while len(self._facts) > FACTS_CACHE_SIZE:
+                self._facts.popitem(last=False)
+
+    def _recall(self, run_id: str) -> tuple[str, float] | None:
+        with self._mutex:
+            return self._facts.get(run_id)
+
+    def _head(self, run_id: str, values: Sequence[Any]) -> RunHead | None:
+        reactor, status, meta, state, created, touched = values
+        if reactor is None:
+            return None
+        head = RunHead(run_id, _text(reactor), _text(status), _bytes(meta or b""),
+                       _bytes(state or b""), float(created), float(touched))
+        self._remember(run_id, head.reactor, head.created_at)
+        return head
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    async def create_run(self, run_id: str, *, reactor: str, status: str, meta: bytes,
+                         state: bytes, created_at: float, owner: str, lock_ttl: float,
+                         events: Sequence[bytes] = ()) -> bool:
+        conn = await self._redis.get()
+        keys = self._keys
+
+        def index(pipe: Pipeline) -> None:
+            pipe.zadd(keys.by_reactor(reactor), {run_id: created_at}, nx=True)
+            pipe.zadd(keys.by_status(reactor, status), {run_id: created_at}, nx=True)
+            pipe.sadd(keys.reactors(), reactor)
+
+        args: Args = [_token(), reactor, status, meta, state, repr(created_at), _now(), owner,
+                      _ms(lock_ttl), self._retention_ms, self.history_limit, *events]
+        with self._errors():
+            created = await conn.script_pipeline("create_run", keys.run_keys(run_id), args, index)
+        if created == 1:
+            self._remember(run_id, reactor, created_at)
+        return bool(created == 1)
+
+    async def load_run(self, run_id: str) -> StoredRun | None:
+        conn = await self._redis.get()
+        with self._errors():
+            pipe = conn.client.pipeline(transaction=True)  # one slot: a MULTI/EXEC snapshot
+            pipe.hmget(self._keys.run(run_id), HEAD_FIELDS)
+            pipe.hgetall(self._keys.steps(run_id))
+            values, steps = await pipe.execute()
+        head = self._head(run_id, values)
+        if head is None:
+            return None
+        return StoredRun(head, {_text(k): _bytes(v) for k, v in steps.items()})
+
+    async def load_head(self, run_id: str) -> RunHead | None:
+        conn = await self._redis.get()
+        with self._errors():
+            values = await conn.client.hmget(self._keys.run(run_id), HEAD_FIELDS)
+        return self._head(run_id, values)
+
+    async def save_step(self, run_id: str, owner: str, key: str, record: bytes,
+                        events: Sequence[bytes] = (), *, unit: bool = False) -> bytes | None:
+        conn = await self._redis.get()
+        args: Args = [_token(), owner, key, record, _now(), self._retention_ms,
+                      self.history_limit, *events]
+        with self._errors():
+            if unit:  # the unit index (another slot) rides in the same round trip
+                member = _unit_member(run_id, key)
+                index = self._keys.units()
+
+                def track(pipe: Pipeline) -> None:
+                    pipe.zadd(index, {member: time.time()}, nx=True)
+
+                reply = await conn.script_pipeline("save_step", self._keys.run_keys(run_id),
+                                                   args, track)
+            else:
+                reply = await conn.script("save_step", self._keys.run_keys(run_id), args)
+        if reply[0] != 1:
+            if unit:
+                await conn.client.zrem(self._keys.units(), _unit_member(run_id, key))
+            raise LockLost(run_id, owner)
+        return None if reply[1] is None else _bytes(reply[1])
+
+    async def load_step(self, run_id: str, key: str) -> bytes | None:
+        conn = await self._redis.get()
+        with self._errors():
+            value = await conn.client.hget(self._keys.steps(run_id), key)
+        return None if value is None else _bytes(value)
+
+    async def save_state(self, run_id: str, owner: str, *, status: str, previous_status: str,
+                         state: bytes, steps: Mapping[str, bytes] | None = None,
+                         events: Sequence[bytes] = (), clear_control: bool = False,
+                         publish: bool = False) -> bytes | None:
+        conn = await self._redis.get()
+        pairs = [part for item in (steps or {}).items() for part in item]
+        args: Args = [_token(), owner, status, state, _now(), self._retention_ms,
+                      self.history_limit, "1" if clear_control else "0",
+                      self._keys.channel(run_id) if publish else "", len(pairs) // 2,
+                      *pairs, *events]
+        keys = self._keys.run_keys(run_id)
+        facts = self._recall(run_id)
+        with self._errors():
+            if facts is None:  # unknown to this process: the script tells, index writes follow
+                reply = await conn.script("save_state", keys, args)
+            else:
+                reply = await conn.script_pipeline(
+                    "save_state", keys, args,
+                    lambda pipe: self._queue_index(pipe, run_id, facts, status, previous_status))
+            if reply[0] != 1:
+                if facts is not None and status != previous_status:  # put back what ZREM took
+                    await conn.client.zadd(self._keys.by_status(facts[0], previous_status),
+                                           {run_id: facts[1]}, nx=True)
+                raise LockLost(run_id, owner)
+            actual = (_text(reply[1]), float(reply[2]))
+            if actual != facts:
+                self._remember(run_id, *actual)
+                pipe = conn.client.pipeline(transaction=False)
+                self._queue_index(pipe, run_id, actual, status, previous_status)
+                await pipe.execute()
+        return None if reply[3] is None else _bytes(reply[3])
+
+    def _queue_index(self, pipe: Pipeline, run_id: str, facts: tuple[str, float], status: str,
+                     previous_status: str) -> None:
+        """Index writes of a status change (re-asserted on every save, which heals lost ones)."""
+        reactor, created_at = facts
+        pipe.zadd(self._keys.by_status(reactor, status), {run_id: created_at}, nx=True)
+        pipe.zadd(self._keys.by_reactor(reactor), {run_id: created_at}, nx=True)
+        if previous_status != status:
+            pipe.zrem(self._keys.by_status(reactor, previous_status), run_id)
+
+    async def history(self, run_id: str) -> list[bytes]:
+        conn = await self._redis.get()
+        with self._errors():
+            events = await conn.client.lrange(self._keys.hist(run_id), 0, -1)
+        return [_bytes(e) for e in events]
+
+    # -- liveness lock -------------------------------------------------------------------------
+
+    async def acquire_lock(self, run_id: str, owner: str, ttl: float) -> bool:
+        conn = await self._redis.get()
+        with self._errors():
+            held = await conn.script("acquire_lock", [self._keys.lock(run_id)],
+                                     [owner, _ms(ttl), _token()])
+        return bool(held == 1)
+
+    async def extend_lock(self, run_id: str, owner: str, ttl: float) -> bool:
+        conn = await self._redis.get()
+        with self._errors():
+            held = await conn.script("extend_lock", [self._keys.lock(run_id)], [owner, _ms(ttl)])
+        return bool(held == 1)
+
+    async def release_lock(self, run_id: str, owner: str) -> int:
+        conn = await self._redis.get()
+        with self._errors():
+            left = await conn.script("release_lock", [self._keys.lock(run_id)], [owner, _token()])
+        return int(left)
+
+    async def lock_owner(self, run_id: str) -> str | None:
+        conn = await self._redis.get()
+        with self._errors():
+            owner = await conn.client.hget(self._keys.lock(run_id), "owner")
+        return None if owner is None else _text(owner)
+
+    # -- control, claims, counters -------------------------------------------------------------
+
+    async def request_control(self, run_id: str, control: bytes) -> bool:
+        conn = await self._redis.get()
+        with self._errors():
+            stored = await conn.script("request_control", self._keys.run_keys(run_id),
+                                       [_token(), control, self._retention_ms])
+        return bool(stored == 1)
+
+    async def claim(self, run_id: str, name: str, payload: bytes) -> ClaimResult:
+        conn = await self._redis.get()
+        with self._errors():
+            verdict = await conn.script("claim", self._keys.run_keys(run_id),
+                                        [_token(), name, payload, self._retention_ms])
+        return ClaimResult(_text(verdict))
+
+    async def claims(self, run_id: str) -> dict[str, bytes]:
+        conn = await self._redis.get()
+        with self._errors():
+            found = await conn.client.hgetall(self._keys.claims(run_id))
+        return {_text(k): _bytes(v) for k, v in found.items()}
+
+    async def incr_counter(self, run_id: str, name: str) -> int:
+        conn = await self._redis.get()
+        with self._errors():
+            value = await conn.script("incr_counter", self._keys.run_keys(run_id),
+                                      [_token(), name, self._retention_ms])
+        return int(value)
+
+    async def _first_wins(self, key: str, run_id: str, refresh: bool) -> str:
+        conn = await self._redis.get()
+        with self._errors():
+            winner = await conn.script("first_wins", [key],
+                                       [run_id, self._retention_ms, "1" if refresh else "0"])
+        return _text(winner)
+
+    async def map_correlation(self, correlation_id: str, run_id: str) -> str:
+        return await self._first_wins(self._keys.correlation(correlation_id), run_id, True)
+
+    async def resolve_correlation(self, correlation_id: str) -> str | None:
+        conn = await self._redis.get()
+        with self._errors():
+            found = await conn.client.get(self._keys.correlation(correlation_id))
+        return None if found is None else _text(found)
+
+    async def claim_idempotency(self, reactor: str, key: str, run_id: str) -> str:
+        return await self._first_wins(self._keys.idempotency(reactor, key), run_id, False)
+
+    # -- listing and sweeping ------------------------------------------------------------------
+
+    async def list_runs(self, reactor: str, status: str | None, limit: int,
+                        cursor: str | None) -> RunPageData:
+        after = decode_cursor(cursor)
+        index = (self._keys.by_reactor(reactor) if status is None
+                 else self._keys.by_status(reactor, status))
+        batch = min(max(2 * (limit + 1), 32), 1000)
+        top: float | str = "+inf" if after is None else after[0]
+        offset = 0  # entries already seen whose score equals `top` (ties on created_at)
+        heads: list[RunHead] = []
+        stale: _Stale = []
+        conn = await self._redis.get()
+        with self._errors():
+            while len(heads) <= limit:
+                rows: list[Any] = await conn.client.zrevrangebyscore(
+                    index, top, "-inf", start=offset, num=batch, withscores=True)
+                if not rows:
+                    break
+                members = [(_text(m), float(s)) for m, s in rows]
+                fresh = [m for m, s in members if after is None or (s, m) < after]
+                heads += await self._verified(conn, index, fresh, reactor, status, stale)
+                last = members[-1][1]
+                offset = (offset + len(members) if last == top
+                          else sum(1 for _, s in members if s == last))
+                top = last
+            await self._drop(conn, stale)
+        more = len(heads) > limit
+        heads = heads[:limit]
+        next_cursor = encode_cursor(heads[-1].created_at, heads[-1].run_id) if more else None
+        return RunPageData(heads, next_cursor)
+
+    async def _verified(self, conn: LoopClient, index: str, run_ids: list[str], reactor: str,
+                        status: str | None, stale: _Stale) -> list[RunHead]:
+        """The heads of `run_ids` whose record matches the index; the others go to `stale`."""
+        pipe = conn.client.pipeline(transaction=False)
+        for run_id in run_ids:
+            pipe.hmget(self._keys.run(run_id), HEAD_FIELDS)
+        heads: list[RunHead] = []
+        for run_id, values in zip(run_ids, await pipe.execute(), strict=True):
+            head = self._head(run_id, values)
+            if head is None or head.reactor != reactor or (status and head.status != status):
+                stale.append((index, run_id))
+            else:
+                heads.append(head)
+        return heads
+
+    async def _drop(self, conn: LoopClient, stale: _Stale) -> None:
+        if stale:
+            pipe = conn.client.pipeline(transaction=False)
+            for index, run_id in stale:
+                pipe.zrem(index, run_id)
+            await pipe.execute()
+
+    async def scan_status(self, statuses: Sequence[str], limit: int) -> list[Liveness]:
+        conn = await self._redis.get()
+        found: list[Liveness] = []
+        stale: _Stale = []
+        batch = min(max(limit, 32), 1000)
+        with self._errors():
+            reactors = sorted(_text(r) for r in await conn.client.smembers(self._keys.reactors()))
+            for reactor in reactors:
+                for status in dict.fromkeys(statuses):
+                    index = self._keys.by_status(reactor, status)
+                    start = 0
+                    while len(found) < limit:
+                        rows = await conn.client.zrange(index, start, start + batch - 1)
+                        if not rows:
+                            break
+                        start += batch
+                        found += await self._liveness(conn, index, [_text(r) for r in rows],
+                                                      reactor, status, stale)
+            await self._drop(conn, stale)
+            await self._prune(conn, reactors)
+        return found[:limit]
+
+    async def _prune(self, conn: LoopClient, reactors: list[str]) -> None:
+        """Drop index members whose run expired. Bounded: per index, the oldest PRUNE_BATCH
+        members created more than `retention` ago (the only ones that can have expired)."""
+        horizon = time.time() - self.retention
+        indexes = [self._keys.by_reactor(r) for r in reactors]
+        indexes += [self._keys.by_status(r, s) for r in reactors for s in Status]
+        pipe = conn.client.pipeline(transaction=False)
+        for index in indexes:
+            pipe.zrangebyscore(index, "-inf", horizon, start=0, num=PRUNE_BATCH)
+        candidates = [(index, _text(member)) for index, members in
+                      zip(indexes, await pipe.execute(), strict=True) for member in members]
+        if candidates:
+            pipe = conn.client.pipeline(transaction=False)
+            for _, run_id in candidates:
+                pipe.exists(self._keys.run(run_id))
+            exists = await pipe.execute()
+            await self._drop(conn, [c for c, e in zip(candidates, exists, strict=True) if not e])
+
+    async def _liveness(self, conn: LoopClient, index: str, run_ids: list[str], reactor: str,
+                        status: str, stale: _Stale) -> list[Liveness]:
+        pipe = conn.client.pipeline(transaction=False)
+        for run_id in run_ids:
+            pipe.hmget(self._keys.run(run_id), ("reactor", "status", "touched"))
+            pipe.hget(self._keys.lock(run_id), "owner")
+        replies = await pipe.execute()
+        live: list[Liveness] = []
+        for i, run_id in enumerate(run_ids):
+            (rec_reactor, rec_status, touched), owner = replies[2 * i], replies[2 * i + 1]
+            if rec_reactor is None or (_text(rec_reactor), _text(rec_status)) != (reactor, status):
+                stale.append((index, run_id))
+            else:
+                live.append(Liveness(run_id, reactor, status, float(touched),
+                                     None if owner is None else _text(owner)))
+        return live
+
+    async def save_unit(self, run_id: str, key: str, record: bytes,
+                        events: Sequence[bytes] = ()) -> bool:
+        conn = await self._redis.get()
+        args: Args = [_token(), key, record, _now(), self._retention_ms, self.history_limit,
+                      self._keys.channel(run_id, key), *events]
+        with self._errors():
+            member = _unit_member(run_id, key)
+            index = self._keys.units()
+
+            def untrack(pipe: Pipeline) -> None:
+                pipe.zrem(index, member)
+
+            written = await conn.script_pipeline("save_unit", self._keys.run_keys(run_id), args,
+                                                 untrack)
+        return bool(written == 1)
+
+    async def scan_units(self, limit: int) -> list[UnitLiveness]:
+        conn = await self._redis.get()
+        with self._errors():
+            entries = await conn.client.zrange(self._keys.units(), 0, limit - 1,
+                                               withscores=True)
+            if not entries:
+                return []
+            units: list[tuple[str, str, float]] = []
+            for entry in entries:
+                member, score = cast(tuple[Any, Any], entry)
+                run_part, _, key_part = _text(member).partition("|")
+                units.append((run_part, key_part, float(score)))
+            pipe = conn.client.pipeline(transaction=False)
+            for run_id, key, _ in units:
+                pipe.exists(self._keys.run(run_id))
+                pipe.hget(self._keys.lock(f"{run_id}:{key}"), "owner")
+            replies = await pipe.execute()
+            found: list[UnitLiveness] = []
+            gone: list[str] = []
+            for i, (run_id, key, since) in enumerate(units):
+                exists, owner = replies[2 * i], replies[2 * i + 1]
+                if not exists:
+                    gone.append(_unit_member(run_id, key))
+                    continue
+                found.append(UnitLiveness(run_id, key, since,
+                                          None if owner is None else _text(owner)))
+            if gone:
+                await conn.client.zrem(self._keys.units(), *gone)
+        return found
+
+    # -- notification --------------------------------------------------------------------------
+
+    def subscribe(self, run_id: str, topic: str = "") -> AbstractAsyncContextManager[Subscription]:
+        return self._redis.subscription(self._keys.channel(run_id, topic))
+
+    async def publish(self, run_id: str, topic: str = "") -> None:
+        conn = await self._redis.get()
+        with self._errors():
+            await conn.client.publish(self._keys.channel(run_id, topic), b"1")

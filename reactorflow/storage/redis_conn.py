@@ -1,0 +1,231 @@
+"""Connections of `RedisStorage`: one redis.asyncio client per running event loop, the Lua
+scripts, error translation and pub/sub subscriptions.
+
+A storage object may be used from several threads and event loops (a worker thread, a fresh
+loop per `anyio.run`). redis.asyncio connections belong to the loop that opened them, so each
+loop gets its own client (connection pool) and scripts; nothing loop-bound is shared. A client is
+closed by `aclose()` on its loop, or when its loop shuts down: an async generator registered with
+the loop guards it, and `asyncio.run` / `anyio.run` finalise pending async generators before
+closing the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Any
+
+import anyio
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.client import Pipeline, PubSub
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.commands.core import AsyncScript
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.typing import EncodableT
+
+from reactorflow.errors import ConfigurationError, StorageConnectionError, StorageError
+from reactorflow.storage.base import Subscription
+from reactorflow.storage.redis_keys import safe_url, url_secrets
+
+RETRY_ATTEMPTS = 3
+"""Retries of a command that failed on a connection error or timeout (redis-py's `Retry`)."""
+RETRY_BACKOFF_BASE = 0.05
+"""Delay before the first retry, in seconds; doubles on each further retry..."""
+RETRY_BACKOFF_CAP = 1.0
+"""...up to this many seconds."""
+MAX_CONNECTIONS = 64
+"""Connections per event loop; further concurrent commands wait for a free one."""
+POOL_TIMEOUT = 20.0
+"""Seconds a command waits for a free connection before failing."""
+CONNECT_TIMEOUT = 5.0
+"""Seconds to wait for a TCP connection to Redis (unless `socket_connect_timeout` is given)."""
+SUBSCRIBE_TIMEOUT = 5.0
+"""Seconds to wait for Redis to confirm a SUBSCRIBE before the subscription's body runs."""
+
+SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock", "extend_lock",
+           "release_lock", "claim", "request_control", "incr_counter", "first_wins")
+SOURCES = {name: (files("reactorflow.storage") / "scripts" / f"{name}.lua").read_text("utf-8")
+           for name in SCRIPTS}
+
+Args = Sequence[EncodableT]
+
+
+@dataclass(eq=False, slots=True)
+class LoopClient:
+    """The client and scripts of one event loop (never used from another loop)."""
+
+    client: Redis
+    scripts: dict[str, AsyncScript]
+    guard: AsyncGenerator[None, None] | None = None
+
+    async def script(self, name: str, keys: Sequence[str], args: Args) -> Any:
+        """EVALSHA (EVAL + load on NOSCRIPT, by redis-py): one round trip."""
+        return await self.scripts[name](keys, args)
+
+    async def script_pipeline(self, name: str, keys: Sequence[str], args: Args,
+                              extra: Callable[[Pipeline], None]) -> Any:
+        """One round trip: EVALSHA `name`, then the commands `extra` queues (other slots).
+
+        Not through `AsyncScript` in the pipeline: redis-py would send SCRIPT EXISTS first on
+        every call. On NOSCRIPT (a restarted or failed-over server) the script is loaded and the
+        pipeline sent again; both halves are idempotent (the script's token, ZADD NX)."""
+        for attempt in (1, 2):
+            pipe = self.client.pipeline(transaction=False)
+            pipe.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
+            extra(pipe)
+            results = await pipe.execute(raise_on_error=False)
+            if isinstance(results[0], NoScriptError) and attempt == 1:
+                await self.client.script_load(SOURCES[name])
+                continue
+            for result in results:
+                if isinstance(result, BaseException):
+                    raise result
+            return results[0]
+        raise AssertionError("unreachable")
+
+
+class RedisSubscription(Subscription):
+    def __init__(self, pubsub: PubSub, errors: Callable[[], AbstractContextManager[None]]) -> None:
+        self._pubsub = pubsub
+        self._errors = errors
+
+    async def wait(self, timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, timeout)
+        with self._errors():
+            while (remaining := deadline - loop.time()) > 0:
+                message = await self._pubsub.get_message(ignore_subscribe_messages=True,
+                                                         timeout=remaining)
+                if message is not None and message.get("type") == "message":
+                    # Coalesce notifications already queued: one wake-up, then the waiter reads.
+                    while await self._pubsub.get_message(ignore_subscribe_messages=True,
+                                                         timeout=0.0) is not None:
+                        pass
+                    return True
+        return False
+
+
+class RedisConnector:
+    """Per-loop clients for one URL, and the translation of Redis failures."""
+
+    def __init__(self, url: str, redis_options: dict[str, Any]) -> None:
+        self.safe_url = safe_url(url)
+        self._url = url
+        self._secrets = url_secrets(url)
+        options: dict[str, Any] = {
+            "retry": Retry(ExponentialBackoff(cap=RETRY_BACKOFF_CAP, base=RETRY_BACKOFF_BASE),
+                           RETRY_ATTEMPTS),
+            "retry_on_error": [RedisConnectionError, RedisTimeoutError],
+            "socket_connect_timeout": CONNECT_TIMEOUT,
+        }
+        options.update(redis_options)
+        options["decode_responses"] = False  # records are bytes
+        self._options = options
+        try:  # validate the URL now (no I/O), not at the first command
+            Redis.from_url(url, **options)
+        except ValueError as exc:
+            raise ConfigurationError(f"not a usable Redis URL ({self.safe_url}): "
+                                     f"{self.scrub(str(exc))}", option="url") from None
+        self._mutex = threading.Lock()
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopClient] = (
+            weakref.WeakKeyDictionary())
+
+    async def get(self) -> LoopClient:
+        """The current loop's client, created on first use."""
+        loop = asyncio.get_running_loop()
+        with self._mutex:
+            found = self._clients.get(loop)
+            if found is not None:
+                return found
+            for old in [lp for lp in self._clients if lp.is_closed()]:
+                del self._clients[old]  # its loop closed without finalising: nothing to await
+            client = self._new_client()
+            found = LoopClient(client, {n: client.register_script(s) for n, s in SOURCES.items()})
+            self._clients[loop] = found
+        found.guard = self._guard(loop, found)
+        await found.guard.asend(None)  # now registered with the loop: finalised at its shutdown
+        return found
+
+    def _new_client(self) -> Redis:
+        """A client whose pool makes callers wait for a free connection (up to
+        `POOL_TIMEOUT`) instead of failing when `MAX_CONNECTIONS` are busy."""
+        options = dict(self._options)
+        max_connections = options.pop("max_connections", MAX_CONNECTIONS)
+        pool = BlockingConnectionPool.from_url(self._url, max_connections=max_connections,
+                                               timeout=options.pop("pool_timeout", POOL_TIMEOUT),
+                                               **options)
+        client = Redis(connection_pool=pool)
+        client.auto_close_connection_pool = True
+        return client
+
+    async def _guard(self, loop: asyncio.AbstractEventLoop,
+                     conn: LoopClient) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            with self._mutex:
+                if self._clients.get(loop) is conn:
+                    del self._clients[loop]
+            with anyio.CancelScope(shield=True):
+                await conn.client.aclose()
+
+    async def aclose(self) -> None:
+        """Close the current loop's client (other loops keep theirs)."""
+        with self._mutex:
+            conn = self._clients.pop(asyncio.get_running_loop(), None)
+        if conn is not None:
+            if conn.guard is not None:
+                await conn.guard.aclose()
+            else:
+                await conn.client.aclose()
+
+    def scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """Redis failures as reactorflow errors that name the URL, never its credentials."""
+        try:
+            yield
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            reason = self.scrub(str(exc) or type(exc).__name__)
+            raise StorageConnectionError(self.safe_url, reason, cause=exc) from exc
+        except RedisError as exc:
+            raise StorageError(f"Redis at {self.safe_url} failed: {self.scrub(str(exc))}",
+                               cause=exc) from exc
+
+    @asynccontextmanager
+    async def subscription(self, channel: str) -> AsyncIterator[Subscription]:
+        """A dedicated pub/sub connection subscribed to `channel` (confirmed) for the body."""
+        conn = await self.get()
+        pubsub = conn.client.pubsub()
+        try:
+            with self.errors():
+                await pubsub.subscribe(channel)
+                try:
+                    with anyio.fail_after(SUBSCRIBE_TIMEOUT):
+                        while True:
+                            message = await pubsub.get_message(timeout=SUBSCRIBE_TIMEOUT)
+                            if message is not None and message.get("type") == "subscribe":
+                                break
+                except TimeoutError:
+                    raise RedisTimeoutError(
+                        f"SUBSCRIBE not confirmed within {SUBSCRIBE_TIMEOUT:g}s") from None
+            yield RedisSubscription(pubsub, self.errors)
+        finally:
+            with anyio.move_on_after(2.0, shield=True), contextlib.suppress(RedisError, OSError):
+                try:
+                    await pubsub.unsubscribe()
+                finally:
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]

@@ -1,0 +1,118 @@
+"""Key names and URL helpers of `RedisStorage` (the layout is documented, with TTLs and writers,
+in docs/reference/redis-keys.md).
+
+Every key starts with the namespace. Every key of one run carries the run id as a Redis Cluster
+hash tag, `{<run id>}`, so the keys of one run share a slot and one Lua script can write them
+all. Global keys (indexes, correlation ids, idempotency keys) live in other slots and are never
+touched by a run script.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from urllib.parse import unquote, urlsplit
+
+from reactorflow.errors import ConfigurationError
+
+# Order of the KEYS every run script receives (see the header of each script).
+RUN, STEPS, HIST, CTL, CLAIMS, CTR, TOK, LOCK = range(8)
+# The head fields, in the order `load_head` reads them.
+HEAD_FIELDS = ("reactor", "status", "meta", "state", "created", "touched")
+
+
+class RedisKeys:
+    """Builds every key and channel name of one namespace."""
+
+    __slots__ = ("ns",)
+
+    def __init__(self, namespace: str) -> None:
+        if not namespace or "{" in namespace or "}" in namespace:
+            raise ConfigurationError(
+                f"RedisStorage(namespace={namespace!r}): use a non-empty name without braces "
+                "(braces would change the Redis Cluster hash tag of every key)",
+                option="namespace",
+            )
+        self.ns = namespace
+
+    # -- one run (all in the run's slot) -------------------------------------------------------
+
+    def run_keys(self, run_id: str) -> list[str]:
+        """The keys of one run in the order every run script expects (RUN .. LOCK)."""
+        tag = f"{{{run_id}}}"
+        ns = self.ns
+        return [f"{ns}:run:{tag}", f"{ns}:steps:{tag}", f"{ns}:hist:{tag}", f"{ns}:ctl:{tag}",
+                f"{ns}:claims:{tag}", f"{ns}:ctr:{tag}", f"{ns}:tok:{tag}", f"{ns}:lock:{tag}"]
+
+    def run(self, run_id: str) -> str:
+        return f"{self.ns}:run:{{{run_id}}}"
+
+    def steps(self, run_id: str) -> str:
+        return f"{self.ns}:steps:{{{run_id}}}"
+
+    def hist(self, run_id: str) -> str:
+        return f"{self.ns}:hist:{{{run_id}}}"
+
+    def claims(self, run_id: str) -> str:
+        return f"{self.ns}:claims:{{{run_id}}}"
+
+    def lock(self, lock_id: str) -> str:
+        """A run's liveness lock, or the lock of an async unit (`<run id>:<step key>`)."""
+        return f"{self.ns}:lock:{{{lock_id}}}"
+
+    def channel(self, run_id: str, topic: str = "") -> str:
+        """The run's completion channel (topic "") or one unit's result channel."""
+        base = f"{self.ns}:done:{{{run_id}}}"
+        return f"{base}:{topic}" if topic else base
+
+    # -- global keys ---------------------------------------------------------------------------
+
+    def reactors(self) -> str:
+        """Set of every reactor name that has created a run."""
+        return f"{self.ns}:reactors"
+
+    def by_reactor(self, reactor: str) -> str:
+        """Sorted set of a reactor's runs (score = created_at)."""
+        return f"{self.ns}:idx:all:{reactor}"
+
+    def by_status(self, reactor: str, status: str) -> str:
+        """Sorted set of a reactor's runs believed to be in `status` (score = created_at)."""
+        return f"{self.ns}:idx:st:{status}:{reactor}"
+
+    def units(self) -> str:
+        """Sorted set of dispatched async units not yet reported ("<run id>|<key>",
+        score = dispatch time)."""
+        return f"{self.ns}:idx:units"
+
+    def correlation(self, correlation_id: str) -> str:
+        return f"{self.ns}:corr:{correlation_id}"
+
+    def idempotency(self, reactor: str, key: str) -> str:
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        return f"{self.ns}:idem:{reactor}:{digest}"
+
+
+def safe_url(url: str) -> str:
+    """`url` without user, password or query string (which may carry a password)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "<unparsable Redis URL>"
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def url_secrets(url: str) -> list[str]:
+    """The passwords a URL carries (to scrub them from any message that might echo them)."""
+    try:
+        parts = urlsplit(url)
+        found = [parts.password or ""]
+    except ValueError:
+        return []
+    for pair in parts.query.split("&"):
+        name, _, value = pair.partition("=")
+        if name == "password":
+            found.append(value)
+    return [variant for secret in found if secret for variant in {secret, unquote(secret)}]

@@ -1,0 +1,174 @@
+"""Which Dramatiq broker carries reactorflow's jobs, and the embedded worker.
+
+* `rf.configure(broker=...)` wins; else `REACTORFLOW_REDIS_URL` selects a `RedisBroker`;
+  else the **embedded default**: a `StubBroker` with an in-process Dramatiq worker, started on
+  the first enqueue and stopped at interpreter exit.
+* reactorflow's actors are declared on a broker the first time it is used (a broker may be
+  replaced at any time; the actors follow the current one). Job payloads carry identities only
+  (run id, reactor name, step key): storage is the truth.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import dramatiq
+from dramatiq.asyncio import EventLoopThread, set_event_loop_thread
+from dramatiq.brokers.stub import StubBroker
+from dramatiq.middleware import AsyncIO, Retries
+
+from reactorflow import config
+
+log = logging.getLogger("reactorflow.worker")
+
+QUEUE = "reactorflow"
+EMBEDDED_THREADS = 8
+WORKER_TIMEOUT_MS = 50
+"""Idle poll bound of reactorflow's workers: an idle worker picks a job up in tens of ms."""
+JOB_RETRIES = 3
+"""Dramatiq retries for infrastructure errors only (step code is retried by its own policy)."""
+NO_TIME_LIMIT_MS = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Actors:
+    execute_run: dramatiq.Actor[Any, Any]
+    execute_unit: dramatiq.Actor[Any, Any]
+    retries_exhausted: dramatiq.Actor[Any, Any]
+
+
+class _Runtime:
+    def __init__(self) -> None:
+        self.mutex = threading.Lock()
+        self.actors: dict[int, tuple[dramatiq.Broker, Actors]] = {}
+        self.embedded: StubBroker | None = None
+        self.env_broker: dramatiq.Broker | None = None
+        self.worker: dramatiq.Worker | None = None
+
+
+_runtime = _Runtime()
+
+
+class _EmbeddedAsyncIO(AsyncIO):
+    """Dramatiq's AsyncIO middleware, with its event-loop thread a daemon: an embedded worker
+    must never keep the interpreter from exiting (it is stopped cleanly before that)."""
+
+    def before_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        thread = EventLoopThread(self.logger)
+        thread.daemon = True
+        thread.start(timeout=1.0)
+        set_event_loop_thread(thread)
+
+
+def _embedded_broker() -> StubBroker:
+    if _runtime.embedded is None:
+        broker = StubBroker(middleware=[_EmbeddedAsyncIO(), Retries(max_retries=JOB_RETRIES)])
+        broker.emit_after("process_boot")
+        _runtime.embedded = broker
+    return _runtime.embedded
+
+
+def current_broker() -> dramatiq.Broker:
+    """The broker jobs go to now (configured, from the environment, or embedded)."""
+    configured = config.settings().broker
+    if configured is not None:
+        return configured  # type: ignore[no-any-return]
+    with _runtime.mutex:
+        url = os.environ.get(config.REDIS_URL_ENV)
+        if url:
+            if _runtime.env_broker is None:
+                from dramatiq.brokers.redis import RedisBroker
+
+                _runtime.env_broker = RedisBroker(url=url)  # type: ignore[no-untyped-call]
+            return _runtime.env_broker
+        return _embedded_broker()
+
+
+def is_embedded(broker: dramatiq.Broker) -> bool:
+    return broker is _runtime.embedded
+
+
+def actors_for(broker: dramatiq.Broker) -> Actors:
+    """reactorflow's actors on `broker` (declared on first use)."""
+    with _runtime.mutex:
+        known = _runtime.actors.get(id(broker))
+        if known is not None and known[0] is broker:
+            return known[1]
+        from reactorflow.workers import jobs
+
+        if not any(isinstance(m, AsyncIO) for m in broker.middleware):
+            broker.add_middleware(AsyncIO())
+        options = dict(max_retries=JOB_RETRIES, min_backoff=500, max_backoff=10_000,
+                       time_limit=NO_TIME_LIMIT_MS, throws=(jobs.PermanentFailure,),
+                       on_retry_exhausted="reactorflow.retries_exhausted")
+        declared = Actors(
+            execute_run=_declare(broker, jobs.execute_run, "reactorflow.execute_run", options),
+            execute_unit=_declare(broker, jobs.execute_unit, "reactorflow.execute_unit",
+                                  options),
+            retries_exhausted=_declare(broker, jobs.retries_exhausted,
+                                       "reactorflow.retries_exhausted",
+                                       dict(max_retries=0, time_limit=NO_TIME_LIMIT_MS)),
+        )
+        _runtime.actors[id(broker)] = (broker, declared)
+        return declared
+
+
+def _declare(broker: dramatiq.Broker, fn: Any, name: str, options: dict[str, Any]
+             ) -> dramatiq.Actor[Any, Any]:
+    existing = broker.actors.get(name)
+    if existing is not None:
+        return existing
+    return dramatiq.Actor(fn, broker=broker, actor_name=name, queue_name=QUEUE, priority=0,
+                          options=options)
+
+
+def ensure_embedded_worker(broker: dramatiq.Broker) -> None:
+    """Start the in-process worker of the embedded broker (once)."""
+    if not is_embedded(broker):
+        return
+    with _runtime.mutex:
+        if _runtime.worker is not None:
+            return
+        worker = dramatiq.Worker(broker, worker_threads=EMBEDDED_THREADS,
+                                 worker_timeout=WORKER_TIMEOUT_MS)
+        worker.start()
+        _runtime.worker = worker
+        # stop it before the interpreter joins threads (plain atexit runs after that join)
+        threading._register_atexit(shutdown)  # type: ignore[attr-defined]
+        log.info("reactorflow.worker.embedded_started threads=%d", EMBEDDED_THREADS)
+
+
+def send(message: dramatiq.Message[Any], broker: dramatiq.Broker, delay_ms: int | None) -> None:
+    ensure_embedded_worker(broker)
+    broker.enqueue(message, delay=delay_ms)
+
+
+def enqueue_run(run_id: str, reactor: str, *, delay: float | None = None,
+                snoozes: int = 0) -> None:
+    """Ask a worker to take the run on (the worker resume protocol decides what that means)."""
+    broker = current_broker()
+    actor = actors_for(broker).execute_run
+    delay_ms = None if delay is None else int(delay * 1000)
+    send(actor.message(run_id, reactor, snoozes), broker, delay_ms)
+    log.info("reactorflow.worker.enqueued run_id=%s reactor=%s delay=%s", run_id, reactor,
+             delay)
+
+
+def enqueue_unit(run_id: str, reactor: str, key: str) -> None:
+    """Ask a worker to run one async unit of a run."""
+    broker = current_broker()
+    actor = actors_for(broker).execute_unit
+    send(actor.message(run_id, reactor, key), broker, None)
+
+
+def shutdown() -> None:
+    """Stop the embedded worker (at exit; also used by tests)."""
+    with _runtime.mutex:
+        worker, _runtime.worker = _runtime.worker, None
+    if worker is not None:
+        worker.stop(timeout=5000)
+
