@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
+
+WORKER_TIMEOUT_MS = 50  # reactorflow.workers.broker.WORKER_TIMEOUT_MS (kept import-free here)
 
 
 def _import_modules(modules: Sequence[str]) -> None:
@@ -42,6 +45,21 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _worker(args: argparse.Namespace) -> int:
+    # before Dramatiq is imported: its idle poll bound is read from the environment
+    os.environ.setdefault("dramatiq_worker_timeout", str(WORKER_TIMEOUT_MS))
+    os.environ["REACTORFLOW_WORKER_MODULES"] = ",".join(args.modules)
+    from dramatiq.cli import main as dramatiq_main
+    from dramatiq.cli import make_argument_parser
+
+    argv = ["reactorflow.workers.entry:broker", *args.modules, "--processes",
+            str(args.processes), "--threads", str(args.threads), "--path", *args.path]
+    if args.verbose:
+        argv.append("-v")
+    parsed = make_argument_parser().parse_args(argv)  # type: ignore[no-untyped-call]
+    return int(dramatiq_main(parsed) or 0)  # type: ignore[no-untyped-call]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reactorflow",
                                      description="Durable saga-style workflows on asyncio.")
@@ -55,6 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--limit", type=int, default=1000, help="runs inspected per sweep")
     sweep.add_argument("--once", action="store_true", help="sweep once and exit")
     sweep.set_defaults(handler=_sweep)
+    worker = commands.add_parser(
+        "worker", help="run Dramatiq workers for the reactors in your modules",
+        description="Run Dramatiq worker processes with reactorflow's actors. The broker comes "
+                    "from REACTORFLOW_REDIS_URL or an rf.configure(broker=...) in your modules.")
+    worker.add_argument("modules", nargs="+", help="modules that declare your reactors")
+    worker.add_argument("--processes", "-p", type=int, default=1, help="worker processes")
+    worker.add_argument("--threads", "-t", type=int, default=8, help="threads per process")
+    worker.add_argument("--path", "-P", nargs="*", default=["."], help="import paths")
+    worker.set_defaults(handler=_worker)
     return parser
 
 

@@ -10,6 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+StepLabel = str | tuple[str, ...]
+"""How an interrupt is named: a bare name at the root, a path tuple inside composed children."""
+
+
+def _key(label: StepLabel) -> str:
+    return label if isinstance(label, str) else ".".join(label)
+
 
 class ReactorflowError(Exception):
     """Root of every error raised by reactorflow."""
@@ -92,7 +99,7 @@ class PayloadValidationError(ReactorflowError):
     def __init__(
         self,
         run_id: str,
-        step: str,
+        step: StepLabel,
         field: str,
         reason: str,
         *,
@@ -115,8 +122,9 @@ class PayloadValidationError(ReactorflowError):
         super().__init__(
             f"invalid payload for interrupt {step!r} of run {run_id!r}: {field}: {reason} ({tail})",
             run_id=run_id,
-            step=step,
+            step=_key(step),
         )
+        self.label = step
         self.field = field
         self.reason = reason
         self.attempts = attempts
@@ -183,39 +191,42 @@ class NotPaused(RunStateError):
 class AlreadyResumed(ReactorflowError):
     """That interrupt of that run already accepted its one payload."""
 
-    def __init__(self, run_id: str, step: str) -> None:
+    def __init__(self, run_id: str, step: StepLabel) -> None:
         super().__init__(
             f"interrupt {step!r} of run {run_id!r} was already resumed: it accepts exactly one "
             "payload. Nothing was written.",
             run_id=run_id,
-            step=step,
+            step=_key(step),
         )
+        self.label = step
 
 
 class InterruptNotPending(ReactorflowError):
     """The named step is not an interrupt the run is waiting on."""
 
-    def __init__(self, run_id: str, step: str, pending: Sequence[str]) -> None:
-        listed = ", ".join(pending) if pending else "none"
+    def __init__(self, run_id: str, step: StepLabel, pending: Sequence[StepLabel]) -> None:
+        listed = ", ".join(repr(p) for p in pending) if pending else "none"
         super().__init__(
             f"run {run_id!r} is not waiting on {step!r}; pending interrupts: {listed}. "
             "Name one of those (a nested one as a path such as ('fulfil', 'approve')).",
             run_id=run_id,
-            step=step,
+            step=_key(step),
         )
+        self.label = step
         self.pending = list(pending)
 
 
 class InterruptExpired(ReactorflowError):
     """The interrupt's timeout passed before a payload arrived; the run was rolled back."""
 
-    def __init__(self, run_id: str, step: str, timeout_at: float) -> None:
+    def __init__(self, run_id: str, step: StepLabel, timeout_at: float) -> None:
         super().__init__(
             f"interrupt {step!r} of run {run_id!r} expired (deadline {timeout_at:.3f}); the run "
             "was rolled back and is failed",
             run_id=run_id,
-            step=step,
+            step=_key(step),
         )
+        self.label = step
         self.timeout_at = timeout_at
 
 
@@ -321,9 +332,10 @@ class LockLost(StorageError):
 
     def __init__(self, run_id: str, owner: str) -> None:
         super().__init__(
-            f"this execution ({owner}) no longer holds run {run_id!r}'s lock: another execution "
-            "took the run over (the lock expired, e.g. the event loop was blocked longer than "
-            "lock_ttl). Nothing more was written by this one.",
+            f"this execution ({owner}) no longer holds run {run_id!r}'s lock: it expired and "
+            "another execution took the run over (its keeper could not extend it for lock_ttl "
+            "seconds: storage unreachable, or the process suspended). Nothing more was written "
+            "by this one.",
             run_id=run_id,
         )
         self.owner = owner
@@ -356,7 +368,7 @@ class RecordedError(ReactorflowError):
     def __init__(self, type: str, message: str, *, step: str | None = None) -> None:
         super().__init__(f"{type}: {message}", step=step)
         self.type = type
-        self.recorded_message = message
+        self.message = message  # the original exception's message (str() adds its type)
 
 
 class Halt(Exception):

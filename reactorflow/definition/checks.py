@@ -63,17 +63,39 @@ def check_retries(retries: Any, where: str, reactor: str, step: str) -> Retry | 
     return retries
 
 
+def custom_classes(info: msgspec.inspect.Type, seen: set[int] | None = None) -> list[type]:
+    """Classes inside a type that msgspec does not know natively (`object` counts as Any)."""
+    seen = set() if seen is None else seen
+    if id(info) in seen:
+        return []
+    seen.add(id(info))
+    if isinstance(info, msgspec.inspect.CustomType):
+        return [] if info.cls is object else [info.cls]
+    found: list[type] = []
+    for attr in ("item_type", "key_type", "value_type"):
+        inner = getattr(info, attr, None)
+        if isinstance(inner, msgspec.inspect.Type):
+            found += custom_classes(inner, seen)
+    for inner in (*getattr(info, "item_types", ()), *getattr(info, "types", ())):
+        found += custom_classes(inner, seen)
+    for f in getattr(info, "fields", ()):
+        found += custom_classes(f.type, seen)
+    return found
+
+
 def check_storable(return_type: Any, where: str, reactor: str, step: str) -> None:
-    """msgspec must both decode the type and know it natively (no custom classes)."""
+    """msgspec must decode the type, natively (no custom classes)."""
     try:
         msgspec.msgpack.Decoder(return_type)
-        msgspec.json.schema(return_type)
+        custom = custom_classes(msgspec.inspect.type_info(return_type))
     except (TypeError, ValueError) as exc:
+        custom = [exc]  # type: ignore[list-item]
+    if custom:
         raise DefinitionError(
             f"{where}: its return annotation {return_type!r} cannot be stored: annotate a type "
             "msgspec can encode (builtins, msgspec.Struct, dataclass, TypedDict, ...)",
             reactor=reactor, step=step,
-        ) from exc
+        )
 
 
 def composed_tree(reactor: Reactor) -> set[Reactor]:
@@ -96,6 +118,7 @@ def interrupt_options(
     where: str,
     step: str,
     arg_names: Sequence[str],
+    deps: Sequence[str],
 ) -> InterruptOptions:
     name = reactor.name
     payload_type = next(p.annotation for p in params if p.source is Source.PAYLOAD)
@@ -123,15 +146,17 @@ def interrupt_options(
     correlation: str | Callable[..., str] | None = raw["correlation_id"]
     names: tuple[str, ...] = ()
     if isinstance(correlation, str):
-        check_template(reactor, correlation, where, step)
+        check_template(reactor, correlation, where, step, deps)
     elif correlation is not None:
         names = wire_subset(correlation, what="correlation_id=", reactor=name, step=step,
                             available=arg_names)
     return InterruptOptions(payload_type, correlation, names, timeout, max_attempts, resume)
 
 
-def check_template(reactor: Reactor, template: str, where: str, step: str) -> None:
-    known = set(reactor.input_names) | set(reactor.steps)
+def check_template(reactor: Reactor, template: str, where: str, step: str,
+                   deps: Sequence[str]) -> None:
+    """A correlation-id template may name inputs and the steps the interrupt waits for."""
+    known = set(reactor.input_names) | set(deps)
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
@@ -143,8 +168,9 @@ def check_template(reactor: Reactor, template: str, where: str, step: str) -> No
         root = re.split(r"[.\[]", field, maxsplit=1)[0]
         if root not in known:
             raise DefinitionError(
-                f"{where}: correlation_id template {template!r} names {root!r}, which is no "
-                f"input and no earlier step (inputs: {', '.join(reactor.input_names) or 'none'}; "
-                f"steps: {', '.join(reactor.steps) or 'none'})",
+                f"{where}: correlation_id template {template!r} names {root!r}, which is neither "
+                f"an input ({', '.join(reactor.input_names) or 'none'}) nor a step this interrupt "
+                f"waits for ({', '.join(deps) or 'none'}); take that step as a parameter or list "
+                "it in after=",
                 reactor=reactor.name, step=step,
             )

@@ -67,7 +67,7 @@ class Plan:
         self.reactor = reactor
         self.nodes: dict[str, Node] = {}
         self.levels: dict[str, Level] = {}
-        self._build_level(reactor, "", ())
+        self.value_type: Any = self._build_level(reactor, "", ())
         self.fingerprint: dict[str, list[str]] = {
             key: [_kind_label(node.spec), *sorted(node.deps)] for key, node in self.nodes.items()
         }
@@ -105,6 +105,9 @@ class Plan:
             if spec.kind is StepKind.COMPOSE:
                 assert spec.child is not None
                 result_type = self._build_level(spec.child, key, (*stack, reactor))
+            elif spec.kind is StepKind.ASYNC_REACTOR:
+                assert spec.child is not None
+                result_type = plan_for(spec.child).value_type
             self.nodes[key] = Node(
                 key=key,
                 level=level,

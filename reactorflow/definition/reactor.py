@@ -293,14 +293,14 @@ class Reactor(RunMethods):
                                       available=arg_names)
         if kind not in (StepKind.COMPOSE, StepKind.ASYNC_REACTOR):
             checks.check_storable(signature.return_type, where, self.name, step_name)
+        deps = tuple(dict.fromkeys([*data_deps, *after_names]))
         options = None
         if interrupt is not None:
             options = checks.interrupt_options(self, interrupt, signature.params, where,
-                                               step_name, arg_names)
+                                               step_name, arg_names, deps)
         self._steps[step_name] = StepSpec(
             name=step_name, kind=kind, fn=fn, params=signature.params,
-            return_type=signature.return_type, deps=tuple(dict.fromkeys([*data_deps,
-                                                                        *after_names])),
+            return_type=signature.return_type, deps=deps,
             after=after_names, retry=retries, timeout=seconds, when=when,
             when_names=when_names, interrupt=options, child=child,
         )

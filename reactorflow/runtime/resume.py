@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from reactorflow import config, records
-from reactorflow.definition.graph import SEP, Node, display_path, plan_for
+from reactorflow.definition.graph import SEP, Node, compare_fingerprints, plan_for, waiting_label
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import (
     AlreadyResumed,
+    DefinitionChanged,
     InterruptExpired,
     InterruptNotPending,
     NotPaused,
@@ -43,7 +44,6 @@ from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.snapshot import Run
 from reactorflow.status import Status
 from reactorflow.storage.base import ClaimResult, Storage
-from reactorflow.workers.broker import enqueue_run
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -80,24 +80,28 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     status = Status(head.status)
     if status not in (Status.PAUSED, Status.RUNNING):
         if key in await storage.claims(run_id):
-            raise AlreadyResumed(run_id, display_path(key))
+            raise AlreadyResumed(run_id, waiting_label(key))
         raise NotPaused(run_id, status)
+    meta = records.decode_meta(head.meta)
+    differences = compare_fingerprints(meta.fingerprint, plan.fingerprint)
+    if differences:  # before anything is claimed or counted
+        raise DefinitionChanged(run_id, reactor.name, differences)
     node = plan.nodes.get(key)
     if key not in state.waiting_on or node is None or node.kind is not StepKind.INTERRUPT:
         if node is not None and key in await storage.claims(run_id):
-            raise AlreadyResumed(run_id, display_path(key))
-        raise InterruptNotPending(run_id, display_path(key),
-                                  [display_path(k) for k in state.waiting_on])
+            raise AlreadyResumed(run_id, waiting_label(key))
+        raise InterruptNotPending(run_id, waiting_label(key),
+                                  [waiting_label(k) for k in state.waiting_on])
     deadline = state.deadlines.get(key)
     if deadline is not None and time.time() >= deadline:
         error = RunError(key, "InterruptExpired",
-                         f"no payload for interrupt {display_path(key)} before its deadline")
+                         f"no payload for interrupt {waiting_label(key)!r} before its deadline")
         await fail_run(reactor, storage, run_id, error)
-        raise InterruptExpired(run_id, display_path(key), deadline)
+        raise InterruptExpired(run_id, waiting_label(key), deadline)
     encoded = await _validated(reactor, storage, run_id, node, payload)
     outcome = await storage.claim(run_id, key, encoded)
     if outcome is ClaimResult.TAKEN:
-        raise AlreadyResumed(run_id, display_path(key))
+        raise AlreadyResumed(run_id, waiting_label(key))
     if outcome is ClaimResult.NOT_RESUMABLE:
         current = await storage.load_head(run_id)
         raise NotPaused(run_id, current.status if current is not None else "gone")
@@ -110,6 +114,8 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
         # Another execution holds the run: it applies the claim once free, and a worker is
         # asked too (it waits for the lock; a duplicate finds nothing left to apply).
         log.info("reactorflow.resume.deferred run_id=%s step=%s reason=run_busy", run_id, key)
+        from reactorflow.workers.broker import enqueue_run
+
         enqueue_run(run_id, reactor.name)
     elif background:
         await _hand_to_worker(reactor, storage, run_id, owner, key)
@@ -127,6 +133,8 @@ async def _hand_to_worker(reactor: Reactor, storage: Storage, run_id: str, owner
         if ex.state.status == Status.PAUSED:
             await ex.save_state(Status.RUNNING, events=[event("run.resumed", detail=key)])
     log.info("reactorflow.resume.deferred run_id=%s step=%s reason=background", run_id, key)
+    from reactorflow.workers.broker import enqueue_run
+
     enqueue_run(run_id, reactor.name)
 
 
@@ -150,10 +158,10 @@ async def _validated(reactor: Reactor, storage: Storage, run_id: str, node: Node
     exhausted = limit is not None and attempts >= limit
     if exhausted:
         error = RunError(node.key, "PayloadValidationError",
-                         f"interrupt {display_path(node.key)} rejected {attempts} payload(s); "
+                         f"interrupt {waiting_label(node.key)!r} rejected {attempts} payload(s); "
                          f"the last: {field}: {reason}")
         await fail_run(reactor, storage, run_id, error)
-    raise PayloadValidationError(run_id, display_path(node.key), field, reason,
+    raise PayloadValidationError(run_id, waiting_label(node.key), field, reason,
                                  attempts=attempts, max_attempts=limit, exhausted=exhausted)
 
 

@@ -15,20 +15,22 @@ marked failed with the reason instead of being retried forever.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 
-import msgspec
-
 from reactorflow import config, records
 from reactorflow.definition import registry
-from reactorflow.definition.graph import display_path
+from reactorflow.definition.graph import display_path, plan_for
+from reactorflow.definition.specs import StepKind
 from reactorflow.errors import CorruptRecord, DefinitionChanged, ReactorflowError
-from reactorflow.records import RunError, RunState
+from reactorflow.records import RunError
 from reactorflow.runtime import operations
-from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
+from reactorflow.runtime.ownership import acquire, new_owner
 from reactorflow.runtime.resume import fail_run
-from reactorflow.status import Status
+from reactorflow.runtime.units import child_report
+from reactorflow.runtime.units import report as report_unit
+from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Liveness, Storage
 
 log = logging.getLogger("reactorflow.sweep")
@@ -46,12 +48,22 @@ class SweepReport:
     enqueued: list[str] = field(default_factory=list)  # handed to workers
 
 
+def _workers_configured() -> bool:
+    """A shared broker is configured: stalled work goes to workers, not to this process."""
+    return config.settings().broker is not None or bool(os.environ.get(config.REDIS_URL_ENV))
+
+
 async def sweep_once(*, limit: int = DEFAULT_LIMIT) -> SweepReport:
-    """Recover stalled runs and expire overdue interrupts once."""
+    """Recover stalled runs and lost async units, and expire overdue interrupts, once.
+
+    With a shared broker configured (rf.configure(broker=...) or REACTORFLOW_REDIS_URL) the
+    work is enqueued for workers; otherwise it is re-driven in this process.
+    """
     storage = config.current_storage()
     settings = config.settings()
     report = SweepReport()
     now = time.time()
+    await _sweep_units(storage, report, limit)
     active = await storage.scan_status([Status.RUNNING, Status.ROLLING_BACK, Status.PAUSED],
                                        limit)
     for live in active:
@@ -102,6 +114,12 @@ async def _recover(storage: Storage, live: Liveness, report: SweepReport) -> Non
         log.warning("reactorflow.sweep.unknown_reactor run_id=%s reactor=%s (import the module "
                     "that declares it in the sweeping process)", live.run_id, live.reactor)
         return
+    if _workers_configured():
+        from reactorflow.workers.broker import enqueue_run
+
+        enqueue_run(live.run_id, live.reactor)
+        report.enqueued.append(live.run_id)
+        return
     settings = config.settings()
     owner = new_owner()
     if not await acquire(storage, live.run_id, owner, settings.lock_ttl, 0.0):
@@ -111,23 +129,44 @@ async def _recover(storage: Storage, live: Liveness, report: SweepReport) -> Non
     try:
         await operations.run_owned(reactor, storage, live.run_id, owner)
     except (CorruptRecord, DefinitionChanged) as exc:
-        await _mark_failed(storage, live, exc)
+        await operations.mark_unrecoverable(storage, live.run_id, type(exc).__name__,
+                                            exc.message)
         report.failed.append(live.run_id)
         return
     report.recovered.append(live.run_id)
 
 
-async def _mark_failed(storage: Storage, live: Liveness, exc: ReactorflowError) -> None:
-    """A run that cannot be read or continued: failed with the reason, never retried again."""
-    settings = config.settings()
-    owner = new_owner()
-    if not await acquire(storage, live.run_id, owner, settings.lock_ttl, settings.lock_wait):
-        return
-    async with keep_alive(storage, live.run_id, owner, settings.lock_ttl):
-        error = RunError(None, type(exc).__name__, exc.message)
-        state = RunState(status=Status.FAILED, updated_at=time.time(), error=error)
-        await storage.save_state(live.run_id, owner, status=Status.FAILED,
-                                 previous_status=live.status,
-                                 state=msgspec.msgpack.encode(state), publish=True,
-                                 clear_control=True)
-    log.error("reactorflow.sweep.unrecoverable run_id=%s reason=%s", live.run_id, exc.message)
+async def _sweep_units(storage: Storage, report: SweepReport, limit: int) -> None:
+    """Dispatched async units whose worker died (or whose job was lost) run again."""
+    stall = config.settings().stall_timeout
+    now = time.time()
+    for unit in await storage.scan_units(limit):
+        if unit.lock_owner is not None or now - unit.dispatched_at < stall:
+            continue
+        head = await storage.load_head(unit.run_id)
+        reactor = registry.lookup(head.reactor) if head is not None else None
+        raw = await storage.load_step(unit.run_id, unit.key)
+        if reactor is None or raw is None:
+            continue
+        node = plan_for(reactor).nodes.get(unit.key)
+        record = records.decode_step(raw)
+        if node is None or record.status != StepStatus.RUNNING:
+            continue
+        if node.kind is StepKind.ASYNC_REACTOR:
+            if record.child_run:  # the child is a run of its own: swept as such; relay its end
+                report_record = await child_report(storage, record.child_run, node, record)
+                if report_record is not None:
+                    await report_unit(storage, unit.run_id, unit.key, report_record, [])
+            continue
+        label = f"{unit.run_id}:{unit.key}"
+        if _workers_configured():
+            from reactorflow.workers.broker import enqueue_unit
+
+            enqueue_unit(unit.run_id, reactor.name, unit.key)
+            report.enqueued.append(label)
+        else:
+            from reactorflow.workers.jobs import execute_unit
+
+            await execute_unit(unit.run_id, reactor.name, unit.key)
+            report.recovered.append(label)
+        log.info("reactorflow.sweep.unit run_id=%s step=%s", unit.run_id, unit.key)

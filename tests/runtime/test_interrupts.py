@@ -62,7 +62,8 @@ async def test_invalid_payload_counts_and_leaves_run_unchanged(storage: rf.Stora
     assert error.field == "approved"
     assert "Expected `bool`" in error.reason
     assert (error.attempts, error.max_attempts, error.exhausted) == (1, 3, False)
-    assert error.run_id == paused.id and error.step == "'approve'"
+    assert error.run_id == paused.id and error.step == "approve"
+    assert "interrupt 'approve' of run" in str(error)
     after = await approval_flow.get(paused.id)
     assert after.status is rf.Status.PAUSED
     assert after.steps == paused.steps
@@ -109,7 +110,7 @@ async def test_wrong_step_lists_pending_interrupts(storage: rf.Storage) -> None:
     for wrong in ("ship", "nope", ("approve", "x")):
         with pytest.raises(rf.InterruptNotPending) as info:
             await approval_flow.continue_(paused.id, step=wrong, payload=OK)
-        assert info.value.pending == ["'approve'"]
+        assert info.value.pending == ["approve"]
         assert "pending interrupts: 'approve'" in str(info.value)
     assert (await approval_flow.get(paused.id)).status is rf.Status.PAUSED
 
@@ -124,6 +125,7 @@ async def test_cancel_while_paused_refuses_later_continue(storage: rf.Storage) -
         await approval_flow.continue_(paused.id, step="approve", payload=OK)
     assert info.value.status == "cancelled"
     assert sorted(approvals.LOG) == ["prepare", "side"]  # no rollback on cancel
+    assert cancelled.steps["approve"].status == "skipped"
 
 
 async def test_undo_while_paused_rolls_back_and_cancels(storage: rf.Storage) -> None:
