@@ -1,0 +1,247 @@
+"""The real-worker lane: `reactorflow worker` subprocesses on the suite's Redis, for every case
+where a caller blocks on work another process does."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from dramatiq.brokers.redis import RedisBroker
+
+import reactorflow as rf
+from reactorflow import config
+from reactorflow.workers.broker import actors_for, send
+from tests.workflows import background as bg
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _url(base: str, db: int) -> str:
+    return base.rsplit("/", 1)[0] + f"/{db}"
+
+
+class Workers:
+    """`reactorflow worker tests.workflows.background` in its own process group."""
+
+    def __init__(self, url: str, log: Path, gates: Path, lock_ttl: float = 2.0) -> None:
+        env = dict(os.environ, REACTORFLOW_REDIS_URL=url, PYTHONPATH=str(ROOT),
+                   **{bg.LOG_ENV: str(log), bg.GATE_ENV: str(gates),
+                      bg.LOCK_TTL_ENV: str(lock_ttl)})
+        self.stderr = log.with_suffix(".stderr").open("a")  # the workers' logs, for debugging
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "reactorflow", "worker", "tests.workflows.background",
+             "--processes", "1", "--threads", "4"],
+            cwd=ROOT, env=env, start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=self.stderr,
+        )
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        self.stderr.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # the master stops its workers
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(15)
+        self.kill()
+
+
+def _flush(url: str) -> None:
+    import redis
+
+    redis.Redis.from_url(url).flushdb()
+
+
+@pytest.fixture
+def gates(tmp_path: Path) -> Path:
+    path = tmp_path / "gates"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+async def shared(redis_url: str, tmp_path: Path, gates: Path,
+                 monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[str, Path]]:
+    """Storage and broker on a Redis database of this lane's own, as the workers see them."""
+    url = _url(redis_url, 3)
+    _flush(url)
+    log = tmp_path / "notes.log"
+    monkeypatch.setenv(bg.LOG_ENV, str(log))
+    monkeypatch.setenv(bg.GATE_ENV, str(gates))
+    storage = rf.RedisStorage.from_url(url)
+    rf.configure(storage=storage, broker=RedisBroker(url=url), lock_ttl=2.0, stall_timeout=0.5)
+    try:
+        yield url, log
+    finally:
+        config.reset()
+        await storage.aclose()
+
+
+@pytest.fixture
+def workers(shared: tuple[str, Path], gates: Path) -> Iterator[Workers]:
+    url, log = shared
+    started = Workers(url, log, gates)
+    yield started
+    started.stop()
+
+
+async def _ready(workers: Workers) -> None:
+    """A first dispatch round-trips through the worker (it is up)."""
+    run = await bg.dispatched.dispatch()
+    await bg.dispatched.wait(run.id, timeout=30)
+
+
+async def test_dispatch_and_wait_across_processes(shared: tuple[str, Path],
+                                                  workers: Workers) -> None:
+    await _ready(workers)
+    _, log = shared
+    run = await bg.dispatched.dispatch()
+    assert run.status is rf.Status.RUNNING
+    done = await bg.dispatched.wait(run.id, timeout=20)
+    assert done.value == 42
+    ran_in = bg.pids(log, "only")
+    assert ran_in and os.getpid() not in ran_in
+
+
+async def test_hand_off_runs_the_rest_in_the_worker(shared: tuple[str, Path],
+                                                    workers: Workers) -> None:
+    await _ready(workers)
+    _, log = shared
+    run = await bg.handoff.run()
+    assert run.status is rf.Status.RUNNING
+    done = await bg.handoff.wait(run.id, timeout=20)
+    assert done.value == "h1h2h3"
+    assert bg.pids(log, "h1") == {os.getpid()}
+    assert os.getpid() not in bg.pids(log, "h2") | bg.pids(log, "h3")
+    assert bg.notes(log).count("h2") == 1 and bg.notes(log).count("h3") == 1
+
+
+async def test_async_step_reader_waits_for_the_worker(shared: tuple[str, Path],
+                                                      workers: Workers) -> None:
+    await _ready(workers)
+    _, log = shared
+    run = await bg.units.run(order_id="R1")
+    assert run.status is rf.Status.COMPLETED
+    assert os.getpid() not in bg.pids(log, "send_email attempt 1")
+    assert bg.pids(log, "strict") == {os.getpid()}
+    failed = await bg.units.run(order_id="R2", fail=True)
+    assert failed.status is rf.Status.FAILED
+    assert bg.notes(log).count("unsend ConnectionError") == 1
+
+
+async def test_resume_in_background_completes_in_the_worker(shared: tuple[str, Path],
+                                                            workers: Workers) -> None:
+    await _ready(workers)
+    _, log = shared
+    paused = await bg.late.run()
+    handed = await bg.late.continue_(paused.id, step="approve", payload={"ok": True})
+    assert handed.status is rf.Status.RUNNING
+    done = await bg.late.wait(paused.id, timeout=20)
+    assert done.value == "approved=True"
+    assert os.getpid() not in bg.pids(log, "after_pause")
+
+
+async def test_duplicate_and_stray_messages_change_nothing(shared: tuple[str, Path],
+                                                           workers: Workers) -> None:
+    await _ready(workers)
+    _, log = shared
+    done = await bg.handoff.run()
+    done = await bg.handoff.wait(done.id, timeout=20)
+    paused = await bg.late.run()
+    broker = config.settings().broker
+    actor = actors_for(broker).execute_run
+    for run_id, name in ((done.id, bg.handoff.name), (paused.id, bg.late.name),
+                         ("missing-run", bg.handoff.name)):
+        for _ in range(3):
+            send(actor.message(run_id, name, 0), broker, None)
+    probe = await bg.dispatched.dispatch()  # queued after them: when it is done, they are too
+    await bg.dispatched.wait(probe.id, timeout=20)
+    await anyio.sleep(0.3)
+    assert (await bg.handoff.get(done.id)).history == done.history
+    assert (await bg.late.get(paused.id)).status is rf.Status.PAUSED
+    assert bg.notes(log).count("h2") == 1 and bg.notes(log).count("h3") == 1
+
+
+async def test_killed_worker_is_recovered_by_the_sweeper(shared: tuple[str, Path],
+                                                         gates: Path) -> None:
+    url, log = shared
+    first = Workers(url, log, gates, lock_ttl=1.0)
+    second: Workers | None = None
+    try:
+        await _ready(first)
+        run = await bg.killable.dispatch()
+        with anyio.fail_after(20):
+            while not any(line.startswith("k2 start") for line in bg.notes(log)):
+                await anyio.sleep(0.02)
+        first.kill()  # SIGKILL mid-step: no chance to write anything
+        (gates / "k2").touch()
+        await anyio.sleep(1.6)  # past the lock TTL and the stall timeout
+        second = Workers(url, log, gates, lock_ttl=1.0)
+        report = await rf.sweep_once()
+        assert run.id in report.enqueued
+        done = await bg.killable.wait(run.id, timeout=30)
+        assert done.status is rf.Status.COMPLETED
+        lines = bg.notes(log)
+        starts = [line for line in lines if line.startswith("k2 start")]
+        assert lines.count("k1") == 1 and lines.count("k3") == 1
+        assert lines.count("k2 done") == 1
+        assert len(starts) == 2 and len(set(starts)) == 1  # same idempotency key both times
+    finally:
+        first.kill()
+        if second is not None:
+            second.stop()
+
+
+async def test_sweeper_hands_a_lost_async_unit_to_workers(shared: tuple[str, Path],
+                                                          gates: Path) -> None:
+    """A unit whose job never reached a worker (its dispatcher died after the marker) runs
+    again when swept, exactly once."""
+    url, log = shared
+    run = await bg.fire_and_forget.run(order_id="L1")  # no worker yet: the unit stays queued
+    assert run.steps["background_mail"].status == "running"
+    _flush_queue(url)  # the job is lost
+    await anyio.sleep(0.6)
+    workers = Workers(url, log, gates)
+    try:
+        report = await rf.sweep_once()
+        assert f"{run.id}:background_mail" in report.enqueued
+        with anyio.fail_after(30):
+            while (await bg.fire_and_forget.get(run.id)).steps["background_mail"].status \
+                    != "completed":
+                await anyio.sleep(0.05)
+        assert bg.notes(log).count("background_mail") == 1
+    finally:
+        workers.stop()
+
+
+def _flush_queue(url: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    for key in client.keys("dramatiq:*"):
+        client.delete(key)
+
+
+def test_worker_refuses_to_start_without_a_shared_broker(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "REACTORFLOW_REDIS_URL"}
+    env["PYTHONPATH"] = str(ROOT)
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "reactorflow", "worker", "tests.workflows.background"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert result.returncode != 0
+    assert "REACTORFLOW_REDIS_URL" in result.stderr + result.stdout
+    assert time.monotonic() - started < 60
