@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import msgspec
 
 from reactorflow import records
-from reactorflow.definition.graph import Node, join
+from reactorflow.definition.graph import Node
 from reactorflow.definition.params import MISSING
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import (
@@ -36,10 +35,10 @@ from reactorflow.errors import (
 from reactorflow.records import ErrorRecord, StepRecord
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.inputs import validate_inputs
+from reactorflow.runtime.pausing import claimed_payload, waiting_record
 from reactorflow.runtime.stepcall import (
     call_step,
     evaluate_when,
-    read_input,
     resolve_arguments,
     skip_reason,
 )
@@ -393,78 +392,26 @@ class Forward:
     # -- interrupts ----------------------------------------------------------------------------
 
     def _claimed_payload(self, node: Node) -> Any:
-        spec = node.spec
-        assert spec.interrupt is not None
         try:
-            return msgspec.msgpack.decode(self.ex.claims[node.key],
-                                          type=spec.interrupt.payload_type)
-        except msgspec.DecodeError as exc:
-            self._fail(node, SerializationError(
-                f"the claimed payload of interrupt {node.key!r} no longer decodes with its "
-                f"schema: {exc}", run_id=self.ex.run_id, step=node.key, cause=exc),
-                body_started=False)
+            return claimed_payload(self.ex, node)
+        except SerializationError as exc:
+            self._fail(node, exc, body_started=False)
             return _UNREADABLE
 
     async def _wait_for_payload(self, node: Node) -> None:
         ex = self.ex
-        spec = node.spec
-        assert spec.interrupt is not None
-        now = time.time()
-        record = ex.record(node.key)
         try:
-            correlation = self._correlation_id(node)
-            if correlation is not None:
-                mapped = await ex.storage.map_correlation(correlation, ex.run_id)
-                if mapped != ex.run_id:
-                    raise CorrelationConflict(correlation, mapped, ex.run_id)
+            waiting = await waiting_record(ex, node)
         except (ArgumentError, CorrelationConflict) as exc:
             self._fail(node, exc, body_started=False)
             await ex.checkpoint(node.key, ex.records[node.key],
                                 [event("step.failed", node.key, detail=str(exc))])
             return
-        deadline = record.deadline
-        if deadline is None and spec.interrupt.timeout is not None:
-            deadline = now + spec.interrupt.timeout
-        waiting = StepRecord(StepStatus.WAITING, started_at=record.started_at or now,
-                             deadline=deadline, correlation_id=correlation)
         await ex.checkpoint(node.key, waiting, [event("interrupt.waiting", node.key,
-                                                      detail=correlation or "")])
+                                                      detail=waiting.correlation_id or "")])
         if ex.control is not None:
             self._stop()
         self.waiting[node.key] = None
 
-    def _correlation_id(self, node: Node) -> str | None:
-        options = node.spec.interrupt
-        assert options is not None
-        template = options.correlation_id
-        if template is None:
-            return None
-        ex = self.ex
-        try:
-            if isinstance(template, str):
-                return template.format_map(_Names(ex, node.level))
-            kwargs = resolve_arguments(ex, node)
-            return str(template(**{n: kwargs[n] for n in options.correlation_names}))
-        except Exception as exc:
-            raise ArgumentError(
-                f"interrupt {node.key!r}: cannot build its correlation id: {exc!r}",
-                run_id=ex.run_id, step=node.key, cause=exc,
-            ) from exc
-
 
 _UNREADABLE: Any = object()
-
-
-class _Names(dict[str, Any]):
-    """Template fields: the level's inputs and its completed steps' results."""
-
-    def __init__(self, ex: Execution, level: str) -> None:
-        super().__init__()
-        self.ex = ex
-        self.level = level
-
-    def __missing__(self, name: str) -> Any:
-        key = join(self.level, name)
-        if key in self.ex.plan.nodes:
-            return self.ex.value_of(key)
-        return read_input(self.ex.level_inputs[self.level], name)

@@ -265,3 +265,54 @@ async def test_payload_may_be_an_instance_and_constraints_apply(storage: rf.Stor
     paused = await flow.run()
     done = await flow.continue_(paused.id, step="qty", payload=Strict(4))
     assert done.value == 4
+
+
+def test_correlation_template_names_only_what_the_interrupt_waits_for() -> None:
+    flow = rf.Reactor(unique("template"), inputs=approvals.OrderIn)
+
+    @flow.step
+    async def unrelated(order_id: str) -> str:
+        return order_id
+
+    with pytest.raises(rf.DefinitionError, match="a step this interrupt waits for"):
+        @flow.interrupt(correlation_id="x:{unrelated}")
+        async def approve(payload: Approval) -> Approval:
+            return payload
+
+    @flow.interrupt(correlation_id="x:{order_id}:{unrelated}")
+    async def approve_after(payload: Approval, unrelated: str) -> Approval:
+        return payload
+
+
+async def test_continue_with_a_changed_graph_refuses_before_claiming(
+        storage: rf.Storage) -> None:
+    import gc
+
+    name = unique("changing")
+
+    def build(extra_dep: bool) -> rf.Reactor:
+        flow = rf.Reactor(name)
+
+        @flow.step
+        async def base() -> int:
+            return 1
+
+        if extra_dep:
+            @flow.interrupt
+            async def gate(payload: int, base: int) -> int:
+                return payload
+        else:
+            @flow.interrupt
+            async def gate(payload: int) -> int:
+                return payload
+
+        return flow
+
+    old = build(extra_dep=False)
+    paused = await old.run()
+    del old
+    gc.collect()
+    new = build(extra_dep=True)
+    with pytest.raises(rf.DefinitionChanged, match="'gate' now depends on"):
+        await new.continue_(paused.id, step="gate", payload=1)
+    assert await storage.claims(paused.id) == {}  # nothing was claimed

@@ -268,3 +268,32 @@ def test_async_unit_definition_errors() -> None:
 
     with pytest.raises(rf.DefinitionError, match="never retried as a whole"):
         flow.async_reactor(bg.child, retries=rf.Retry(2))
+
+
+async def test_exhausted_job_retries_fail_the_run_and_publish(lane: Lane) -> None:
+    """Dramatiq gives up on a job after infrastructure errors: the run is failed with the
+    reason, and its completion is published (waiters wake at once)."""
+    from reactorflow import config
+    from reactorflow.workers import jobs
+
+    paused = await bg.late.run()
+    message = {"actor_name": "reactorflow.execute_run", "args": [paused.id, bg.late.name, 0],
+               "options": {"traceback": "Traceback...\nStorageConnectionError: redis down"}}
+    async with config.current_storage().subscribe(paused.id) as subscription:
+        await jobs.retries_exhausted(message, {"retries": 3, "max_retries": 3})
+        assert await subscription.wait(5)
+    failed = await bg.late.get(paused.id)
+    assert failed.status is rf.Status.FAILED
+    assert failed.error is not None and failed.error.type == "JobRetriesExhausted"
+    assert "3 time(s)" in failed.error.message and "redis down" in failed.error.message
+
+
+async def test_unknown_reactor_in_a_worker_fails_the_run_once(lane: Lane) -> None:
+    from reactorflow.workers import jobs
+
+    paused = await bg.late.run()
+    with pytest.raises(jobs.PermanentFailure, match="not declared in this worker"):
+        await jobs.execute_run(paused.id, "no.such.reactor")
+    failed = await bg.late.get(paused.id)
+    assert failed.status is rf.Status.FAILED
+    assert failed.error is not None and failed.error.type == "UnknownReactor"
