@@ -126,6 +126,17 @@ class Execution:
     def interrupt_keys(self) -> list[str]:
         return [k for k, n in self.plan.nodes.items() if n.kind is StepKind.INTERRUPT]
 
+    def close_waiting(self) -> list[str]:
+        """Interrupts still waiting when the run stops waiting (cancel, undo, failure): they
+        become skipped (they never got a payload). Returns their keys, to be saved."""
+        keys = [k for k in self.state.waiting_on if self.status_of(k) == StepStatus.WAITING]
+        for key in keys:
+            record = self.records[key]
+            self.records[key] = StepRecord(StepStatus.SKIPPED, 0, record.started_at,
+                                           time.time(), deadline=record.deadline,
+                                           correlation_id=record.correlation_id)
+        return keys
+
     # -- writing -------------------------------------------------------------------------------
 
     def next_seq(self) -> int:

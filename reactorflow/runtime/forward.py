@@ -401,6 +401,14 @@ class Forward:
     async def _wait_for_payload(self, node: Node) -> None:
         ex = self.ex
         try:
+            if node.spec.when is not None and ex.status_of(node.key) != StepStatus.WAITING:
+                kwargs = resolve_arguments(ex, node)
+                if not await evaluate_when(ex, node, kwargs):
+                    await self._finish(node, StepRecord(StepStatus.SKIPPED,
+                                                        finished_at=time.time()),
+                                       [event("step.skipped", node.key,
+                                              detail="when= was false")])
+                    return
             waiting = await waiting_record(ex, node)
         except (ArgumentError, CorrelationConflict) as exc:
             self._fail(node, exc, body_started=False)

@@ -21,14 +21,14 @@ from reactorflow.errors import (
     WaitTimeout,
 )
 from reactorflow.middleware import Hooks
-from reactorflow.records import Control, RunError, RunMeta, RunState, StepRecord
+from reactorflow.records import Control, RunError, RunMeta, RunState
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import Execution, event, new_state
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.views import build_run, build_summary
 from reactorflow.snapshot import Run, RunPage
-from reactorflow.status import Status, StepStatus
+from reactorflow.status import Status
 from reactorflow.storage.base import RunHead, Storage
 
 if TYPE_CHECKING:
@@ -295,17 +295,6 @@ async def list_runs(reactor: Reactor, *, status: str | None, limit: int,
 
 # -- undo and cancel -----------------------------------------------------------------------------
 
-
-def _close_waiting(ex: Execution) -> list[str]:
-    """Interrupts still waiting when the run stops waiting: skipped (they never got a payload)."""
-    keys = [k for k in ex.state.waiting_on if ex.status_of(k) == StepStatus.WAITING]
-    for key in keys:
-        record = ex.records[key]
-        ex.records[key] = StepRecord(StepStatus.SKIPPED, 0, record.started_at, time.time(),
-                                     deadline=record.deadline,
-                                     correlation_id=record.correlation_id)
-    return keys
-
 _UNDOABLE = frozenset({Status.COMPLETED, Status.PAUSED, Status.ABORTED, Status.CANCELLED,
                        Status.HALTED})
 
@@ -327,7 +316,7 @@ async def undo(reactor: Reactor, run_id: str) -> Run:
                 "run was already rolled back, and a running one must pause or finish first.",
             )
         await ex.save_state(Status.ROLLING_BACK, events=[event("run.undo_requested")],
-                            steps=_close_waiting(ex), rollback_trigger="undo",
+                            steps=ex.close_waiting(), rollback_trigger="undo",
                             cancel_reason="undone", waiting_on=[], deadlines={},
                             timeout_at=None)
         await drive(ex)
@@ -354,7 +343,7 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
             if ex.state.status in (Status.PAUSED, Status.RUNNING):
                 await ex.save_state(Status.CANCELLED, events=[event("run.cancelled",
                                                                     detail=reason)],
-                                    steps=_close_waiting(ex), publish=True, clear_control=True,
+                                    steps=ex.close_waiting(), publish=True, clear_control=True,
                                     cancel_reason=reason, waiting_on=[], deadlines={},
                                     timeout_at=None)
                 log.info("reactorflow.run.cancelled run_id=%s reactor=%s", run_id, reactor.name)

@@ -182,6 +182,6 @@ async def fail_run(reactor: Reactor, storage: Storage, run_id: str, error: RunEr
             return
         await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back",
                                                                detail=str(error))],
-                            error=error, rollback_trigger="failure", waiting_on=[], deadlines={},
-                            timeout_at=None)
+                            steps=ex.close_waiting(), error=error, rollback_trigger="failure",
+                            waiting_on=[], deadlines={}, timeout_at=None)
         await drive(ex)

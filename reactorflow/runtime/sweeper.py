@@ -19,11 +19,13 @@ import os
 import time
 from dataclasses import dataclass, field
 
+import msgspec
+
 from reactorflow import config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import display_path, plan_for
 from reactorflow.definition.specs import StepKind
-from reactorflow.errors import CorruptRecord, DefinitionChanged, ReactorflowError
+from reactorflow.errors import CorruptRecord, DefinitionChanged
 from reactorflow.records import RunError
 from reactorflow.runtime import operations
 from reactorflow.runtime.ownership import acquire, new_owner
@@ -74,7 +76,11 @@ async def sweep_once(*, limit: int = DEFAULT_LIMIT) -> SweepReport:
                 await _sweep_paused(storage, live, report)
             elif now - live.touched_at >= settings.stall_timeout:
                 await _recover(storage, live, report)
-        except ReactorflowError:
+        except CorruptRecord as exc:
+            await operations.mark_unrecoverable(storage, live.run_id, "CorruptRecord",
+                                                exc.message)
+            report.failed.append(live.run_id)
+        except Exception:  # one bad run never stops the sweep of the others
             log.exception("reactorflow.sweep.run_failed run_id=%s", live.run_id)
     if any((report.recovered, report.expired, report.failed, report.enqueued)):
         log.info("reactorflow.sweep.done recovered=%d expired=%d failed=%d enqueued=%d",
@@ -91,7 +97,10 @@ async def _sweep_paused(storage: Storage, live: Liveness, report: SweepReport) -
     head = await storage.load_head(live.run_id)
     if head is None or head.status != Status.PAUSED:
         return
-    state = records.decode_state(head.state)
+    try:
+        state = records.decode_state(head.state)
+    except msgspec.DecodeError as exc:
+        raise CorruptRecord(live.run_id, f"its state cannot be decoded: {exc}") from exc
     now = time.time()
     overdue = sorted((d, k) for k, d in state.deadlines.items() if d <= now)
     if overdue:

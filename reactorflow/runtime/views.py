@@ -18,12 +18,17 @@ from reactorflow.storage.base import RunHead, StoredRun
 log = logging.getLogger("reactorflow.run")
 
 
-def _decode_head(head: RunHead) -> tuple[RunMeta, RunState]:
+def _decode_head(head: RunHead) -> tuple[RunMeta | None, RunState]:
+    """The head's state (required) and meta (None when unreadable: a run marked failed for
+    that reason stays readable)."""
     try:
-        meta = records.decode_meta(head.meta)
         state = records.decode_state(head.state)
     except msgspec.DecodeError as exc:
         raise CorruptRecord(head.run_id, str(exc)) from exc
+    try:
+        meta: RunMeta | None = records.decode_meta(head.meta)
+    except msgspec.DecodeError:
+        meta = None
     return meta, state
 
 
@@ -69,16 +74,19 @@ def build_run(plan: Plan | None, stored: StoredRun, history: list[bytes]) -> Run
         value_key = plan.levels[""].value_key
         value = _decode_value(plan, value_key, steps.get(value_key or ""))
     inputs: Any = None
-    try:
-        inputs = (plan.levels[""].inputs_decoder.decode(meta.inputs) if plan is not None
-                  else msgspec.msgpack.decode(meta.inputs))
-    except msgspec.DecodeError:
-        inputs = msgspec.msgpack.decode(meta.inputs)
+    if meta is not None:
+        try:
+            inputs = (plan.levels[""].inputs_decoder.decode(meta.inputs) if plan is not None
+                      else msgspec.msgpack.decode(meta.inputs))
+        except msgspec.DecodeError:
+            inputs = msgspec.msgpack.decode(meta.inputs)
     return Run(
         id=head.run_id, reactor=head.reactor, status=status, value=value, error=state.error,
         waiting_on=[waiting_label(k) for k in state.waiting_on] if status in (
             Status.PAUSED, Status.RUNNING) else [],
-        steps=states, history=events, created_at=meta.created_at, updated_at=state.updated_at,
+        steps=states, history=events,
+        created_at=meta.created_at if meta is not None else head.created_at,
+        updated_at=state.updated_at,
         timeout_at=state.timeout_at, halt_reason=state.halt_reason,
         cancel_reason=state.cancel_reason, inputs=inputs,
     )
@@ -88,7 +96,8 @@ def build_summary(head: RunHead) -> RunSummary:
     meta, state = _decode_head(head)
     return RunSummary(
         id=head.run_id, reactor=head.reactor, status=Status(head.status),
-        created_at=meta.created_at, updated_at=state.updated_at, error=state.error,
+        created_at=meta.created_at if meta is not None else head.created_at,
+        updated_at=state.updated_at, error=state.error,
         waiting_on=[waiting_label(k) for k in state.waiting_on] if head.status in (
             Status.PAUSED, Status.RUNNING) else [],
     )

@@ -1,0 +1,113 @@
+"""Zombie writers: an execution whose lock expired and was taken over writes nothing more."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+import reactorflow as rf
+from reactorflow import records
+from reactorflow.runtime.execution import event
+from tests.helpers import unique
+
+
+async def _create(storage: rf.Storage, run_id: str, owner: str, ttl: float) -> None:
+    created = await storage.create_run(
+        run_id, reactor=unique("zombie"), status="running", meta=b"meta", state=b"state-0",
+        created_at=time.time(), owner=owner, lock_ttl=ttl, events=[b"created"])
+    assert created
+
+
+async def test_expired_owner_cannot_write_after_takeover(storage: rf.Storage) -> None:
+    run_id = unique("run")
+    await _create(storage, run_id, "owner-a", ttl=0.2)
+    await storage.save_step(run_id, "owner-a", "s1", b"a-s1", [b"a-event-1"])  # while held
+
+    await anyio.sleep(0.35)  # A's lock expires: nobody extends it
+    assert await storage.lock_owner(run_id) is None
+    with pytest.raises(rf.LockLost):  # expired, not yet taken: still refused
+        await storage.save_step(run_id, "owner-a", "s2", b"a-s2-early")
+
+    assert await storage.acquire_lock(run_id, "owner-b", 5.0)
+    await storage.save_step(run_id, "owner-b", "s2", b"b-s2", [b"b-event"])
+    await storage.save_state(run_id, "owner-b", status="paused", previous_status="running",
+                             state=b"b-state", steps={"s1": b"b-s1"}, events=[b"b-paused"])
+
+    with pytest.raises(rf.LockLost) as lost:
+        await storage.save_step(run_id, "owner-a", "s2", b"a-s2", [b"a-event-2"])
+    assert lost.value.run_id == run_id and lost.value.owner == "owner-a"
+    with pytest.raises(rf.LockLost):
+        await storage.save_state(run_id, "owner-a", status="completed",
+                                 previous_status="running", state=b"a-state",
+                                 steps={"s1": b"a-s1-again", "s3": b"a-s3"},
+                                 events=[b"a-done"], clear_control=True, publish=True)
+    assert not await storage.extend_lock(run_id, "owner-a", 5.0)
+    assert await storage.release_lock(run_id, "owner-a") == -1
+    assert not await storage.acquire_lock(run_id, "owner-a", 5.0)
+
+    stored = await storage.load_run(run_id)
+    assert stored is not None
+    assert stored.head.status == "paused" and stored.head.state == b"b-state"
+    assert stored.head.meta == b"meta"
+    assert stored.steps == {"s1": b"b-s1", "s2": b"b-s2"}
+    assert await storage.history(run_id) == [b"created", b"a-event-1", b"b-event", b"b-paused"]
+    assert await storage.lock_owner(run_id) == "owner-b"
+    assert [live.run_id for live in await storage.scan_status(["completed"], 100)] == []
+    assert [live.run_id for live in await storage.scan_status(["paused"], 100)] == [run_id]
+
+
+async def test_execution_whose_lock_was_taken_over_raises_lock_lost(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("takeover"))
+    log: list[str] = []
+    new_state = records.encode(records.RunState(status="halted", updated_at=time.time(),
+                                                halt_reason="taken over by owner-b"))
+
+    @flow.step
+    async def first() -> int:
+        log.append("first")
+        return 1
+
+    @first.undo
+    async def undo_first(result: int) -> None:
+        log.append("undo first")
+
+    @flow.step
+    async def hijacked(first: int, ctx: rf.StepContext) -> int:
+        log.append("hijacked")
+        # Another execution takes the run over, as if this one's lock had expired: the lock is
+        # released under its holder (as expiry would) and taken by owner-b, who writes.
+        holder = await storage.lock_owner(ctx.run_id)
+        assert holder is not None
+        while await storage.release_lock(ctx.run_id, holder) > 0:
+            pass
+        assert await storage.acquire_lock(ctx.run_id, "owner-b", 30.0)
+        await storage.save_step(ctx.run_id, "owner-b", "first", b"b-first",
+                                [records.encode(event("b.took.over"))])
+        await storage.save_state(ctx.run_id, "owner-b", status="halted",
+                                 previous_status="running", state=new_state)
+        return 2
+
+    @hijacked.compensate
+    async def comp_hijacked(error: Exception) -> None:
+        log.append("compensate hijacked")
+
+    @flow.step
+    async def never(hijacked: int) -> int:
+        log.append("never")
+        return 3
+
+    with pytest.raises(rf.LockLost):
+        await flow.run()
+    assert log == ["first", "hijacked"]  # nothing after the takeover, no rollback code
+
+    (summary,) = (await flow.list_runs()).runs
+    stored = await storage.load_run(summary.id)
+    assert stored is not None
+    assert stored.head.status == "halted" and stored.head.state == new_state
+    assert stored.steps["first"] == b"b-first"
+    assert "hijacked" not in stored.steps and "never" not in stored.steps
+    kinds = [records.decode_event(raw).kind for raw in await storage.history(summary.id)]
+    assert kinds[-1] == "b.took.over"
+    assert await storage.lock_owner(summary.id) == "owner-b"  # A's release changed nothing

@@ -1,0 +1,83 @@
+"""Run idempotency keys: one run per key, whatever the concurrency."""
+
+from __future__ import annotations
+
+import anyio
+import msgspec
+import pytest
+
+import reactorflow as rf
+from tests.helpers import unique
+
+
+class Numbers(msgspec.Struct):
+    n: int
+
+
+def _flow(bodies: list[int]) -> rf.Reactor:
+    flow = rf.Reactor(unique("idem"), inputs=Numbers)
+
+    @flow.step
+    async def double(n: int) -> int:
+        bodies.append(n)
+        await anyio.sleep(0.05)  # the other callers arrive while the first run executes
+        return 2 * n
+
+    return flow
+
+
+async def test_concurrent_runs_with_one_key_create_one_run(storage: rf.Storage) -> None:
+    bodies: list[int] = []
+    flow = _flow(bodies)
+    ids: list[str] = []
+
+    async def start(index: int) -> None:
+        run = await flow.run(n=index, idempotency_key="k")
+        ids.append(run.id)
+
+    async with anyio.create_task_group() as tg:
+        for index in range(20):
+            tg.start_soon(start, index)
+
+    assert len(ids) == 20
+    assert len(set(ids)) == 1
+    (run_id,) = set(ids)
+    assert len(bodies) == 1
+    page = await flow.list_runs(limit=100)
+    assert [r.id for r in page.runs] == [run_id] and page.next_cursor is None
+    first = await flow.wait(run_id, timeout=5)
+    assert first.status is rf.Status.COMPLETED and first.value == 2 * bodies[0]
+
+    later = await flow.run(n=999, idempotency_key="k")  # other inputs: still the first run
+    assert later.id == run_id
+    assert later.status is rf.Status.COMPLETED and later.value == 2 * bodies[0]
+    assert later.inputs == Numbers(bodies[0])
+    assert len(bodies) == 1
+    assert len((await flow.list_runs()).runs) == 1
+
+
+async def test_invalid_inputs_claim_nothing(storage: rf.Storage) -> None:
+    bodies: list[int] = []
+    flow = _flow(bodies)
+    with pytest.raises(rf.InputValidationError):
+        await flow.run(n="not a number", idempotency_key="k2")
+    with pytest.raises(rf.InputValidationError):
+        await flow.run(idempotency_key="k2")  # missing field
+    assert (await flow.list_runs()).runs == []
+
+    run = await flow.run(n=4, idempotency_key="k2")  # the key is still free
+    assert run.status is rf.Status.COMPLETED and run.value == 8
+    assert bodies == [4]
+    assert [r.id for r in (await flow.list_runs()).runs] == [run.id]
+    assert (await flow.run(n=5, idempotency_key="k2")).id == run.id
+
+
+async def test_keys_are_per_reactor_and_distinct_keys_make_distinct_runs(
+        storage: rf.Storage) -> None:
+    bodies: list[int] = []
+    one, two = _flow(bodies), _flow(bodies)
+    a = await one.run(n=1, idempotency_key="same")
+    b = await two.run(n=2, idempotency_key="same")
+    c = await one.run(n=3, idempotency_key="other")
+    assert len({a.id, b.id, c.id}) == 3
+    assert sorted(bodies) == [1, 2, 3]
