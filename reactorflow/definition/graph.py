@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
 
 SEP = "."
+_UNIT_KINDS = (StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR)
 
 
 def join(level: str, name: str) -> str:
@@ -41,14 +42,12 @@ class Node:
     result_type: Any
     decoder: msgspec.msgpack.Decoder[Any]
     context_name: str | None  # the parameter that receives rf.StepContext, if any
+    kind: StepKind
+    unit_deps: tuple[str, ...]  # dependencies that are async units (their results are awaited)
 
     @property
     def path(self) -> tuple[str, ...]:
         return split(self.key)
-
-    @property
-    def kind(self) -> StepKind:
-        return self.spec.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +117,9 @@ class Plan:
                 decoder=msgspec.msgpack.Decoder(result_type),
                 context_name=next((p.name for p in spec.params if p.source is Source.CONTEXT),
                                   None),
+                kind=spec.kind,
+                unit_deps=tuple(join(level, d) for d in spec.deps
+                                if reactor.steps[d].kind in _UNIT_KINDS),
             )
             if spec.name == value_step:
                 value_type = result_type

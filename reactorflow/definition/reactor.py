@@ -293,6 +293,11 @@ class Reactor(RunMethods):
                                       available=arg_names)
         if kind not in (StepKind.COMPOSE, StepKind.ASYNC_REACTOR):
             checks.check_storable(signature.return_type, where, self.name, step_name)
+        if step_name == self.returns and kind in ASYNC_KINDS:
+            raise DefinitionError(
+                f"{where}: this reactor has returns={step_name!r}, but an async unit may still "
+                "be running when the run ends; read it in a plain step and return that one",
+                reactor=self.name, step=step_name)
         deps = tuple(dict.fromkeys([*data_deps, *after_names]))
         options = None
         if interrupt is not None:

@@ -65,33 +65,34 @@ def run_error(key: str, error: BaseException) -> RunError:
 
 
 async def conclude(ex: Execution, verdict: Verdict) -> None:
+    """Save where the forward drive left the run (its last write, which releases the lock),
+    or roll it back first when it failed."""
     status = verdict.status
     if status == "completed":
-        await ex.save_state(Status.COMPLETED, events=[event("run.completed")], publish=True,
-                            waiting_on=[], deadlines={}, timeout_at=None)
-        _log_end(ex)
+        await ex.save_state(Status.COMPLETED, final=True, publish=True,
+                            events=[event("run.completed")], waiting_on=[], deadlines={},
+                            timeout_at=None)
     elif status == "paused":
         deadlines = {k: d for k in verdict.waiting if (d := ex.records[k].deadline) is not None}
-        await ex.save_state(Status.PAUSED, events=[event("run.paused",
-                                                         detail=", ".join(verdict.waiting))],
-                            publish=True, waiting_on=verdict.waiting, deadlines=deadlines,
+        await ex.save_state(Status.PAUSED, final=True, publish=True,
+                            events=[event("run.paused", detail=", ".join(verdict.waiting))],
+                            waiting_on=verdict.waiting, deadlines=deadlines,
                             timeout_at=min(deadlines.values()) if deadlines else None)
-        _log_end(ex)
     elif status == "handoff":
-        await ex.save_state(Status.RUNNING, events=[event("run.handed_off")], handed_off=True)
+        await ex.save_state(Status.RUNNING, final=True, events=[event("run.handed_off")],
+                            handed_off=True)
         ex.enqueue_after_release = True
         log.info("reactorflow.run.handed_off run_id=%s reactor=%s", ex.run_id, ex.reactor)
+        return
     elif status == "halted":
-        await ex.save_state(Status.HALTED, events=[event("run.halted",
-                                                         detail=verdict.halt_reason or "")],
-                            publish=True, halt_reason=verdict.halt_reason, waiting_on=[])
-        _log_end(ex)
+        await ex.save_state(Status.HALTED, final=True, publish=True,
+                            events=[event("run.halted", detail=verdict.halt_reason or "")],
+                            halt_reason=verdict.halt_reason, waiting_on=[])
     elif status == "cancelled":
         reason = ex.control.reason if ex.control is not None else ""
-        await ex.save_state(Status.CANCELLED, events=[event("run.cancelled", detail=reason)],
-                            publish=True, clear_control=True, cancel_reason=reason,
-                            waiting_on=[])
-        _log_end(ex)
+        await ex.save_state(Status.CANCELLED, final=True, publish=True, clear_control=True,
+                            events=[event("run.cancelled", detail=reason)],
+                            cancel_reason=reason, waiting_on=[])
     else:
         if verdict.failed:
             first = verdict.failed[0]
@@ -100,6 +101,8 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
             assert ex.control is not None and ex.control.error is not None
             error = ex.control.error
         await fail_with_rollback(ex, error, verdict.errors)
+        return
+    _log_end(ex)
 
 
 async def fail_with_rollback(ex: Execution, error: RunError,
@@ -130,12 +133,13 @@ async def _settle_rollback(ex: Execution, failures: list[RollbackFailure]) -> No
                          f"{len(all_failures)} undo/compensate handler(s) failed",
                          rollback_failures=all_failures)
     if trigger == "undo":
-        await ex.save_state(Status.CANCELLED, events=[event("run.undone")], publish=True,
-                            clear_control=True, error=error, rollback_trigger=None,
+        await ex.save_state(Status.CANCELLED, final=True, publish=True, clear_control=True,
+                            events=[event("run.undone")], error=error, rollback_trigger=None,
                             cancel_reason=ex.state.cancel_reason or "undone")
     else:
-        await ex.save_state(Status.FAILED, events=[event("run.failed", detail=str(error))],
-                            publish=True, clear_control=True, error=error, rollback_trigger=None)
+        await ex.save_state(Status.FAILED, final=True, publish=True, clear_control=True,
+                            events=[event("run.failed", detail=str(error))], error=error,
+                            rollback_trigger=None)
     _log_end(ex)
 
 
@@ -156,7 +160,7 @@ async def _abort(ex: Execution, forward: Forward | None, cause: BaseException) -
             compensate_pending=node.spec.compensate is not None,
         )
     try:
-        await ex.save_state(Status.ABORTED, steps=cut,
+        await ex.save_state(Status.ABORTED, final=True, steps=cut,
                             events=[event("run.aborted", detail=type(cause).__name__)],
                             publish=True)
         log.warning("reactorflow.run.aborted run_id=%s reactor=%s cause=%s cut_off=%s",

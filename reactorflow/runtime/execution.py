@@ -8,7 +8,7 @@ the execution's lock owner.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -19,6 +19,7 @@ from reactorflow.definition.specs import StepKind
 from reactorflow.errors import CorruptRecord, DefinitionChanged
 from reactorflow.middleware import Hooks
 from reactorflow.records import Control, Event, RunMeta, RunState, StepRecord
+from reactorflow.runtime.lockkeeper import Hold
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage, StoredRun
 
@@ -54,6 +55,8 @@ class Execution:
         self.stored_status = state.status
         self.control: Control | None = None
         self.enqueue_after_release = False  # set by a background hand-off
+        self.hold: Hold | None = None  # the lock hold of the owning execution, when it drives
+        self.history: list[Event] | None = None  # every event of the run, when all are known
         for key, record in steps.items():
             if record.child_inputs != records.NIL and key in plan.levels:
                 self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(record.child_inputs)
@@ -139,6 +142,13 @@ class Execution:
 
     # -- writing -------------------------------------------------------------------------------
 
+    def _remember(self, events: Iterable[Event]) -> None:
+        if self.history is not None:
+            self.history.extend(events)
+            overflow = len(self.history) - self.storage.history_limit
+            if overflow > 0:
+                del self.history[:overflow]
+
     def next_seq(self) -> int:
         self.seq += 1
         return self.seq
@@ -153,6 +163,7 @@ class Execution:
             self.run_id, self.owner, key, records.encode(record),
             [records.encode(e) for e in events], unit=unit,
         )
+        self._remember(events)
         if control is not None and self.control is None:
             self.control = records.decode_control(control)
 
@@ -164,9 +175,14 @@ class Execution:
         steps: list[str] | None = None,
         clear_control: bool = False,
         publish: bool = False,
+        final: bool = False,
         **changes: Any,
     ) -> None:
-        """Persist the run's status and state (fenced), with the named step records."""
+        """Persist the run's status and state (fenced), with the named step records.
+
+        `final=True` marks the last write of the owning execution: when it holds the lock
+        through `hold`, the same atomic write releases it (save before release, in one trip).
+        """
         state = self.state
         state.status = status
         state.updated_at = time.time()
@@ -175,12 +191,17 @@ class Execution:
         encoded_steps = (
             {key: records.encode(self.records[key]) for key in steps} if steps else None
         )
+        release = final and self.hold is not None and not self.hold.released
         control = await self.storage.save_state(
             self.run_id, self.owner, status=status, previous_status=self.stored_status,
             state=records.encode(state), steps=encoded_steps,
             events=[records.encode(e) for e in events or ()],
-            clear_control=clear_control, publish=publish,
+            clear_control=clear_control, publish=publish, release=release,
         )
+        if release:
+            assert self.hold is not None
+            self.hold.released = True
+        self._remember(events or ())
         self.stored_status = status
         if clear_control:
             self.control = None

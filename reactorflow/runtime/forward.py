@@ -191,7 +191,7 @@ class Forward:
                 self._hand_off()
             elif node.kind is StepKind.INTERRUPT and key not in ex.claims:
                 await self._wait_for_payload(node)
-            elif not await self._units_ready(node):
+            elif node.unit_deps and not await self._units_ready(node):
                 return
             elif node.kind is StepKind.COMPOSE:
                 await self._compose(node)
@@ -286,9 +286,7 @@ class Forward:
 
     async def _units_ready(self, node: Node) -> bool:
         """Wait for the async units this step reads; False if that failed the step."""
-        for dep in node.deps:
-            if self.plan.nodes[dep].kind not in UNIT_KINDS:
-                continue
+        for dep in node.unit_deps:
             try:
                 await await_unit(self.ex, node, dep)
             except AsyncWaitTimeout as exc:
@@ -319,6 +317,8 @@ class Forward:
         await dispatch_unit(ex, node, child_inputs)
         if ex.control is not None:
             self._stop()
+        elif self.handoff == ("after", key):
+            self._hand_off()
         self._settle(node)
 
     def _settle(self, node: Node) -> None:
@@ -334,7 +334,8 @@ class Forward:
                 self.queue.append(dependent)
         if level and self.unsettled[level] == 0 and not self.stopping:
             self.queue.append(level)  # the child is done: complete its compose step
-        self._dispatch()
+        # no spawn here: the runner that settled takes the next step itself, and spawns a
+        # spare for the rest when it does (see _runner)
 
     # -- composed children ---------------------------------------------------------------------
 
@@ -372,8 +373,7 @@ class Forward:
         if ex.control is not None:
             self._stop()
             return
-        self._open_level(key)
-        self._dispatch()
+        self._open_level(key)  # this runner goes on with the child's first steps
 
     async def _complete_compose(self, node: Node, record: StepRecord) -> None:
         ex = self.ex

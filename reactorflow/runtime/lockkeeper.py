@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from reactorflow.storage.base import Storage
 
 log = logging.getLogger("reactorflow.lock")
+IDLE_WAKE = 1.0  # the keeper looks at its holds at least this often (seconds)
 
 
 @dataclass(slots=True, eq=False)
@@ -30,6 +31,7 @@ class Hold:
     ttl: float
     due: float
     lost: bool = False
+    released: bool = False  # the owner's final save released the lock itself
     serial: int = field(default_factory=itertools.count().__next__)
 
 
@@ -48,8 +50,9 @@ class LockKeeper:
         hold = Hold(storage, run_id, owner, ttl, time.monotonic() + ttl / 3)
         with self._mutex:
             self._holds[hold.serial] = hold
-            self._ensure_thread()
-        self._poke()
+            started = self._ensure_thread()
+        if not started and ttl / 3 < IDLE_WAKE:
+            self._poke()  # due before the keeper's next regular wake-up
         return hold
 
     def release(self, hold: Hold) -> None:
@@ -60,14 +63,16 @@ class LockKeeper:
         with self._mutex:
             return len(self._holds)
 
-    def _ensure_thread(self) -> None:
+    def _ensure_thread(self) -> bool:
+        """Start the keeper thread if it is not running; True if it was started now."""
         if self._thread is not None and self._thread.is_alive():
-            return
+            return False
         self._stopping = False
         self._ready.clear()
         self._thread = threading.Thread(target=self._run, name="reactorflow-lock-keeper",
                                         daemon=True)
         self._thread.start()
+        return True
 
     def _poke(self) -> None:
         self._ready.wait(5)
@@ -89,11 +94,12 @@ class LockKeeper:
                 now = time.monotonic()
                 with self._mutex:
                     due = [h for h in self._holds.values() if h.due <= now]
-                    upcoming = min((h.due for h in self._holds.values()), default=now + 1.0)
+                    upcoming = min((h.due for h in self._holds.values()),
+                                   default=now + IDLE_WAKE)
                 for hold in due:
                     storages.add(hold.storage)
                     await self._extend(hold)
-                delay = max(0.0, min(upcoming - time.monotonic(), 1.0))
+                delay = max(0.0, min(upcoming - time.monotonic(), IDLE_WAKE))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
                 self._wake.clear()

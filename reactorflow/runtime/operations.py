@@ -21,12 +21,12 @@ from reactorflow.errors import (
     WaitTimeout,
 )
 from reactorflow.middleware import Hooks
-from reactorflow.records import Control, RunError, RunMeta, RunState
+from reactorflow.records import Control, Event, RunError, RunMeta, RunState
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import Execution, event, new_state
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
-from reactorflow.runtime.views import build_run, build_summary
+from reactorflow.runtime.views import assemble, build_run, build_summary
 from reactorflow.snapshot import Run, RunPage
 from reactorflow.status import Status
 from reactorflow.storage.base import RunHead, Storage
@@ -67,40 +67,42 @@ async def start(reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
             return await _replay(reactor, storage, winner)
     dispatch = dispatch or reactor.always_dispatch
     owner = new_owner()
-    meta, state = await _create(storage, reactor, plan, run_id, value, owner,
-                                idempotency_key=idempotency_key, handed_off=dispatch)
+    meta, state, started = await _create(storage, reactor, plan, run_id, value, owner,
+                                         idempotency_key=idempotency_key, handed_off=dispatch)
     if dispatch:
         await _release(storage, run_id, owner)  # save before release: the run is stored
+        handed = await get(reactor, run_id)  # as handed over (a fast worker may be quicker)
         from reactorflow.workers.broker import enqueue_run
 
         enqueue_run(run_id, reactor.name)
-        return await get(reactor, run_id)
+        return handed
     ex = Execution(plan=plan, storage=storage, owner=owner, meta=meta, state=state, steps={},
                    claims={}, hooks=hooks_for(reactor))
-    await run_owned(reactor, storage, run_id, owner, ex)
-    return await get(reactor, run_id)
+    ex.history = [started]  # a fresh run: this execution sees every event
+    return await snapshot(await run_owned(reactor, storage, run_id, owner, ex))
 
 
 async def _create(storage: Storage, reactor: Reactor, plan: Plan, run_id: str, value: Any,
                   owner: str, *, idempotency_key: str | None = None, handed_off: bool = False,
-                  parent: tuple[str, str] | None = None) -> tuple[RunMeta, RunState]:
-    """Store a new run and take its lock for `owner`; False if the id already exists."""
+                  parent: tuple[str, str] | None = None) -> tuple[RunMeta, RunState, Event]:
+    """Store a new run and take its lock for `owner` (`RunExists` if the id is taken)."""
     now = time.time()
     meta = RunMeta(records.SCHEMA_VERSION, run_id, reactor.name, now, records.raw(value),
                    plan.fingerprint, idempotency_key, parent[0] if parent else None,
                    parent[1] if parent else None)
     state = new_state(Status.RUNNING)
     state.handed_off = handed_off
+    started = event("run.started")
     created = await storage.create_run(
         run_id, reactor=reactor.name, status=Status.RUNNING, meta=records.encode(meta),
         state=records.encode(state), created_at=now, owner=owner,
-        lock_ttl=config.settings().lock_ttl, events=[records.encode(event("run.started"))],
+        lock_ttl=config.settings().lock_ttl, events=[records.encode(started)],
     )
     if not created:
         raise RunExists(run_id)
     if log.isEnabledFor(logging.INFO):
         log.info("reactorflow.run.started run_id=%s reactor=%s", run_id, reactor.name)
-    return meta, state
+    return meta, state, started
 
 
 async def _release(storage: Storage, run_id: str, owner: str) -> None:
@@ -177,8 +179,9 @@ def needs_execution(ex: Execution) -> bool:
 
 
 async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
-                    ex: Execution | None = None) -> None:
-    """Drive a run whose lock `owner` holds (count 1) until it settles, then release.
+                    ex: Execution | None = None) -> Execution:
+    """Drive a run whose lock `owner` holds (count 1) until it settles, then release; returns
+    the execution as it ended.
 
     After releasing a paused run, check for a claim that arrived while the lock was held: its
     `continue_` could not take the lock, so the holder applies it (an accepted resume is never
@@ -186,22 +189,35 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
     """
     ttl = config.settings().lock_ttl
     while True:
-        async with keep_alive(storage, run_id, owner, ttl):
+        async with keep_alive(storage, run_id, owner, ttl) as hold:
             if ex is None:
                 ex = await load_owned(reactor, storage, run_id, owner)
                 if not needs_execution(ex):
-                    return
+                    return ex
+            ex.hold = hold  # its final save releases the lock in the same write
             await drive(ex)
+            ex.hold = None
             waiting = list(ex.state.waiting_on) if ex.state.status == Status.PAUSED else []
         await after_release(reactor, storage, ex)
         if not waiting:
-            return
+            return ex
         claims = await storage.claims(run_id)
         if not any(key in claims for key in waiting):
-            return
+            return ex
         if not await storage.acquire_lock(run_id, owner, ttl):
-            return  # another execution holds it and will apply the claim
+            return ex  # another execution holds it and will apply the claim
         ex = None
+
+
+async def snapshot(ex: Execution) -> Run:
+    """The run as the execution that just drove it left it (no need to read it back; only
+    the history is read when the execution did not see all of it)."""
+    if ex.history is not None:
+        history = list(ex.history)
+    else:
+        history = [records.decode_event(raw) for raw in await ex.storage.history(ex.run_id)]
+    return assemble(ex.plan, ex.run_id, ex.reactor, Status(ex.state.status), ex.meta, ex.state,
+                    ex.records, history, ex.meta.created_at, values=ex.values)
 
 
 async def after_release(reactor: Reactor, storage: Storage, ex: Execution) -> None:

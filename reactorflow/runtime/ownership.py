@@ -42,9 +42,14 @@ async def keep_alive(storage: Storage, run_id: str, owner: str, ttl: float
         yield hold
     finally:
         keeper.release(hold)
-        with anyio.CancelScope(shield=True):
-            try:
-                await storage.release_lock(run_id, owner)
-            except Exception:
-                log.warning("reactorflow.lock.release_failed run_id=%s (it will expire)",
-                            run_id, exc_info=True)
+        if not hold.released:  # else the final save released it already
+            await _release(storage, run_id, owner)
+
+
+async def _release(storage: Storage, run_id: str, owner: str) -> None:
+    with anyio.CancelScope(shield=True):
+        try:
+            await storage.release_lock(run_id, owner)
+        except Exception:
+            log.warning("reactorflow.lock.release_failed run_id=%s (it will expire)", run_id,
+                        exc_info=True)

@@ -120,7 +120,8 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     elif background:
         await _hand_to_worker(reactor, storage, run_id, owner, key)
     else:
-        await operations.run_owned(reactor, storage, run_id, owner)
+        return await operations.snapshot(
+            await operations.run_owned(reactor, storage, run_id, owner))
     return await operations.get(reactor, run_id)
 
 

@@ -69,7 +69,10 @@ def resolve_arguments(ex: Execution, node: Node, payload: Any = MISSING) -> dict
                     kwargs[param.name] = param.default
                     continue
                 if ex.plan.nodes[dep].kind in UNIT_KINDS:
-                    kwargs[param.name] = unit_argument(ex, node, param.name, dep, param.outcome)
+                    value = unit_argument(ex, node, param.name, dep, param.outcome)
+                    if param.path and not param.outcome:
+                        value = follow_path(value, param.path)
+                    kwargs[param.name] = value
                     continue
                 value = ex.value_of(dep)
                 kwargs[param.name] = follow_path(value, param.path) if param.path else value

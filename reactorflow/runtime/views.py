@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -10,7 +11,7 @@ import msgspec
 from reactorflow import records
 from reactorflow.definition.graph import Plan, waiting_label
 from reactorflow.errors import CorruptRecord
-from reactorflow.records import RunMeta, RunState, StepRecord
+from reactorflow.records import Event, RunMeta, RunState, StepRecord
 from reactorflow.snapshot import Run, RunSummary, StepState
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import RunHead, StoredRun
@@ -59,6 +60,15 @@ def build_run(plan: Plan | None, stored: StoredRun, history: list[bytes]) -> Run
         events = [records.decode_event(raw) for raw in history]
     except msgspec.DecodeError as exc:
         raise CorruptRecord(head.run_id, str(exc)) from exc
+    return assemble(plan, head.run_id, head.reactor, Status(head.status), meta, state, steps,
+                    events, head.created_at)
+
+
+def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
+             meta: RunMeta | None, state: RunState, steps: Mapping[str, StepRecord],
+             events: list[Event], created_at: float, *,
+             values: Mapping[str, Any] | None = None) -> Run:
+    """A `Run` from decoded records (read back from storage, or held by an execution)."""
     states: dict[str, StepState] = {}
     if plan is not None:
         for key in plan.nodes:
@@ -68,11 +78,13 @@ def build_run(plan: Plan | None, stored: StoredRun, history: list[bytes]) -> Run
     for key, record in steps.items():
         if key not in states:
             states[key] = _step_state(record)
-    status = Status(head.status)
     value = None
     if status is Status.COMPLETED and plan is not None:
         value_key = plan.levels[""].value_key
-        value = _decode_value(plan, value_key, steps.get(value_key or ""))
+        if values is not None and value_key is not None and value_key in values:
+            value = values[value_key]
+        else:
+            value = _decode_value(plan, value_key, steps.get(value_key or ""))
     inputs: Any = None
     if meta is not None:
         try:
@@ -81,11 +93,11 @@ def build_run(plan: Plan | None, stored: StoredRun, history: list[bytes]) -> Run
         except msgspec.DecodeError:
             inputs = msgspec.msgpack.decode(meta.inputs)
     return Run(
-        id=head.run_id, reactor=head.reactor, status=status, value=value, error=state.error,
+        id=run_id, reactor=reactor, status=status, value=value, error=state.error,
         waiting_on=[waiting_label(k) for k in state.waiting_on] if status in (
             Status.PAUSED, Status.RUNNING) else [],
         steps=states, history=events,
-        created_at=meta.created_at if meta is not None else head.created_at,
+        created_at=meta.created_at if meta is not None else created_at,
         updated_at=state.updated_at,
         timeout_at=state.timeout_at, halt_reason=state.halt_reason,
         cancel_reason=state.cancel_reason, inputs=inputs,

@@ -162,12 +162,15 @@ class Storage(abc.ABC):
         events: Sequence[bytes] = (),
         clear_control: bool = False,
         publish: bool = False,
+        release: bool = False,
     ) -> bytes | None:
         """Fenced write of the run's status and state, with any step records that change with
-        it; atomic like `save_step`. Moves the run between status indexes (index entries are
-        hints that readers verify against the record). With `clear_control` the pending control
-        request is removed; with `publish`, the run's completion channel is notified after the
-        write. Returns the pending control request (None when cleared)."""
+        it; atomic like `save_step`. With `release`, the same atomic write then leaves the run's
+        lock once (as `release_lock`): the owner's final save and its release in one. Moves the
+        run between status indexes (index entries are hints that readers verify against the
+        record). With `clear_control` the pending control request is removed; with `publish`,
+        the run's completion channel is notified after the write. Returns the pending control
+        request (None when cleared)."""
 
     @abc.abstractmethod
     async def history(self, run_id: str) -> list[bytes]:

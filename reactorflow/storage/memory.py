@@ -188,10 +188,15 @@ class MemoryStorage(Storage):
     async def save_state(self, run_id: str, owner: str, *, status: str, previous_status: str,
                          state: bytes, steps: Mapping[str, bytes] | None = None,
                          events: Sequence[bytes] = (), clear_control: bool = False,
-                         publish: bool = False) -> bytes | None:
+                         publish: bool = False, release: bool = False) -> bytes | None:
         now = time.monotonic()
         with self._mutex:
             run = self._fenced(run_id, owner, now)
+            if release:
+                lock = self._locks[run_id]
+                lock.count -= 1
+                if lock.count <= 0:
+                    del self._locks[run_id]
             run.status = status
             run.state = state
             if steps:

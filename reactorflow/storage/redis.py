@@ -203,11 +203,12 @@ class RedisStorage(Storage):
     async def save_state(self, run_id: str, owner: str, *, status: str, previous_status: str,
                          state: bytes, steps: Mapping[str, bytes] | None = None,
                          events: Sequence[bytes] = (), clear_control: bool = False,
-                         publish: bool = False) -> bytes | None:
+                         publish: bool = False, release: bool = False) -> bytes | None:
         conn = await self._redis.get()
         pairs = [part for item in (steps or {}).items() for part in item]
+        flags = ("c" if clear_control else "") + ("r" if release else "")
         args: Args = [_token(), owner, status, state, _now(), self._retention_ms,
-                      self.history_limit, "1" if clear_control else "0",
+                      self.history_limit, flags,
                       self._keys.channel(run_id) if publish else "", len(pairs) // 2,
                       *pairs, *events]
         keys = self._keys.run_keys(run_id)

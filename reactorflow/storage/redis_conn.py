@@ -68,8 +68,12 @@ class LoopClient:
     guard: AsyncGenerator[None, None] | None = None
 
     async def script(self, name: str, keys: Sequence[str], args: Args) -> Any:
-        """EVALSHA (EVAL + load on NOSCRIPT, by redis-py): one round trip."""
-        return await self.scripts[name](keys, args)
+        """EVALSHA: one round trip (on NOSCRIPT, load the script and send it again)."""
+        try:
+            return await self.client.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
+        except NoScriptError:
+            await self.client.script_load(SOURCES[name])
+            return await self.client.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
 
     async def script_pipeline(self, name: str, keys: Sequence[str], args: Args,
                               extra: Callable[[Pipeline], None]) -> Any:

@@ -88,8 +88,14 @@ async def execute_unit(run_id: str, reactor_name: str, key: str) -> None:
             log.error("reactorflow.async.orphaned run_id=%s step=%s: the run is gone, the unit "
                       "did not run", run_id, key)
             return
-        ex = Execution.from_stored(stored, plan=plan_for(reactor), storage=storage, owner=owner,
-                                   claims={}, hooks=operations.hooks_for(reactor))
+        try:
+            ex = Execution.from_stored(stored, plan=plan_for(reactor), storage=storage,
+                                       owner=owner, claims={}, hooks=operations.hooks_for(reactor))
+        except (CorruptRecord, DefinitionChanged) as exc:  # never retried: it cannot change
+            record = StepRecord(StepStatus.FAILED, 0, None, time.time(),
+                                error=ErrorRecord(type(exc).__name__, exc.message))
+            await report(storage, run_id, key, record, [event("step.failed", key)])
+            raise PermanentFailure(exc.message, run_id=run_id, step=key) from exc
         current = ex.records.get(key)
         if current is None or current.status in FINISHED:
             return  # never dispatched, or already done: a stray or duplicate message

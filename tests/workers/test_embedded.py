@@ -4,6 +4,7 @@ storage backends (api.md §2 and §4; seeds 001-background-async-steps and 010 w
 from __future__ import annotations
 
 import os
+from typing import Annotated
 
 import anyio
 import pytest
@@ -297,3 +298,29 @@ async def test_unknown_reactor_in_a_worker_fails_the_run_once(lane: Lane) -> Non
     failed = await bg.late.get(paused.id)
     assert failed.status is rf.Status.FAILED
     assert failed.error is not None and failed.error.type == "UnknownReactor"
+
+
+async def test_hand_off_after_an_async_step_and_a_path_into_its_result(lane: Lane) -> None:
+    flow = rf.Reactor(unique("unit-handoff"))
+
+    @flow.async_step
+    async def lookup() -> dict[str, str]:
+        return {"city": "Leith", "country": "Scotland"}
+
+    @flow.step
+    async def label(city: Annotated[str, rf.Result("lookup", "city")]) -> str:
+        return f"ships to {city}"
+
+    flow.background(after="lookup")
+    run = await flow.run()
+    assert run.status is rf.Status.RUNNING  # handed off once the unit was dispatched
+    done = await flow.wait(run.id, timeout=10)
+    assert done.value == "ships to Leith"
+
+
+def test_returns_naming_an_async_unit_fails_at_its_decorator() -> None:
+    flow = rf.Reactor(unique("returns-unit"), returns="mail")
+    with pytest.raises(rf.DefinitionError, match="returns='mail'"):
+        @flow.async_step
+        async def mail() -> str:
+            return "sent"

@@ -1,12 +1,14 @@
 -- save_state: fenced write of the run's status and state, with the step records that change
--- with it; optionally clears the pending control request and, after the write, publishes on
--- the run's completion channel. (Status-index updates live in other slots: the caller sends
+-- with it; optionally clears the pending control request, optionally leaves the lock once
+-- (the owner's final save and its release in one), and, after the write, publishes on the
+-- run's completion channel. (Status-index updates live in other slots: the caller sends
 -- them in the same pipeline; they are hints that readers verify against this record.)
 --
 -- KEYS: 1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock
 -- ARGV:
 --   1 token  2 owner  3 status  4 state  5 touched_at  6 retention (ms)  7 history limit
---   8 clear control ("1" / "0")  9 channel to publish on ("" = none)  10 n = number of steps
+--   8 flags: "c" clear the control request, "r" release the lock once (e.g. "cr", or "")
+--   9 channel to publish on ("" = none)  10 n = number of steps
 --   11 .. 10+2n step key, record pairs   11+2n .. events (oldest first)
 -- Returns: {1, reactor, created_at, control or nil} when written (or already written by this
 --          very call); {0} when refused: `owner` does not hold the lock or the run is gone.
@@ -29,8 +31,13 @@ end
 if #ARGV >= first_event then
   redis.call('LTRIM', KEYS[3], -tonumber(ARGV[7]), -1)
 end
-if ARGV[8] == '1' then
+if string.find(ARGV[8], 'c', 1, true) then
   redis.call('DEL', KEYS[4])
+end
+if string.find(ARGV[8], 'r', 1, true) then
+  if redis.call('HINCRBY', KEYS[8], 'count', -1) <= 0 then
+    redis.call('DEL', KEYS[8])
+  end
 end
 redis.call('HSET', KEYS[7], 'w', ARGV[1])
 for i = 1, 7 do

@@ -1,0 +1,256 @@
+"""The Redis the benchmarks talk to, and helpers that look at what reactorflow sends it.
+
+By default a private `redis-server --save '' --appendonly no` on a free loopback port, in a
+temporary directory, stopped at the end. `REACTORFLOW_BENCH_REDIS_URL` points the benchmarks at
+an existing Redis instead; their keys then live under a per-process namespace and are deleted
+at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+import redis.asyncio
+from redis.asyncio.connection import AbstractConnection
+
+URL_ENV = "REACTORFLOW_BENCH_REDIS_URL"
+SERVER_ENV = "REACTORFLOW_BENCH_REDIS_SERVER"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(slots=True)
+class RedisServer:
+    url: str
+    description: str
+    private: bool
+    process: subprocess.Popen[bytes] | None = None
+    directory: tempfile.TemporaryDirectory[str] | None = None
+    namespaces: list[str] = field(default_factory=list)
+
+    def namespace(self, name: str) -> str:
+        """A key namespace for one benchmark (cleaned up at the end on a shared server)."""
+        ns = f"rfbench-{os.getpid()}-{name}"
+        self.namespaces.append(ns)
+        return ns
+
+    @property
+    def baseline_key(self) -> str:
+        """The key the SET baseline writes (in a namespace of its own)."""
+        name = f"rfbench-{os.getpid()}-baseline"
+        if name not in self.namespaces:
+            self.namespaces.append(name)
+        return f"{name}:set"
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+            self.process = None
+        elif self.namespaces:  # a shared server: remove what the benchmarks wrote
+            with contextlib.suppress(redis.RedisError):
+                client = redis.Redis.from_url(self.url)
+                for ns in self.namespaces:
+                    batch = list(client.scan_iter(match=f"{ns}:*", count=1000))
+                    for start in range(0, len(batch), 500):
+                        client.unlink(*batch[start:start + 500])
+                client.close()
+        if self.directory is not None:
+            self.directory.cleanup()
+            self.directory = None
+
+
+def _describe(url: str) -> str:
+    client = redis.Redis.from_url(url)
+    try:
+        info = client.info("server")
+        return f"Redis {info.get('redis_version')} ({info.get('os', '?')})"
+    finally:
+        client.close()
+
+
+def start() -> RedisServer:
+    """The Redis to use (raises RuntimeError with the reason when there is none)."""
+    url = os.environ.get(URL_ENV)
+    if url:
+        return RedisServer(url, f"{_describe(url)} at {URL_ENV} (shared)", private=False)
+    binary = os.environ.get(SERVER_ENV) or shutil.which("redis-server") or "/usr/bin/redis-server"
+    if not Path(binary).exists():
+        raise RuntimeError(f"no redis-server found (looked on PATH and at {binary}); install it "
+                           f"or set {URL_ENV}")
+    last_error = ""
+    for _ in range(5):
+        directory = tempfile.TemporaryDirectory(prefix="rfbench-redis-")
+        port = _free_port()
+        log = Path(directory.name) / "redis.log"
+        process = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", directory.name, "--logfile", str(log),
+             "--daemonize", "no"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"redis://127.0.0.1:{port}/0"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                client = redis.Redis.from_url(url, socket_connect_timeout=0.2)
+                client.ping()
+                client.close()
+            except redis.RedisError:
+                time.sleep(0.02)
+                continue
+            description = (f"{_describe(url)}, private redis-server on 127.0.0.1:{port} "
+                           "(--save '' --appendonly no)")
+            return RedisServer(url, description, private=True, process=process,
+                               directory=directory)
+        process.terminate()
+        process.wait(5)
+        last_error = log.read_text(errors="replace")[-400:] if log.exists() else "no log"
+        directory.cleanup()
+    raise RuntimeError(f"redis-server did not start: {last_error}")
+
+
+# -- baselines -------------------------------------------------------------------------------------
+
+
+async def set_round_trip(client: redis.asyncio.Redis, key: str, iterations: int) -> float:
+    """Mean seconds of one `await client.set(key, 256 bytes)` (anchor A2)."""
+    value = b"x" * 256
+    clock = time.perf_counter
+    start = clock()
+    for _ in range(iterations):
+        await client.set(key, value)
+    return (clock() - start) / iterations
+
+
+async def set_latencies(client: redis.asyncio.Redis, key: str, iterations: int) -> list[float]:
+    value = b"x" * 256
+    clock = time.perf_counter
+    found = []
+    for _ in range(iterations):
+        start = clock()
+        await client.set(key, value)
+        found.append(clock() - start)
+    return found
+
+
+# -- counting what the client sends ----------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Traffic:
+    """Commands Redis received from clients (MONITOR, Lua-issued lines excluded) and the
+    writes (round trips) the client side made, during one `watch` block."""
+
+    commands: collections.Counter[str] = field(default_factory=collections.Counter)
+    lua: int = 0
+    round_trips: int = 0
+    ports: set[str] = field(default_factory=set)  # local ports of the connections that sent
+
+    @property
+    def total(self) -> int:
+        return sum(self.commands.values())
+
+    def breakdown(self) -> str:
+        return ", ".join(f"{name} {count}" for name, count in sorted(
+            self.commands.items(), key=lambda item: (-item[1], item[0])))
+
+
+@contextlib.contextmanager
+def _count_round_trips(traffic: Traffic) -> Iterator[None]:
+    """Count `send_packed_command` calls of every redis.asyncio connection: one per command
+    or per pipeline, i.e. one per round trip."""
+    original = AbstractConnection.send_packed_command
+
+    async def counted(self: AbstractConnection, command: object,
+                      check_health: bool = True) -> None:
+        traffic.round_trips += 1
+        await original(self, command, check_health)  # type: ignore[arg-type]
+        writer = getattr(self, "_writer", None)
+        name = writer.get_extra_info("sockname") if writer is not None else None
+        if isinstance(name, tuple) and len(name) >= 2:
+            traffic.ports.add(str(name[1]))
+
+    AbstractConnection.send_packed_command = counted  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        AbstractConnection.send_packed_command = original  # type: ignore[method-assign]
+
+
+@contextlib.asynccontextmanager
+async def watch(url: str) -> AsyncIterator[Traffic]:
+    """MONITOR the server while the block runs; yields the Traffic, filled in at exit.
+
+    The window is delimited by two ECHO markers sent from a separate client, so only the
+    commands issued inside the block are counted (the markers themselves are not). Lines that
+    MONITOR marks as issued by Lua scripts are counted apart, in `lua`. Only commands from
+    this process's TCP connections that sent something in the block are counted, so other
+    clients of a shared server do not show up.
+    """
+    traffic = Traffic()
+    marker = f"rfbench-mark-{uuid.uuid4().hex}"
+    monitor_client = redis.asyncio.Redis.from_url(url)
+    control = redis.asyncio.Redis.from_url(url)
+    seen: list[tuple[str, str, str]] = []
+    started = asyncio.Event()
+    ended = asyncio.Event()
+
+    async def listen(monitor: redis.asyncio.client.Monitor) -> None:
+        inside = False
+        while True:
+            entry = await monitor.next_command()
+            command = str(entry.get("command", ""))
+            if marker in command and command.upper().startswith("ECHO"):
+                if not inside:
+                    inside = True
+                    started.set()
+                    continue
+                ended.set()
+                return
+            if inside:
+                seen.append((str(entry.get("client_type", "")),
+                             str(entry.get("client_port", "")), command))
+
+    async with monitor_client.monitor() as monitor:
+        task = asyncio.create_task(listen(monitor))
+        await control.echo(marker)
+        await asyncio.wait_for(started.wait(), 10)
+        try:
+            with _count_round_trips(traffic):
+                yield traffic
+        finally:
+            await control.echo(marker)
+            await asyncio.wait_for(ended.wait(), 10)
+            await task
+    await monitor_client.aclose()
+    await control.aclose()
+    ours = traffic.ports
+    for client_type, port, command in seen:
+        if client_type == "lua":  # not attributed to a client: on a shared server, approximate
+            traffic.lua += 1
+            continue
+        if ours and client_type == "tcp" and port not in ours:
+            continue
+        name = command.split(" ", 1)[0].upper()
+        traffic.commands[name] += 1
