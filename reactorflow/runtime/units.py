@@ -19,6 +19,8 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from reactorflow import config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import plan_for
@@ -72,16 +74,28 @@ async def await_unit(ex: Execution, reader: Node, key: str) -> None:
     deadline = time.monotonic() + timeout
     interval = recheck_interval(timeout)
     async with storage.subscribe(ex.run_id, key) as subscription:
-        while True:
-            record = await _finished_record(ex, key)
-            if record is not None:
-                ex.records[key] = record
-                ex.values.pop(key, None)
-                return
+        record = await _finished_record(ex, key)
+        while record is None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AsyncWaitTimeout(ex.run_id, reader.key, key, timeout)
-            await subscription.wait(min(remaining, interval))
+            notified = await subscription.wait(min(remaining, interval))
+            # a unit's notification carries the record it announces (written first): use it
+            record = _announced(subscription.message) if notified else None
+            if record is None:
+                record = await _finished_record(ex, key)
+        ex.records[key] = record
+        ex.values.pop(key, None)
+
+
+def _announced(message: bytes | None) -> StepRecord | None:
+    if not message or message == b"1":
+        return None
+    try:
+        record = records.decode_step(message)
+    except msgspec.DecodeError:
+        return None
+    return record if record.status in FINISHED else None
 
 
 async def _finished_record(ex: Execution, key: str) -> StepRecord | None:

@@ -86,6 +86,10 @@ class ClaimResult(Enum):
 class Subscription(abc.ABC):
     """A live subscription to one run's completion channel."""
 
+    message: bytes | None = None
+    """The payload of the last notification `wait` returned for (a unit's channel carries the
+    unit's record; a reader may use it instead of reading the record again)."""
+
     @abc.abstractmethod
     async def wait(self, timeout: float) -> bool:
         """Wait up to `timeout` seconds for a notification; True if one arrived. A notification
@@ -269,8 +273,9 @@ class Storage(abc.ABC):
     async def save_unit(self, run_id: str, key: str, record: bytes,
                         events: Sequence[bytes] = ()) -> bool:
         """Write the record of an async unit (an `async_step` run by a worker), drop it from the
-        unit index, then publish on the run's `key` topic. Unfenced: a unit never holds the
-        run's lock, and the run's owner never writes a unit's record after dispatching it.
+        unit index, then publish the record on the run's `key` topic. Unfenced: a unit never
+        holds the run's lock, and the run's owner never writes a unit's record after
+        dispatching it.
         Returns False (nothing written) when the run no longer exists."""
 
     # -- notification --------------------------------------------------------------------------
@@ -281,7 +286,7 @@ class Storage(abc.ABC):
         the unit's step key). Subscribe first, then read the record, then wait."""
 
     @abc.abstractmethod
-    async def publish(self, run_id: str, topic: str = "") -> None:
+    async def publish(self, run_id: str, topic: str = "", message: bytes = b"1") -> None:
         """Notify a run's channel (after the durable write it announces)."""
 
     # -- lifecycle -----------------------------------------------------------------------------

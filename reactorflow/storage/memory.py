@@ -66,7 +66,8 @@ class _MemorySubscription(Subscription):
         self.loop = asyncio.get_running_loop()
         self.event = asyncio.Event()
 
-    def notify(self) -> None:
+    def notify(self, message: bytes) -> None:
+        self.message = message
         with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits any more
             self.loop.call_soon_threadsafe(self.event.set)
 
@@ -387,7 +388,7 @@ class MemoryStorage(Storage):
             run.history.extend(events)
             self._touch(run, now)
             self._units.pop((run_id, key), None)
-        await self.publish(run_id, key)
+        await self.publish(run_id, key, record)
         return True
 
     # -- notification --------------------------------------------------------------------------
@@ -410,11 +411,11 @@ class MemoryStorage(Storage):
     def subscribe(self, run_id: str, topic: str = "") -> AbstractAsyncContextManager[Subscription]:
         return self._subscription((run_id, topic))
 
-    async def publish(self, run_id: str, topic: str = "") -> None:
+    async def publish(self, run_id: str, topic: str = "", message: bytes = b"1") -> None:
         with self._mutex:
             subs = list(self._subscribers.get((run_id, topic), ()))
         for sub in subs:
-            sub.notify()
+            sub.notify(message)
 
     def describe(self) -> str:
         return "MemoryStorage (in this process)"

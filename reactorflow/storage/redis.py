@@ -485,7 +485,7 @@ class RedisStorage(Storage):
     def subscribe(self, run_id: str, topic: str = "") -> AbstractAsyncContextManager[Subscription]:
         return self._redis.subscription(self._keys.channel(run_id, topic))
 
-    async def publish(self, run_id: str, topic: str = "") -> None:
+    async def publish(self, run_id: str, topic: str = "", message: bytes = b"1") -> None:
         conn = await self._redis.get()
         with self._errors():
-            await conn.client.publish(self._keys.channel(run_id, topic), b"1")
+            await conn.client.publish(self._keys.channel(run_id, topic), message)

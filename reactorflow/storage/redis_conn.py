@@ -110,10 +110,12 @@ class RedisSubscription(Subscription):
                 message = await self._pubsub.get_message(ignore_subscribe_messages=True,
                                                          timeout=remaining)
                 if message is not None and message.get("type") == "message":
-                    # Coalesce notifications already queued: one wake-up, then the waiter reads.
-                    while await self._pubsub.get_message(ignore_subscribe_messages=True,
-                                                         timeout=0.0) is not None:
-                        pass
+                    # Coalesce notifications already queued: one wake-up, the last payload.
+                    while (more := await self._pubsub.get_message(
+                            ignore_subscribe_messages=True, timeout=0.0)) is not None:
+                        message = more
+                    data = message.get("data")
+                    self.message = data if isinstance(data, bytes) else None
                     return True
         return False
 

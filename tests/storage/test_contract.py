@@ -539,6 +539,7 @@ async def test_save_unit_writes_the_record_then_publishes_on_its_topic(storage: 
             storage.subscribe(run_id) as completion:
         assert await storage.save_unit(run_id, "send_receipt", b"receipt", [b"unit.done"])
         assert await unit.wait(5.0) is True
+        assert unit.message == b"receipt"  # the notification carries the record
         stored = await storage.load_run(run_id)
         assert stored is not None and stored.steps == {"send_receipt": b"receipt"}
         assert await completion.wait(0.2) is False  # other channels are not woken

@@ -1,5 +1,5 @@
 -- save_unit: write the record of an async unit (an async_step run by a worker), append its
--- events, touch the run, then publish on the unit's topic channel. Unfenced (a unit never
+-- events, touch the run, then publish the record on the unit's topic channel. Unfenced (a unit never
 -- holds the run's lock) but only while the run exists.
 --
 -- KEYS: 1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock (unused)
@@ -25,5 +25,5 @@ end
 for i = 1, 7 do
   redis.call('PEXPIRE', KEYS[i], ARGV[5])
 end
-redis.call('PUBLISH', ARGV[7], '1')
+redis.call('PUBLISH', ARGV[7], ARGV[3])
 return 1
