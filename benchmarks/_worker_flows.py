@@ -17,6 +17,7 @@ URL = os.environ["REACTORFLOW_REDIS_URL"]
 NAMESPACE = os.environ.get("RF_BENCH_NAMESPACE", "rfbench-workers")
 PICKUP_KEY = "rfbench:pickup"
 WRITTEN_KEY = "rfbench:unit-written"
+STARTED_KEY = "rfbench:run-job-started"
 
 broker = RedisBroker(url=URL)
 rf.configure(storage=rf.RedisStorage.from_url(URL, namespace=NAMESPACE), broker=broker)
@@ -50,18 +51,25 @@ async def reader(unit: str) -> float:
     return time.time()  # when the reader was woken and ran
 
 
-def _instrument_unit_writes() -> None:
-    """In the worker: note when a unit's record write starts (the write publishes)."""
+def _instrument_worker() -> None:
+    """In the worker: note when a run's job starts, and when a unit's record write starts
+    (that write publishes)."""
     from reactorflow.workers import jobs
 
-    original = jobs.report
+    report, execute_run = jobs.report, jobs.execute_run
 
-    async def noted(storage: Any, run_id: str, key: str, record: Any, events: Any) -> None:
+    async def noted_report(storage: Any, run_id: str, key: str, record: Any,
+                           events: Any) -> None:
         _stamps.hset(WRITTEN_KEY, run_id, repr(time.time()))
-        await original(storage, run_id, key, record, events)
+        await report(storage, run_id, key, record, events)
 
-    jobs.report = noted  # type: ignore[assignment]
+    async def noted_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
+        _stamps.hsetnx(STARTED_KEY, run_id, repr(time.time()))
+        await execute_run(run_id, reactor_name, snoozes)
+
+    jobs.report = noted_report  # type: ignore[assignment]
+    jobs.execute_run = noted_run  # type: ignore[assignment]
 
 
 if os.environ.get("RF_BENCH_WORKER"):
-    _instrument_unit_writes()
+    _instrument_worker()

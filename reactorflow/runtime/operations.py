@@ -71,7 +71,8 @@ async def start(reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
                                          idempotency_key=idempotency_key, handed_off=dispatch)
     if dispatch:
         await _release(storage, run_id, owner)  # save before release: the run is stored
-        handed = await get(reactor, run_id)  # as handed over (a fast worker may be quicker)
+        handed = assemble(plan, run_id, reactor.name, Status.RUNNING, meta, state, {},
+                          [started], meta.created_at)  # as handed over, before any worker
         from reactorflow.workers.broker import enqueue_run
 
         enqueue_run(run_id, reactor.name)
@@ -163,12 +164,11 @@ def runnable_claims(ex: Execution) -> bool:
 
 async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str) -> Execution:
     """Lock, then load: read the run (with its claims) only while holding its lock."""
-    stored = await storage.load_run(run_id)
+    stored = await storage.load_run(run_id, claims=True)
     if stored is None:
         raise RunNotFound(run_id, reactor.name)
-    claims = await storage.claims(run_id)
     return Execution.from_stored(stored, plan=plan_for(reactor), storage=storage, owner=owner,
-                                 claims=claims, hooks=hooks_for(reactor))
+                                 claims=stored.claims or {}, hooks=hooks_for(reactor))
 
 
 def needs_execution(ex: Execution) -> bool:
@@ -258,13 +258,12 @@ async def get(reactor: Reactor, run_id: str) -> Run:
     if not isinstance(run_id, str) or not run_id:
         raise RunNotFound(str(run_id), reactor.name)
     storage = config.current_storage()
-    stored = await storage.load_run(run_id)
+    stored = await storage.load_run(run_id, history=True)
     if stored is None:
         raise RunNotFound(run_id, reactor.name)
     if stored.head.reactor != reactor.name:
         raise RunNotFound(run_id, reactor.name, other_reactor=stored.head.reactor)
-    history = await storage.history(run_id)
-    return build_run(_plan_or_none(reactor), stored, history)
+    return build_run(_plan_or_none(reactor), stored, stored.history or [])
 
 
 def recheck_interval(timeout: float | None) -> float:

@@ -48,6 +48,8 @@ class RunHead:
 class StoredRun:
     head: RunHead
     steps: dict[str, bytes]
+    history: list[bytes] | None = None  # when asked for
+    claims: dict[str, bytes] | None = None  # when asked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +130,10 @@ class Storage(abc.ABC):
         """
 
     @abc.abstractmethod
-    async def load_run(self, run_id: str) -> StoredRun | None:
-        """The run's head and every step record, read atomically (one snapshot)."""
+    async def load_run(self, run_id: str, *, history: bool = False,
+                       claims: bool = False) -> StoredRun | None:
+        """The run's head and every step record, with its history and claims when asked for,
+        read atomically (one snapshot, one round trip)."""
 
     @abc.abstractmethod
     async def load_head(self, run_id: str) -> RunHead | None:

@@ -157,12 +157,15 @@ class MemoryStorage(Storage):
             self._touch(run, now)
             return True
 
-    async def load_run(self, run_id: str) -> StoredRun | None:
+    async def load_run(self, run_id: str, *, history: bool = False,
+                       claims: bool = False) -> StoredRun | None:
         with self._mutex:
             run = self._live(run_id, time.monotonic())
             if run is None:
                 return None
-            return StoredRun(run.head(), dict(run.steps))
+            return StoredRun(run.head(), dict(run.steps),
+                             list(run.history) if history else None,
+                             dict(run.claims) if claims else None)
 
     async def load_head(self, run_id: str) -> RunHead | None:
         with self._mutex:

@@ -153,17 +153,26 @@ class RedisStorage(Storage):
             self._remember(run_id, reactor, created_at)
         return bool(created == 1)
 
-    async def load_run(self, run_id: str) -> StoredRun | None:
+    async def load_run(self, run_id: str, *, history: bool = False,
+                       claims: bool = False) -> StoredRun | None:
         conn = await self._redis.get()
         with self._errors():
             pipe = conn.client.pipeline(transaction=True)  # one slot: a MULTI/EXEC snapshot
             pipe.hmget(self._keys.run(run_id), HEAD_FIELDS)
             pipe.hgetall(self._keys.steps(run_id))
-            values, steps = await pipe.execute()
-        head = self._head(run_id, values)
+            if history:
+                pipe.lrange(self._keys.hist(run_id), 0, -1)
+            if claims:
+                pipe.hgetall(self._keys.claims(run_id))
+            replies = await pipe.execute()
+        head = self._head(run_id, replies[0])
         if head is None:
             return None
-        return StoredRun(head, {_text(k): _bytes(v) for k, v in steps.items()})
+        rest = iter(replies[2:])
+        events = [_bytes(e) for e in next(rest)] if history else None
+        found = {_text(k): _bytes(v) for k, v in next(rest).items()} if claims else None
+        return StoredRun(head, {_text(k): _bytes(v) for k, v in replies[1].items()}, events,
+                         found)
 
     async def load_head(self, run_id: str) -> RunHead | None:
         conn = await self._redis.get()

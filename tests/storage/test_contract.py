@@ -816,3 +816,19 @@ async def test_redis_loops_that_end_close_their_connections(
     await asyncio.sleep(0.1)
     assert len(await raw.client_list()) <= name_before
     await backend.aclose()
+
+
+async def test_load_run_can_bring_history_and_claims_in_the_same_read(storage: Storage) -> None:
+    run_id = await new_run(storage)
+    await storage.save_step(run_id, OWNER, "a", b"rec-a", [b"e1", b"e2"])
+    await storage.save_state(run_id, OWNER, status="paused", previous_status="running",
+                             state=b"st")
+    assert await storage.claim(run_id, "approve", b"payload") is ClaimResult.ACCEPTED
+    plain = await storage.load_run(run_id)
+    assert plain is not None and plain.history is None and plain.claims is None
+    full = await storage.load_run(run_id, history=True, claims=True)
+    assert full is not None
+    assert full.steps == {"a": b"rec-a"}
+    assert full.history == await storage.history(run_id)
+    assert full.history is not None and full.history[-2:] == [b"e1", b"e2"]
+    assert full.claims == {"approve": b"payload"}
