@@ -56,7 +56,8 @@ class Execution:
         self.control: Control | None = None
         self.enqueue_after_release = False  # set by a background hand-off
         self.hold: Hold | None = None  # the lock hold of the owning execution, when it drives
-        self.history: list[Event] | None = None  # every event of the run, when all are known
+        self.history: list[Event] | None = None  # events written here, when all are known...
+        self.loaded_history: list[bytes] | None = None  # ...after these, read when loaded
         for key, record in steps.items():
             if record.child_inputs != records.NIL and key in plan.levels:
                 self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(record.child_inputs)

@@ -164,11 +164,15 @@ def runnable_claims(ex: Execution) -> bool:
 
 async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str) -> Execution:
     """Lock, then load: read the run (with its claims) only while holding its lock."""
-    stored = await storage.load_run(run_id, claims=True)
+    stored = await storage.load_run(run_id, history=True, claims=True)
     if stored is None:
         raise RunNotFound(run_id, reactor.name)
-    return Execution.from_stored(stored, plan=plan_for(reactor), storage=storage, owner=owner,
-                                 claims=stored.claims or {}, hooks=hooks_for(reactor))
+    ex = Execution.from_stored(stored, plan=plan_for(reactor), storage=storage, owner=owner,
+                               claims=stored.claims or {}, hooks=hooks_for(reactor))
+    if stored.history is not None:  # from here on it knows every event: no reading back
+        ex.loaded_history = stored.history
+        ex.history = []
+    return ex
 
 
 def needs_execution(ex: Execution) -> bool:
@@ -213,7 +217,8 @@ async def snapshot(ex: Execution) -> Run:
     """The run as the execution that just drove it left it (no need to read it back; only
     the history is read when the execution did not see all of it)."""
     if ex.history is not None:
-        history = list(ex.history)
+        earlier = [records.decode_event(raw) for raw in ex.loaded_history or ()]
+        history = (earlier + ex.history)[-ex.storage.history_limit:]
     else:
         history = [records.decode_event(raw) for raw in await ex.storage.history(ex.run_id)]
     return assemble(ex.plan, ex.run_id, ex.reactor, Status(ex.state.status), ex.meta, ex.state,

@@ -148,3 +148,21 @@ async def test_plain_function_is_still_awaitable() -> None:
     assert await orders.reserve("Z", ["a", "b"], "") == "res-Z-2"
     charge = await orders.charge(3.0, "r", True, "")
     assert charge == Charge("ch-r", 3.0)
+
+
+async def test_returned_snapshots_equal_what_storage_holds(storage: rf.Storage) -> None:
+    """run() and continue_() build their snapshot from the execution, not by reading it back:
+    it must be exactly what `get` reads."""
+    from tests.workflows import approvals
+
+    done = await checkout.run(order_id="S1", amount=2.0, items=["a"])
+    assert done == await checkout.get(done.id)
+    failed = await checkout.run(order_id="S2", amount=2.0, items=["a"], fail_at="receipt")
+    assert failed.status is rf.Status.FAILED
+    assert failed == await checkout.get(failed.id)
+    paused = await approvals.approval_flow.run(order_id="S3")
+    assert paused == await approvals.approval_flow.get(paused.id)
+    resumed = await approvals.approval_flow.continue_(paused.id, step="approve",
+                                                      payload={"approved": True, "by": "x"})
+    assert resumed.status is rf.Status.COMPLETED
+    assert resumed == await approvals.approval_flow.get(paused.id)
