@@ -176,10 +176,10 @@ async def _polling_baseline(ctx: Context, flows: object, stamps: redis.Redis) ->
             run = await units.dispatch()
             await asyncio.sleep(random.random())  # a poller's phase is unrelated to the write
             while True:
-                await asyncio.sleep(1.0)
                 raw = await storage.load_step(run.id, "unit")
                 if raw is not None and records.decode_step(raw).status == "completed":
                     break
+                await asyncio.sleep(1.0)
             seen = time.time()
             found.append(seen - float(stamps.hget(written, run.id) or seen))
             await units.wait(run.id, timeout=30)

@@ -193,7 +193,7 @@ async def test_concurrent_continues_accept_exactly_one(storage: rf.Storage) -> N
         for i in range(200):
             tg.start_soon(attempt, i)
     assert outcomes.count("accepted") == 1
-    assert set(outcomes) <= {"accepted", "already", "not paused"}
+    assert outcomes.count("already") == 199  # every other call: AlreadyResumed
     run = await approval_flow.get(paused.id)
     assert run.status is rf.Status.COMPLETED
     assert approvals.LOG.count("ship") == 1
