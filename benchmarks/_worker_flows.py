@@ -60,8 +60,9 @@ def _instrument_worker() -> None:
 
     async def noted_report(storage: Any, run_id: str, key: str, record: Any,
                            events: Any) -> None:
-        _stamps.hset(WRITTEN_KEY, run_id, repr(time.time()))
+        started = time.time()  # noted after the write, so the noting does not delay it
         await report(storage, run_id, key, record, events)
+        _stamps.hset(WRITTEN_KEY, run_id, repr(started))
 
     async def noted_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
         _stamps.hsetnx(STARTED_KEY, run_id, repr(time.time()))

@@ -146,8 +146,11 @@ async def _wakeup(ctx: Context, flows: object, stamps: redis.Redis, url: str) ->
             run = await units.run()
             if run.status is not rf.Status.COMPLETED:
                 raise RuntimeError(f"units run ended {run.status}")
-            write_started = float(stamps.hget(written, run.id) or 0)
-            found.append(run.value - write_started)
+            noted = stamps.hget(written, run.id)
+            while noted is None:  # the worker notes it right after the write
+                await asyncio.sleep(0.001)
+                noted = stamps.hget(written, run.id)
+            found.append(run.value - float(noted))
         ours.append(percentile(found, 50))
         floor.append(percentile(await _pubsub_floor(url, samples), 50))
     mine, base = Spread.of(ours).scaled(1e6), Spread.of(floor).scaled(1e6)
