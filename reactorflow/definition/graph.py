@@ -70,7 +70,6 @@ class Plan:
         self.fingerprint: dict[str, list[str]] = {
             key: [_kind_label(node.spec), *sorted(node.deps)] for key, node in self.nodes.items()
         }
-        self.root_keys = self.levels[""].node_keys
 
     def _build_level(self, reactor: Reactor, level: str, stack: tuple[Reactor, ...]) -> Any:
         if reactor in stack:
@@ -136,9 +135,6 @@ class Plan:
 
     # -- lookups -------------------------------------------------------------------------------
 
-    def result_key(self, node: Node, ref: str) -> str:
-        return join(node.level, ref)
-
     def node_for_path(self, path: Sequence[str]) -> Node | None:
         return self.nodes.get(SEP.join(path))
 
@@ -154,9 +150,6 @@ class Plan:
                 reactor=self.reactor.name,
             )
         return node.spec
-
-    def uses_params(self, node: Node) -> bool:
-        return any(p.source is not Source.DEFAULT for p in node.spec.params)
 
 
 def display_path(key: str) -> str:

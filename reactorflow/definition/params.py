@@ -240,7 +240,6 @@ class HandlerSignature:
     """An undo/compensate handler: first positional slot, then a subset of the step's params."""
 
     fn: Callable[..., Any]
-    takes_first: bool
     names: tuple[str, ...]  # step parameter names it wants, by keyword
     context_name: str | None
 
@@ -286,7 +285,7 @@ def wire_handler(
                 reactor=reactor,
                 step=step,
             )
-    return HandlerSignature(fn, True, tuple(names), context_name)
+    return HandlerSignature(fn, tuple(names), context_name)
 
 
 def wire_subset(

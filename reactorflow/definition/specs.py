@@ -54,10 +54,3 @@ class StepSpec:
     compensate: HandlerSignature | None = None
     interrupt: InterruptOptions | None = None
     child: Reactor | None = field(default=None, compare=False)
-
-    @property
-    def wants_context(self) -> bool:
-        return any(p.source.value == "context" for p in self.params)
-
-    def param_names(self) -> tuple[str, ...]:
-        return tuple(p.name for p in self.params)

@@ -15,7 +15,6 @@ import msgspec
 
 from reactorflow import records
 from reactorflow.definition.graph import Node, Plan, compare_fingerprints
-from reactorflow.definition.specs import StepKind
 from reactorflow.errors import CorruptRecord, DefinitionChanged
 from reactorflow.middleware import Hooks
 from reactorflow.records import Control, Event, RunMeta, RunState, StepRecord
@@ -126,9 +125,6 @@ class Execution:
 
     def node(self, key: str) -> Node:
         return self.plan.nodes[key]
-
-    def interrupt_keys(self) -> list[str]:
-        return [k for k, n in self.plan.nodes.items() if n.kind is StepKind.INTERRUPT]
 
     def close_waiting(self) -> list[str]:
         """Interrupts still waiting when the run stops waiting (cancel, undo, failure): they

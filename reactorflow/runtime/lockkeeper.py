@@ -30,7 +30,6 @@ class Hold:
     owner: str
     ttl: float
     due: float
-    lost: bool = False
     released: bool = False  # the owner's final save released the lock itself
     serial: int = field(default_factory=itertools.count().__next__)
 
@@ -118,7 +117,6 @@ class LockKeeper:
             hold.due = time.monotonic() + min(1.0, hold.ttl / 6)
             return
         if not kept:
-            hold.lost = True
             log.warning("reactorflow.lock.lost run_id=%s owner=%s", hold.run_id, hold.owner)
             self.release(hold)
             return
