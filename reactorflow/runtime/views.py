@@ -64,11 +64,18 @@ def build_run(plan: Plan | None, stored: StoredRun, history: list[bytes]) -> Run
                     events, head.created_at)
 
 
+def _when(event: Event) -> float:
+    return event.at
+
+
 def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
              meta: RunMeta | None, state: RunState, steps: Mapping[str, StepRecord],
              events: list[Event], created_at: float, *,
              values: Mapping[str, Any] | None = None) -> Run:
-    """A `Run` from decoded records (read back from storage, or held by an execution)."""
+    """A `Run` from decoded records (read back from storage, or held by an execution).
+
+    History is in the order events happened: concurrent steps checkpoint over different
+    connections, so the order in which storage appended their events may differ from it."""
     states: dict[str, StepState] = {}
     if plan is not None:
         for key in plan.nodes:
@@ -96,7 +103,7 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
         id=run_id, reactor=reactor, status=status, value=value, error=state.error,
         waiting_on=[waiting_label(k) for k in state.waiting_on] if status in (
             Status.PAUSED, Status.RUNNING) else [],
-        steps=states, history=events,
+        steps=states, history=sorted(events, key=_when),
         created_at=meta.created_at if meta is not None else created_at,
         updated_at=state.updated_at,
         timeout_at=state.timeout_at, halt_reason=state.halt_reason,
