@@ -31,7 +31,7 @@ from benchmarks._context import Context
 from benchmarks._report import Report
 
 ORDER = ("engine_chain", "engine_fanout", "checkpoint_growth", "redis_chain", "dbos_compare",
-         "continue_latency")
+         "continue_latency", "runs_list")
 
 
 def available() -> list[str]:

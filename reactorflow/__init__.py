@@ -38,6 +38,7 @@ from reactorflow.markers import Input, Outcome, Result, StepContext
 from reactorflow.middleware import Middleware, RunEvent, StepEvent
 from reactorflow.records import Event, RollbackFailure, RunError
 from reactorflow.retry import Retry
+from reactorflow.runtime.lookup import get_run, list_runs
 from reactorflow.runtime.sweeper import SweepReport, sweep_once
 from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
 from reactorflow.status import Status, StepStatus
@@ -100,5 +101,7 @@ __all__ = [
     "WaitTimeout",
     "__version__",
     "configure",
+    "get_run",
+    "list_runs",
     "sweep_once",
 ]

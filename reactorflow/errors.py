@@ -133,9 +133,11 @@ class PayloadValidationError(ReactorflowError):
 
 
 class RunNotFound(ReactorflowError):
-    """No run with that id exists for this reactor (or it expired)."""
+    """No run with that id exists for this reactor (or at all, when `reactor` is None; or it
+    expired)."""
 
-    def __init__(self, run_id: str, reactor: str, *, other_reactor: str | None = None,
+    def __init__(self, run_id: str, reactor: str | None = None, *,
+                 other_reactor: str | None = None,
                  correlation_id: str | None = None) -> None:
         if correlation_id is not None:
             message = (
@@ -148,9 +150,10 @@ class RunNotFound(ReactorflowError):
                 "reactor to read it"
             )
         else:
+            whose = f" for reactor {reactor!r}" if reactor is not None else ""
             message = (
-                f"no run {run_id!r} for reactor {reactor!r}: check the id, or it may have expired "
-                "after its retention period"
+                f"no run {run_id!r}{whose}: check the id, or it may have expired after its "
+                "retention period"
             )
         super().__init__(message, run_id=run_id)
         self.reactor = reactor

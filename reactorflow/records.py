@@ -109,6 +109,7 @@ class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):
     idempotency_key: str | None = None
     parent_run: str | None = None  # a run started by an async_reactor step: its parent
     parent_step: str | None = None  # ... and that step's key
+    retried_from: str | None = None  # a run started by `retry`: the run it retries
 
 
 class RunState(msgspec.Struct, omit_defaults=True):

@@ -37,6 +37,7 @@ class Run(msgspec.Struct, frozen=True):
     halt_reason: str | None = None
     cancel_reason: str | None = None
     inputs: Any = None
+    retried_from: str | None = None  # a run started by `retry`: the id of the run it retries
 
     @property
     def ok(self) -> bool:

@@ -69,6 +69,24 @@ class RunMethods:
 
         return await operations.cancel(self._self(), run_id, reason=reason)
 
+    async def retry(self, run_id: str) -> Run:
+        """Start a new run with the inputs of a failed, cancelled or aborted run.
+
+        The new run executes like `run` (or `dispatch` for an `always_dispatch` reactor) and
+        records `retried_from=run_id`; the old run is left untouched.
+
+        Args:
+            run_id: the id of a run of this reactor that is failed, cancelled or aborted.
+
+        Raises:
+            RunNotFound: no such run of this reactor.
+            RunStateError: the run is not failed, cancelled or aborted.
+            InputValidationError: the current inputs type refuses the stored inputs.
+        """
+        from reactorflow.runtime import retrying
+
+        return await retrying.retry(self._self(), run_id)
+
     async def list_runs(self, *, status: str | None = None, limit: int = 50,
                         cursor: str | None = None) -> RunPage:
         """Runs of this reactor, newest first, a page at a time."""

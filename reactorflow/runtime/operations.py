@@ -22,11 +22,12 @@ from reactorflow.errors import (
 )
 from reactorflow.middleware import Hooks
 from reactorflow.records import Control, Event, RunError, RunMeta, RunState
+from reactorflow.runtime import lookup
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import Execution, event, new_state
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
-from reactorflow.runtime.views import assemble, build_run, build_summary
+from reactorflow.runtime.views import assemble, build_run
 from reactorflow.snapshot import Run, RunPage
 from reactorflow.status import Status
 from reactorflow.storage.base import RunHead, Storage
@@ -51,7 +52,8 @@ def hooks_for(reactor: Reactor) -> Hooks:
 
 
 async def start(reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
-                idempotency_key: str | None = None, dispatch: bool = False) -> Run:
+                idempotency_key: str | None = None, dispatch: bool = False,
+                retried_from: str | None = None) -> Run:
     if inputs is not None and fields:
         raise ReactorflowError(
             f"reactor {reactor.name!r}: pass the inputs either as one {_inputs_name(reactor)} or "
@@ -68,7 +70,8 @@ async def start(reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
     dispatch = dispatch or reactor.always_dispatch
     owner = new_owner()
     meta, state, started = await _create(storage, reactor, plan, run_id, value, owner,
-                                         idempotency_key=idempotency_key, handed_off=dispatch)
+                                         idempotency_key=idempotency_key, handed_off=dispatch,
+                                         retried_from=retried_from)
     if dispatch:
         await _release(storage, run_id, owner)  # save before release: the run is stored
         handed = assemble(plan, run_id, reactor.name, Status.RUNNING, meta, state, {},
@@ -85,12 +88,13 @@ async def start(reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
 
 async def _create(storage: Storage, reactor: Reactor, plan: Plan, run_id: str, value: Any,
                   owner: str, *, idempotency_key: str | None = None, handed_off: bool = False,
-                  parent: tuple[str, str] | None = None) -> tuple[RunMeta, RunState, Event]:
+                  parent: tuple[str, str] | None = None,
+                  retried_from: str | None = None) -> tuple[RunMeta, RunState, Event]:
     """Store a new run and take its lock for `owner` (`RunExists` if the id is taken)."""
     now = time.time()
     meta = RunMeta(records.SCHEMA_VERSION, run_id, reactor.name, now, records.raw(value),
                    plan.fingerprint, idempotency_key, parent[0] if parent else None,
-                   parent[1] if parent else None)
+                   parent[1] if parent else None, retried_from)
     state = new_state(Status.RUNNING)
     state.handed_off = handed_off
     started = event("run.started")
@@ -252,13 +256,6 @@ async def head_of(reactor: Reactor, storage: Storage, run_id: str) -> RunHead:
     return head
 
 
-def _plan_or_none(reactor: Reactor) -> Plan | None:
-    try:
-        return plan_for(reactor)
-    except ReactorflowError:
-        return None
-
-
 async def get(reactor: Reactor, run_id: str) -> Run:
     if not isinstance(run_id, str) or not run_id:
         raise RunNotFound(str(run_id), reactor.name)
@@ -268,7 +265,7 @@ async def get(reactor: Reactor, run_id: str) -> Run:
         raise RunNotFound(run_id, reactor.name)
     if stored.head.reactor != reactor.name:
         raise RunNotFound(run_id, reactor.name, other_reactor=stored.head.reactor)
-    return build_run(_plan_or_none(reactor), stored, stored.history or [])
+    return build_run(lookup.plan_or_none(reactor), stored, stored.history or [])
 
 
 def recheck_interval(timeout: float | None) -> float:
@@ -299,18 +296,8 @@ async def wait(reactor: Reactor, run_id: str, *, timeout: float | None = None) -
 
 async def list_runs(reactor: Reactor, *, status: str | None, limit: int,
                     cursor: str | None) -> RunPage:
-    if status is not None:
-        try:
-            status = Status(status)
-        except ValueError:
-            raise ReactorflowError(
-                f"list_runs(status={status!r}): not a status; use one of "
-                f"{', '.join(s.value for s in Status)}"
-            ) from None
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-        raise ReactorflowError(f"list_runs(limit={limit!r}): use a whole number from 1 to 1000")
-    page = await config.current_storage().list_runs(reactor.name, status, limit, cursor)
-    return RunPage([build_summary(head) for head in page.heads], page.next_cursor)
+    return await lookup.list_runs(reactor=reactor.name, status=status, limit=limit,
+                                  cursor=cursor)
 
 
 # -- undo and cancel -----------------------------------------------------------------------------

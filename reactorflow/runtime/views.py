@@ -108,6 +108,7 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
         updated_at=state.updated_at,
         timeout_at=state.timeout_at, halt_reason=state.halt_reason,
         cancel_reason=state.cancel_reason, inputs=inputs,
+        retried_from=meta.retried_from if meta is not None else None,
     )
 
 

@@ -255,12 +255,12 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     async def list_runs(
-        self, reactor: str, status: str | None, limit: int, cursor: str | None
+        self, reactor: str | None, status: str | None, limit: int, cursor: str | None
     ) -> RunPageData:
-        """Runs of a reactor, newest first (by `created_at`, then run id), optionally of one
-        status, from the index. `cursor` is a `next_cursor` of an earlier call (None for the
-        first page); pages neither repeat nor skip runs. Another string raises
-        `ReactorflowError`."""
+        """Runs of a reactor (of every reactor when `reactor` is None), newest first (by
+        `created_at`, then run id), optionally of one status, from the indexes (never a
+        keyspace scan). `cursor` is a `next_cursor` of an earlier call (None for the first
+        page); pages neither repeat nor skip runs. Another string raises `ReactorflowError`."""
 
     @abc.abstractmethod
     async def scan_units(self, limit: int) -> list[UnitLiveness]:

@@ -328,12 +328,14 @@ class MemoryStorage(Storage):
 
     # -- listing and sweeping ------------------------------------------------------------------
 
-    async def list_runs(self, reactor: str, status: str | None, limit: int,
+    async def list_runs(self, reactor: str | None, status: str | None, limit: int,
                         cursor: str | None) -> RunPageData:
         now = time.monotonic()
         after = decode_cursor(cursor)
         with self._mutex:
-            entries = sorted(self._by_reactor.get(reactor, {}).items(),
+            indexes = (list(self._by_reactor.values()) if reactor is None
+                       else [self._by_reactor.get(reactor, {})])
+            entries = sorted((item for index in indexes for item in index.items()),
                              key=lambda item: (item[1], item[0]), reverse=True)
             heads: list[RunHead] = []
             for run_id, created in entries:

@@ -42,6 +42,7 @@ from reactorflow.storage.base import (
 from reactorflow.storage.paging import decode_cursor, encode_cursor
 from reactorflow.storage.redis_conn import Args, LoopClient, RedisConnector
 from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys, safe_url
+from reactorflow.storage.redis_paging import IndexReader, Taken, newest_first
 
 PRUNE_BATCH = 100
 """Index members per index that `scan_status` checks, oldest first, for runs that expired."""
@@ -334,44 +335,37 @@ class RedisStorage(Storage):
 
     # -- listing and sweeping ------------------------------------------------------------------
 
-    async def list_runs(self, reactor: str, status: str | None, limit: int,
+    async def list_runs(self, reactor: str | None, status: str | None, limit: int,
                         cursor: str | None) -> RunPageData:
         after = decode_cursor(cursor)
-        index = (self._keys.by_reactor(reactor) if status is None
-                 else self._keys.by_status(reactor, status))
-        batch = min(max(2 * (limit + 1), 32), 1000)
-        top: float | str = "+inf" if after is None else after[0]
-        offset = 0  # entries already seen whose score equals `top` (ties on created_at)
-        heads: list[RunHead] = []
-        stale: _Stale = []
         conn = await self._redis.get()
+        stale: _Stale = []
         with self._errors():
-            while len(heads) <= limit:
-                rows: list[Any] = await conn.client.zrevrangebyscore(
-                    index, top, "-inf", start=offset, num=batch, withscores=True)
-                if not rows:
-                    break
-                members = [(_text(m), float(s)) for m, s in rows]
-                fresh = [m for m, s in members if after is None or (s, m) < after]
-                heads += await self._verified(conn, index, fresh, reactor, status, stale)
-                last = members[-1][1]
-                offset = (offset + len(members) if last == top
-                          else sum(1 for _, s in members if s == last))
-                top = last
+            reactors = ([reactor] if reactor is not None else
+                        sorted(_text(r) for r in await conn.client.smembers(self._keys.reactors())))
+            readers = [IndexReader(self._keys.by_reactor(name) if status is None
+                                   else self._keys.by_status(name, status), name, after)
+                       for name in reactors]
+
+            async def verify(taken: list[Taken]) -> list[RunHead]:
+                return await self._verified(conn, taken, status, stale)
+
+            heads = await newest_first(conn.client, readers, limit + 1, verify)
             await self._drop(conn, stale)
         more = len(heads) > limit
         heads = heads[:limit]
         next_cursor = encode_cursor(heads[-1].created_at, heads[-1].run_id) if more else None
         return RunPageData(heads, next_cursor)
 
-    async def _verified(self, conn: LoopClient, index: str, run_ids: list[str], reactor: str,
-                        status: str | None, stale: _Stale) -> list[RunHead]:
-        """The heads of `run_ids` whose record matches the index; the others go to `stale`."""
+    async def _verified(self, conn: LoopClient, taken: list[Taken], status: str | None,
+                        stale: _Stale) -> list[RunHead]:
+        """The heads of the taken index members whose record matches the index; the others go
+        to `stale`."""
         pipe = conn.client.pipeline(transaction=False)
-        for run_id in run_ids:
+        for _, _, run_id in taken:
             pipe.hmget(self._keys.run(run_id), HEAD_FIELDS)
         heads: list[RunHead] = []
-        for run_id, values in zip(run_ids, await pipe.execute(), strict=True):
+        for (index, reactor, run_id), values in zip(taken, await pipe.execute(), strict=True):
             head = self._head(run_id, values)
             if head is None or head.reactor != reactor or (status and head.status != status):
                 stale.append((index, run_id))

@@ -447,13 +447,15 @@ async def test_history_keeps_the_newest_events_up_to_the_limit(
 # -- listing and sweeping ----------------------------------------------------------------------
 
 
-async def _pages(storage: Storage, reactor: str, status: str | None, limit: int) -> list[str]:
+async def _pages(storage: Storage, reactor: str | None, status: str | None,
+                 limit: int) -> list[str]:
+    """Every page of a listing (of every reactor when `reactor` is None), checked as it goes."""
     seen: list[str] = []
     cursor: str | None = None
     for _ in range(100):
         page = await storage.list_runs(reactor, status, limit, cursor)
         assert len(page.heads) <= limit
-        assert all(h.reactor == reactor for h in page.heads)
+        assert reactor is None or all(h.reactor == reactor for h in page.heads)
         assert status is None or all(h.status == status for h in page.heads)
         seen += [h.run_id for h in page.heads]
         if page.next_cursor is None:
@@ -496,6 +498,33 @@ async def test_list_runs_pages_through_many_runs_created_at_the_same_time(
     pages = await _pages(storage, reactor, None, 5)
     assert pages[:45] == sorted(runs, reverse=True)
     assert len(pages) == 46 and len(set(pages)) == 46
+
+
+async def test_list_runs_of_every_reactor_merges_them_newest_first(storage: Storage) -> None:
+    created = [(100.0, "a"), (101.0, "b"), (101.0, "a"), (101.0, "c"), (102.0, "b"),
+               (103.0, "a"), (103.0, "c"), (104.0, "c"), (105.0, "a")]
+    runs = [(at, await new_run(storage, reactor=f"merge-{name}", created_at=at))
+            for at, name in created]
+    completed = {run_id for _, run_id in runs[::3]}
+    for run_id in completed:
+        await storage.save_state(run_id, OWNER, status="completed", previous_status="running",
+                                 state=b"done")
+    expected = [r for _, r in sorted(runs, reverse=True)]
+    for limit in (1, 2, 4, 20):
+        assert await _pages(storage, None, None, limit) == expected
+        assert await _pages(storage, None, "completed", limit) == [
+            r for r in expected if r in completed]
+        assert await _pages(storage, None, "running", limit) == [
+            r for r in expected if r not in completed]
+    assert await _pages(storage, None, "paused", 3) == []
+    page = await storage.list_runs(None, None, 2, None)
+    assert [(h.reactor, h.created_at) for h in page.heads] == [("merge-a", 105.0),
+                                                               ("merge-c", 104.0)]
+
+
+async def test_list_runs_of_every_reactor_is_empty_without_runs(storage: Storage) -> None:
+    page = await storage.list_runs(None, None, 10, None)
+    assert page.heads == [] and page.next_cursor is None
 
 
 async def test_list_runs_rejects_a_foreign_cursor(storage: Storage) -> None:

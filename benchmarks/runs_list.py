@@ -1,0 +1,106 @@
+"""`rf.list_runs` (what `reactorflow runs list` and the dashboard call) over 100,000 stored runs
+on Redis: the first page across every reactor, the first page of one reactor and status, and a
+page deep in the list (from a cursor), against the floor of the same reads done by hand (one
+ZREVRANGE of one index plus one pipelined HMGET of the page's run heads) in the same run."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import redis.asyncio
+
+import reactorflow as rf
+from benchmarks._context import Context
+from benchmarks._report import Spread, settle
+from reactorflow import records
+from reactorflow.runtime.execution import new_state
+from reactorflow.status import Status
+from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
+
+TITLE = "runs list (rf.list_runs) over 100,000 stored runs on Redis vs a hand-written read"
+NEEDS_REDIS = True
+TARGET_MS = 100.0
+PAGE = 50
+REACTORS = ("orders", "billing", "shipping", "emails")
+STATUSES = (Status.COMPLETED, Status.COMPLETED, Status.FAILED, Status.PAUSED, Status.CANCELLED)
+
+
+async def _fill(storage: rf.RedisStorage, count: int) -> None:
+    """Store `count` runs spread over the reactors and statuses (untimed)."""
+    started = time.time() - count * 0.01
+
+    async def one(i: int) -> None:
+        reactor = REACTORS[i % len(REACTORS)]
+        status = STATUSES[i % len(STATUSES)]
+        run_id = f"{int((started + i * 0.01) * 1000):012x}{i:012x}"
+        meta = records.RunMeta(records.SCHEMA_VERSION, run_id, reactor, started + i * 0.01,
+                               records.raw({"order": i, "item": "tea"}), {})
+        await storage.create_run(run_id, reactor=reactor, status=status,
+                                 meta=records.encode(meta),
+                                 state=records.encode(new_state(status)),
+                                 created_at=meta.created_at, owner="bench", lock_ttl=60.0)
+
+    for start in range(0, count, 500):
+        await asyncio.gather(*(one(i) for i in range(start, min(count, start + 500))))
+
+
+async def run(ctx: Context) -> None:
+    report = ctx.report
+    server = ctx.redis()
+    storage = ctx.redis_storage("runs-list")
+    rf.configure(storage=storage)
+    count = ctx.pick(full=100_000, quick=10_000)
+    calls = ctx.pick(full=50, quick=10)
+    began = time.perf_counter()
+    await _fill(storage, count)
+    report.note(f"{count:,} runs over {len(REACTORS)} reactors and {len(set(STATUSES))} "
+                f"statuses stored in {time.perf_counter() - began:.1f} s (untimed); "
+                f"{ctx.reps} repetitions x {calls} calls, pages of {PAGE}")
+    keys = RedisKeys(ctx.namespace(storage))
+    client = redis.asyncio.Redis.from_url(server.url)
+    middle = await rf.list_runs(limit=1000)
+    for _ in range(count // 2 // 1000 - 1):
+        middle = await rf.list_runs(limit=1000, cursor=middle.next_cursor)
+    deep = middle.next_cursor
+
+    async def floor() -> None:
+        ids = await client.zrevrange(keys.by_reactor(REACTORS[0]), 0, PAGE - 1)
+        pipe = client.pipeline(transaction=False)
+        for run_id in ids:
+            pipe.hmget(keys.run(run_id.decode()), HEAD_FIELDS)
+        await pipe.execute()
+
+    subjects = {
+        "rf.list_runs(limit=50): every reactor": lambda: rf.list_runs(limit=PAGE),
+        "rf.list_runs(reactor=, status='failed', limit=50)":
+            lambda: rf.list_runs(reactor=REACTORS[0], status="failed", limit=PAGE),
+        f"rf.list_runs(cursor at run {count // 2:,})":
+            lambda: rf.list_runs(limit=PAGE, cursor=deep),
+        "baseline: ZREVRANGE + pipelined HMGET x 50": floor,
+    }
+    timings: dict[str, list[float]] = {name: [] for name in subjects}
+    try:
+        for fn in subjects.values():  # warm-up (scripts, connections)
+            await fn()
+        first = await rf.list_runs(limit=PAGE)
+        if len(first.runs) != PAGE or first.next_cursor is None:
+            report.error(f"first page has {len(first.runs)} runs")
+            return
+        for _ in range(ctx.reps):
+            settle()
+            for name, fn in subjects.items():
+                start = time.perf_counter()
+                for _ in range(calls):
+                    await fn()
+                timings[name].append((time.perf_counter() - start) / calls)
+    finally:
+        await client.aclose()
+    ms = 1e3
+    for name, values in timings.items():
+        report.row(name, Spread.of(values).scaled(ms), "ms")
+    worst = max(Spread.of(v).median for n, v in timings.items() if n.startswith("rf.")) * ms
+    floor_ms = Spread.of(timings["baseline: ZREVRANGE + pipelined HMGET x 50"]).median * ms
+    report.verdict(f"first page <= {TARGET_MS:g} ms with {count:,} runs", worst <= TARGET_MS,
+                   f"slowest rf.list_runs page {worst:.2f} ms; hand-written floor "
+                   f"{floor_ms:.2f} ms")
