@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
 
+import pytest
+
 import reactorflow as rf
+
+RUN_NAMESPACE = f"rftest{uuid.uuid4().hex[:8]}"
+"""Every Redis key (and Dramatiq queue) this test run writes starts with this; the suite deletes
+exactly these keys at the end and never flushes a database."""
+
+
+def redis_namespace(tag: str = "t") -> str:
+    """A RedisStorage namespace of one test's own, inside this run's `RUN_NAMESPACE`."""
+    return f"{RUN_NAMESPACE}-{tag}{uuid.uuid4().hex[:10]}"
+
+
+def needs_service(executable: str, package: str) -> pytest.MarkDecorator:
+    """Skip a lane whose service no Python package can ship, saying what to install."""
+    return pytest.mark.skipif(
+        shutil.which(executable) is None,
+        reason=f"{executable} is not on PATH: install it (apt-get install {package})")
 
 
 def unique(name: str) -> str:

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import config
+from tests.helpers import redis_namespace
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = "tests.workflows.durable"
@@ -39,7 +39,7 @@ class Shared:
 @pytest.fixture
 async def shared(redis_url: str) -> AsyncIterator[Shared]:
     """A fresh Redis namespace, configured in this process as subprocesses configure it."""
-    namespace = f"rec{uuid.uuid4().hex[:10]}"
+    namespace = redis_namespace("rec")
     storage = rf.RedisStorage.from_url(redis_url, namespace=namespace)
     rf.configure(storage=storage, lock_ttl=1.0, stall_timeout=0.5)
     try:

@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 import reactorflow as rf
 from reactorflow import config, records
 from reactorflow.storage.redis_keys import RedisKeys
-from tests.helpers import unique
+from tests.helpers import redis_namespace, unique
 
 VANDAL = "vandal"
 GARBAGE = b"\xc1 not msgpack"  # 0xc1 is never valid MessagePack
@@ -196,7 +196,7 @@ async def test_paused_run_with_corrupt_state_does_not_crash_the_sweep(
 @pytest.fixture
 async def redis_storage(redis_url: str) -> AsyncIterator[tuple[rf.RedisStorage, RedisKeys,
                                                                aioredis.Redis]]:
-    namespace = unique("corrupt")
+    namespace = redis_namespace("corrupt")
     storage = rf.RedisStorage.from_url(redis_url, namespace=namespace)
     rf.configure(storage=storage)
     client = aioredis.Redis.from_url(redis_url)

@@ -22,15 +22,29 @@ DEDICATED_DB = 5
 
 @pytest.fixture
 async def db5_url(redis_url: str) -> AsyncIterator[str]:
-    """The suite's Redis on a database of this test's own, flushed before and after."""
+    """The suite's Redis on another database, in the default namespace ("rf"). The test's own
+    reactor's runs are deleted before and after, and nothing else (the Redis may be shared)."""
     url = urlunsplit(urlsplit(redis_url)._replace(path=f"/{DEDICATED_DB}"))
     client = aioredis.Redis.from_url(url)
     try:
-        await client.flushdb()
+        await _forget_reactor(client, "rf", env_flow.name)
         yield url
     finally:
-        await client.flushdb()
+        await _forget_reactor(client, "rf", env_flow.name)
         await client.aclose()
+
+
+async def _forget_reactor(client: aioredis.Redis, ns: str, reactor: str) -> None:
+    """Delete every run of `reactor` in namespace `ns` (its keys and index entries)."""
+    indexes = [key async for key in client.scan_iter(match=f"{ns}:idx:*:{reactor}")]
+    run_ids = {member.decode() for key in indexes for member in await client.zrange(key, 0, -1)}
+    for run_id in run_ids:
+        keys = [key async for key in client.scan_iter(match=f"{ns}:*{{{run_id}}}*")]
+        if keys:
+            await client.delete(*keys)
+    if indexes:
+        await client.delete(*indexes)
+    await client.srem(f"{ns}:reactors", reactor)
 
 
 @pytest.mark.slow

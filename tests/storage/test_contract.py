@@ -23,6 +23,7 @@ from reactorflow.errors import LockLost, ReactorflowError, StorageConnectionErro
 from reactorflow.storage.base import ClaimResult, Storage
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
+from tests.helpers import redis_namespace
 
 OWNER = "owner-1"
 OTHER = "owner-2"
@@ -56,7 +57,7 @@ async def factory(request: pytest.FixtureRequest) -> AsyncIterator[Callable[...,
         if request.param == "memory":
             backend = MemoryStorage(**options)
         else:
-            backend = RedisStorage.from_url(url, namespace=f"t{uuid.uuid4().hex[:10]}", **options)
+            backend = RedisStorage.from_url(url, namespace=redis_namespace(), **options)
         made.append(backend)
         return backend
 
@@ -658,7 +659,7 @@ async def test_one_storage_serves_several_threads_and_loops(storage: Storage) ->
 
 @pytest.fixture
 async def redis_storage(redis_url: str) -> AsyncIterator[RedisStorage]:
-    backend = RedisStorage.from_url(redis_url, namespace=f"t{uuid.uuid4().hex[:10]}")
+    backend = RedisStorage.from_url(redis_url, namespace=redis_namespace())
     try:
         yield backend
     finally:
@@ -834,7 +835,7 @@ async def test_redis_a_replayed_write_is_applied_once(redis_storage: RedisStorag
 
 async def test_redis_loops_that_end_close_their_connections(
         redis_url: str, raw: redis.asyncio.Redis) -> None:
-    backend = RedisStorage.from_url(redis_url, namespace=f"t{uuid.uuid4().hex[:10]}")
+    backend = RedisStorage.from_url(redis_url, namespace=redis_namespace())
     name_before = len(await raw.client_list())
 
     def use() -> None:

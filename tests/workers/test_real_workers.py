@@ -10,32 +10,30 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import pytest
-from dramatiq.brokers.redis import RedisBroker
 
 import reactorflow as rf
 from reactorflow import config
 from reactorflow.workers.broker import actors_for, send
+from tests.helpers import redis_namespace
 from tests.workflows import background as bg
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _url(base: str, db: int) -> str:
-    return base.rsplit("/", 1)[0] + f"/{db}"
-
-
 class Workers:
     """`reactorflow worker tests.workflows.background` in its own process group."""
 
-    def __init__(self, url: str, log: Path, gates: Path, lock_ttl: float = 2.0) -> None:
-        env = dict(os.environ, REACTORFLOW_REDIS_URL=url, PYTHONPATH=str(ROOT),
-                   **{bg.LOG_ENV: str(log), bg.GATE_ENV: str(gates),
-                      bg.LOCK_TTL_ENV: str(lock_ttl)})
+    def __init__(self, lane: Shared, gates: Path, lock_ttl: float = 2.0) -> None:
+        env = dict(os.environ, REACTORFLOW_REDIS_URL=lane.url, PYTHONPATH=str(ROOT),
+                   **{bg.LOG_ENV: str(lane.log), bg.GATE_ENV: str(gates),
+                      bg.LOCK_TTL_ENV: str(lock_ttl), bg.NAMESPACE_ENV: lane.namespace})
+        log = lane.log
         self.stderr = log.with_suffix(".stderr").open("a")  # the workers' logs, for debugging
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "reactorflow", "worker", "tests.workflows.background",
@@ -58,10 +56,13 @@ class Workers:
         self.kill()
 
 
-def _flush(url: str) -> None:
-    import redis
+@dataclass(frozen=True)
+class Shared:
+    """The lane's Redis, its own key namespace (storage and queues), and the notes file."""
 
-    redis.Redis.from_url(url).flushdb()
+    url: str
+    namespace: str
+    log: Path
 
 
 @pytest.fixture
@@ -73,26 +74,23 @@ def gates(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def shared(redis_url: str, tmp_path: Path, gates: Path,
-                 monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[str, Path]]:
-    """Storage and broker on a Redis database of this lane's own, as the workers see them."""
-    url = _url(redis_url, 3)
-    _flush(url)
-    log = tmp_path / "notes.log"
-    monkeypatch.setenv(bg.LOG_ENV, str(log))
+                 monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Shared]:
+    """Storage and broker in a key namespace of this test's own, as the workers see them."""
+    lane = Shared(redis_url, redis_namespace("workers"), tmp_path / "notes.log")
+    monkeypatch.setenv(bg.LOG_ENV, str(lane.log))
     monkeypatch.setenv(bg.GATE_ENV, str(gates))
-    storage = rf.RedisStorage.from_url(url)
-    rf.configure(storage=storage, broker=RedisBroker(url=url), lock_ttl=2.0, stall_timeout=0.5)
+    storage, broker = bg.namespaced(lane.url, lane.namespace)
+    rf.configure(storage=storage, broker=broker, lock_ttl=2.0, stall_timeout=0.5)
     try:
-        yield url, log
+        yield lane
     finally:
         config.reset()
         await storage.aclose()
 
 
 @pytest.fixture
-def workers(shared: tuple[str, Path], gates: Path) -> Iterator[Workers]:
-    url, log = shared
-    started = Workers(url, log, gates)
+def workers(shared: Shared, gates: Path) -> Iterator[Workers]:
+    started = Workers(shared, gates)
     yield started
     started.stop()
 
@@ -103,10 +101,10 @@ async def _ready(workers: Workers) -> None:
     await bg.dispatched.wait(run.id, timeout=30)
 
 
-async def test_dispatch_and_wait_across_processes(shared: tuple[str, Path],
+async def test_dispatch_and_wait_across_processes(shared: Shared,
                                                   workers: Workers) -> None:
     await _ready(workers)
-    _, log = shared
+    log = shared.log
     run = await bg.dispatched.dispatch()
     assert run.status is rf.Status.RUNNING
     done = await bg.dispatched.wait(run.id, timeout=20)
@@ -115,10 +113,10 @@ async def test_dispatch_and_wait_across_processes(shared: tuple[str, Path],
     assert ran_in and os.getpid() not in ran_in
 
 
-async def test_hand_off_runs_the_rest_in_the_worker(shared: tuple[str, Path],
+async def test_hand_off_runs_the_rest_in_the_worker(shared: Shared,
                                                     workers: Workers) -> None:
     await _ready(workers)
-    _, log = shared
+    log = shared.log
     run = await bg.handoff.run()
     assert run.status is rf.Status.RUNNING
     done = await bg.handoff.wait(run.id, timeout=20)
@@ -128,10 +126,10 @@ async def test_hand_off_runs_the_rest_in_the_worker(shared: tuple[str, Path],
     assert bg.notes(log).count("h2") == 1 and bg.notes(log).count("h3") == 1
 
 
-async def test_async_step_reader_waits_for_the_worker(shared: tuple[str, Path],
+async def test_async_step_reader_waits_for_the_worker(shared: Shared,
                                                       workers: Workers) -> None:
     await _ready(workers)
-    _, log = shared
+    log = shared.log
     run = await bg.units.run(order_id="R1")
     assert run.status is rf.Status.COMPLETED
     assert os.getpid() not in bg.pids(log, "send_email attempt 1")
@@ -141,10 +139,10 @@ async def test_async_step_reader_waits_for_the_worker(shared: tuple[str, Path],
     assert bg.notes(log).count("unsend ConnectionError") == 1
 
 
-async def test_resume_in_background_completes_in_the_worker(shared: tuple[str, Path],
+async def test_resume_in_background_completes_in_the_worker(shared: Shared,
                                                             workers: Workers) -> None:
     await _ready(workers)
-    _, log = shared
+    log = shared.log
     paused = await bg.late.run()
     handed = await bg.late.continue_(paused.id, step="approve", payload={"ok": True})
     assert handed.status is rf.Status.RUNNING
@@ -153,10 +151,10 @@ async def test_resume_in_background_completes_in_the_worker(shared: tuple[str, P
     assert os.getpid() not in bg.pids(log, "after_pause")
 
 
-async def test_duplicate_and_stray_messages_change_nothing(shared: tuple[str, Path],
+async def test_duplicate_and_stray_messages_change_nothing(shared: Shared,
                                                            workers: Workers) -> None:
     await _ready(workers)
-    _, log = shared
+    log = shared.log
     done = await bg.handoff.run()
     done = await bg.handoff.wait(done.id, timeout=20)
     paused = await bg.late.run()
@@ -174,10 +172,10 @@ async def test_duplicate_and_stray_messages_change_nothing(shared: tuple[str, Pa
     assert bg.notes(log).count("h2") == 1 and bg.notes(log).count("h3") == 1
 
 
-async def test_killed_worker_is_recovered_by_the_sweeper(shared: tuple[str, Path],
+async def test_killed_worker_is_recovered_by_the_sweeper(shared: Shared,
                                                          gates: Path) -> None:
-    url, log = shared
-    first = Workers(url, log, gates, lock_ttl=1.0)
+    log = shared.log
+    first = Workers(shared, gates, lock_ttl=1.0)
     second: Workers | None = None
     try:
         await _ready(first)
@@ -188,7 +186,7 @@ async def test_killed_worker_is_recovered_by_the_sweeper(shared: tuple[str, Path
         first.kill()  # SIGKILL mid-step: no chance to write anything
         (gates / "k2").touch()
         await anyio.sleep(1.6)  # past the lock TTL and the stall timeout
-        second = Workers(url, log, gates, lock_ttl=1.0)
+        second = Workers(shared, gates, lock_ttl=1.0)
         report = await rf.sweep_once()
         assert run.id in report.enqueued
         done = await bg.killable.wait(run.id, timeout=30)
@@ -204,16 +202,16 @@ async def test_killed_worker_is_recovered_by_the_sweeper(shared: tuple[str, Path
             second.stop()
 
 
-async def test_sweeper_hands_a_lost_async_unit_to_workers(shared: tuple[str, Path],
+async def test_sweeper_hands_a_lost_async_unit_to_workers(shared: Shared,
                                                           gates: Path) -> None:
     """A unit whose job never reached a worker (its dispatcher died after the marker) runs
     again when swept, exactly once."""
-    url, log = shared
+    log = shared.log
     run = await bg.fire_and_forget.run(order_id="L1")  # no worker yet: the unit stays queued
     assert run.steps["background_mail"].status == "running"
-    _flush_queue(url)  # the job is lost
+    _flush_queue(shared)  # the job is lost
     await anyio.sleep(0.6)
-    workers = Workers(url, log, gates)
+    workers = Workers(shared, gates)
     try:
         report = await rf.sweep_once()
         assert f"{run.id}:background_mail" in report.enqueued
@@ -226,12 +224,16 @@ async def test_sweeper_hands_a_lost_async_unit_to_workers(shared: tuple[str, Pat
         workers.stop()
 
 
-def _flush_queue(url: str) -> None:
+def _flush_queue(lane: Shared) -> None:
+    """Drop every queued job of this lane (its queues only)."""
     import redis
 
-    client = redis.Redis.from_url(url)
-    for key in client.keys("dramatiq:*"):
-        client.delete(key)
+    client = redis.Redis.from_url(lane.url)
+    try:
+        for key in client.scan_iter(match=f"{lane.namespace}-dramatiq:*"):
+            client.delete(key)
+    finally:
+        client.close()
 
 
 def test_worker_refuses_to_start_without_a_shared_broker(tmp_path: Path) -> None:

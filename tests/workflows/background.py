@@ -19,8 +19,24 @@ LOG_ENV = "REACTORFLOW_TEST_LOG"
 GATE_ENV = "REACTORFLOW_TEST_GATE"
 LOCK_TTL_ENV = "REACTORFLOW_TEST_LOCK_TTL"
 
+NAMESPACE_ENV = "REACTORFLOW_TEST_NAMESPACE"
+
 if os.environ.get(LOCK_TTL_ENV):  # worker subprocesses of the tests: a short lock TTL
     rf.configure(lock_ttl=float(os.environ[LOCK_TTL_ENV]), stall_timeout=0.5)
+
+
+def namespaced(url: str, namespace: str) -> tuple[rf.Storage, object]:
+    """Storage and broker confined to `namespace` (keys `<namespace>:*`, queues
+    `<namespace>-dramatiq:*`), as the tests and their worker subprocesses share them."""
+    from dramatiq.brokers.redis import RedisBroker
+
+    return (rf.RedisStorage.from_url(url, namespace=namespace),
+            RedisBroker(url=url, namespace=f"{namespace}-dramatiq"))
+
+
+if os.environ.get(NAMESPACE_ENV) and os.environ.get("REACTORFLOW_REDIS_URL"):
+    _storage, _broker = namespaced(os.environ["REACTORFLOW_REDIS_URL"], os.environ[NAMESPACE_ENV])
+    rf.configure(storage=_storage, broker=_broker)
 
 
 def note(line: str) -> None:
