@@ -14,8 +14,19 @@ StepLabel = str | tuple[str, ...]
 """How an interrupt is named: a bare name at the root, a path tuple inside composed children."""
 
 
+SHOWN_ID_LIMIT = 80
+"""Characters of a caller-supplied id a message shows (the error's field keeps it whole)."""
+
+
 def _key(label: StepLabel) -> str:
     return label if isinstance(label, str) else ".".join(label)
+
+
+def shown(value: str) -> str:
+    """`value` quoted for a message, cut to `SHOWN_ID_LIMIT` characters (saying how long)."""
+    if len(value) <= SHOWN_ID_LIMIT:
+        return repr(value)
+    return f"{value[:SHOWN_ID_LIMIT]!r}... ({len(value)} characters)"
 
 
 class ReactorflowError(Exception):
@@ -141,19 +152,19 @@ class RunNotFound(ReactorflowError):
                  correlation_id: str | None = None) -> None:
         if correlation_id is not None:
             message = (
-                f"no run of reactor {reactor!r} registered correlation id {correlation_id!r}: "
-                "the run has not reached that interrupt yet, or it expired"
+                f"no run of reactor {reactor!r} registered correlation id {shown(correlation_id)}:"
+                " the run has not reached that interrupt yet, or it expired"
             )
         elif other_reactor is not None:
             message = (
-                f"run {run_id!r} belongs to reactor {other_reactor!r}, not {reactor!r}; use that "
-                "reactor to read it"
+                f"run {shown(run_id)} belongs to reactor {other_reactor!r}, not {reactor!r}; use "
+                "that reactor to read it"
             )
         else:
             whose = f" for reactor {reactor!r}" if reactor is not None else ""
             message = (
-                f"no run {run_id!r}{whose}: check the id, or it may have expired after its "
-                "retention period"
+                f"no run {shown(run_id)}{whose}: check the id, or it may have expired after "
+                "its retention period"
             )
         super().__init__(message, run_id=run_id)
         self.reactor = reactor
@@ -322,8 +333,8 @@ class StorageConnectionError(StorageError):
 
     def __init__(self, url: str, reason: str, *, cause: BaseException | None = None) -> None:
         super().__init__(
-            f"cannot reach storage at {url}: {reason}. Check that the server is running and the "
-            "URL is right.",
+            f"cannot reach storage at {url}: {reason.rstrip('. ')}. Check that the server is "
+            "running and the URL is right.",
             cause=cause,
         )
         self.url = url

@@ -22,13 +22,34 @@ loops at once.
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from enum import Enum
 
+from reactorflow.errors import ConfigurationError
+
 DEFAULT_RETENTION = 7 * 24 * 3600.0
 DEFAULT_HISTORY_LIMIT = 1000
+
+
+def check_seconds(backend: str, name: str, value: object) -> float:
+    """`value` as a finite number of seconds > 0, or `ConfigurationError` naming `name`."""
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or value <= 0):
+        raise ConfigurationError(
+            f"{backend}({name}={value!r}): {name} must be a finite number of seconds > 0",
+            option=name)
+    return float(value)
+
+
+def check_count(backend: str, name: str, value: object) -> int:
+    """`value` as a whole number >= 1, or `ConfigurationError` naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(
+            f"{backend}({name}={value!r}): {name} must be a whole number >= 1", option=name)
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +127,21 @@ class Storage(abc.ABC):
 
     retention: float = DEFAULT_RETENTION
     history_limit: int = DEFAULT_HISTORY_LIMIT
+
+    def __init__(self, *, retention: float = DEFAULT_RETENTION,
+                 history_limit: int = DEFAULT_HISTORY_LIMIT) -> None:
+        """Validate and keep the options every backend shares.
+
+        Args:
+            retention: seconds a run is kept after its last write (finite, > 0).
+            history_limit: events kept per run, the newest (a whole number >= 1).
+
+        Raises:
+            ConfigurationError: a value out of range; the message names the parameter.
+        """
+        backend = type(self).__name__
+        self.retention = check_seconds(backend, "retention", retention)
+        self.history_limit = check_count(backend, "history_limit", history_limit)
 
     # -- runs ----------------------------------------------------------------------------------
 

@@ -2,6 +2,10 @@
 
 It stores encoded bytes exactly as Redis would, so serialization bugs surface here too. One
 `threading.Lock` makes every method atomic; it is safe to share between threads and event loops.
+
+Memory is bounded two ways: by age (`retention`, like Redis) and by count: at most
+`max_terminal_runs` runs in a terminal status are kept, the one that ended first is evicted first.
+A running, paused or rolling-back run is never evicted for room.
 """
 
 from __future__ import annotations
@@ -10,12 +14,13 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 
 from reactorflow.errors import LockLost
+from reactorflow.status import Status
 from reactorflow.storage.base import (
     DEFAULT_HISTORY_LIMIT,
     DEFAULT_RETENTION,
@@ -27,10 +32,14 @@ from reactorflow.storage.base import (
     StoredRun,
     Subscription,
     UnitLiveness,
+    check_count,
 )
 from reactorflow.storage.paging import decode_cursor, encode_cursor
 
 _RESUMABLE = frozenset({"paused", "running"})
+_TERMINAL = frozenset(s.value for s in Status if s.is_terminal)
+DEFAULT_MAX_TERMINAL_RUNS = 10_000
+"""Terminal runs a `MemoryStorage` keeps by default (about 3 KB each for a small run)."""
 
 
 @dataclass(slots=True)
@@ -84,9 +93,24 @@ class MemoryStorage(Storage):
     """Everything in this process's memory; lost when the process exits."""
 
     def __init__(self, *, retention: float = DEFAULT_RETENTION,
-                 history_limit: int = DEFAULT_HISTORY_LIMIT) -> None:
-        self.retention = retention
-        self.history_limit = history_limit
+                 history_limit: int = DEFAULT_HISTORY_LIMIT,
+                 max_terminal_runs: int = DEFAULT_MAX_TERMINAL_RUNS) -> None:
+        """A fresh, empty storage.
+
+        Args:
+            retention: seconds a run is kept after its last write (7 days by default).
+            history_limit: events kept per run, the newest (1000 by default).
+            max_terminal_runs: runs in a terminal status kept at most (10,000 by default); past
+                that, the run that ended first is evicted. Running, paused and rolling-back runs
+                are never evicted for room.
+
+        Raises:
+            ConfigurationError: a value out of range; the message names the parameter.
+        """
+        super().__init__(retention=retention, history_limit=history_limit)
+        self.max_terminal_runs = check_count("MemoryStorage", "max_terminal_runs",
+                                             max_terminal_runs)
+        self._terminal: OrderedDict[str, None] = OrderedDict()  # ended first, first
         self._mutex = threading.Lock()
         self._runs: dict[str, _Run] = {}
         self._locks: dict[str, _Lock] = {}
@@ -107,9 +131,25 @@ class MemoryStorage(Storage):
         return run
 
     def _drop(self, run: _Run) -> None:
+        self._terminal.pop(run.run_id, None)
         self._runs.pop(run.run_id, None)
         self._locks.pop(run.run_id, None)
         self._by_reactor.get(run.reactor, {}).pop(run.run_id, None)
+
+    def _set_status(self, run: _Run, status: str) -> None:
+        """Record `run`'s status; past `max_terminal_runs` terminal runs, evict the oldest."""
+        run.status = status
+        if status not in _TERMINAL:
+            self._terminal.pop(run.run_id, None)
+            return
+        self._terminal[run.run_id] = None
+        self._terminal.move_to_end(run.run_id)
+        while len(self._terminal) > self.max_terminal_runs:
+            oldest = self._runs.get(next(iter(self._terminal)))
+            if oldest is None:
+                self._terminal.popitem(last=False)
+            else:
+                self._drop(oldest)
 
     def _owner(self, run_id: str, now: float) -> _Lock | None:
         lock = self._locks.get(run_id)
@@ -152,6 +192,7 @@ class MemoryStorage(Storage):
             run = _Run(run_id, reactor, status, meta, state, created_at, time.time(),
                        now + self.retention, deque(events, maxlen=self.history_limit))
             self._runs[run_id] = run
+            self._set_status(run, status)
             self._locks[run_id] = _Lock(owner, 1, now + lock_ttl)
             self._by_reactor.setdefault(reactor, {})[run_id] = created_at
             self._touch(run, now)
@@ -201,7 +242,7 @@ class MemoryStorage(Storage):
                 lock.count -= 1
                 if lock.count <= 0:
                     del self._locks[run_id]
-            run.status = status
+            self._set_status(run, status)
             run.state = state
             if steps:
                 run.steps.update(steps)

@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from redis.asyncio.client import Pipeline
 
-from reactorflow.errors import ConfigurationError, LockLost
+from reactorflow.errors import LockLost
 from reactorflow.status import Status
 from reactorflow.storage.base import (
     DEFAULT_HISTORY_LIMIT,
@@ -41,7 +41,7 @@ from reactorflow.storage.base import (
 )
 from reactorflow.storage.paging import decode_cursor, encode_cursor
 from reactorflow.storage.redis_conn import Args, LoopClient, RedisConnector
-from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys, safe_url
+from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
 from reactorflow.storage.redis_paging import IndexReader, Taken, newest_first
 
 PRUNE_BATCH = 100
@@ -66,7 +66,7 @@ def _now() -> str:
 
 
 def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    return value.decode(errors="surrogatepass") if isinstance(value, bytes) else str(value)
 
 
 def _unit_member(run_id: str, key: str) -> str:
@@ -83,12 +83,7 @@ class RedisStorage(Storage):
     def __init__(self, url: str = "redis://localhost:6379/0", *, namespace: str = "rf",
                  retention: float = DEFAULT_RETENTION,
                  history_limit: int = DEFAULT_HISTORY_LIMIT, **redis_options: Any) -> None:
-        if retention <= 0 or history_limit < 1:
-            raise ConfigurationError(
-                f"RedisStorage({safe_url(url)}): retention must be seconds > 0 and history_limit "
-                f"a count >= 1 (got {retention!r}, {history_limit!r})")
-        self.retention = float(retention)
-        self.history_limit = int(history_limit)
+        super().__init__(retention=retention, history_limit=history_limit)
         self._retention_ms = _ms(self.retention)
         self._keys = RedisKeys(namespace)
         self._redis = RedisConnector(url, redis_options)

@@ -135,6 +135,9 @@ class RedisConnector:
         }
         options.update(redis_options)
         options["decode_responses"] = False  # records are bytes
+        # Any Python str names a key, as in MemoryStorage: an id with a lone surrogate simply
+        # names no run (instead of failing to encode).
+        options["encoding_errors"] = "surrogatepass"
         self._options = options
         try:  # validate the URL now (no I/O), not at the first command
             Redis.from_url(url, **options)

@@ -19,7 +19,12 @@ import anyio
 import pytest
 import redis.asyncio
 
-from reactorflow.errors import LockLost, ReactorflowError, StorageConnectionError
+from reactorflow.errors import (
+    ConfigurationError,
+    LockLost,
+    ReactorflowError,
+    StorageConnectionError,
+)
 from reactorflow.storage.base import ClaimResult, Storage
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
@@ -443,6 +448,54 @@ async def test_history_keeps_the_newest_events_up_to_the_limit(
     assert await storage.history(run_id) == [b"4", b"5", b"6", b"7", b"8"]
     assert await storage.save_unit(run_id, "unit", b"rec", [b"9"])
     assert await storage.history(run_id) == [b"5", b"6", b"7", b"8", b"9"]
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    ({"retention": -5}, "retention"), ({"retention": 0}, "retention"),
+    ({"retention": float("inf")}, "retention"), ({"retention": "7d"}, "retention"),
+    ({"history_limit": 0}, "history_limit"), ({"history_limit": 2.5}, "history_limit"),
+    ({"history_limit": True}, "history_limit"),
+])
+async def test_out_of_range_options_are_refused_naming_the_parameter(
+        factory: Callable[..., Storage], options: dict[str, Any], named: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        factory(**options)
+    assert caught.value.option == named
+    assert f"{named}={next(iter(options.values()))!r}" in str(caught.value)
+
+
+async def test_memory_keeps_at_most_max_terminal_runs_evicting_the_oldest_ended() -> None:
+    storage = MemoryStorage(max_terminal_runs=3)
+    running = await new_run(storage)
+    paused = await new_run(storage, status="paused")
+    ended = []
+    for _ in range(5):
+        run_id = await new_run(storage)
+        await storage.save_state(run_id, OWNER, status="completed", previous_status="running",
+                                 state=b"s", release=True)
+        ended.append(run_id)
+    # undo of an ended run makes it non-terminal again: never evicted while rolling back
+    assert await storage.acquire_lock(ended[2], OWNER, 10.0)
+    await storage.save_state(ended[2], OWNER, status="rolling_back", previous_status="completed",
+                             state=b"s")
+
+    kept = [r for r in ended if await storage.load_head(r) is not None]
+    assert kept == ended[2:]  # the two that ended first went
+    for _ in range(4):
+        run_id = await new_run(storage)
+        await storage.save_state(run_id, OWNER, status="failed", previous_status="running",
+                                 state=b"s")
+    assert await storage.load_head(running) is not None
+    assert await storage.load_head(paused) is not None
+    assert await storage.load_head(ended[2]) is not None  # rolling back: kept
+    assert [r for r in ended if await storage.load_head(r) is not None] == [ended[2]]
+    assert len((await storage.list_runs("flow", "failed", 100, None)).heads) == 3
+
+
+def test_memory_max_terminal_runs_has_a_documented_default_and_is_validated() -> None:
+    assert MemoryStorage().max_terminal_runs == 10_000
+    with pytest.raises(ConfigurationError, match="max_terminal_runs=0"):
+        MemoryStorage(max_terminal_runs=0)
 
 
 # -- listing and sweeping ----------------------------------------------------------------------
