@@ -886,6 +886,40 @@ async def test_redis_a_replayed_write_is_applied_once(redis_storage: RedisStorag
     assert await redis_storage.release_lock(run_id, OWNER) == 1  # 1 (create) + 1, not + 2
 
 
+@pytest.mark.parametrize("write", ["save_step", "save_state", "save_unit"])
+async def test_redis_a_write_retried_after_another_write_is_applied_once(
+        redis_storage: RedisStorage, monkeypatch: pytest.MonkeyPatch, write: str) -> None:
+    """A's reply is lost; B (another task's save of the same run) is applied; redis-py then
+    resends A with A's token: A must not be applied again (its events appended twice)."""
+    run_id = await new_run(redis_storage)
+    tokens = iter(["a" * 16, "b" * 16, "a" * 16])
+    monkeypatch.setattr("reactorflow.storage.redis._token", lambda: next(tokens))
+
+    async def save(events: list[bytes]) -> None:
+        if write == "save_step":
+            await redis_storage.save_step(run_id, OWNER, "a", b"rec", events)
+        elif write == "save_state":
+            await redis_storage.save_state(run_id, OWNER, status="running",
+                                           previous_status="running", state=b"s",
+                                           events=events)
+        else:
+            assert await redis_storage.save_unit(run_id, "u", b"rec", events)
+
+    await save([b"A"])
+    await save([b"B"])
+    await save([b"A"])  # the retry of the first call
+    assert await redis_storage.history(run_id) == [b"A", b"B"]
+
+
+async def test_redis_write_tokens_kept_per_run_are_bounded(redis_storage: RedisStorage,
+                                                           raw: redis.asyncio.Redis) -> None:
+    run_id = await new_run(redis_storage)
+    for i in range(1100):
+        await redis_storage.save_step(run_id, OWNER, f"s{i}", b"r")
+    kept = await raw.hget(redis_storage._keys.run_keys(run_id)[6], "w")
+    assert kept is not None and len(kept) == 17 * 1024
+
+
 async def test_redis_loops_that_end_close_their_connections(
         redis_url: str, raw: redis.asyncio.Redis) -> None:
     backend = RedisStorage.from_url(redis_url, namespace=redis_namespace())

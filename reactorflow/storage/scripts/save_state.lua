@@ -12,7 +12,8 @@
 --   11 .. 10+2n step key, record pairs   11+2n .. events (oldest first)
 -- Returns: {1, reactor, created_at, control or nil} when written (or already written by this
 --          very call); {0} when refused: `owner` does not hold the lock or the run is gone.
-if redis.call('HGET', KEYS[7], 'w') == ARGV[1] then
+local seen = redis.call('HGET', KEYS[7], 'w') or ''  -- tokens of the last 1024 writes
+if string.find(',' .. seen, ',' .. ARGV[1] .. ',', 1, true) then  -- a retry of an applied write
   local head = redis.call('HMGET', KEYS[1], 'reactor', 'created')
   return {1, head[1], head[2], redis.call('GET', KEYS[4])}
 end
@@ -39,7 +40,7 @@ if string.find(ARGV[8], 'r', 1, true) then
     redis.call('DEL', KEYS[8])
   end
 end
-redis.call('HSET', KEYS[7], 'w', ARGV[1])
+redis.call('HSET', KEYS[7], 'w', string.sub(seen .. ARGV[1] .. ',', -17 * 1024))
 for i = 1, 7 do
   redis.call('PEXPIRE', KEYS[i], ARGV[6])
 end

@@ -7,7 +7,8 @@
 --   8.. events (oldest first)
 -- Returns: {1, control or nil} when written (or already written by this very call);
 --          {0} when refused: `owner` does not hold the lock or the run is gone (nothing written).
-if redis.call('HGET', KEYS[7], 'w') == ARGV[1] then
+local seen = redis.call('HGET', KEYS[7], 'w') or ''  -- tokens of the last 1024 writes
+if string.find(',' .. seen, ',' .. ARGV[1] .. ',', 1, true) then  -- a retry of an applied write
   return {1, redis.call('GET', KEYS[4])}
 end
 if redis.call('HGET', KEYS[8], 'owner') ~= ARGV[2] or redis.call('EXISTS', KEYS[1]) == 0 then
@@ -15,7 +16,7 @@ if redis.call('HGET', KEYS[8], 'owner') ~= ARGV[2] or redis.call('EXISTS', KEYS[
 end
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
 redis.call('HSET', KEYS[1], 'touched', ARGV[5])
-redis.call('HSET', KEYS[7], 'w', ARGV[1])
+redis.call('HSET', KEYS[7], 'w', string.sub(seen .. ARGV[1] .. ',', -17 * 1024))
 for i = 8, #ARGV, 512 do
   redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 511, #ARGV)))
 end

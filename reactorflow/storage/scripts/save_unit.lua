@@ -10,12 +10,13 @@
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
 end
-if redis.call('HGET', KEYS[7], 'w') == ARGV[1] then
+local seen = redis.call('HGET', KEYS[7], 'w') or ''  -- tokens of the last 1024 writes
+if string.find(',' .. seen, ',' .. ARGV[1] .. ',', 1, true) then  -- a retry of an applied write
   return 1
 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[1], 'touched', ARGV[4])
-redis.call('HSET', KEYS[7], 'w', ARGV[1])
+redis.call('HSET', KEYS[7], 'w', string.sub(seen .. ARGV[1] .. ',', -17 * 1024))
 for i = 8, #ARGV, 512 do
   redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 511, #ARGV)))
 end
