@@ -54,9 +54,10 @@ async def reader(unit: str) -> float:
 def _instrument_worker() -> None:
     """In the worker: note when a run's job starts, and when a unit's record write starts
     (that write publishes)."""
+    from reactorflow.runtime import jobs as bodies
     from reactorflow.workers import jobs
 
-    report, execute_run = jobs.report, jobs.execute_run
+    report, execute_run = bodies.report, jobs.execute_run
 
     async def noted_report(storage: Any, run_id: str, key: str, record: Any,
                            events: Any) -> None:
@@ -68,7 +69,7 @@ def _instrument_worker() -> None:
         _stamps.hsetnx(STARTED_KEY, run_id, repr(time.time()))
         await execute_run(run_id, reactor_name, snoozes)
 
-    jobs.report = noted_report  # type: ignore[assignment]
+    bodies.report = noted_report  # type: ignore[assignment]
     jobs.execute_run = noted_run  # type: ignore[assignment]
 
 

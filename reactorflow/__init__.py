@@ -4,6 +4,7 @@
 """
 
 from reactorflow.config import Settings, configure
+from reactorflow.definition import runs as _runs
 from reactorflow.definition.handles import Step
 from reactorflow.definition.reactor import Reactor
 from reactorflow.errors import (
@@ -38,13 +39,21 @@ from reactorflow.markers import Input, Outcome, Result, StepContext
 from reactorflow.middleware import Middleware, RunEvent, StepEvent
 from reactorflow.records import Event, RollbackFailure, RunError
 from reactorflow.retry import Retry
+from reactorflow.runtime import queue as _queue
 from reactorflow.runtime.lookup import get_run, list_runs
+from reactorflow.runtime.service import RUNTIME as _RUNTIME
 from reactorflow.runtime.sweeper import SweepReport, sweep_once
 from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
+from reactorflow.workers.queue import current_queue as _current_queue
+
+# The wiring of the layers, from above: the declarations' run methods use the runtime, and the
+# runtime's job queue is the Dramatiq layer's.
+_runs.bind(_RUNTIME)
+_queue.register(_current_queue)
 
 __version__ = "0.1.0"
 

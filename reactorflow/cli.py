@@ -9,6 +9,11 @@ import os
 import sys
 from collections.abc import Sequence
 
+import anyio
+
+from reactorflow.demo import run_demo
+from reactorflow.runtime.sweeper import sweep_once
+
 WORKER_TIMEOUT_MS = 50  # reactorflow.workers.broker.WORKER_TIMEOUT_MS (kept import-free here)
 
 
@@ -19,16 +24,10 @@ def _import_modules(modules: Sequence[str]) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from reactorflow.demo import run_demo
-
     return run_demo()
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    import anyio
-
-    from reactorflow.runtime.sweeper import sweep_once
-
     _import_modules(args.modules)
 
     async def loop() -> None:
@@ -49,8 +48,8 @@ def _worker(args: argparse.Namespace) -> int:
     # before Dramatiq is imported: its idle poll bound is read from the environment
     os.environ.setdefault("dramatiq_worker_timeout", str(WORKER_TIMEOUT_MS))
     os.environ["REACTORFLOW_WORKER_MODULES"] = ",".join(args.modules)
-    from dramatiq.cli import main as dramatiq_main
-    from dramatiq.cli import make_argument_parser
+    from dramatiq.cli import main as dramatiq_main  # noqa: PLC0415 (after the env is set)
+    from dramatiq.cli import make_argument_parser  # noqa: PLC0415
 
     argv = ["reactorflow.workers.entry:broker", *args.modules, "--processes",
             str(args.processes), "--threads", str(args.threads), "--path", *args.path]

@@ -14,10 +14,12 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from reactorflow.errors import ConfigurationError
+from reactorflow.storage.base import Storage
+from reactorflow.storage.memory import MemoryStorage
+from reactorflow.storage.redis import RedisStorage
 
 if TYPE_CHECKING:
     from reactorflow.middleware import Middleware
-    from reactorflow.storage.base import Storage
 
 REDIS_URL_ENV = "REACTORFLOW_REDIS_URL"
 
@@ -80,8 +82,6 @@ def configure(
                                      option=name)
         changes[name] = float(value)
     if storage is not _UNSET:
-        from reactorflow.storage.base import Storage
-
         if storage is not None and not isinstance(storage, Storage):
             raise ConfigurationError(
                 f"rf.configure(storage={storage!r}): expected a reactorflow storage such as "
@@ -118,12 +118,5 @@ def current_storage() -> Storage:
     with _mutex:
         if _default_storage is None:
             url = os.environ.get(REDIS_URL_ENV)
-            if url:
-                from reactorflow.storage.redis import RedisStorage
-
-                _default_storage = RedisStorage.from_url(url)
-            else:
-                from reactorflow.storage.memory import MemoryStorage
-
-                _default_storage = MemoryStorage()
+            _default_storage = RedisStorage.from_url(url) if url else MemoryStorage()
         return _default_storage

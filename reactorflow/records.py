@@ -11,6 +11,8 @@ from typing import Any
 
 import msgspec
 
+from reactorflow.status import ControlKind, HandlerKind, RollbackTrigger, Status, StepStatus
+
 SCHEMA_VERSION = 1
 TRACEBACK_LIMIT = 8_000  # characters kept of a stored traceback
 MESSAGE_LIMIT = 2_000
@@ -20,7 +22,7 @@ class RollbackFailure(msgspec.Struct, frozen=True):
     """An undo or compensate that raised during a rollback (the rollback went on)."""
 
     step: str
-    kind: str  # "undo" or "compensate"
+    kind: HandlerKind
     message: str
     type: str = ""
 
@@ -82,7 +84,7 @@ class StepRecord(msgspec.Struct, omit_defaults=True, array_like=True):
     Stored as an array (compact): new fields go at the end, with defaults.
     """
 
-    status: str
+    status: StepStatus
     attempts: int = 0
     started_at: float | None = None
     finished_at: float | None = None
@@ -115,7 +117,7 @@ class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):
 class RunState(msgspec.Struct, omit_defaults=True):
     """A run's status and outcome; written on every status change (a constant number per run)."""
 
-    status: str
+    status: Status
     updated_at: float
     error: RunError | None = None
     waiting_on: list[str] = msgspec.field(default_factory=list)  # ready interrupts (step keys)
@@ -123,14 +125,15 @@ class RunState(msgspec.Struct, omit_defaults=True):
     timeout_at: float | None = None  # the earliest deadline
     halt_reason: str | None = None
     cancel_reason: str | None = None
-    rollback_trigger: str | None = None  # "failure" or "undo" while rolling back
+    rollback_trigger: RollbackTrigger | None = None  # set while rolling back
     handed_off: bool = False  # the background hand-off fired (it never fires again)
+    parked_on: dict[str, float] = msgspec.field(default_factory=dict)  # unit key -> since when
 
 
 class Control(msgspec.Struct, frozen=True, omit_defaults=True):
     """A request to the execution that owns a run, read at its next step boundary."""
 
-    kind: str  # "cancel" or "fail"
+    kind: ControlKind
     reason: str = ""
     error: RunError | None = None
 

@@ -45,3 +45,24 @@ class StepStatus(StrEnum):
     COMPENSATED = "compensated"
     UNDONE = "undone"
     HALTED = "halted"
+
+
+class HandlerKind(StrEnum):
+    """Which rollback handler a `RollbackFailure` names."""
+
+    UNDO = "undo"
+    COMPENSATE = "compensate"
+
+
+class ControlKind(StrEnum):
+    """A request left for the execution that owns a run."""
+
+    CANCEL = "cancel"
+    FAIL = "fail"
+
+
+class RollbackTrigger(StrEnum):
+    """Why a run is rolling back: a failure (it ends `failed`) or `undo` (it ends `cancelled`)."""
+
+    FAILURE = "failure"
+    UNDO = "undo"

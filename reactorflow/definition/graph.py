@@ -14,14 +14,13 @@ import msgspec
 
 from reactorflow.definition import registry
 from reactorflow.definition.params import Source
-from reactorflow.definition.specs import StepKind, StepSpec
+from reactorflow.definition.specs import UNIT_KINDS, StepKind, StepSpec
 from reactorflow.errors import DefinitionError
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
 
 SEP = "."
-_UNIT_KINDS = (StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR)
 
 
 def join(level: str, name: str) -> str:
@@ -81,8 +80,7 @@ class Plan:
                 f"{', '.join(reactor.steps) or 'none'})",
                 reactor=reactor.name,
             )
-        if value_step is not None and reactor.steps[value_step].kind in (
-                StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR):
+        if value_step is not None and reactor.steps[value_step].kind in UNIT_KINDS:
             raise DefinitionError(
                 f"reactor {reactor.name!r}: returns={value_step!r} names an async unit, which "
                 "may still be running when the run ends; read it in a plain step and return "
@@ -118,7 +116,7 @@ class Plan:
                                   None),
                 kind=spec.kind,
                 unit_deps=tuple(join(level, d) for d in spec.deps
-                                if reactor.steps[d].kind in _UNIT_KINDS),
+                                if reactor.steps[d].kind in UNIT_KINDS),
             )
             if spec.name == value_step:
                 value_type = result_type

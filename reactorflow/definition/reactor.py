@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, ov
 
 import msgspec
 
-from reactorflow.definition import checks, registry
+from reactorflow.definition import checks, mermaid, registry
+from reactorflow.definition.graph import plan_for
 from reactorflow.definition.handles import Step
 from reactorflow.definition.params import (
     Source,
@@ -23,7 +24,7 @@ from reactorflow.definition.params import (
     wire_subset,
 )
 from reactorflow.definition.runs import RunMethods
-from reactorflow.definition.specs import ResumeMode, StepKind, StepSpec
+from reactorflow.definition.specs import UNIT_KINDS, ResumeMode, StepKind, StepSpec
 from reactorflow.errors import DefinitionError
 from reactorflow.retry import Retry
 
@@ -35,7 +36,6 @@ P = ParamSpec("P")
 R = TypeVar("R")
 StepFn = Callable[P, Coroutine[Any, Any, R]]
 After = Sequence[str | Step[Any, Any]]
-ASYNC_KINDS = (StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR)
 
 
 class StepDecorator(Protocol):
@@ -104,18 +104,14 @@ class Reactor(RunMethods):
         if self.returns is not None:
             return self.returns
         return next((name for name in reversed(self._steps)
-                     if self._steps[name].kind not in ASYNC_KINDS), None)
+                     if self._steps[name].kind not in UNIT_KINDS), None)
 
     def to_mermaid(self) -> str:
         """The reactor's graph as a Mermaid flowchart (composed children as subgraphs)."""
-        from reactorflow.definition.mermaid import render
-
-        return render(self)
+        return mermaid.render(self)
 
     def interrupt_schema(self, step: str | Sequence[str]) -> dict[str, Any]:
         """The JSON Schema of an interrupt's payload (a nested one by its path)."""
-        from reactorflow.definition.graph import plan_for
-
         spec = plan_for(self).interrupt_spec(step)
         assert spec.interrupt is not None
         return msgspec.json.schema(spec.interrupt.payload_type)
@@ -278,7 +274,7 @@ class Reactor(RunMethods):
                                    inputs=self.input_names, steps=list(self._steps),
                                    payload=kind is StepKind.INTERRUPT)
         for param in signature.params:
-            if param.outcome and self._steps[param.ref].kind not in ASYNC_KINDS:
+            if param.outcome and self._steps[param.ref].kind not in UNIT_KINDS:
                 raise DefinitionError(
                     f"{where}: parameter {param.name!r} is annotated rf.Outcome but "
                     f"{param.ref!r} is not an async_step or async_reactor", reactor=self.name,
@@ -293,7 +289,7 @@ class Reactor(RunMethods):
                                       available=arg_names)
         if kind not in (StepKind.COMPOSE, StepKind.ASYNC_REACTOR):
             checks.check_storable(signature.return_type, where, self.name, step_name)
-        if step_name == self.returns and kind in ASYNC_KINDS:
+        if step_name == self.returns and kind in UNIT_KINDS:
             raise DefinitionError(
                 f"{where}: this reactor has returns={step_name!r}, but an async unit may still "
                 "be running when the run ends; read it in a plain step and return that one",

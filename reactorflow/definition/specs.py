@@ -22,6 +22,9 @@ class StepKind(StrEnum):
     ASYNC_REACTOR = "async_reactor"
 
 
+UNIT_KINDS = frozenset({StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR})
+"""Kinds that run as async units: in a worker, while their run goes on."""
+
 ResumeMode = Literal["inline", "background"]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 
 import anyio
 import msgspec
@@ -20,9 +20,9 @@ from reactorflow.errors import LockLost, StorageError
 from reactorflow.middleware import RunEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, RunError, StepRecord
 from reactorflow.runtime.execution import event
-from reactorflow.runtime.forward import Forward, Verdict
+from reactorflow.runtime.forward import Ending, Forward, Verdict
 from reactorflow.runtime.rollback import collected_failures, roll_back
-from reactorflow.status import Status, StepStatus
+from reactorflow.status import RollbackTrigger, Status, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.runtime.execution import Execution
@@ -44,6 +44,7 @@ async def drive(ex: Execution) -> None:
                 resumed = [k for k in ex.state.waiting_on if k in ex.claims]
                 await ex.save_state(Status.RUNNING, events=[event("run.resumed",
                                                                   detail=", ".join(resumed))])
+            ex.parked_since, ex.state.parked_on = ex.state.parked_on, {}
             forward = Forward(ex, max_concurrency=ex.plan.reactor.max_concurrency)
             verdict = await forward.run()
             await conclude(ex, verdict)
@@ -67,42 +68,59 @@ def run_error(key: str, error: BaseException) -> RunError:
 async def conclude(ex: Execution, verdict: Verdict) -> None:
     """Save where the forward drive left the run (its last write, which releases the lock),
     or roll it back first when it failed."""
-    status = verdict.status
-    if status == "completed":
-        await ex.save_state(Status.COMPLETED, final=True, publish=True,
-                            events=[event("run.completed")], waiting_on=[], deadlines={},
-                            timeout_at=None)
-    elif status == "paused":
-        deadlines = {k: d for k in verdict.waiting if (d := ex.records[k].deadline) is not None}
-        await ex.save_state(Status.PAUSED, final=True, publish=True,
-                            events=[event("run.paused", detail=", ".join(verdict.waiting))],
-                            waiting_on=verdict.waiting, deadlines=deadlines,
-                            timeout_at=min(deadlines.values()) if deadlines else None)
-    elif status == "handoff":
-        await ex.save_state(Status.RUNNING, final=True, events=[event("run.handed_off")],
-                            handed_off=True)
-        ex.enqueue_after_release = True
-        log.info("reactorflow.run.handed_off run_id=%s reactor=%s", ex.run_id, ex.reactor)
-        return
-    elif status == "halted":
-        await ex.save_state(Status.HALTED, final=True, publish=True,
-                            events=[event("run.halted", detail=verdict.halt_reason or "")],
-                            halt_reason=verdict.halt_reason, waiting_on=[])
-    elif status == "cancelled":
-        reason = ex.control.reason if ex.control is not None else ""
-        await ex.save_state(Status.CANCELLED, final=True, publish=True, clear_control=True,
-                            events=[event("run.cancelled", detail=reason)],
-                            cancel_reason=reason, waiting_on=[])
-    else:
-        if verdict.failed:
-            first = verdict.failed[0]
-            error = run_error(first, verdict.errors[first])
-        else:
-            assert ex.control is not None and ex.control.error is not None
-            error = ex.control.error
-        await fail_with_rollback(ex, error, verdict.errors)
-        return
+    match verdict.status:
+        case Ending.COMPLETED:
+            await ex.save_state(Status.COMPLETED, final=True, publish=True,
+                                events=[event("run.completed")], waiting_on=[], deadlines={},
+                                timeout_at=None)
+        case Ending.PAUSED:
+            deadlines = {k: d for k in verdict.waiting
+                         if (d := ex.records[k].deadline) is not None}
+            await ex.save_state(Status.PAUSED, final=True, publish=True,
+                                events=[event("run.paused", detail=", ".join(verdict.waiting))],
+                                waiting_on=verdict.waiting, deadlines=deadlines,
+                                timeout_at=min(deadlines.values()) if deadlines else None)
+        case Ending.PARKED:
+            await park(ex, verdict.parked)
+            return
+        case Ending.HANDOFF:
+            await ex.save_state(Status.RUNNING, final=True, events=[event("run.handed_off")],
+                                handed_off=True)
+            ex.enqueue_after_release = True
+            log.info("reactorflow.run.handed_off run_id=%s reactor=%s", ex.run_id, ex.reactor)
+            return
+        case Ending.HALTED:
+            await ex.save_state(Status.HALTED, final=True, publish=True,
+                                events=[event("run.halted", detail=verdict.halt_reason or "")],
+                                halt_reason=verdict.halt_reason, waiting_on=[])
+        case Ending.CANCELLED:
+            reason = ex.control.reason if ex.control is not None else ""
+            await ex.save_state(Status.CANCELLED, final=True, publish=True, clear_control=True,
+                                events=[event("run.cancelled", detail=reason)],
+                                cancel_reason=reason, waiting_on=[])
+        case Ending.FAILED:
+            if verdict.failed:
+                first = verdict.failed[0]
+                error = run_error(first, verdict.errors[first])
+            else:
+                assert ex.control is not None and ex.control.error is not None
+                error = ex.control.error
+            await fail_with_rollback(ex, error, verdict.errors)
+            return
+        case _:
+            assert_never(verdict.status)
     _log_end(ex)
+
+
+async def park(ex: Execution, units: dict[str, float]) -> None:
+    """Park the run: save it `running` with the async units it waits for, releasing its lock
+    in the same write; it holds nothing while it waits. What re-enqueues it: a unit finishing
+    (`units.wake_parked`), the re-check after release, or its wait running out (a delayed job;
+    see `operations.after_release`)."""
+    await ex.save_state(Status.RUNNING, final=True, parked_on=units, waiting_on=[],
+                        events=[event("run.parked", detail=", ".join(units))])
+    log.info("reactorflow.run.parked run_id=%s reactor=%s units=%s", ex.run_id, ex.reactor,
+             ",".join(units))
 
 
 async def fail_with_rollback(ex: Execution, error: RunError,
@@ -110,7 +128,8 @@ async def fail_with_rollback(ex: Execution, error: RunError,
     """Save `rolling_back`, roll everything back, save `failed` with every rollback failure."""
     await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back",
                                                            detail=str(error))],
-                        error=error, rollback_trigger="failure", waiting_on=[], deadlines={})
+                        error=error, rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[],
+                        deadlines={})
     failures = await roll_back(ex, live_errors)
     await _settle_rollback(ex, failures)
 
@@ -132,7 +151,7 @@ async def _settle_rollback(ex: Execution, failures: list[RollbackFailure]) -> No
         error = RunError(None, "RollbackIncomplete",
                          f"{len(all_failures)} undo/compensate handler(s) failed",
                          rollback_failures=all_failures)
-    if trigger == "undo":
+    if trigger is RollbackTrigger.UNDO:
         await ex.save_state(Status.CANCELLED, final=True, publish=True, clear_control=True,
                             events=[event("run.undone")], error=error, rollback_trigger=None,
                             cancel_reason=ex.state.cancel_reason or "undone")

@@ -54,6 +54,8 @@ class Execution:
         self.stored_status = state.status
         self.control: Control | None = None
         self.enqueue_after_release = False  # set by a background hand-off
+        self.parks = False  # in a worker: wait for async units parked, not holding the run
+        self.parked_since: dict[str, float] = {}  # unit key -> since when (when it parked)
         self.hold: Hold | None = None  # the lock hold of the owning execution, when it drives
         self.history: list[Event] | None = None  # events written here, when all are known...
         self.loaded_history: list[bytes] | None = None  # ...after these, read when loaded
@@ -100,7 +102,7 @@ class Execution:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def status_of(self, key: str) -> str:
+    def status_of(self, key: str) -> StepStatus:
         record = self.records.get(key)
         return StepStatus.PENDING if record is None else record.status
 

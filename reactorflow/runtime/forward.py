@@ -17,14 +17,15 @@ import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, assert_never
 
 import anyio
 
-from reactorflow import records
+from reactorflow import config, records
 from reactorflow.definition.graph import Node
 from reactorflow.definition.params import MISSING
-from reactorflow.definition.specs import StepKind
+from reactorflow.definition.specs import UNIT_KINDS, StepKind
 from reactorflow.errors import (
     ArgumentError,
     AsyncWaitTimeout,
@@ -32,19 +33,21 @@ from reactorflow.errors import (
     InputValidationError,
     SerializationError,
 )
-from reactorflow.records import ErrorRecord, StepRecord
+from reactorflow.records import ErrorRecord, Event, StepRecord
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.pausing import claimed_payload, waiting_record
 from reactorflow.runtime.stepcall import (
+    StepEnd,
     call_step,
     evaluate_when,
     resolve_arguments,
+    scope_cancelled,
     skip_reason,
 )
-from reactorflow.runtime.units import await_unit
+from reactorflow.runtime.units import await_unit, unit_finished
 from reactorflow.runtime.units import dispatch as dispatch_unit
-from reactorflow.status import StepStatus
+from reactorflow.status import ControlKind, StepStatus
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -53,18 +56,30 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("reactorflow.run")
 _SETTLED = frozenset({StepStatus.COMPLETED, StepStatus.SKIPPED})
-UNIT_KINDS = (StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR)
+
+
+class Ending(StrEnum):
+    """How a forward drive ended (what `driver.conclude` saves)."""
+
+    COMPLETED = "completed"
+    PAUSED = "paused"  # interrupts wait for payloads
+    PARKED = "parked"  # steps wait for async units; the run is re-enqueued when they finish
+    FAILED = "failed"
+    HALTED = "halted"
+    CANCELLED = "cancelled"
+    HANDOFF = "handoff"  # the background cut point: a worker takes the rest
 
 
 @dataclass(slots=True)
 class Verdict:
     """How a forward drive ended."""
 
-    status: str  # completed, paused, failed, halted, cancelled, handoff
+    status: Ending
     failed: list[str] = field(default_factory=list)  # keys of failed steps, in failure order
     errors: dict[str, BaseException] = field(default_factory=dict)
     halt_reason: str | None = None
     waiting: list[str] = field(default_factory=list)
+    parked: dict[str, float] = field(default_factory=dict)  # unit key -> waited on since
 
 
 class Forward:
@@ -75,8 +90,9 @@ class Forward:
         self.missing: dict[str, int] = {}
         self.unsettled: dict[str, int] = {}
         self.waiting: dict[str, None] = {}
+        self.parked: dict[str, float] = {}
         self.in_flight: set[str] = set()
-        self.verdict = Verdict("completed")
+        self.verdict = Verdict(Ending.COMPLETED)
         self.stopping = False
         self.fatal: BaseException | None = None
         self.limit = max_concurrency if max_concurrency is not None else math.inf
@@ -100,13 +116,17 @@ class Forward:
             raise self.fatal
         verdict = self.verdict
         control = self.ex.control
-        if verdict.status == "completed":
+        if verdict.status is Ending.COMPLETED:
             if control is not None and self.stopping:
-                verdict.status = "cancelled" if control.kind == "cancel" else "failed"
+                verdict.status = (Ending.CANCELLED if control.kind is ControlKind.CANCEL
+                                  else Ending.FAILED)
             elif self.handing_off:
-                verdict.status = "handoff"
+                verdict.status = Ending.HANDOFF
+            elif self.parked:
+                verdict.status = Ending.PARKED
+                verdict.parked = dict(self.parked)
             elif self.waiting:
-                verdict.status = "paused"
+                verdict.status = Ending.PAUSED
         verdict.waiting = list(self.waiting)
         return verdict
 
@@ -178,27 +198,17 @@ class Forward:
     # -- one step ------------------------------------------------------------------------------
 
     async def _execute(self, key: str) -> None:
-        ex = self.ex
         node = self.plan.nodes[key]
         self.in_flight.add(key)
         cut_off = False
         try:
-            reason = skip_reason(ex, node) if node.deps else None
-            if reason is not None:
-                await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=time.time()),
-                                   [event("step.skipped", key, detail=reason)])
-            elif self.handoff == ("before", key) and not node.level:
-                self._hand_off()
-            elif node.kind is StepKind.INTERRUPT and key not in ex.claims:
-                await self._wait_for_payload(node)
-            elif node.unit_deps and not await self._units_ready(node):
-                return
-            elif node.kind is StepKind.COMPOSE:
-                await self._compose(node)
-            elif node.kind in UNIT_KINDS:
-                await self._dispatch_unit(node)
-            else:
-                await self._step(node)
+            try:
+                await self._one(node)
+            except anyio.get_cancelled_exc_class() as exc:
+                if scope_cancelled():
+                    raise
+                # step code (its body, a when=, a mapping function) raised it: a step failure
+                await self._fail_step(node, exc, detail=repr(exc))
         except anyio.get_cancelled_exc_class():
             cut_off = True
             raise
@@ -213,113 +223,170 @@ class Forward:
             if not cut_off:
                 self.in_flight.discard(key)
 
+    async def _one(self, node: Node) -> None:
+        ex = self.ex
+        key = node.key
+        reason = skip_reason(ex, node) if node.deps else None
+        if reason is not None:
+            await self._skip(node, reason)
+        elif self.handoff == ("before", key) and not node.level:
+            self._hand_off()
+        elif node.unit_deps and not await self._units_ready(node):
+            return
+        elif node.kind is StepKind.INTERRUPT and key not in ex.claims:
+            await self._wait_for_payload(node)
+        elif node.kind is StepKind.COMPOSE:
+            await self._compose(node)
+        elif node.kind in UNIT_KINDS:
+            await self._dispatch_unit(node)
+        else:
+            await self._step(node)
+
     async def _step(self, node: Node) -> None:
         ex = self.ex
         payload: Any = MISSING
         if node.kind is StepKind.INTERRUPT:
-            payload = self._claimed_payload(node)
-            if payload is _UNREADABLE:
+            try:
+                payload = claimed_payload(ex, node)
+            except SerializationError as exc:
+                await self._fail_step(node, exc, detail=str(exc))
                 return
         out = await call_step(ex, node, payload)
-        if out.status == StepStatus.COMPLETED:
-            ex.values[node.key] = out.value
-            done = StepRecord(StepStatus.COMPLETED, out.attempts, out.started_at, out.finished_at,
-                              out.raw, seq=ex.next_seq())
-            if node.kind is StepKind.INTERRUPT:
-                record = ex.record(node.key)
-                done.deadline = record.deadline
-                done.correlation_id = record.correlation_id
-                out.events.insert(0, event("interrupt.resumed", node.key))
-            await self._finish(node, done, out.events)
-        elif out.status == StepStatus.SKIPPED:
-            await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=time.time()),
-                               out.events)
-        elif out.status == "halted":
-            halted = StepRecord(StepStatus.HALTED, out.attempts, out.started_at, out.finished_at,
-                                error=ErrorRecord("Halt", str(out.error)))
-            ex.records[node.key] = halted
-            self.verdict.status = "halted"
-            self.verdict.halt_reason = getattr(out.error, "reason", "")
-            self._stop()
-            await ex.checkpoint(node.key, halted, out.events)
-        else:
-            assert out.error is not None
-            self._fail(node, out.error, out.body_started, out.attempts, out.started_at,
-                       out.finished_at)
-            await ex.checkpoint(node.key, ex.records[node.key], out.events)
+        match out.status:
+            case StepEnd.COMPLETED:
+                ex.values[node.key] = out.value
+                done = StepRecord(StepStatus.COMPLETED, out.attempts, out.started_at,
+                                  out.finished_at, out.raw, seq=ex.next_seq())
+                if node.kind is StepKind.INTERRUPT:
+                    record = ex.record(node.key)
+                    done.deadline = record.deadline
+                    done.correlation_id = record.correlation_id
+                    out.events.insert(0, event("interrupt.resumed", node.key))
+                await self._finish(node, done, out.events)
+            case StepEnd.SKIPPED:
+                await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=time.time()),
+                                   out.events)
+            case StepEnd.HALTED:
+                halted = StepRecord(StepStatus.HALTED, out.attempts, out.started_at,
+                                    out.finished_at, error=ErrorRecord("Halt", str(out.error)))
+                ex.records[node.key] = halted
+                self.verdict.status = Ending.HALTED
+                self.verdict.halt_reason = getattr(out.error, "reason", "")
+                self._stop()
+                await ex.checkpoint(node.key, halted, out.events)
+            case StepEnd.FAILED:
+                assert out.error is not None
+                await self._fail_step(node, out.error, events=out.events,
+                                      body_started=out.body_started, attempts=out.attempts,
+                                      started_at=out.started_at, finished_at=out.finished_at)
+            case _:
+                assert_never(out.status)
 
-    def _fail(self, node: Node, error: BaseException, body_started: bool, attempts: int = 0,
-              started_at: float | None = None, finished_at: float | None = None) -> None:
-        """Record a step failure in memory and stop starting new steps."""
+    async def _fail_step(self, node: Node, error: BaseException, *, detail: str = "",
+                         events: list[Event] | None = None, body_started: bool = False,
+                         attempts: int = 0, started_at: float | None = None,
+                         finished_at: float | None = None) -> None:
+        """Fail a step: record it failed, stop starting new steps, and checkpoint it (with
+        `events`, else one `step.failed` event with `detail`). Every step failure of the
+        forward drive goes through here."""
         ex = self.ex
-        ex.records[node.key] = StepRecord(
+        record = StepRecord(
             StepStatus.FAILED, attempts, started_at, finished_at or time.time(),
             error=ErrorRecord.from_exception(error),
             compensate_pending=body_started and node.spec.compensate is not None,
         )
-        if self.verdict.status not in ("failed", "halted"):
-            self.verdict.status = "failed"
+        ex.records[node.key] = record
+        if self.verdict.status not in (Ending.FAILED, Ending.HALTED):
+            self.verdict.status = Ending.FAILED
         self.verdict.failed.append(node.key)
         self.verdict.errors[node.key] = error
         if log.isEnabledFor(logging.INFO):
             log.info("reactorflow.step.failed run_id=%s step=%s error=%r", ex.run_id, node.key,
                      error)
         self._stop()
+        if events is None:
+            events = [event("step.failed", node.key, detail=detail)]
+        await ex.checkpoint(node.key, record, events)
+
+    async def _skip(self, node: Node, reason: str) -> None:
+        await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=time.time()),
+                           [event("step.skipped", node.key, detail=reason)])
+
+    async def _skipped_by_when(self, node: Node, kwargs: dict[str, Any]) -> bool:
+        """Apply the step's `when=` (if any); True if it was false and the step was skipped."""
+        if node.spec.when is None or await evaluate_when(self.ex, node, kwargs):
+            return False
+        await self._skip(node, "when= was false")
+        return True
 
     async def _finish(self, node: Node, record: StepRecord, events: list[Any]) -> None:
         """Checkpoint a completed or skipped step, then release what waited for it."""
-        ex = self.ex
-        await ex.checkpoint(node.key, record, events)
-        if ex.control is not None:
+        await self.ex.checkpoint(node.key, record, events)
+        self._after_checkpoint(node, handoff=record.status == StepStatus.COMPLETED)
+
+    def _after_checkpoint(self, node: Node, *, handoff: bool = True) -> None:
+        """After a step settled: stop for a control request read back from the checkpoint,
+        or at the `background(after=...)` point; release the steps that waited for it."""
+        if self.ex.control is not None:
             self._stop()
-        elif self.handoff == ("after", node.key) and record.status == StepStatus.COMPLETED:
+        elif handoff and self.handoff == ("after", node.key):
             self._hand_off()
         self._settle(node)
 
     def _hand_off(self) -> None:
         """The background cut point was reached: stop here; a worker takes the rest."""
-        if self.verdict.status == "completed":
+        if self.verdict.status is Ending.COMPLETED:
             self.handing_off = True
         self._stop()
 
     # -- async units ---------------------------------------------------------------------------
 
     async def _units_ready(self, node: Node) -> bool:
-        """Wait for the async units this step reads; False if that failed the step."""
+        """Make sure the async units this step reads have finished; False when the step cannot
+        go on now: it failed (waited too long), or the execution parks until they finish."""
+        ex = self.ex
         for dep in node.unit_deps:
             try:
-                await await_unit(self.ex, node, dep)
+                if ex.parks:
+                    since = await self._parked_since(node, dep)
+                    if since is not None:
+                        self.parked[dep] = since
+                        return False
+                else:
+                    await await_unit(ex, node, dep)
             except AsyncWaitTimeout as exc:
-                self._fail(node, exc, body_started=False)
-                await self.ex.checkpoint(node.key, self.ex.records[node.key],
-                                         [event("step.failed", node.key, detail=str(exc))])
+                await self._fail_step(node, exc, detail=str(exc))
                 return False
         return True
 
+    async def _parked_since(self, node: Node, dep: str) -> float | None:
+        """In a worker: None if unit `dep` has finished (its record is then loaded), else since
+        when the run waits for it (`AsyncWaitTimeout` once that is too long)."""
+        ex = self.ex
+        if await unit_finished(ex, dep):
+            return None
+        now = time.time()
+        since = ex.parked_since.get(dep, now)
+        timeout = config.settings().async_wait_timeout
+        if now - since >= timeout:
+            raise AsyncWaitTimeout(ex.run_id, node.key, dep, timeout)
+        return since
+
     async def _dispatch_unit(self, node: Node) -> None:
         ex = self.ex
-        key = node.key
         child_inputs: Any = None
         try:
             kwargs = resolve_arguments(ex, node)
-            if node.spec.when is not None and not await evaluate_when(ex, node, kwargs):
-                await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=time.time()),
-                                   [event("step.skipped", key, detail="when= was false")])
+            if await self._skipped_by_when(node, kwargs):
                 return
             if node.kind is StepKind.ASYNC_REACTOR:
                 assert node.spec.child is not None
                 child_inputs = validate_inputs(node.spec.child, await node.spec.fn(**kwargs))
         except Exception as exc:
-            self._fail(node, exc, body_started=False)
-            await ex.checkpoint(key, ex.records[key], [event("step.failed", key,
-                                                             detail=repr(exc))])
+            await self._fail_step(node, exc, detail=repr(exc))
             return
         await dispatch_unit(ex, node, child_inputs)
-        if ex.control is not None:
-            self._stop()
-        elif self.handoff == ("after", key):
-            self._hand_off()
-        self._settle(node)
+        self._after_checkpoint(node)
 
     def _settle(self, node: Node) -> None:
         level = node.level
@@ -349,23 +416,17 @@ class Forward:
         started = time.time()
         try:
             kwargs = resolve_arguments(ex, node)
-            if node.spec.when is not None and not await evaluate_when(ex, node, kwargs):
-                await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=time.time()),
-                                   [event("step.skipped", key, detail="when= was false")])
+            if await self._skipped_by_when(node, kwargs):
                 return
             mapped = await node.spec.fn(**kwargs)
             child = self.plan.levels[key].reactor
             child_inputs = validate_inputs(child, mapped)
             raw = records.raw(child_inputs)
         except (ArgumentError, InputValidationError, SerializationError, TypeError) as exc:
-            self._fail(node, exc, body_started=False, started_at=started)
-            await ex.checkpoint(key, ex.records[key], [event("step.failed", key,
-                                                             detail=str(exc))])
+            await self._fail_step(node, exc, detail=str(exc), started_at=started)
             return
         except Exception as exc:
-            self._fail(node, exc, body_started=False, started_at=started)
-            await ex.checkpoint(key, ex.records[key], [event("step.failed", key,
-                                                             detail=repr(exc))])
+            await self._fail_step(node, exc, detail=repr(exc), started_at=started)
             return
         ex.level_inputs[key] = self.plan.levels[key].inputs_decoder.decode(raw)
         opened = StepRecord(StepStatus.RUNNING, 1, started, child_inputs=raw)
@@ -391,35 +452,21 @@ class Forward:
 
     # -- interrupts ----------------------------------------------------------------------------
 
-    def _claimed_payload(self, node: Node) -> Any:
-        try:
-            return claimed_payload(self.ex, node)
-        except SerializationError as exc:
-            self._fail(node, exc, body_started=False)
-            return _UNREADABLE
-
     async def _wait_for_payload(self, node: Node) -> None:
+        """An interrupt reached without a payload: check what it reads (a failed async unit
+        fails it now), apply `when=`, then checkpoint it waiting."""
         ex = self.ex
         try:
-            if node.spec.when is not None and ex.status_of(node.key) != StepStatus.WAITING:
+            if ex.status_of(node.key) != StepStatus.WAITING:
                 kwargs = resolve_arguments(ex, node)
-                if not await evaluate_when(ex, node, kwargs):
-                    await self._finish(node, StepRecord(StepStatus.SKIPPED,
-                                                        finished_at=time.time()),
-                                       [event("step.skipped", node.key,
-                                              detail="when= was false")])
+                if await self._skipped_by_when(node, kwargs):
                     return
             waiting = await waiting_record(ex, node)
         except (ArgumentError, CorrelationConflict) as exc:
-            self._fail(node, exc, body_started=False)
-            await ex.checkpoint(node.key, ex.records[node.key],
-                                [event("step.failed", node.key, detail=str(exc))])
+            await self._fail_step(node, exc, detail=str(exc))
             return
         await ex.checkpoint(node.key, waiting, [event("interrupt.waiting", node.key,
                                                       detail=waiting.correlation_id or "")])
         if ex.control is not None:
             self._stop()
         self.waiting[node.key] = None
-
-
-_UNREADABLE: Any = object()

@@ -11,25 +11,26 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from reactorflow import config, records
-from reactorflow.definition.graph import Plan, plan_for
+from reactorflow.definition.graph import plan_for
 from reactorflow.errors import (
     LockTimeout,
     ReactorflowError,
-    RunExists,
     RunNotFound,
     RunStateError,
     WaitTimeout,
 )
 from reactorflow.middleware import Hooks
-from reactorflow.records import Control, Event, RunError, RunMeta, RunState
-from reactorflow.runtime import lookup
+from reactorflow.records import Control, RunError, RunState
+from reactorflow.runtime import lookup, queue
+from reactorflow.runtime.creation import create_run, release
 from reactorflow.runtime.driver import drive
-from reactorflow.runtime.execution import Execution, event, new_state
+from reactorflow.runtime.execution import Execution, event
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
+from reactorflow.runtime.units import parked_due, report_child_end, unit_finished
 from reactorflow.runtime.views import assemble, build_run
 from reactorflow.snapshot import Run, RunPage
-from reactorflow.status import Status
+from reactorflow.status import ControlKind, RollbackTrigger, Status
 from reactorflow.storage.base import RunHead, Storage
 
 if TYPE_CHECKING:
@@ -69,61 +70,19 @@ async def start(reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
             return await _replay(reactor, storage, winner)
     dispatch = dispatch or reactor.always_dispatch
     owner = new_owner()
-    meta, state, started = await _create(storage, reactor, plan, run_id, value, owner,
-                                         idempotency_key=idempotency_key, handed_off=dispatch,
-                                         retried_from=retried_from)
+    meta, state, started = await create_run(storage, reactor, plan, run_id, value, owner,
+                                            idempotency_key=idempotency_key, handed_off=dispatch,
+                                            retried_from=retried_from)
     if dispatch:
-        await _release(storage, run_id, owner)  # save before release: the run is stored
+        await release(storage, run_id, owner)  # save before release: the run is stored
         handed = assemble(plan, run_id, reactor.name, Status.RUNNING, meta, state, {},
                           [started], meta.created_at)  # as handed over, before any worker
-        from reactorflow.workers.broker import enqueue_run
-
-        enqueue_run(run_id, reactor.name)
+        queue.enqueue_run(run_id, reactor.name)
         return handed
     ex = Execution(plan=plan, storage=storage, owner=owner, meta=meta, state=state, steps={},
                    claims={}, hooks=hooks_for(reactor))
     ex.history = [started]  # a fresh run: this execution sees every event
     return await snapshot(await run_owned(reactor, storage, run_id, owner, ex))
-
-
-async def _create(storage: Storage, reactor: Reactor, plan: Plan, run_id: str, value: Any,
-                  owner: str, *, idempotency_key: str | None = None, handed_off: bool = False,
-                  parent: tuple[str, str] | None = None,
-                  retried_from: str | None = None) -> tuple[RunMeta, RunState, Event]:
-    """Store a new run and take its lock for `owner` (`RunExists` if the id is taken)."""
-    now = time.time()
-    meta = RunMeta(records.SCHEMA_VERSION, run_id, reactor.name, now, records.raw(value),
-                   plan.fingerprint, idempotency_key, parent[0] if parent else None,
-                   parent[1] if parent else None, retried_from)
-    state = new_state(Status.RUNNING)
-    state.handed_off = handed_off
-    started = event("run.started")
-    created = await storage.create_run(
-        run_id, reactor=reactor.name, status=Status.RUNNING, meta=records.encode(meta),
-        state=records.encode(state), created_at=now, owner=owner,
-        lock_ttl=config.settings().lock_ttl, events=[records.encode(started)],
-    )
-    if not created:
-        raise RunExists(run_id)
-    if log.isEnabledFor(logging.INFO):
-        log.info("reactorflow.run.started run_id=%s reactor=%s", run_id, reactor.name)
-    return meta, state, started
-
-
-async def _release(storage: Storage, run_id: str, owner: str) -> None:
-    await storage.release_lock(run_id, owner)
-
-
-async def create_child_run(child: Reactor, inputs: Any, run_id: str, *,
-                           parent: tuple[str, str]) -> None:
-    """Store the child run of an async_reactor step (once: a repeat finds it stored)."""
-    storage = config.current_storage()
-    owner = new_owner()
-    try:
-        await _create(storage, child, plan_for(child), run_id, inputs, owner, parent=parent)
-    except RunExists:
-        return
-    await _release(storage, run_id, owner)
 
 
 async def mark_unrecoverable(storage: Storage, run_id: str, kind: str, reason: str) -> None:
@@ -181,15 +140,18 @@ async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str
 
 def needs_execution(ex: Execution) -> bool:
     status = ex.state.status
-    if status in (Status.RUNNING, Status.ROLLING_BACK):
+    if status is Status.RUNNING:
+        return not ex.state.parked_on or parked_due(ex)  # else an early or duplicate signal
+    if status is Status.ROLLING_BACK:
         return True
     return status == Status.PAUSED and (runnable_claims(ex) or ex.control is not None)
 
 
 async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
-                    ex: Execution | None = None) -> Execution:
+                    ex: Execution | None = None, *, parks: bool = False) -> Execution:
     """Drive a run whose lock `owner` holds (count 1) until it settles, then release; returns
-    the execution as it ended.
+    the execution as it ended. `parks=True` (a worker): a step waiting for an async unit
+    parks the run instead of holding it (see `driver.park`).
 
     After releasing a paused run, check for a claim that arrived while the lock was held: its
     `continue_` could not take the lock, so the holder applies it (an accepted resume is never
@@ -202,6 +164,7 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
                 ex = await load_owned(reactor, storage, run_id, owner)
                 if not needs_execution(ex):
                     return ex
+            ex.parks = parks
             ex.hold = hold  # its final save releases the lock in the same write
             await drive(ex)
             ex.hold = None
@@ -231,16 +194,23 @@ async def snapshot(ex: Execution) -> Run:
 
 async def after_release(reactor: Reactor, storage: Storage, ex: Execution) -> None:
     """What an execution does once it let go of its run: hand it to a worker after a
-    background hand-off (checkpoint, release, then enqueue), or, for the child run of an
-    async_reactor step that just ended, report to the parent."""
+    background hand-off (checkpoint, release, then enqueue); after parking, look at its units
+    once more (one may have finished before it parked: its signal saw nothing parked) and
+    enqueue it now, or when its wait runs out; for the child run of an async_reactor step that
+    just ended, report to the parent."""
     if ex.enqueue_after_release:
         ex.enqueue_after_release = False
-        from reactorflow.workers.broker import enqueue_run
-
-        enqueue_run(ex.run_id, reactor.name)
+        queue.enqueue_run(ex.run_id, reactor.name)
+    parked = ex.state.parked_on if ex.state.status is Status.RUNNING else {}
+    if parked:
+        for key in parked:
+            await unit_finished(ex, key)
+        if parked_due(ex):
+            queue.enqueue_run(ex.run_id, reactor.name)
+        else:
+            due = min(parked.values()) + config.settings().async_wait_timeout
+            queue.enqueue_run(ex.run_id, reactor.name, delay=max(0.0, due - time.time()))
     if ex.meta.parent_run is not None:
-        from reactorflow.runtime.units import report_child_end
-
         await report_child_end(storage, ex)
 
 
@@ -323,7 +293,7 @@ async def undo(reactor: Reactor, run_id: str) -> Run:
                 "run was already rolled back, and a running one must pause or finish first.",
             )
         await ex.save_state(Status.ROLLING_BACK, events=[event("run.undo_requested")],
-                            steps=ex.close_waiting(), rollback_trigger="undo",
+                            steps=ex.close_waiting(), rollback_trigger=RollbackTrigger.UNDO,
                             cancel_reason="undone", waiting_on=[], deadlines={},
                             timeout_at=None)
         await drive(ex)
@@ -342,7 +312,7 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
             run_id, status, "cancel",
             "Only running or paused runs can be cancelled; use undo to roll back a finished one.",
         )
-    await storage.request_control(run_id, records.encode(Control("cancel", reason)))
+    await storage.request_control(run_id, records.encode(Control(ControlKind.CANCEL, reason)))
     owner = new_owner()
     if await acquire(storage, run_id, owner, settings.lock_ttl, 0.0):
         async with keep_alive(storage, run_id, owner, settings.lock_ttl):

@@ -36,13 +36,13 @@ from reactorflow.errors import (
     RunNotFound,
 )
 from reactorflow.records import Control, RunError
-from reactorflow.runtime import operations
+from reactorflow.runtime import operations, queue
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.inputs import split_validation_error
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.snapshot import Run
-from reactorflow.status import Status
+from reactorflow.status import ControlKind, RollbackTrigger, Status
 from reactorflow.storage.base import ClaimResult, Storage
 
 if TYPE_CHECKING:
@@ -114,15 +114,24 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
         # Another execution holds the run: it applies the claim once free, and a worker is
         # asked too (it waits for the lock; a duplicate finds nothing left to apply).
         log.info("reactorflow.resume.deferred run_id=%s step=%s reason=run_busy", run_id, key)
-        from reactorflow.workers.broker import enqueue_run
-
-        enqueue_run(run_id, reactor.name)
-    elif background:
+        queue.enqueue_run(run_id, reactor.name)
+        return accepted(await operations.get(reactor, run_id), key)
+    if background:
         await _hand_to_worker(reactor, storage, run_id, owner, key)
     else:
         return await operations.snapshot(
             await operations.run_owned(reactor, storage, run_id, owner))
     return await operations.get(reactor, run_id)
+
+
+def accepted(run: Run, key: str) -> Run:
+    """The run as a caller whose payload was accepted sees it: `running` (another execution
+    holds it and applies the claim once free), no longer waiting on that interrupt."""
+    label = waiting_label(key)
+    if run.status is not Status.PAUSED or label not in run.waiting_on:
+        return run  # the holder applied it already, or the run went on
+    return msgspec.structs.replace(run, status=Status.RUNNING,
+                                   waiting_on=[w for w in run.waiting_on if w != label])
 
 
 async def _hand_to_worker(reactor: Reactor, storage: Storage, run_id: str, owner: str,
@@ -134,9 +143,7 @@ async def _hand_to_worker(reactor: Reactor, storage: Storage, run_id: str, owner
         if ex.state.status == Status.PAUSED:
             await ex.save_state(Status.RUNNING, events=[event("run.resumed", detail=key)])
     log.info("reactorflow.resume.deferred run_id=%s step=%s reason=background", run_id, key)
-    from reactorflow.workers.broker import enqueue_run
-
-    enqueue_run(run_id, reactor.name)
+    queue.enqueue_run(run_id, reactor.name)
 
 
 async def _validated(reactor: Reactor, storage: Storage, run_id: str, node: Node,
@@ -175,7 +182,8 @@ async def fail_run(reactor: Reactor, storage: Storage, run_id: str, error: RunEr
     settings = config.settings()
     owner = new_owner()
     if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
-        await storage.request_control(run_id, records.encode(Control("fail", str(error), error)))
+        request = Control(ControlKind.FAIL, str(error), error)
+        await storage.request_control(run_id, records.encode(request))
         return
     async with keep_alive(storage, run_id, owner, settings.lock_ttl):
         ex = await operations.load_owned(reactor, storage, run_id, owner)
@@ -183,6 +191,7 @@ async def fail_run(reactor: Reactor, storage: Storage, run_id: str, error: RunEr
             return
         await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back",
                                                                detail=str(error))],
-                            steps=ex.close_waiting(), error=error, rollback_trigger="failure",
-                            waiting_on=[], deadlines={}, timeout_at=None)
+                            steps=ex.close_waiting(), error=error,
+                            rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[], deadlines={},
+                            timeout_at=None)
         await drive(ex)

@@ -19,7 +19,8 @@ import inspect
 import logging
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, assert_never
 
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import RecordedError
@@ -27,7 +28,7 @@ from reactorflow.middleware import StepEvent
 from reactorflow.records import NIL, ErrorRecord, RollbackFailure, StepRecord
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.stepcall import context_for, resolve_arguments
-from reactorflow.status import StepStatus
+from reactorflow.status import HandlerKind, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.definition.params import HandlerSignature
@@ -35,7 +36,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("reactorflow.rollback")
 
-Action = tuple[str, str]  # ("compensate" | "undo" | "close", step key)
+
+
+class Act(StrEnum):
+    """What one rollback action does to its step."""
+
+    COMPENSATE = "compensate"  # run the compensate handler of a step whose body failed
+    UNDO = "undo"  # run the undo handler of a completed step
+    CLOSE = "close"  # mark a composed child rolled back (its own steps were done first)
+
+
+Action = tuple[Act, str]  # (what, step key)
 
 
 def plan_rollback(ex: Execution, level: str = "") -> list[Action]:
@@ -47,23 +58,23 @@ def plan_rollback(ex: Execution, level: str = "") -> list[Action]:
     failed = [k for k in keys if k in records and records[k].status == StepStatus.FAILED
               and records[k].compensate_pending]
     failed.sort(key=lambda k: records[k].finished_at or 0.0, reverse=True)
-    actions.extend(("compensate", k) for k in failed)
+    actions.extend((Act.COMPENSATE, k) for k in failed)
     for key in keys:
         record = records.get(key)
         if (record is not None and plan.nodes[key].kind is StepKind.COMPOSE
                 and record.status in (StepStatus.RUNNING, StepStatus.FAILED)
                 and record.child_inputs != NIL):
             actions.extend(plan_rollback(ex, key))
-            actions.append(("close", key))
+            actions.append((Act.CLOSE, key))
     done = [k for k in keys if k in records and records[k].status == StepStatus.COMPLETED
             and records[k].seq > 0 and records[k].rollback_error is None]
     done.sort(key=lambda k: records[k].seq, reverse=True)
     for key in done:
         if plan.nodes[key].kind is StepKind.COMPOSE:
             actions.extend(plan_rollback(ex, key))
-            actions.append(("close", key))
+            actions.append((Act.CLOSE, key))
         elif plan.nodes[key].spec.undo is not None:
-            actions.append(("undo", key))
+            actions.append((Act.UNDO, key))
     return actions
 
 
@@ -71,33 +82,43 @@ async def roll_back(ex: Execution, live_errors: Mapping[str, BaseException] | No
                     ) -> list[RollbackFailure]:
     """Run every outstanding rollback action; returns the failures (the rollback goes on)."""
     failures: list[RollbackFailure] = []
-    for kind, key in plan_rollback(ex):
-        if kind == "close":
-            record = ex.records[key]
-            closed = StepRecord(StepStatus.UNDONE, record.attempts, record.started_at,
-                                record.finished_at, record.result, record.error, record.seq,
-                                child_inputs=record.child_inputs)
-            await ex.checkpoint(key, closed, [event("undo.completed", key)])
-            continue
-        failure = await _run_handler(ex, kind, key, (live_errors or {}).get(key))
-        if failure is not None:
-            failures.append(failure)
+    for act, key in plan_rollback(ex):
+        match act:
+            case Act.CLOSE:
+                record = ex.records[key]
+                closed = StepRecord(StepStatus.UNDONE, record.attempts, record.started_at,
+                                    record.finished_at, record.result, record.error, record.seq,
+                                    child_inputs=record.child_inputs)
+                await ex.checkpoint(key, closed, [event("undo.completed", key)])
+            case Act.UNDO | Act.COMPENSATE:
+                failure = await _run_handler(ex, HandlerKind(act), key,
+                                             (live_errors or {}).get(key))
+                if failure is not None:
+                    failures.append(failure)
+            case _:
+                assert_never(act)
     return failures
 
 
-async def _run_handler(ex: Execution, kind: str, key: str, live_error: BaseException | None
-                       ) -> RollbackFailure | None:
+async def _run_handler(ex: Execution, kind: HandlerKind, key: str,
+                       live_error: BaseException | None) -> RollbackFailure | None:
     node = ex.plan.nodes[key]
     record = ex.records[key]
-    handler = node.spec.undo if kind == "undo" else node.spec.compensate
+    first: Any
+    match kind:
+        case HandlerKind.UNDO:
+            handler, first = node.spec.undo, ex.value_of(key)
+            done = StepStatus.UNDONE
+        case HandlerKind.COMPENSATE:
+            handler, done = node.spec.compensate, StepStatus.COMPENSATED
+            if live_error is not None:
+                first = live_error
+            else:
+                stored = record.error or ErrorRecord("Exception", "")
+                first = RecordedError(stored.type, stored.message, step=key)
+        case _:
+            assert_never(kind)
     assert handler is not None
-    if kind == "undo":
-        first: Any = ex.value_of(key)
-    elif live_error is not None:
-        first = live_error
-    else:
-        stored = record.error or ErrorRecord("Exception", "")
-        first = RecordedError(stored.type, stored.message, step=key)
     hooks = ex.hooks
     if hooks:
         hooks.call(f"before_{kind}", StepEvent(ex.run_id, ex.reactor, key))
@@ -112,8 +133,7 @@ async def _run_handler(ex: Execution, kind: str, key: str, live_error: BaseExcep
                                               status="failed" if error else "completed",
                                               error=error))
     if error is None:
-        status = StepStatus.UNDONE if kind == "undo" else StepStatus.COMPENSATED
-        updated = StepRecord(status, record.attempts, record.started_at, record.finished_at,
+        updated = StepRecord(done, record.attempts, record.started_at, record.finished_at,
                              record.result, record.error, record.seq,
                              child_inputs=record.child_inputs)
         await ex.checkpoint(key, updated, [started, event(f"{kind}.completed", key)])
@@ -146,7 +166,8 @@ def collected_failures(ex: Execution) -> list[RollbackFailure]:
     found: list[tuple[float, RollbackFailure]] = []
     for key, record in ex.records.items():
         if record.rollback_error is not None:
-            kind = "undo" if record.status != StepStatus.FAILED else "compensate"
+            kind = (HandlerKind.COMPENSATE if record.status == StepStatus.FAILED
+                    else HandlerKind.UNDO)
             error = record.rollback_error
             found.append((record.finished_at or time.time(),
                           RollbackFailure(key, kind, error.message, error.type)))

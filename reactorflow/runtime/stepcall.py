@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -15,7 +17,7 @@ import msgspec
 from reactorflow import records
 from reactorflow.definition.graph import join
 from reactorflow.definition.params import MISSING, Source
-from reactorflow.definition.specs import StepKind
+from reactorflow.definition.specs import UNIT_KINDS
 from reactorflow.errors import (
     ArgumentError,
     AsyncUnitFailed,
@@ -27,6 +29,7 @@ from reactorflow.markers import StepContext, follow_path
 from reactorflow.middleware import StepEvent
 from reactorflow.records import Event
 from reactorflow.runtime.execution import event
+from reactorflow.runtime.units import outcome_of
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
@@ -35,12 +38,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("reactorflow.step")
 _NOT_RETRIED = (SerializationError, ArgumentError)
-UNIT_KINDS = (StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR)
+
+
+class StepEnd(StrEnum):
+    """How one call of a step ended."""
+
+    COMPLETED = "completed"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    HALTED = "halted"
 
 
 @dataclass(slots=True)
 class Outcome:
-    status: str  # completed, skipped, failed, halted
+    status: StepEnd
     value: Any = None
     raw: msgspec.Raw = field(default_factory=msgspec.Raw)
     error: BaseException | None = None
@@ -49,6 +60,13 @@ class Outcome:
     started_at: float | None = None
     finished_at: float | None = None
     events: list[Event] = field(default_factory=list)
+
+
+def scope_cancelled() -> bool:
+    """Whether the caller's cancel scope was cancelled: a real cancellation of the run, as
+    opposed to a `CancelledError` that step code raised (e.g. it awaited a task that someone
+    else cancelled), which is a step failure."""
+    return anyio.current_effective_deadline() == -math.inf
 
 
 def read_input(inputs: Any, name: str) -> Any:
@@ -95,8 +113,6 @@ def resolve_arguments(ex: Execution, node: Node, payload: Any = MISSING) -> dict
 
 def unit_argument(ex: Execution, node: Node, name: str, dep: str, wants_outcome: bool) -> Any:
     """The value a reader gets from a finished async unit (see runtime.units)."""
-    from reactorflow.runtime.units import outcome_of
-
     outcome = outcome_of(ex, dep)
     if wants_outcome:
         return outcome
@@ -167,11 +183,11 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
     """Run the step to an outcome. Cancellation and interpreter exits propagate."""
     spec = node.spec
     key = node.key
-    out = Outcome(StepStatus.FAILED)
+    out = Outcome(StepEnd.FAILED)
     try:
         kwargs = resolve_arguments(ex, node, payload) if spec.params else {}
         if check_when and spec.when is not None and not await evaluate_when(ex, node, kwargs):
-            out.status = StepStatus.SKIPPED
+            out.status = StepEnd.SKIPPED
             out.events.append(event("step.skipped", key, detail="when= was false"))
             return out
     except ArgumentError as exc:
@@ -196,7 +212,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
         if hooks:
             hooks.call("before_step", StepEvent(ex.run_id, ex.reactor, key, attempt))
         out.body_started = True
-        error: Exception
+        error: BaseException
         try:
             if timeout is not None:
                 with anyio.move_on_after(timeout) as scope:
@@ -207,7 +223,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
                 result = await fn(**kwargs)
             out.raw, out.value = encode_result(ex, node, result)
         except Halt as halt:
-            out.status = "halted"
+            out.status = StepEnd.HALTED
             out.error = halt
             out.attempts = attempt
             out.finished_at = time.time()
@@ -215,8 +231,12 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
             return out
         except Exception as exc:
             error = exc
+        except anyio.get_cancelled_exc_class() as exc:
+            if scope_cancelled():
+                raise  # the run itself is being cancelled
+            error = exc
         else:
-            out.status = StepStatus.COMPLETED
+            out.status = StepEnd.COMPLETED
             out.attempts = attempt
             out.finished_at = finished = time.time()
             events.append(Event(finished, "step.completed", key, attempt))
@@ -239,8 +259,8 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
         return out
 
 
-async def _before_retry(ex: Execution, node: Node, attempt: int, error: Exception, delay: float,
-                        events: list[Event]) -> None:
+async def _before_retry(ex: Execution, node: Node, attempt: int, error: BaseException,
+                        delay: float, events: list[Event]) -> None:
     key = node.key
     hooks = ex.hooks
     events.append(event("step.retried", key, attempt, f"{error!r}; next in {delay:.3f}s"))

@@ -15,9 +15,9 @@ marked failed with the reason instead of being retried forever.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -27,13 +27,17 @@ from reactorflow.definition.graph import display_path, plan_for
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import CorruptRecord, DefinitionChanged
 from reactorflow.records import RunError
-from reactorflow.runtime import operations
+from reactorflow.runtime import jobs, operations, queue
 from reactorflow.runtime.ownership import acquire, new_owner
+from reactorflow.runtime.queue import Job, JobKind
 from reactorflow.runtime.resume import fail_run
 from reactorflow.runtime.units import child_report
 from reactorflow.runtime.units import report as report_unit
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Liveness, Storage
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
 
 log = logging.getLogger("reactorflow.sweep")
 DEFAULT_LIMIT = 1000
@@ -50,16 +54,11 @@ class SweepReport:
     enqueued: list[str] = field(default_factory=list)  # handed to workers
 
 
-def _workers_configured() -> bool:
-    """A shared broker is configured: stalled work goes to workers, not to this process."""
-    return config.settings().broker is not None or bool(os.environ.get(config.REDIS_URL_ENV))
-
-
 async def sweep_once(*, limit: int = DEFAULT_LIMIT) -> SweepReport:
     """Recover stalled runs and lost async units, and expire overdue interrupts, once.
 
-    With a shared broker configured (rf.configure(broker=...) or REACTORFLOW_REDIS_URL) the
-    work is enqueued for workers; otherwise it is re-driven in this process.
+    With a shared job queue (a broker: rf.configure(broker=...) or REACTORFLOW_REDIS_URL) the
+    work is enqueued for workers; otherwise it is re-driven in this process (see `_hand_over`).
     """
     storage = config.current_storage()
     settings = config.settings()
@@ -123,26 +122,36 @@ async def _recover(storage: Storage, live: Liveness, report: SweepReport) -> Non
         log.warning("reactorflow.sweep.unknown_reactor run_id=%s reactor=%s (import the module "
                     "that declares it in the sweeping process)", live.run_id, live.reactor)
         return
-    if _workers_configured():
-        from reactorflow.workers.broker import enqueue_run
+    await _hand_over(Job.run(live.run_id, live.reactor), reactor, report)
 
-        enqueue_run(live.run_id, live.reactor)
-        report.enqueued.append(live.run_id)
+
+async def _hand_over(job: Job, reactor: Reactor, report: SweepReport) -> None:
+    """The one path of stalled work: a shared queue's workers take it; else this process
+    does the job's work now (a run only if nobody took it meanwhile)."""
+    label = job.run_id if job.kind is JobKind.RUN else f"{job.run_id}:{job.step}"
+    work = queue.current()
+    if work.shared:
+        work.enqueue(job)
+        report.enqueued.append(label)
         return
+    if job.kind is JobKind.UNIT:
+        await jobs.execute_unit(job.run_id, job.reactor, job.step)
+        report.recovered.append(label)
+        return
+    storage = config.current_storage()
     settings = config.settings()
     owner = new_owner()
-    if not await acquire(storage, live.run_id, owner, settings.lock_ttl, 0.0):
+    if not await acquire(storage, job.run_id, owner, settings.lock_ttl, 0.0):
         return  # someone took it meanwhile: it is alive
-    log.info("reactorflow.sweep.recovering run_id=%s reactor=%s status=%s", live.run_id,
-             live.reactor, live.status)
+    log.info("reactorflow.sweep.recovering run_id=%s reactor=%s", job.run_id, job.reactor)
     try:
-        await operations.run_owned(reactor, storage, live.run_id, owner)
+        await operations.run_owned(reactor, storage, job.run_id, owner)
     except (CorruptRecord, DefinitionChanged) as exc:
-        await operations.mark_unrecoverable(storage, live.run_id, type(exc).__name__,
+        await operations.mark_unrecoverable(storage, job.run_id, type(exc).__name__,
                                             exc.message)
-        report.failed.append(live.run_id)
+        report.failed.append(job.run_id)
         return
-    report.recovered.append(live.run_id)
+    report.recovered.append(label)
 
 
 async def _sweep_units(storage: Storage, report: SweepReport, limit: int) -> None:
@@ -167,15 +176,5 @@ async def _sweep_units(storage: Storage, report: SweepReport, limit: int) -> Non
                 if report_record is not None:
                     await report_unit(storage, unit.run_id, unit.key, report_record, [])
             continue
-        label = f"{unit.run_id}:{unit.key}"
-        if _workers_configured():
-            from reactorflow.workers.broker import enqueue_unit
-
-            enqueue_unit(unit.run_id, reactor.name, unit.key)
-            report.enqueued.append(label)
-        else:
-            from reactorflow.workers.jobs import execute_unit
-
-            await execute_unit(unit.run_id, reactor.name, unit.key)
-            report.recovered.append(label)
+        await _hand_over(Job.unit(unit.run_id, reactor.name, unit.key), reactor, report)
         log.info("reactorflow.sweep.unit run_id=%s step=%s", unit.run_id, unit.key)

@@ -28,6 +28,8 @@ from reactorflow.definition.specs import StepKind
 from reactorflow.errors import AsyncWaitTimeout
 from reactorflow.markers import Outcome
 from reactorflow.records import ErrorRecord, RunError, StepRecord
+from reactorflow.runtime import queue
+from reactorflow.runtime.creation import create_child_run
 from reactorflow.runtime.execution import Execution, event
 from reactorflow.status import Status, StepStatus
 
@@ -36,7 +38,6 @@ if TYPE_CHECKING:
     from reactorflow.storage.base import Storage
 
 log = logging.getLogger("reactorflow.async")
-UNIT_KINDS = (StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR)
 FINISHED = frozenset({StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.HALTED,
                       StepStatus.COMPENSATED})
 
@@ -63,6 +64,28 @@ def outcome_of(ex: Execution, key: str) -> Outcome[Any]:
         return Outcome(True, ex.value_of(key))
     error = record.error or ErrorRecord("Unknown", "the unit failed")
     return Outcome(False, None, RunError(key, error.type, error.message, error.traceback))
+
+
+async def unit_finished(ex: Execution, key: str) -> bool:
+    """Whether unit `key` has finished (its record is then in `ex.records`); never waits."""
+    if ex.status_of(key) in FINISHED:
+        return True
+    record = await _finished_record(ex, key)
+    if record is None:
+        return False
+    ex.records[key] = record
+    ex.values.pop(key, None)
+    return True
+
+
+def parked_due(ex: Execution) -> bool:
+    """A run parked on async units has something to do: one of them finished (its record is
+    loaded), or waited on for `async_wait_timeout` (its reader fails)."""
+    parked = ex.state.parked_on
+    if any(ex.status_of(key) in FINISHED for key in parked):
+        return True
+    timeout = config.settings().async_wait_timeout
+    return any(time.time() - since >= timeout for since in parked.values())
 
 
 async def await_unit(ex: Execution, reader: Node, key: str) -> None:
@@ -141,24 +164,21 @@ async def child_report(storage: Storage, child_id: str, node: Node,
 
 async def dispatch(ex: Execution, node: Node, child_inputs: Any = None) -> None:
     """Write the unit's marker (checkpoint before enqueue), then enqueue it."""
-    from reactorflow.runtime import operations
-    from reactorflow.workers.broker import enqueue_run, enqueue_unit
-
     key = node.key
     now = time.time()
     if node.kind is StepKind.ASYNC_REACTOR:
         child = node.spec.child
         assert child is not None
         child_id = child_run_id(ex.run_id, key)
-        await operations.create_child_run(child, child_inputs, child_id, parent=(ex.run_id, key))
+        await create_child_run(child, child_inputs, child_id, parent=(ex.run_id, key))
         marker = StepRecord(StepStatus.RUNNING, 1, now, child_run=child_id)
         await ex.checkpoint(key, marker, [event("async.dispatched", key, detail=child_id)],
                             unit=True)
-        enqueue_run(child_id, child.name)
+        queue.enqueue_run(child_id, child.name)
     else:
         marker = StepRecord(StepStatus.RUNNING, 1, now)
         await ex.checkpoint(key, marker, [event("async.dispatched", key)], unit=True)
-        enqueue_unit(ex.run_id, ex.reactor, key)
+        queue.enqueue_unit(ex.run_id, ex.reactor, key)
     log.info("reactorflow.async.dispatched run_id=%s reactor=%s step=%s", ex.run_id,
              ex.reactor, key)
 
@@ -180,6 +200,24 @@ async def report(storage: Storage, run_id: str, key: str, record: StepRecord,
     log.log(level, "reactorflow.async.finished run_id=%s step=%s status=%s%s", run_id, key,
             record.status, f" error={record.error.type}: {record.error.message}"
             if record.error else "")
+    await wake_parked(storage, run_id, key)
+
+
+async def wake_parked(storage: Storage, run_id: str, key: str) -> None:
+    """The signal of a finished unit: re-enqueue its run if the run parked waiting for it.
+
+    The unit's record is written first; the run parks (saves `parked_on`) before it checks its
+    units once more after release (`operations.after_release`): one of the two sees the other.
+    A duplicate signal is harmless (the job finds nothing due and writes nothing)."""
+    head = await storage.load_head(run_id)
+    if head is None or head.status != Status.RUNNING:
+        return
+    try:
+        parked = records.decode_state(head.state).parked_on
+    except msgspec.DecodeError:
+        return  # the run's own execution reports it
+    if key in parked:
+        queue.enqueue_run(run_id, head.reactor)
 
 
 async def report_child_end(storage: Storage, ex: Execution) -> None:

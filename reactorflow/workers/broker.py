@@ -18,10 +18,12 @@ from typing import Any
 
 import dramatiq
 from dramatiq.asyncio import EventLoopThread, set_event_loop_thread
+from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import AsyncIO, Retries
 
 from reactorflow import config
+from reactorflow.workers import jobs
 
 log = logging.getLogger("reactorflow.worker")
 
@@ -81,8 +83,6 @@ def current_broker() -> dramatiq.Broker:
         url = os.environ.get(config.REDIS_URL_ENV)
         if url:
             if _runtime.env_broker is None:
-                from dramatiq.brokers.redis import RedisBroker
-
                 _runtime.env_broker = RedisBroker(url=url)  # type: ignore[no-untyped-call]
             return _runtime.env_broker
         return _embedded_broker()
@@ -98,8 +98,6 @@ def actors_for(broker: dramatiq.Broker) -> Actors:
         known = _runtime.actors.get(id(broker))
         if known is not None and known[0] is broker:
             return known[1]
-        from reactorflow.workers import jobs
-
         if not any(isinstance(m, AsyncIO) for m in broker.middleware):
             broker.add_middleware(AsyncIO())
         options = dict(max_retries=JOB_RETRIES, min_backoff=500, max_backoff=10_000,
@@ -158,11 +156,12 @@ def enqueue_run(run_id: str, reactor: str, *, delay: float | None = None,
              delay)
 
 
-def enqueue_unit(run_id: str, reactor: str, key: str) -> None:
+def enqueue_unit(run_id: str, reactor: str, key: str, *, delay: float | None = None) -> None:
     """Ask a worker to run one async unit of a run."""
     broker = current_broker()
     actor = actors_for(broker).execute_unit
-    send(actor.message(run_id, reactor, key), broker, None)
+    send(actor.message(run_id, reactor, key), broker,
+         None if delay is None else int(delay * 1000))
 
 
 def shutdown() -> None:

@@ -1,0 +1,162 @@
+"""The bodies of the jobs the runtime enqueues (`runtime.queue`): whoever runs a job (a Dramatiq
+actor, the in-process queue, the sweeper) calls these.
+
+Jobs carry identities only; storage is the truth, and every body is idempotent (a job may be
+delivered more than once). Step code is never retried by the queue: its exceptions are handled
+by the executor and never reach the job. What does reach the job is an infrastructure error
+(storage unreachable...), which the queue may retry. A run that can never be executed here
+(unknown reactor, unreadable record, incompatible graph) is marked failed on first delivery and
+the job ends with `PermanentFailure` (never retried).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import Any, assert_never
+
+from reactorflow import config
+from reactorflow.definition import registry
+from reactorflow.definition.graph import plan_for
+from reactorflow.errors import CorruptRecord, DefinitionChanged, ReactorflowError, RunNotFound
+from reactorflow.records import ErrorRecord, StepRecord
+from reactorflow.runtime import operations, queue
+from reactorflow.runtime.execution import Execution, event
+from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
+from reactorflow.runtime.queue import Job, JobKind
+from reactorflow.runtime.rollback import call_handler
+from reactorflow.runtime.stepcall import StepEnd, call_step
+from reactorflow.runtime.units import FINISHED, report, unit_lock
+from reactorflow.status import StepStatus
+
+log = logging.getLogger("reactorflow.worker")
+
+RUN_LOCK_WAIT = 2.0
+"""Seconds a worker waits for a run's lock before it reads the run (lock, then load)."""
+SNOOZE_DELAY = 1.0
+"""A worker that could not take the run re-enqueues itself this long later (plus jitter)."""
+
+
+async def execute(job: Job) -> None:
+    """Run one job's body.
+
+    Raises:
+        PermanentFailure: the job can never succeed (see `execute_run`, `execute_unit`).
+    """
+    match job.kind:
+        case JobKind.RUN:
+            await execute_run(job.run_id, job.reactor, job.snoozes)
+        case JobKind.UNIT:
+            await execute_unit(job.run_id, job.reactor, job.step)
+        case _:
+            assert_never(job.kind)
+
+
+class PermanentFailure(ReactorflowError):
+    """The job can never succeed (it already marked the run failed): never retried."""
+
+
+async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
+    """The worker resume protocol: lock, then load, then act on the stored status.
+
+    Lock: if another execution holds the run for `RUN_LOCK_WAIT` seconds, re-enqueue this job
+    `SNOOZE_DELAY` (+ jitter) later and end. Load: read the run while holding its lock. Act:
+    drive a `running` run (a parked one only when one of its units finished or its wait ran
+    out: an early or duplicate job writes nothing), finish a rollback, apply claimed payloads
+    of a paused one; a settled run needs nothing. A step that waits for an async unit parks the
+    run (`driver.park`) instead of holding this worker.
+
+    Raises:
+        PermanentFailure: the run can never be executed here (unknown reactor, unreadable
+            record, incompatible graph); it was marked failed.
+    """
+    reactor = registry.lookup(reactor_name)
+    storage = config.current_storage()
+    if reactor is None:
+        reason = (f"reactor {reactor_name!r} is not declared in this worker: start it with the "
+                  "module that declares it (reactorflow worker my_app.flows)")
+        await operations.mark_unrecoverable(storage, run_id, "UnknownReactor", reason)
+        raise PermanentFailure(reason, run_id=run_id)
+    settings = config.settings()
+    owner = new_owner()
+    if not await acquire(storage, run_id, owner, settings.lock_ttl, RUN_LOCK_WAIT):
+        delay = SNOOZE_DELAY + random.random() * SNOOZE_DELAY
+        queue.enqueue_run(run_id, reactor_name, delay=delay, snoozes=snoozes + 1)
+        if snoozes in (0, 10, 100):
+            log.info("reactorflow.resume.waiting run_id=%s reactor=%s snoozes=%d", run_id,
+                     reactor_name, snoozes)
+        return
+    try:
+        await operations.run_owned(reactor, storage, run_id, owner, parks=True)
+    except RunNotFound:
+        log.info("reactorflow.worker.stray run_id=%s: no such run (expired?)", run_id)
+    except (CorruptRecord, DefinitionChanged) as exc:
+        await operations.mark_unrecoverable(storage, run_id, type(exc).__name__, exc.message)
+        raise PermanentFailure(exc.message, run_id=run_id) from exc
+
+
+async def execute_unit(run_id: str, reactor_name: str, key: str) -> None:
+    """Run one async unit of a run and write its record into the run (see `runtime.units`).
+
+    Raises:
+        PermanentFailure: the unit can never run here (unknown reactor, unreadable record);
+            its failure was reported to the run.
+    """
+    storage = config.current_storage()
+    reactor = registry.lookup(reactor_name)
+    if reactor is None:
+        record = StepRecord(StepStatus.FAILED, 0, time.time(), time.time(), error=ErrorRecord(
+            "UnknownReactor", f"reactor {reactor_name!r} is not declared in this worker"))
+        await report(storage, run_id, key, record, [event("step.failed", key)])
+        raise PermanentFailure(f"unknown reactor {reactor_name!r}", run_id=run_id, step=key)
+    settings = config.settings()
+    lock, owner = unit_lock(run_id, key), new_owner()
+    if not await acquire(storage, lock, owner, settings.lock_ttl, 0.0):
+        return  # another worker is running this unit right now (a duplicate message)
+    async with keep_alive(storage, lock, owner, settings.lock_ttl):
+        stored = await storage.load_run(run_id)
+        if stored is None:
+            log.error("reactorflow.async.orphaned run_id=%s step=%s: the run is gone, the unit "
+                      "did not run", run_id, key)
+            return
+        try:
+            ex = Execution.from_stored(stored, plan=plan_for(reactor), storage=storage,
+                                       owner=owner, claims={}, hooks=operations.hooks_for(reactor))
+        except (CorruptRecord, DefinitionChanged) as exc:  # never retried: it cannot change
+            record = StepRecord(StepStatus.FAILED, 0, None, time.time(),
+                                error=ErrorRecord(type(exc).__name__, exc.message))
+            await report(storage, run_id, key, record, [event("step.failed", key)])
+            raise PermanentFailure(exc.message, run_id=run_id, step=key) from exc
+        current = ex.records.get(key)
+        if current is None or current.status in FINISHED:
+            return  # never dispatched, or already done: a stray or duplicate message
+        await _run_unit(ex, key)
+
+
+async def _run_unit(ex: Execution, key: str) -> None:
+    node = ex.plan.nodes[key]
+    out = await call_step(ex, node, check_when=False)
+    events: list[Any] = list(out.events)
+    if out.status is StepEnd.COMPLETED:
+        record = StepRecord(StepStatus.COMPLETED, out.attempts, out.started_at, out.finished_at,
+                            out.raw)
+    elif out.status is StepEnd.HALTED:
+        record = StepRecord(StepStatus.HALTED, out.attempts, out.started_at, out.finished_at,
+                            error=ErrorRecord("Halt", str(out.error)))
+    else:
+        assert out.error is not None
+        rollback_error = None
+        handler = node.spec.compensate
+        if handler is not None and out.body_started:
+            events.append(event("compensate.started", key))
+            try:
+                await call_handler(ex, handler, key, out.error)
+                events.append(event("compensate.completed", key))
+            except Exception as exc:
+                rollback_error = ErrorRecord.from_exception(exc)
+                events.append(event("compensate.failed", key, detail=repr(exc)))
+        record = StepRecord(StepStatus.FAILED, out.attempts, out.started_at, out.finished_at,
+                            error=ErrorRecord.from_exception(out.error),
+                            rollback_error=rollback_error)
+    await report(ex.storage, ex.run_id, key, record, events)

@@ -1,0 +1,109 @@
+"""The job queue: how the runtime asks for work to be done later or elsewhere.
+
+The runtime owns this seam and never imports what implements it. A job names what to do by
+identity only (a run, or one async unit of a run); storage is the truth. Implementations:
+
+* the Dramatiq layer (`reactorflow.workers.queue`), registered by the `reactorflow` package at
+  import: Dramatiq actors carry the jobs to workers (a configured broker, the one at
+  `REACTORFLOW_REDIS_URL`, else the embedded in-process StubBroker worker);
+* `InProcessQueue` (`reactorflow.runtime.localqueue`): jobs run on an event loop of its own in
+  this process, no broker involved (for the test kit, or `register(InProcessQueue)`).
+
+Every implementation passes the contract suite in `tests/runtime/test_queue_contract.py`. A job
+may be delivered more than once (at least once): each job body is idempotent (lock, then load,
+then act on what is stored).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Protocol
+
+import msgspec
+
+from reactorflow.errors import ConfigurationError
+
+
+class JobKind(StrEnum):
+    RUN = "run"  # take the run on (the worker resume protocol, `jobs.execute_run`)
+    UNIT = "unit"  # run one async unit of the run (`jobs.execute_unit`)
+
+
+class Job(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One piece of work, by identity."""
+
+    kind: JobKind
+    run_id: str
+    reactor: str
+    step: str = ""  # UNIT: the unit's step key
+    snoozes: int = 0  # RUN: how often it was re-enqueued because the run was busy
+
+    @classmethod
+    def run(cls, run_id: str, reactor: str, *, snoozes: int = 0) -> Job:
+        return cls(JobKind.RUN, run_id, reactor, snoozes=snoozes)
+
+    @classmethod
+    def unit(cls, run_id: str, reactor: str, step: str) -> Job:
+        return cls(JobKind.UNIT, run_id, reactor, step)
+
+
+class JobQueue(Protocol):
+    """Where jobs go. `enqueue` never blocks on the job itself and is safe from any thread."""
+
+    @property
+    def shared(self) -> bool:
+        """Whether jobs reach workers of other processes (a shared broker). The sweeper hands
+        stalled work to a shared queue, and re-drives it itself otherwise."""
+        ...
+
+    def enqueue(self, job: Job, *, delay: float | None = None) -> None:
+        """Deliver `job` to a worker, at least once, `delay` seconds from now at the earliest.
+
+        Raises:
+            StorageConnectionError: the queue's broker cannot be reached.
+        """
+        ...
+
+
+_mutex = threading.Lock()
+_factory: Callable[[], JobQueue] | None = None
+
+
+def register(factory: Callable[[], JobQueue] | None) -> None:
+    """Install the queue implementation (called from above the runtime, e.g. by the
+    `reactorflow` package); `factory()` is asked for the queue on every enqueue, so it may
+    follow configuration changes. `None` unregisters it.
+
+    Args:
+        factory: returns the queue to use now.
+    """
+    global _factory
+    with _mutex:
+        _factory = factory
+
+
+def current() -> JobQueue:
+    """The registered queue.
+
+    Raises:
+        ConfigurationError: no queue is registered (`import reactorflow` registers one).
+    """
+    factory = _factory
+    if factory is None:
+        raise ConfigurationError(
+            "no job queue is registered: import reactorflow (it registers the Dramatiq queue), "
+            "or call reactorflow.runtime.queue.register(...)", option="broker")
+    return factory()
+
+
+def enqueue_run(run_id: str, reactor: str, *, delay: float | None = None,
+                snoozes: int = 0) -> None:
+    """Ask a worker to take the run on (see `jobs.execute_run`)."""
+    current().enqueue(Job.run(run_id, reactor, snoozes=snoozes), delay=delay)
+
+
+def enqueue_unit(run_id: str, reactor: str, step: str) -> None:
+    """Ask a worker to run one async unit of a run (see `jobs.execute_unit`)."""
+    current().enqueue(Job.unit(run_id, reactor, step))

@@ -1,0 +1,49 @@
+"""The runtime's job queue (`reactorflow.runtime.queue`) on Dramatiq.
+
+The `reactorflow` package registers `current_queue` at import. Dramatiq itself is imported on
+the first enqueue (not by `import reactorflow`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import assert_never
+
+from reactorflow import config
+from reactorflow.runtime.queue import Job, JobKind
+
+
+class DramatiqQueue:
+    """Jobs as messages to reactorflow's Dramatiq actors on the current broker (see
+    `reactorflow.workers.broker`: configured, from the environment, or the embedded one)."""
+
+    @property
+    def shared(self) -> bool:
+        """A broker shared with other processes is configured (`rf.configure(broker=...)` or
+        `REACTORFLOW_REDIS_URL`); else jobs go to the embedded in-process worker."""
+        return config.settings().broker is not None or bool(os.environ.get(config.REDIS_URL_ENV))
+
+    def enqueue(self, job: Job, *, delay: float | None = None) -> None:
+        """Send `job` to its actor on the current broker, `delay` seconds from now.
+
+        Args:
+            job: what to do.
+            delay: seconds to wait before a worker may take it (None: at once).
+        """
+        from reactorflow.workers import broker  # noqa: PLC0415 (Dramatiq on first use only)
+
+        match job.kind:
+            case JobKind.RUN:
+                broker.enqueue_run(job.run_id, job.reactor, delay=delay, snoozes=job.snoozes)
+            case JobKind.UNIT:
+                broker.enqueue_unit(job.run_id, job.reactor, job.step, delay=delay)
+            case _:
+                assert_never(job.kind)
+
+
+_queue = DramatiqQueue()
+
+
+def current_queue() -> DramatiqQueue:
+    """The queue the runtime uses (registered by the `reactorflow` package)."""
+    return _queue
