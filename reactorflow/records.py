@@ -75,7 +75,9 @@ class Event(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True):
     detail: str = ""
 
 
-NIL = msgspec.Raw(b"\xc0")  # MessagePack nil: "no value" inside a record
+NIL = msgspec.Raw(b"\xc0")
+"""MessagePack nil: the default of a Raw field. It is also how a `None` value encodes, so a Raw
+field equal to NIL never means "absent": presence is always told by a status or a flag."""
 
 
 class StepRecord(msgspec.Struct, omit_defaults=True, array_like=True):
@@ -88,15 +90,23 @@ class StepRecord(msgspec.Struct, omit_defaults=True, array_like=True):
     attempts: int = 0
     started_at: float | None = None
     finished_at: float | None = None
-    result: msgspec.Raw = NIL  # the encoded result (nil until the step completes)
+    result: msgspec.Raw = NIL  # the encoded result (meaningful only once `completed`)
     error: ErrorRecord | None = None
     seq: int = 0  # completion order within the run (undo runs in reverse)
     compensate_pending: bool = False  # its body failed and its compensate has not returned
     rollback_error: ErrorRecord | None = None
-    child_inputs: msgspec.Raw = NIL  # compose: the child's validated inputs, once mapped
+    child_inputs: msgspec.Raw = NIL  # compose: the child's validated inputs (see child_opened)
     deadline: float | None = None  # interrupt: when its timeout passes
     correlation_id: str | None = None  # interrupt: the resolved correlation id
     child_run: str | None = None  # async_reactor: the id of the child run it started
+    child_opened: bool = False  # compose: the child's inputs were mapped and its level opened
+
+    @property
+    def child_started(self) -> bool:
+        """A compose step whose child level was opened (its steps may have run). Told by the
+        flag, never by `child_inputs`: a child without inputs stores nil there. (A record
+        written before the flag existed has non-nil inputs when its child was opened.)"""
+        return self.child_opened or self.child_inputs != NIL
 
 
 class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):

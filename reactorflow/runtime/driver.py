@@ -171,9 +171,9 @@ async def _abort(ex: Execution, forward: Forward | None, cause: BaseException) -
         previous = ex.records.get(key)
         if previous is not None and previous.status == StepStatus.WAITING:
             continue
-        ex.records[key] = StepRecord(
-            StepStatus.FAILED, previous.attempts if previous else 0,
-            previous.started_at if previous else now, now,
+        base = previous if previous is not None else StepRecord(StepStatus.PENDING)
+        ex.records[key] = msgspec.structs.replace(  # keeps e.g. a composed child's flag
+            base, status=StepStatus.FAILED, started_at=base.started_at or now, finished_at=now,
             error=ErrorRecord(type(cause).__name__, "aborted while running: the process "
                               "interrupted the run"),
             compensate_pending=node.spec.compensate is not None,

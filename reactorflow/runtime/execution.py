@@ -60,7 +60,7 @@ class Execution:
         self.history: list[Event] | None = None  # events written here, when all are known...
         self.loaded_history: list[bytes] | None = None  # ...after these, read when loaded
         for key, record in steps.items():
-            if record.child_inputs != records.NIL and key in plan.levels:
+            if record.child_started and key in plan.levels:
                 self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(record.child_inputs)
 
     # -- construction --------------------------------------------------------------------------

@@ -429,7 +429,7 @@ class Forward:
             await self._fail_step(node, exc, detail=repr(exc), started_at=started)
             return
         ex.level_inputs[key] = self.plan.levels[key].inputs_decoder.decode(raw)
-        opened = StepRecord(StepStatus.RUNNING, 1, started, child_inputs=raw)
+        opened = StepRecord(StepStatus.RUNNING, 1, started, child_inputs=raw, child_opened=True)
         await ex.checkpoint(key, opened, [event("compose.started", key)])
         if ex.control is not None:
             self._stop()
@@ -447,7 +447,8 @@ class Forward:
             value = node.decoder.decode(raw)
         ex.values[node.key] = value
         done = StepRecord(StepStatus.COMPLETED, record.attempts, record.started_at, time.time(),
-                          raw, seq=ex.next_seq(), child_inputs=record.child_inputs)
+                          raw, seq=ex.next_seq(), child_inputs=record.child_inputs,
+                          child_opened=record.child_opened)
         await self._finish(node, done, [event("step.completed", node.key)])
 
     # -- interrupts ----------------------------------------------------------------------------

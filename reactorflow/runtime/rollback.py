@@ -22,10 +22,12 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, assert_never
 
+import msgspec
+
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import RecordedError
 from reactorflow.middleware import StepEvent
-from reactorflow.records import NIL, ErrorRecord, RollbackFailure, StepRecord
+from reactorflow.records import ErrorRecord, RollbackFailure, StepRecord
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.stepcall import context_for, resolve_arguments
 from reactorflow.status import HandlerKind, StepStatus
@@ -63,7 +65,7 @@ def plan_rollback(ex: Execution, level: str = "") -> list[Action]:
         record = records.get(key)
         if (record is not None and plan.nodes[key].kind is StepKind.COMPOSE
                 and record.status in (StepStatus.RUNNING, StepStatus.FAILED)
-                and record.child_inputs != NIL):
+                and record.child_started):
             actions.extend(plan_rollback(ex, key))
             actions.append((Act.CLOSE, key))
     done = [k for k in keys if k in records and records[k].status == StepStatus.COMPLETED
@@ -85,10 +87,7 @@ async def roll_back(ex: Execution, live_errors: Mapping[str, BaseException] | No
     for act, key in plan_rollback(ex):
         match act:
             case Act.CLOSE:
-                record = ex.records[key]
-                closed = StepRecord(StepStatus.UNDONE, record.attempts, record.started_at,
-                                    record.finished_at, record.result, record.error, record.seq,
-                                    child_inputs=record.child_inputs)
+                closed = _rolled_back(ex.records[key], StepStatus.UNDONE)
                 await ex.checkpoint(key, closed, [event("undo.completed", key)])
             case Act.UNDO | Act.COMPENSATE:
                 failure = await _run_handler(ex, HandlerKind(act), key,
@@ -133,19 +132,22 @@ async def _run_handler(ex: Execution, kind: HandlerKind, key: str,
                                               status="failed" if error else "completed",
                                               error=error))
     if error is None:
-        updated = StepRecord(done, record.attempts, record.started_at, record.finished_at,
-                             record.result, record.error, record.seq,
-                             child_inputs=record.child_inputs)
-        await ex.checkpoint(key, updated, [started, event(f"{kind}.completed", key)])
+        await ex.checkpoint(key, _rolled_back(record, done),
+                            [started, event(f"{kind}.completed", key)])
         return None
     log.warning("reactorflow.%s.failed run_id=%s step=%s error=%r", kind, ex.run_id, key, error)
-    updated = StepRecord(record.status, record.attempts, record.started_at, record.finished_at,
-                         record.result, record.error, record.seq, compensate_pending=False,
-                         rollback_error=ErrorRecord.from_exception(error),
-                         child_inputs=record.child_inputs)
+    updated = msgspec.structs.replace(record, compensate_pending=False,
+                                      rollback_error=ErrorRecord.from_exception(error))
     await ex.checkpoint(key, updated, [started, event(f"{kind}.failed", key,
                                                       detail=f"{type(error).__name__}: {error}")])
     return RollbackFailure(key, kind, str(error), type(error).__name__)
+
+
+def _rolled_back(record: StepRecord, status: StepStatus) -> StepRecord:
+    """The record of a step whose rollback action returned: every other field is kept (a
+    composed step keeps its child's inputs and flag)."""
+    return msgspec.structs.replace(record, status=status, compensate_pending=False,
+                                   rollback_error=None)
 
 
 async def call_handler(ex: Execution, handler: HandlerSignature, key: str, first: Any) -> None:
