@@ -386,8 +386,22 @@ class RecordedError(ReactorflowError):
 
 
 class Halt(Exception):
-    """Raise from a step to stop the run cleanly: status `halted`, nothing rolled back."""
+    """Raise from a step to stop the run cleanly: status `halted`, nothing rolled back.
+
+    The reason is stored as text: a non-`str` reason is converted with `str()` (`Halt(404)` has
+    the reason `"404"`)."""
 
     def __init__(self, reason: str = "") -> None:
+        reason = halt_text(reason)
         super().__init__(reason)
         self.reason = reason
+
+
+def halt_text(reason: object) -> str:
+    """A halt reason as the text stored with the run (`str()` of a non-str; never raises)."""
+    if isinstance(reason, str):
+        return reason
+    try:
+        return str(reason)
+    except Exception:
+        return f"<{type(reason).__name__} reason that cannot be converted to text>"

@@ -44,6 +44,23 @@ class RunError(msgspec.Struct, frozen=True):
         return summary
 
 
+def describe(error: BaseException) -> str:
+    """The message of `error` as recorded anywhere (records, events, logs, error messages).
+
+    Never raises: an exception whose `__str__` raises (or returns a non-str) is described by its
+    type and what went wrong, so recording an error can never fail."""
+    try:
+        return str(error)
+    except Exception as exc:
+        return (f"<message unavailable: {type(error).__name__}.__str__ raised "
+                f"{type(exc).__name__}>")
+
+
+def summary(error: BaseException) -> str:
+    """`"Type: message"` for an event detail or an error message (never raises)."""
+    return f"{type(error).__name__}: {describe(error)}"
+
+
 class ErrorRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     """An exception as stored: class name, module, message and a capped traceback."""
 
@@ -54,12 +71,16 @@ class ErrorRecord(msgspec.Struct, frozen=True, omit_defaults=True):
 
     @classmethod
     def from_exception(cls, error: BaseException, *, with_traceback: bool = True) -> ErrorRecord:
+        """The record of `error`; never raises (see `describe`)."""
         text = ""
         if with_traceback and error.__traceback__ is not None:
-            text = "".join(tb.format_exception(type(error), error, error.__traceback__))
+            try:
+                text = "".join(tb.format_exception(type(error), error, error.__traceback__))
+            except Exception as exc:  # a broken __repr__/__str__ somewhere in the chain
+                text = f"(traceback unavailable: formatting it raised {type(exc).__name__})"
             if len(text) > TRACEBACK_LIMIT:
                 text = "... (truncated)\n" + text[-TRACEBACK_LIMIT:]
-        message = str(error)
+        message = describe(error)
         if len(message) > MESSAGE_LIMIT:
             message = message[:MESSAGE_LIMIT] + "... (truncated)"
         return cls(type(error).__name__, message, type(error).__module__, text)

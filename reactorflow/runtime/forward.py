@@ -33,7 +33,7 @@ from reactorflow.errors import (
     InputValidationError,
     SerializationError,
 )
-from reactorflow.records import ErrorRecord, Event, StepRecord
+from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.pausing import claimed_payload, waiting_record
@@ -208,7 +208,7 @@ class Forward:
                 if scope_cancelled():
                     raise
                 # step code (its body, a when=, a mapping function) raised it: a step failure
-                await self._fail_step(node, exc, detail=repr(exc))
+                await self._fail_step(node, exc, detail=summary(exc))
         except anyio.get_cancelled_exc_class():
             cut_off = True
             raise
@@ -268,7 +268,7 @@ class Forward:
                                    out.events)
             case StepEnd.HALTED:
                 halted = StepRecord(StepStatus.HALTED, out.attempts, out.started_at,
-                                    out.finished_at, error=ErrorRecord("Halt", str(out.error)))
+                                    out.finished_at, error=ErrorRecord("Halt", describe(out.error)))
                 ex.records[node.key] = halted
                 self.verdict.status = Ending.HALTED
                 self.verdict.halt_reason = getattr(out.error, "reason", "")
@@ -301,8 +301,8 @@ class Forward:
         self.verdict.failed.append(node.key)
         self.verdict.errors[node.key] = error
         if log.isEnabledFor(logging.INFO):
-            log.info("reactorflow.step.failed run_id=%s step=%s error=%r", ex.run_id, node.key,
-                     error)
+            log.info("reactorflow.step.failed run_id=%s step=%s error=%s", ex.run_id, node.key,
+                     summary(error))
         self._stop()
         if events is None:
             events = [event("step.failed", node.key, detail=detail)]
@@ -383,7 +383,7 @@ class Forward:
                 assert node.spec.child is not None
                 child_inputs = validate_inputs(node.spec.child, await node.spec.fn(**kwargs))
         except Exception as exc:
-            await self._fail_step(node, exc, detail=repr(exc))
+            await self._fail_step(node, exc, detail=summary(exc))
             return
         await dispatch_unit(ex, node, child_inputs)
         self._after_checkpoint(node)
@@ -423,10 +423,10 @@ class Forward:
             child_inputs = validate_inputs(child, mapped)
             raw = records.raw(child_inputs)
         except (ArgumentError, InputValidationError, SerializationError, TypeError) as exc:
-            await self._fail_step(node, exc, detail=str(exc), started_at=started)
+            await self._fail_step(node, exc, detail=describe(exc), started_at=started)
             return
         except Exception as exc:
-            await self._fail_step(node, exc, detail=repr(exc), started_at=started)
+            await self._fail_step(node, exc, detail=summary(exc), started_at=started)
             return
         ex.level_inputs[key] = self.plan.levels[key].inputs_decoder.decode(raw)
         opened = StepRecord(StepStatus.RUNNING, 1, started, child_inputs=raw, child_opened=True)

@@ -20,7 +20,7 @@ from reactorflow import config
 from reactorflow.definition import registry
 from reactorflow.definition.graph import plan_for
 from reactorflow.errors import CorruptRecord, DefinitionChanged, ReactorflowError, RunNotFound
-from reactorflow.records import ErrorRecord, StepRecord
+from reactorflow.records import ErrorRecord, StepRecord, describe, summary
 from reactorflow.runtime import operations, queue
 from reactorflow.runtime.execution import Execution, event
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
@@ -143,7 +143,7 @@ async def _run_unit(ex: Execution, key: str) -> None:
                             out.raw)
     elif out.status is StepEnd.HALTED:
         record = StepRecord(StepStatus.HALTED, out.attempts, out.started_at, out.finished_at,
-                            error=ErrorRecord("Halt", str(out.error)))
+                            error=ErrorRecord("Halt", describe(out.error)))
     else:
         assert out.error is not None
         rollback_error = None
@@ -155,7 +155,7 @@ async def _run_unit(ex: Execution, key: str) -> None:
                 events.append(event("compensate.completed", key))
             except Exception as exc:
                 rollback_error = ErrorRecord.from_exception(exc)
-                events.append(event("compensate.failed", key, detail=repr(exc)))
+                events.append(event("compensate.failed", key, detail=summary(exc)))
         record = StepRecord(StepStatus.FAILED, out.attempts, out.started_at, out.finished_at,
                             error=ErrorRecord.from_exception(out.error),
                             rollback_error=rollback_error)

@@ -60,6 +60,8 @@ async def start(reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
             f"reactor {reactor.name!r}: pass the inputs either as one {_inputs_name(reactor)} or "
             "as keyword arguments, not both"
         )
+    if idempotency_key is not None:
+        check_text(idempotency_key, f"reactor {reactor.name!r}: idempotency_key")
     value = validate_inputs(reactor, inputs if inputs is not None else dict(fields))
     plan = plan_for(reactor)
     storage = config.current_storage()
@@ -300,7 +302,16 @@ async def undo(reactor: Reactor, run_id: str) -> Run:
     return await get(reactor, run_id)
 
 
+def check_text(value: object, what: str) -> None:
+    """Refuse a non-`str` argument that would be stored as text (nothing is stored)."""
+    if not isinstance(value, str):
+        raise ReactorflowError(
+            f"{what} must be a str, not {type(value).__name__}: pass text (for example "
+            "str(value)); nothing was changed")
+
+
 async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
+    check_text(reason, f"cancel(run {run_id!r}): reason")
     storage = config.current_storage()
     settings = config.settings()
     head = await head_of(reactor, storage, run_id)

@@ -10,7 +10,7 @@ import msgspec
 
 from reactorflow.definition.graph import join
 from reactorflow.errors import ArgumentError, CorrelationConflict, SerializationError
-from reactorflow.records import StepRecord
+from reactorflow.records import StepRecord, summary
 from reactorflow.runtime.stepcall import read_input, resolve_arguments
 from reactorflow.status import StepStatus
 
@@ -66,7 +66,7 @@ def correlation_id(ex: Execution, node: Node) -> str | None:
         return str(template(**{n: kwargs[n] for n in options.correlation_names}))
     except Exception as exc:
         raise ArgumentError(
-            f"interrupt {node.key!r}: cannot build its correlation id: {exc!r}",
+            f"interrupt {node.key!r}: cannot build its correlation id: {summary(exc)}",
             run_id=ex.run_id, step=node.key, cause=exc,
         ) from exc
 

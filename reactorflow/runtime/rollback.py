@@ -27,7 +27,7 @@ import msgspec
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import RecordedError
 from reactorflow.middleware import StepEvent
-from reactorflow.records import ErrorRecord, RollbackFailure, StepRecord
+from reactorflow.records import ErrorRecord, RollbackFailure, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.stepcall import context_for, resolve_arguments
 from reactorflow.status import HandlerKind, StepStatus
@@ -135,12 +135,13 @@ async def _run_handler(ex: Execution, kind: HandlerKind, key: str,
         await ex.checkpoint(key, _rolled_back(record, done),
                             [started, event(f"{kind}.completed", key)])
         return None
-    log.warning("reactorflow.%s.failed run_id=%s step=%s error=%r", kind, ex.run_id, key, error)
+    log.warning("reactorflow.%s.failed run_id=%s step=%s error=%s", kind, ex.run_id, key,
+                summary(error))
     updated = msgspec.structs.replace(record, compensate_pending=False,
                                       rollback_error=ErrorRecord.from_exception(error))
     await ex.checkpoint(key, updated, [started, event(f"{kind}.failed", key,
-                                                      detail=f"{type(error).__name__}: {error}")])
-    return RollbackFailure(key, kind, str(error), type(error).__name__)
+                                                      detail=summary(error))])
+    return RollbackFailure(key, kind, describe(error), type(error).__name__)
 
 
 def _rolled_back(record: StepRecord, status: StepStatus) -> StepRecord:

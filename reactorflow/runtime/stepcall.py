@@ -24,10 +24,11 @@ from reactorflow.errors import (
     Halt,
     SerializationError,
     StepTimeout,
+    halt_text,
 )
 from reactorflow.markers import StepContext, follow_path
 from reactorflow.middleware import StepEvent
-from reactorflow.records import Event
+from reactorflow.records import Event, describe, summary
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.units import outcome_of
 from reactorflow.status import StepStatus
@@ -105,7 +106,7 @@ def resolve_arguments(ex: Execution, node: Node, payload: Any = MISSING) -> dict
             where = "result of " + param.ref if source is Source.RESULT else "input " + param.ref
             raise ArgumentError(
                 f"step {node.key!r}: cannot resolve parameter {param.name!r} from the {where} "
-                f"at path {'.'.join(param.path)!r}: {exc!r}",
+                f"at path {'.'.join(param.path)!r}: {summary(exc)}",
                 run_id=ex.run_id, step=node.key, cause=exc,
             ) from exc
     return kwargs
@@ -149,7 +150,7 @@ async def evaluate_when(ex: Execution, node: Node, kwargs: dict[str, Any]) -> bo
         if inspect.isawaitable(verdict):
             verdict = await verdict
     except Exception as exc:
-        raise ArgumentError(f"step {node.key!r}: its when= condition raised {exc!r}",
+        raise ArgumentError(f"step {node.key!r}: its when= condition raised {summary(exc)}",
                             run_id=ex.run_id, step=node.key, cause=exc) from exc
     return bool(verdict)
 
@@ -165,7 +166,7 @@ def encode_result(ex: Execution, node: Node, result: Any) -> tuple[msgspec.Raw, 
     except (TypeError, OverflowError) as exc:
         raise SerializationError(
             f"step {node.key!r} returned a {type(result).__name__}, which cannot be stored: "
-            f"{exc}. Return builtins, a msgspec.Struct or a dataclass",
+            f"{describe(exc)}. Return builtins, a msgspec.Struct or a dataclass",
             run_id=ex.run_id, step=node.key, type_name=type(result).__name__, cause=exc,
         ) from exc
     try:
@@ -173,7 +174,7 @@ def encode_result(ex: Execution, node: Node, result: Any) -> tuple[msgspec.Raw, 
     except msgspec.ValidationError as exc:
         raise SerializationError(
             f"step {node.key!r} returned a {type(result).__name__} that does not match its return "
-            f"annotation {node.result_type!r}: {exc}",
+            f"annotation {node.result_type!r}: {describe(exc)}",
             run_id=ex.run_id, step=node.key, type_name=type(result).__name__, cause=exc,
         ) from exc
 
@@ -223,6 +224,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
                 result = await fn(**kwargs)
             out.raw, out.value = encode_result(ex, node, result)
         except Halt as halt:
+            halt.reason = halt_text(halt.reason)  # a subclass may have set anything
             out.status = StepEnd.HALTED
             out.error = halt
             out.attempts = attempt
@@ -251,8 +253,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
         out.error = error
         out.attempts = attempt
         out.finished_at = time.time()
-        events.append(Event(out.finished_at, "step.failed", key, attempt,
-                            f"{type(error).__name__}: {error}"))
+        events.append(Event(out.finished_at, "step.failed", key, attempt, summary(error)))
         if hooks:
             hooks.call("after_step", StepEvent(ex.run_id, ex.reactor, key, attempt,
                                                StepStatus.FAILED, error))
@@ -263,13 +264,13 @@ async def _before_retry(ex: Execution, node: Node, attempt: int, error: BaseExce
                         delay: float, events: list[Event]) -> None:
     key = node.key
     hooks = ex.hooks
-    events.append(event("step.retried", key, attempt, f"{error!r}; next in {delay:.3f}s"))
+    events.append(event("step.retried", key, attempt, f"{summary(error)}; next in {delay:.3f}s"))
     if hooks:
         hooks.call("before_retry", StepEvent(ex.run_id, ex.reactor, key, attempt,
                                              StepStatus.FAILED, error, delay))
     if log.isEnabledFor(logging.INFO):
-        log.info("reactorflow.step.retry run_id=%s step=%s attempt=%d delay=%.3f error=%r",
-                 ex.run_id, key, attempt, delay, error)
+        log.info("reactorflow.step.retry run_id=%s step=%s attempt=%d delay=%.3f error=%s",
+                 ex.run_id, key, attempt, delay, summary(error))
     if delay > 0:
         await anyio.sleep(delay)
     if hooks:
