@@ -329,16 +329,39 @@ class StorageError(ReactorflowError):
 
 
 class StorageConnectionError(StorageError):
-    """The storage server could not be reached (the URL is named, never its credentials)."""
+    """The storage server could not be reached (the URL is named, never its credentials).
 
-    def __init__(self, url: str, reason: str, *, cause: BaseException | None = None) -> None:
-        super().__init__(
-            f"cannot reach storage at {url}: {reason.rstrip('. ')}. Check that the server is "
-            "running and the URL is right.",
-            cause=cause,
-        )
+    Raised while starting a run, it says whether that run was stored: `run_id` is the id the
+    run has (or would have had), and `stored` is True (it is stored: the sweeper finishes it
+    once storage is back; do not start it again), False (nothing of it was stored) or None (the
+    store was sent but its answer was lost: `get(run_id)` tells once storage is back)."""
+
+    def __init__(self, url: str, reason: str, *, cause: BaseException | None = None,
+                 run_id: str | None = None, stored: bool | None = None) -> None:
+        message = (f"cannot reach storage at {url}: {reason.rstrip('. ')}. Check that the server "
+                   "is running and the URL is right.")
+        if run_id is not None:
+            message += " " + _stored_note(run_id, stored)
+        super().__init__(message, run_id=run_id, cause=cause)
         self.url = url
         self.reason = reason
+        self.stored = stored
+
+    def starting(self, run_id: str, *, stored: bool | None) -> StorageConnectionError:
+        """This error, raised while starting run `run_id`: says whether the run was stored."""
+        return StorageConnectionError(self.url, self.reason, cause=self.cause or self,
+                                      run_id=run_id, stored=stored)
+
+
+def _stored_note(run_id: str, stored: bool | None) -> str:
+    if stored:
+        return (f"Run {run_id!r} was stored: it goes on (the sweeper finishes it) once storage "
+                f"is reachable. Do not start it again; follow it with wait({run_id!r}).")
+    if stored is None:
+        return (f"Run {run_id!r} may or may not have been stored (the answer was lost): "
+                f"get({run_id!r}) tells once storage is reachable; if it exists the sweeper "
+                "finishes it, so start it again only if it does not.")
+    return f"Run {run_id!r} was not stored: starting it again is safe."
 
 
 class LockLost(StorageError):

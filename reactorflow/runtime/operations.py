@@ -6,6 +6,7 @@ import logging
 import secrets
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -17,6 +18,7 @@ from reactorflow.errors import (
     ReactorflowError,
     RunNotFound,
     RunStateError,
+    StorageConnectionError,
     WaitTimeout,
 )
 from reactorflow.middleware import Hooks
@@ -63,18 +65,43 @@ async def start(reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
     if idempotency_key is not None:
         check_text(idempotency_key, f"reactor {reactor.name!r}: idempotency_key")
     value = validate_inputs(reactor, inputs if inputs is not None else dict(fields))
+    progress = _Progress(new_run_id())
+    try:
+        return await _start(reactor, value, progress, idempotency_key=idempotency_key,
+                            dispatch=dispatch or reactor.always_dispatch,
+                            retried_from=retried_from)
+    except StorageConnectionError as exc:
+        if exc.run_id is not None:
+            raise
+        raise exc.starting(progress.run_id, stored=progress.stored) from exc
+
+
+@dataclass(slots=True)
+class _Progress:
+    """How far a start got: the run it is about, and whether that run is stored (None while
+    its store is in flight: a lost answer leaves it unknown)."""
+
+    run_id: str
+    stored: bool | None = False
+
+
+async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
+                 idempotency_key: str | None, dispatch: bool,
+                 retried_from: str | None) -> Run:
     plan = plan_for(reactor)
     storage = config.current_storage()
-    run_id = new_run_id()
+    run_id = progress.run_id
     if idempotency_key is not None:
         winner = await storage.claim_idempotency(reactor.name, idempotency_key, run_id)
         if winner != run_id:
+            progress.run_id, progress.stored = winner, None
             return await _replay(reactor, storage, winner)
-    dispatch = dispatch or reactor.always_dispatch
     owner = new_owner()
+    progress.stored = None
     meta, state, started = await create_run(storage, reactor, plan, run_id, value, owner,
                                             idempotency_key=idempotency_key, handed_off=dispatch,
                                             retried_from=retried_from)
+    progress.stored = True
     if dispatch:
         await release(storage, run_id, owner)  # save before release: the run is stored
         handed = assemble(plan, run_id, reactor.name, Status.RUNNING, meta, state, {},
