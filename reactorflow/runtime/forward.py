@@ -41,6 +41,7 @@ from reactorflow.runtime.stepcall import (
     StepEnd,
     call_step,
     evaluate_when,
+    halted_record,
     resolve_arguments,
     scope_cancelled,
     skip_reason,
@@ -267,11 +268,10 @@ class Forward:
                 await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=time.time()),
                                    out.events)
             case StepEnd.HALTED:
-                halted = StepRecord(StepStatus.HALTED, out.attempts, out.started_at,
-                                    out.finished_at, error=ErrorRecord("Halt", describe(out.error)))
+                halted = halted_record(out)
                 ex.records[node.key] = halted
                 self.verdict.status = Ending.HALTED
-                self.verdict.halt_reason = getattr(out.error, "reason", "")
+                self.verdict.halt_reason = halted.error.message if halted.error else ""
                 self._stop()
                 await ex.checkpoint(node.key, halted, out.events)
             case StepEnd.FAILED:

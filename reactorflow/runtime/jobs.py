@@ -20,13 +20,13 @@ from reactorflow import config
 from reactorflow.definition import registry
 from reactorflow.definition.graph import plan_for
 from reactorflow.errors import CorruptRecord, DefinitionChanged, ReactorflowError, RunNotFound
-from reactorflow.records import ErrorRecord, StepRecord, describe, summary
+from reactorflow.records import ErrorRecord, StepRecord, summary
 from reactorflow.runtime import operations, queue
 from reactorflow.runtime.execution import Execution, event
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.queue import Job, JobKind
 from reactorflow.runtime.rollback import call_handler
-from reactorflow.runtime.stepcall import StepEnd, call_step
+from reactorflow.runtime.stepcall import StepEnd, call_step, halted_record
 from reactorflow.runtime.units import FINISHED, report, unit_lock
 from reactorflow.status import StepStatus
 
@@ -142,8 +142,7 @@ async def _run_unit(ex: Execution, key: str) -> None:
         record = StepRecord(StepStatus.COMPLETED, out.attempts, out.started_at, out.finished_at,
                             out.raw)
     elif out.status is StepEnd.HALTED:
-        record = StepRecord(StepStatus.HALTED, out.attempts, out.started_at, out.finished_at,
-                            error=ErrorRecord("Halt", describe(out.error)))
+        record = halted_record(out)
     else:
         assert out.error is not None
         rollback_error = None

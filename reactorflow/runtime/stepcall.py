@@ -28,7 +28,7 @@ from reactorflow.errors import (
 )
 from reactorflow.markers import StepContext, follow_path
 from reactorflow.middleware import StepEvent
-from reactorflow.records import Event, describe, summary
+from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.units import outcome_of
 from reactorflow.status import StepStatus
@@ -68,6 +68,13 @@ def scope_cancelled() -> bool:
     opposed to a `CancelledError` that step code raised (e.g. it awaited a task that someone
     else cancelled), which is a step failure."""
     return anyio.current_effective_deadline() == -math.inf
+
+
+def halted_record(out: Outcome) -> StepRecord:
+    """The record of a step that raised `rf.Halt`; its error message is the halt reason."""
+    reason = halt_text(getattr(out.error, "reason", ""))
+    return StepRecord(StepStatus.HALTED, out.attempts, out.started_at, out.finished_at,
+                      error=ErrorRecord("Halt", reason))
 
 
 def read_input(inputs: Any, name: str) -> Any:
