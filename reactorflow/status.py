@@ -31,6 +31,8 @@ class Status(StrEnum):
 _TERMINAL = frozenset(
     {Status.COMPLETED, Status.FAILED, Status.HALTED, Status.CANCELLED, Status.ABORTED}
 )
+TERMINAL: frozenset[str] = _TERMINAL
+"""The terminal statuses (members compare equal to their values: test a stored string too)."""
 
 
 class StepStatus(StrEnum):

@@ -142,11 +142,15 @@ class Execution:
     # -- writing -------------------------------------------------------------------------------
 
     def _remember(self, events: Iterable[Event]) -> None:
+        """Note events this execution wrote, while it knows exactly what storage holds.
+
+        Past `history_limit` events it no longer does: storage kept the newest in the order it
+        appended them, and concurrent checkpoints reach it in an order this execution cannot
+        know. The snapshot then reads the history back (`history` becomes None)."""
         if self.history is not None:
             self.history.extend(events)
-            overflow = len(self.history) - self.storage.history_limit
-            if overflow > 0:
-                del self.history[:overflow]
+            if len(self.loaded_history or ()) + len(self.history) > self.storage.history_limit:
+                self.history = self.loaded_history = None
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -163,6 +167,8 @@ class Execution:
             [records.encode(e) for e in events], unit=unit,
         )
         self._remember(events)
+        if unit:  # the unit's worker appends events of its own, unseen here
+            self.history = self.loaded_history = None
         if control is not None and self.control is None:
             self.control = records.decode_control(control)
 

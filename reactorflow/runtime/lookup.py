@@ -14,7 +14,7 @@ from reactorflow import config
 from reactorflow.definition import registry
 from reactorflow.definition.graph import Plan, plan_for
 from reactorflow.errors import ReactorflowError, RunNotFound
-from reactorflow.runtime.views import build_run, build_summary
+from reactorflow.runtime.views import build_run, build_summaries
 from reactorflow.snapshot import Run, RunPage
 from reactorflow.status import Status
 
@@ -89,4 +89,4 @@ async def list_runs(*, reactor: str | None = None, status: str | Status | None =
         raise ReactorflowError(
             f"list_runs(limit={limit!r}): use a whole number from 1 to {MAX_PAGE}")
     page = await config.current_storage().list_runs(reactor, wanted, limit, cursor)
-    return RunPage([build_summary(head) for head in page.heads], page.next_cursor)
+    return RunPage(build_summaries(page.heads), page.next_cursor)

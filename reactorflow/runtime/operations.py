@@ -30,9 +30,9 @@ from reactorflow.runtime.execution import Execution, event
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.units import parked_due, report_child_end, unit_finished
-from reactorflow.runtime.views import assemble, build_run
+from reactorflow.runtime.views import assemble, build_run, decode_history, run_status
 from reactorflow.snapshot import Run, RunPage
-from reactorflow.status import ControlKind, RollbackTrigger, Status
+from reactorflow.status import TERMINAL, ControlKind, RollbackTrigger, Status
 from reactorflow.storage.base import RunHead, Storage
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ async def mark_unrecoverable(storage: Storage, run_id: str, kind: str, reason: s
     settings = config.settings()
     owner = new_owner()
     head = await storage.load_head(run_id)
-    if head is None or Status(head.status).is_terminal:
+    if head is None or head.status in TERMINAL:  # (an unknown status is marked too)
         return
     if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
         return
@@ -211,12 +211,11 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
 
 async def snapshot(ex: Execution) -> Run:
     """The run as the execution that just drove it left it (no need to read it back; only
-    the history is read when the execution did not see all of it)."""
+    the history is read when the execution does not know exactly what storage kept)."""
     if ex.history is not None:
-        earlier = [records.decode_event(raw) for raw in ex.loaded_history or ()]
-        history = (earlier + ex.history)[-ex.storage.history_limit:]
+        history = decode_history(ex.run_id, ex.loaded_history or ()) + ex.history
     else:
-        history = [records.decode_event(raw) for raw in await ex.storage.history(ex.run_id)]
+        history = decode_history(ex.run_id, await ex.storage.history(ex.run_id))
     return assemble(ex.plan, ex.run_id, ex.reactor, Status(ex.state.status), ex.meta, ex.state,
                     ex.records, history, ex.meta.created_at, values=ex.values)
 
@@ -342,7 +341,7 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
     storage = config.current_storage()
     settings = config.settings()
     head = await head_of(reactor, storage, run_id)
-    status = Status(head.status)
+    status = run_status(head)
     if status is Status.CANCELLED:
         return await get(reactor, run_id)
     if status.is_terminal or status is Status.ROLLING_BACK:

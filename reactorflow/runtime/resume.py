@@ -41,6 +41,7 @@ from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.inputs import split_validation_error
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
+from reactorflow.runtime.views import read_head
 from reactorflow.snapshot import Run
 from reactorflow.status import ControlKind, RollbackTrigger, Status
 from reactorflow.storage.base import ClaimResult, Storage
@@ -76,13 +77,11 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     plan = plan_for(reactor)
     key = step_key(step)
     head = await operations.head_of(reactor, storage, run_id)
-    state = records.decode_state(head.state)
-    status = Status(head.status)
+    status, meta, state = read_head(head)
     if status not in (Status.PAUSED, Status.RUNNING):
         if key in await storage.claims(run_id):
             raise AlreadyResumed(run_id, waiting_label(key))
         raise NotPaused(run_id, status)
-    meta = records.decode_meta(head.meta)
     differences = compare_fingerprints(meta.fingerprint, plan.fingerprint)
     if differences:  # before anything is claimed or counted
         raise DefinitionChanged(run_id, reactor.name, differences)

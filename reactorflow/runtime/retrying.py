@@ -21,6 +21,7 @@ from reactorflow import config, records
 from reactorflow.errors import CorruptRecord, RunStateError
 from reactorflow.runtime import operations
 from reactorflow.runtime.lookup import plan_or_none
+from reactorflow.runtime.views import run_status
 from reactorflow.snapshot import Run
 from reactorflow.status import Status
 
@@ -34,7 +35,7 @@ async def retry(reactor: Reactor, run_id: str, *, dispatch: bool = False) -> Run
     """Start a new run of `reactor` with the inputs of run `run_id` (see the module)."""
     storage = config.current_storage()
     head = await operations.head_of(reactor, storage, run_id)
-    status = Status(head.status)
+    status = run_status(head)
     if status not in RETRYABLE:
         raise RunStateError(
             run_id, status, "retry",

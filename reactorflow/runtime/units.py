@@ -31,6 +31,7 @@ from reactorflow.records import ErrorRecord, RunError, StepRecord
 from reactorflow.runtime import queue
 from reactorflow.runtime.creation import create_child_run
 from reactorflow.runtime.execution import Execution, event
+from reactorflow.runtime.views import run_status
 from reactorflow.status import Status, StepStatus
 
 if TYPE_CHECKING:
@@ -141,7 +142,7 @@ async def child_report(storage: Storage, child_id: str, node: Node,
         return StepRecord(StepStatus.FAILED, 1, marker.started_at, time.time(),
                           error=ErrorRecord("RunNotFound", f"child run {child_id!r} is gone"),
                           child_run=child_id)
-    status = Status(stored.head.status)
+    status = run_status(stored.head)
     if not status.is_terminal:
         return None
     state = records.decode_state(stored.head.state)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -11,12 +11,38 @@ import msgspec
 from reactorflow import records
 from reactorflow.definition.graph import Plan, waiting_label
 from reactorflow.errors import CorruptRecord
-from reactorflow.records import Event, RunMeta, RunState, StepRecord
+from reactorflow.records import Event, RunError, RunMeta, RunState, StepRecord
 from reactorflow.snapshot import Run, RunSummary, StepState
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import RunHead, StoredRun
 
 log = logging.getLogger("reactorflow.run")
+
+
+def run_status(head: RunHead) -> Status:
+    """The head's status (`CorruptRecord` when it is not one this version knows)."""
+    try:
+        return Status(head.status)
+    except ValueError:
+        raise CorruptRecord(head.run_id, f"its status {head.status[:40]!r} is not one this "
+                                         "version of reactorflow knows") from None
+
+
+def read_head(head: RunHead) -> tuple[Status, RunMeta, RunState]:
+    """Status, meta and state of a run an operation will act on (all three required).
+
+    Raises:
+        CorruptRecord: any of them cannot be read.
+    """
+    status = run_status(head)
+    meta, state = _decode_head(head)
+    if meta is None:
+        try:
+            records.decode_meta(head.meta)
+        except msgspec.DecodeError as exc:
+            raise CorruptRecord(head.run_id, f"its meta cannot be decoded: {exc}") from exc
+    assert meta is not None
+    return status, meta, state
 
 
 def _decode_head(head: RunHead) -> tuple[RunMeta | None, RunState]:
@@ -25,7 +51,7 @@ def _decode_head(head: RunHead) -> tuple[RunMeta | None, RunState]:
     try:
         state = records.decode_state(head.state)
     except msgspec.DecodeError as exc:
-        raise CorruptRecord(head.run_id, str(exc)) from exc
+        raise CorruptRecord(head.run_id, f"its state cannot be decoded: {exc}") from exc
     try:
         meta: RunMeta | None = records.decode_meta(head.meta)
     except msgspec.DecodeError:
@@ -52,20 +78,42 @@ def _decode_value(plan: Plan | None, key: str | None, record: StepRecord | None)
     return msgspec.msgpack.decode(record.result)
 
 
-def build_run(plan: Plan | None, stored: StoredRun, history: list[bytes]) -> Run:
+def build_run(plan: Plan | None, stored: StoredRun, history: Sequence[bytes]) -> Run:
+    """The snapshot of a stored run.
+
+    Raises:
+        CorruptRecord: its status, state or a step record cannot be read (a history entry that
+            cannot be decoded only shows as a `history.unreadable` event).
+    """
     head = stored.head
+    status = run_status(head)
     meta, state = _decode_head(head)
+    events = decode_history(head.run_id, history)
     try:
         steps = {key: records.decode_step(raw) for key, raw in stored.steps.items()}
-        events = [records.decode_event(raw) for raw in history]
-    except msgspec.DecodeError as exc:
-        raise CorruptRecord(head.run_id, str(exc)) from exc
-    return assemble(plan, head.run_id, head.reactor, Status(head.status), meta, state, steps,
-                    events, head.created_at)
+        return assemble(plan, head.run_id, head.reactor, status, meta, state, steps, events,
+                        head.created_at)
+    except ValueError as exc:  # msgspec.DecodeError, or a value outside its enum
+        raise CorruptRecord(head.run_id, f"a step record cannot be read: {exc}") from exc
 
 
-def _when(event: Event) -> float:
-    return event.at
+def decode_history(run_id: str, history: Iterable[bytes]) -> list[Event]:
+    """A run's stored events. One that cannot be decoded becomes a `history.unreadable` event
+    (logged) instead of making the whole run unreadable."""
+    events: list[Event] = []
+    for raw in history:
+        try:
+            events.append(records.decode_event(raw))
+        except msgspec.DecodeError as exc:
+            log.warning("reactorflow.run.event_unreadable run_id=%s reason=%s", run_id, exc)
+            events.append(Event(events[-1].at if events else 0.0, "history.unreadable",
+                                detail=str(exc)))
+    return events
+
+
+def _when(event: Event) -> tuple[float, str, str, int, str]:
+    """Events in the order they happened (ties broken the same way for every reader)."""
+    return event.at, event.kind, event.step, event.attempt, event.detail
 
 
 def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
@@ -112,10 +160,29 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
     )
 
 
+def build_summaries(heads: Iterable[RunHead]) -> list[RunSummary]:
+    """One summary per head; a corrupt one is marked (its `error` a `CorruptRecord`), or left
+    out (logged) when even its status is unknown — never failing the whole page."""
+    found: list[RunSummary] = []
+    for head in heads:
+        try:
+            found.append(build_summary(head))
+        except CorruptRecord as exc:
+            log.warning("reactorflow.run.unreadable run_id=%s reason=%s", head.run_id,
+                        exc.reason)
+            if head.status in Status.__members__.values():
+                found.append(RunSummary(
+                    id=head.run_id, reactor=head.reactor, status=Status(head.status),
+                    created_at=head.created_at, updated_at=head.touched_at,
+                    error=RunError(None, "CorruptRecord", exc.message)))
+    return found
+
+
 def build_summary(head: RunHead) -> RunSummary:
+    status = run_status(head)
     meta, state = _decode_head(head)
     return RunSummary(
-        id=head.run_id, reactor=head.reactor, status=Status(head.status),
+        id=head.run_id, reactor=head.reactor, status=status,
         created_at=meta.created_at if meta is not None else head.created_at,
         updated_at=state.updated_at, error=state.error,
         waiting_on=[waiting_label(k) for k in state.waiting_on] if head.status in (
