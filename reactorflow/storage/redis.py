@@ -94,9 +94,20 @@ class RedisStorage(Storage):
     @classmethod
     def from_url(cls, url: str, *, namespace: str = "rf", retention: float = DEFAULT_RETENTION,
                  history_limit: int = DEFAULT_HISTORY_LIMIT, **redis_options: Any) -> RedisStorage:
-        """A storage on the Redis at `url` (`redis://`, `rediss://` or `unix://`). Keyword
-        arguments beyond the storage's own go to `redis.asyncio.Redis` (e.g. `max_connections`,
-        `retry`, `socket_timeout`)."""
+        """A storage on the Redis at `url` (`redis://`, `rediss://` or `unix://`).
+
+        Args:
+            url: where Redis is; credentials in it never appear in messages.
+            namespace: prefix of every key (no braces).
+            retention: seconds a run is kept after its last write.
+            history_limit: events kept per run, the newest.
+            redis_options: passed to `redis.asyncio.Redis`, e.g. `max_connections` (64),
+                `socket_connect_timeout` (5 s), `socket_timeout` (5 s: the longest a command
+                waits for an answer before it is retried, then fails), `retry`.
+
+        Raises:
+            ConfigurationError: an option out of range, or a URL redis-py cannot use.
+        """
         return cls(url, namespace=namespace, retention=retention, history_limit=history_limit,
                    **redis_options)
 

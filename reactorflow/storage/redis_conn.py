@@ -47,7 +47,13 @@ MAX_CONNECTIONS = 64
 POOL_TIMEOUT = 20.0
 """Seconds a command waits for a free connection before failing."""
 CONNECT_TIMEOUT = 5.0
-"""Seconds to wait for a TCP connection to Redis (unless `socket_connect_timeout` is given)."""
+"""Seconds to wait for a connection to Redis, TLS handshake included (unless
+`socket_connect_timeout` is given)."""
+SOCKET_TIMEOUT = 5.0
+"""Seconds to wait for Redis to answer a command (unless `socket_timeout` is given): a server
+that accepts connections but never answers fails the call, after the retries, with
+`StorageConnectionError` instead of blocking it forever. Pub/sub waits pass their own timeout
+and are not cut short by it."""
 SUBSCRIBE_TIMEOUT = 5.0
 """Seconds to wait for Redis to confirm a SUBSCRIBE before the subscription's body runs."""
 
@@ -132,6 +138,7 @@ class RedisConnector:
                            RETRY_ATTEMPTS),
             "retry_on_error": [RedisConnectionError, RedisTimeoutError],
             "socket_connect_timeout": CONNECT_TIMEOUT,
+            "socket_timeout": SOCKET_TIMEOUT,
         }
         options.update(redis_options)
         options["decode_responses"] = False  # records are bytes
