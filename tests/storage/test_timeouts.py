@@ -56,7 +56,7 @@ async def test_default_socket_timeout_ends_calls_to_a_server_that_never_answers(
     rf.configure(storage=storage)
     flow = _flow()
     try:
-        for call in (lambda: flow.run(), lambda: flow.get("some-run"), lambda: rf.sweep_once()):
+        for call in (flow.run, lambda: flow.get("some-run"), rf.sweep_once):
             with anyio.fail_after(30):  # (the old code blocked here forever)
                 with pytest.raises(rf.StorageConnectionError) as caught:
                     await call()
