@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import shutil
+import time
 import uuid
 
+import anyio
 import pytest
 
 import reactorflow as rf
@@ -24,6 +26,22 @@ def needs_service(executable: str, package: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(
         shutil.which(executable) is None,
         reason=f"{executable} is not on PATH: install it (apt-get install {package})")
+
+
+async def completed_elsewhere(flow: rf.Reactor, run_id: str, step: str) -> None:
+    """From inside a run: until the sibling `step`'s completion is stored (to make steps
+    complete in an order other than their declaration order)."""
+    with anyio.fail_after(20):
+        while (await flow.get(run_id)).steps[step].status != "completed":
+            await anyio.sleep(0.01)
+
+
+async def until_past(moment: float | None) -> None:
+    """Until the wall clock is past `moment` (a stored deadline or timestamp, `time.time()`)."""
+    assert moment is not None
+    with anyio.fail_after(max(0.0, moment - time.time()) + 30):
+        while time.time() <= moment:
+            await anyio.sleep(0.01)
 
 
 def unique(name: str) -> str:

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 import reactorflow as rf
-from tests.helpers import kinds, unique
+from tests.helpers import completed_elsewhere, kinds, unique
 
 
 def _aborting_flow(log: list[str], entered: anyio.Event, name: str | None = None) -> rf.Reactor:
@@ -147,43 +147,43 @@ async def test_cancel_of_a_running_run_stops_at_the_next_boundary(storage: rf.St
 
 
 async def test_undo_of_a_completed_run_goes_newest_first(storage: rf.Storage) -> None:
+    """Newest *completed* first: `a` is declared first but completes after `b`."""
     flow = rf.Reactor(unique("undo"))
     log: list[str] = []
-    for name in ("a", "b", "c"):
-        _chain_step(flow, name, log)
+
+    @flow.step
+    async def a(ctx: rf.StepContext) -> int:
+        await completed_elsewhere(flow, ctx.run_id, "b")
+        return 1
+
+    @flow.step
+    async def b() -> int:
+        return 2
+
+    @flow.step
+    async def c(a: int) -> int:
+        return 3
+
+    for step in (a, b, c):
+        step.undo(_undo_logger(step.name, log))
     run = await flow.run()
     assert run.status is rf.Status.COMPLETED
+    assert kinds(run, "step.completed") == ["step.completed:b", "step.completed:a",
+                                            "step.completed:c"]
     undone = await flow.undo(run.id)
     assert undone.status is rf.Status.CANCELLED
-    assert log == ["undo c", "undo b", "undo a"]
+    assert log == ["undo c", "undo a", "undo b"]
     assert kinds(undone)[-1] == "run.undone"
     second = await flow.undo(run.id)  # nothing left to undo
     assert second.status is rf.Status.CANCELLED
-    assert log == ["undo c", "undo b", "undo a"]
+    assert log == ["undo c", "undo a", "undo b"]
 
 
-def _chain_step(flow: rf.Reactor, name: str, log: list[str]) -> None:
-    previous = list(flow.steps)[-1] if flow.steps else None
-
-    async def body(**kwargs: int) -> int:
-        return len(kwargs)
-
-    async def first() -> int:
-        return 0
-
+def _undo_logger(name: str, log: list[str]):  # type: ignore[no-untyped-def]
     async def undo(result: int) -> None:
         log.append(f"undo {name}")
 
-    fn = first if previous is None else _with_param(previous)
-    fn.__name__ = name
-    step = flow.step(fn)
-    step.undo(undo)
-
-
-def _with_param(param: str):  # type: ignore[no-untyped-def]
-    namespace: dict[str, object] = {}
-    exec(f"async def fn({param}: int) -> int:\n    return {param} + 1", namespace)
-    return namespace["fn"]
+    return undo
 
 
 async def test_undo_and_cancel_refuse_wrong_states(storage: rf.Storage) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import anyio
 import msgspec
 import pytest
@@ -252,7 +254,7 @@ async def test_correlation_id_taken_by_another_run_fails_the_second(storage: rf.
 
 
 class Strict(msgspec.Struct):
-    count: int
+    count: Annotated[int, msgspec.Meta(ge=1, le=10)]
 
 
 async def test_payload_may_be_an_instance_and_constraints_apply(storage: rf.Storage) -> None:
@@ -263,6 +265,12 @@ async def test_payload_may_be_an_instance_and_constraints_apply(storage: rf.Stor
         return payload.count
 
     paused = await flow.run()
+    for bad in (Strict(0), {"count": 11}):  # an instance is checked like a mapping
+        with pytest.raises(rf.PayloadValidationError) as info:
+            await flow.continue_(paused.id, step="qty", payload=bad)
+        assert info.value.field == "count"
+    assert (await flow.get(paused.id)).status is rf.Status.PAUSED  # refused, nothing claimed
+    assert await storage.claims(paused.id) == {}
     done = await flow.continue_(paused.id, step="qty", payload=Strict(4))
     assert done.value == 4
 

@@ -91,14 +91,24 @@ async def test_never_retry_goes_straight_to_compensation(storage: rf.Storage) ->
     flow = rf.Reactor(unique("never"))
     attempts: list[int] = []
 
+    compensated: list[str] = []
+
     @flow.step(retries=rf.Retry(attempts=5, backoff=0, never_retry=(ValueError,)))
     async def strict(ctx: rf.StepContext) -> str:
         attempts.append(ctx.attempt)
         raise ValueError("bad data")
 
+    @strict.compensate
+    async def clean_up(error: Exception, ctx: rf.StepContext) -> None:
+        compensated.append(f"{type(error).__name__}: {error} after {ctx.attempt}")
+
     run = await flow.run()
     assert run.status is rf.Status.FAILED
     assert attempts == [1]
+    assert compensated == ["ValueError: bad data after 1"]
+    assert run.steps["strict"].status == "compensated"
+    assert run.steps["strict"].attempts == 1
+    assert run.error is not None and run.error.type == "ValueError"
 
 
 async def test_timeout_fails_the_attempt_and_can_be_retried(storage: rf.Storage) -> None:

@@ -9,10 +9,14 @@ import anyio
 import pytest
 
 import reactorflow as rf
+from reactorflow.runtime import operations
 from tests.helpers import unique
 
 
-async def test_wait_is_woken_by_a_run_finishing_in_another_thread(storage: rf.Storage) -> None:
+async def test_wait_is_woken_by_a_run_finishing_in_another_thread(
+        storage: rf.Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Woken by the run's completion notification: the waiter's periodic re-check is switched
+    off, so nothing else could wake it."""
     flow = rf.Reactor(unique("threads"))
     started = threading.Event()
     release = threading.Event()
@@ -36,14 +40,26 @@ async def test_wait_is_woken_by_a_run_finishing_in_another_thread(storage: rf.St
             await flow.wait(ids[0], timeout=0.05)
         assert info.value.status == "running"
         assert isinstance(info.value, TimeoutError)
+        read_running = anyio.Event()
+        real_get = operations.get
+
+        async def observed_get(reactor: rf.Reactor, run_id: str) -> rf.Run:
+            run = await real_get(reactor, run_id)
+            if not run.status.is_settled:
+                read_running.set()  # the waiter is subscribed and saw the run running
+            return run
+
+        monkeypatch.setattr(operations, "get", observed_get)
+        monkeypatch.setattr(operations, "recheck_interval", lambda timeout: 3600.0)
         async with anyio.create_task_group() as tg:
             results: list[rf.Run] = []
 
             async def waiter() -> None:
-                results.append(await flow.wait(ids[0], timeout=30))
+                with anyio.fail_after(30):  # no deadline of its own, no re-check
+                    results.append(await flow.wait(ids[0]))
 
             tg.start_soon(waiter)
-            await anyio.sleep(0.05)
+            await read_running.wait()
             release.set()
         assert results[0].status is rf.Status.COMPLETED
         assert results[0].value == "done"

@@ -4,6 +4,7 @@ where a caller blocks on work another process does."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -18,7 +19,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import config
-from reactorflow.workers.broker import actors_for, send
+from reactorflow.workers.broker import QUEUE, actors_for, send
 from tests.helpers import redis_namespace
 from tests.workflows import background as bg
 
@@ -36,7 +37,7 @@ class Workers:
         log = lane.log
         self.stderr = log.with_suffix(".stderr").open("a")  # the workers' logs, for debugging
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "reactorflow", "worker", "tests.workflows.background",
+            [sys.executable, "-m", "reactorflow", "-v", "worker", "tests.workflows.background",
              "--processes", "1", "--threads", "4"],
             cwd=ROOT, env=env, start_new_session=True,
             stdout=subprocess.DEVNULL, stderr=self.stderr,
@@ -133,7 +134,7 @@ async def test_async_step_reader_waits_for_the_worker(shared: Shared,
     run = await bg.units.run(order_id="R1")
     assert run.status is rf.Status.COMPLETED
     assert os.getpid() not in bg.pids(log, "send_email attempt 1")
-    assert bg.pids(log, "strict") == {os.getpid()}
+    assert bg.pids(log, "strict read mail:R1") == {os.getpid()}
     failed = await bg.units.run(order_id="R2", fail=True)
     assert failed.status is rf.Status.FAILED
     assert bg.notes(log).count("unsend ConnectionError") == 1
@@ -164,11 +165,14 @@ async def test_duplicate_and_stray_messages_change_nothing(shared: Shared,
                          ("missing-run", bg.handoff.name)):
         for _ in range(3):
             send(actor.message(run_id, name, 0), broker, None)
-    probe = await bg.dispatched.dispatch()  # queued after them: when it is done, they are too
-    await bg.dispatched.wait(probe.id, timeout=20)
-    await anyio.sleep(0.3)
+    # every message was taken and acknowledged by the workers (none is queued or in flight)
+    await anyio.to_thread.run_sync(functools.partial(broker.join, QUEUE, timeout=30_000))
+    stray = "reactorflow.worker.stray run_id=missing-run"
+    with anyio.fail_after(20):  # the workers' log lines reach the file through their master
+        while log.with_suffix(".stderr").read_text().count(stray) < 3:
+            await anyio.sleep(0.05)
     assert (await bg.handoff.get(done.id)).history == done.history
-    assert (await bg.late.get(paused.id)).status is rf.Status.PAUSED
+    assert (await bg.late.get(paused.id)).history == paused.history
     assert bg.notes(log).count("h2") == 1 and bg.notes(log).count("h3") == 1
 
 

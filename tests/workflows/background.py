@@ -200,7 +200,7 @@ async def tolerant(send_email: rf.Outcome[str]) -> str:
 
 @units.step
 async def strict(send_email: str, sibling: str) -> str:
-    note("strict")
+    note(f"strict read {send_email}")
     return f"{send_email}+{sibling}"
 
 

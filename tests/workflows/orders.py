@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 import reactorflow as rf
+from tests.helpers import completed_elsewhere
 
 
 class Order(msgspec.Struct):
@@ -12,6 +13,7 @@ class Order(msgspec.Struct):
     amount: float
     items: list[str]
     fail_at: str = ""  # name of a step that should raise
+    reserve_last: bool = False  # `reserve` completes only after `fraud_check` has (stored)
 
 
 class Charge(msgspec.Struct):
@@ -36,8 +38,11 @@ def _maybe_fail(step: str, fail_at: str) -> None:
 
 
 @checkout.step
-async def reserve(order_id: str, items: list[str], fail_at: str) -> str:
+async def reserve(order_id: str, items: list[str], fail_at: str, reserve_last: bool,
+                  ctx: rf.StepContext) -> str:
     LOG.append("reserve")
+    if reserve_last:  # completion order then differs from declaration order
+        await completed_elsewhere(checkout, ctx.run_id, "fraud_check")
     _maybe_fail("reserve", fail_at)
     return f"res-{order_id}-{len(items)}"
 
