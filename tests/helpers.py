@@ -44,6 +44,13 @@ async def until_past(moment: float | None) -> None:
             await anyio.sleep(0.01)
 
 
+async def until_lock_lapses(storage: rf.Storage, lock: str) -> None:
+    """Until nobody holds `lock` (its TTL ran out)."""
+    with anyio.fail_after(30):
+        while await storage.lock_owner(lock) is not None:
+            await anyio.sleep(0.02)
+
+
 def unique(name: str) -> str:
     """A reactor name no other test uses (reactor names are unique per process)."""
     return f"{name}-{uuid.uuid4().hex[:8]}"

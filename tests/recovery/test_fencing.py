@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import time
 
-import anyio
 import pytest
 
 import reactorflow as rf
 from reactorflow import records
 from reactorflow.runtime.execution import event
-from tests.helpers import unique
+from tests.helpers import unique, until_lock_lapses
 
 
 async def _create(storage: rf.Storage, run_id: str, owner: str, ttl: float) -> None:
@@ -22,11 +21,10 @@ async def _create(storage: rf.Storage, run_id: str, owner: str, ttl: float) -> N
 
 async def test_expired_owner_cannot_write_after_takeover(storage: rf.Storage) -> None:
     run_id = unique("run")
-    await _create(storage, run_id, "owner-a", ttl=0.2)
+    await _create(storage, run_id, "owner-a", ttl=1.0)
     await storage.save_step(run_id, "owner-a", "s1", b"a-s1", [b"a-event-1"])  # while held
 
-    await anyio.sleep(0.35)  # A's lock expires: nobody extends it
-    assert await storage.lock_owner(run_id) is None
+    await until_lock_lapses(storage, run_id)  # A's lock expires: nobody extends it
     with pytest.raises(rf.LockLost):  # expired, not yet taken: still refused
         await storage.save_step(run_id, "owner-a", "s2", b"a-s2-early")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 import anyio
@@ -9,7 +10,7 @@ import msgspec
 import pytest
 
 import reactorflow as rf
-from tests.helpers import kinds, unique
+from tests.helpers import kinds, unique, until_past
 from tests.workflows import approvals
 from tests.workflows.approvals import Approval, approval_flow
 
@@ -155,10 +156,12 @@ async def test_interrupt_timeout_expires_and_rolls_back(storage: rf.Storage) -> 
     async def approve(payload: Approval, work: str) -> Approval:
         return payload
 
+    before = time.time()
     paused = await flow.run()
+    after = time.time()
     assert paused.timeout_at is not None
-    assert paused.timeout_at == pytest.approx(paused.updated_at + 0.1, abs=0.05)
-    await anyio.sleep(0.15)
+    assert before + 0.1 <= paused.timeout_at <= after + 0.1  # 0.1 s after it started waiting
+    await until_past(paused.timeout_at)
     with pytest.raises(rf.InterruptExpired) as info:
         await flow.continue_(paused.id, step="approve", payload=OK)
     assert info.value.timeout_at == paused.timeout_at

@@ -28,7 +28,7 @@ from reactorflow.errors import (
 from reactorflow.storage.base import ClaimResult, Storage
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
-from tests.helpers import redis_namespace
+from tests.helpers import redis_namespace, until_lock_lapses
 
 OWNER = "owner-1"
 OTHER = "owner-2"
@@ -151,9 +151,9 @@ async def test_save_step_by_a_non_owner_is_refused_and_writes_nothing(storage: S
 
 
 async def test_save_step_after_the_lock_expired_is_refused(storage: Storage) -> None:
-    run_id = await new_run(storage, lock_ttl=0.2)
+    run_id = await new_run(storage, lock_ttl=1.0)
     await storage.save_step(run_id, OWNER, "a", b"rec-a")
-    await asyncio.sleep(0.35)
+    await until_lock_lapses(storage, run_id)
 
     with pytest.raises(LockLost):
         await storage.save_step(run_id, OWNER, "b", b"late", [b"late.event"])
@@ -258,10 +258,9 @@ async def test_lock_refuses_another_owner(storage: Storage) -> None:
 
 async def test_lock_expires_after_its_ttl(storage: Storage) -> None:
     lock = new_id()
-    assert await storage.acquire_lock(lock, OWNER, 0.2)
+    assert await storage.acquire_lock(lock, OWNER, 1.0)
     assert await storage.acquire_lock(lock, OTHER, 5.0) is False
-    await asyncio.sleep(0.35)
-    assert await storage.lock_owner(lock) is None
+    await until_lock_lapses(storage, lock)  # nobody extended it
     assert await storage.extend_lock(lock, OWNER, 5.0) is False
     assert await storage.acquire_lock(lock, OTHER, 5.0) is True
     assert await storage.release_lock(lock, OWNER) == -1
@@ -269,10 +268,11 @@ async def test_lock_expires_after_its_ttl(storage: Storage) -> None:
 
 async def test_extend_keeps_the_lock_past_its_first_ttl(storage: Storage) -> None:
     lock = new_id()
-    assert await storage.acquire_lock(lock, OWNER, 0.3)
-    await asyncio.sleep(0.15)
-    assert await storage.extend_lock(lock, OWNER, 1.5) is True
-    await asyncio.sleep(0.35)  # past the first TTL
+    first_ttl_over = time.monotonic() + 1.0
+    assert await storage.acquire_lock(lock, OWNER, 1.0)
+    assert await storage.extend_lock(lock, OWNER, 10.0) is True
+    while time.monotonic() <= first_ttl_over:  # past the first TTL
+        await asyncio.sleep(0.02)
     assert await storage.lock_owner(lock) == OWNER
     assert await storage.acquire_lock(lock, OTHER, 5.0) is False
 
@@ -389,20 +389,32 @@ async def test_idempotency_key_first_wins_per_reactor(storage: Storage) -> None:
 
 # -- retention and history bound ---------------------------------------------------------------
 
+RETENTION = 1.5
+"""Seconds: long enough that a loaded machine's delays (tenths of a second) never decide."""
+
+
+async def _until(moment: float) -> None:
+    while time.monotonic() <= moment:
+        await asyncio.sleep(0.02)
+
+
 
 async def test_a_run_expires_retention_after_its_last_write(
         factory: Callable[..., Storage]) -> None:
-    storage = factory(retention=0.6)
+    storage = factory(retention=RETENTION)
     run_id = await new_run(storage, events=[b"e"])
     assert await storage.claim(run_id, "approve", b"p") is ClaimResult.ACCEPTED
     assert await storage.incr_counter(run_id, "n") == 1
-    await asyncio.sleep(0.4)
+    created = time.monotonic()  # the run's keys expire by created + RETENTION at the latest
+    await _until(created + RETENTION * 2 / 3)
     await storage.save_step(run_id, OWNER, "a", b"rec")  # refreshes every run key
-    await asyncio.sleep(0.4)  # 0.8 s after creation, 0.4 s after the last write
+    await _until(created + RETENTION * 1.1)  # past the first expiry; 2/5 into the new one
     stored = await storage.load_run(run_id)
     assert stored is not None and stored.steps == {"a": b"rec"}
     assert await storage.claims(run_id) == {"approve": b"p"}
-    await asyncio.sleep(0.5)
+    with anyio.fail_after(RETENTION + 30):
+        while await storage.load_run(run_id) is not None:
+            await asyncio.sleep(0.05)
 
     assert await storage.load_run(run_id) is None
     assert await storage.load_head(run_id) is None
@@ -422,9 +434,10 @@ async def test_a_run_expires_retention_after_its_last_write(
 @pytest.mark.parametrize("write", ["claim", "request_control", "incr_counter", "save_unit"])
 async def test_unfenced_writes_also_refresh_retention(factory: Callable[..., Storage],
                                                       write: str) -> None:
-    storage = factory(retention=0.6)
+    storage = factory(retention=RETENTION)
     run_id = await new_run(storage, status="paused")
-    await asyncio.sleep(0.4)
+    created = time.monotonic()
+    await _until(created + RETENTION * 2 / 3)
     if write == "claim":
         assert await storage.claim(run_id, "approve", b"p") is ClaimResult.ACCEPTED
     elif write == "request_control":
@@ -433,7 +446,7 @@ async def test_unfenced_writes_also_refresh_retention(factory: Callable[..., Sto
         assert await storage.incr_counter(run_id, "n") == 1
     else:
         assert await storage.save_unit(run_id, "unit", b"rec") is True
-    await asyncio.sleep(0.4)  # 0.8 s after creation, 0.4 s after the write
+    await _until(created + RETENTION * 1.1)  # past the first expiry; 2/5 into the new one
     assert await storage.load_head(run_id) is not None
 
 

@@ -38,8 +38,8 @@ def _maybe_fail(step: str, fail_at: str) -> None:
 
 
 @checkout.step
-async def reserve(order_id: str, items: list[str], fail_at: str, reserve_last: bool,
-                  ctx: rf.StepContext) -> str:
+async def reserve(order_id: str, items: list[str], fail_at: str, reserve_last: bool = False,
+                  ctx: rf.StepContext = None) -> str:  # type: ignore[assignment]  # unit tests
     LOG.append("reserve")
     if reserve_last:  # completion order then differs from declaration order
         await completed_elsewhere(checkout, ctx.run_id, "fraud_check")
