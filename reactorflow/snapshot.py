@@ -37,6 +37,9 @@ class Run(msgspec.Struct, frozen=True):
     halt_reason: str | None = None
     cancel_reason: str | None = None
     inputs: Any = None
+    replayed: bool = False
+    """True when this is the snapshot of an earlier start with the same idempotency key (this
+    call started nothing); False for the run this call started, and for every read."""
     retried_from: str | None = None  # a run started by `retry`: the id of the run it retries
 
     @property

@@ -7,6 +7,7 @@ the execution's lock owner.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -15,12 +16,14 @@ import msgspec
 
 from reactorflow import records
 from reactorflow.definition.graph import Node, Plan, compare_fingerprints
-from reactorflow.errors import CorruptRecord, DefinitionChanged
+from reactorflow.errors import CorruptRecord, DefinitionChanged, StorageError
 from reactorflow.middleware import Hooks
 from reactorflow.records import Control, Event, RunMeta, RunState, StepRecord
 from reactorflow.runtime.lockkeeper import Hold
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage, StoredRun
+
+log = logging.getLogger("reactorflow.run")
 
 
 class Execution:
@@ -187,6 +190,7 @@ class Execution:
 
         `final=True` marks the last write of the owning execution: when it holds the lock
         through `hold`, the same atomic write releases it (save before release, in one trip).
+        Once a terminal status is saved, the run's correlation ids are released.
         """
         state = self.state
         state.status = status
@@ -212,6 +216,20 @@ class Execution:
             self.control = None
         elif control is not None and self.control is None:
             self.control = records.decode_control(control)
+        if status.is_terminal:
+            await self.release_correlations()
+
+    async def release_correlations(self) -> None:
+        """Free the correlation ids this run's interrupts registered (it waits for no payload
+        any more). Best effort: a mapping left behind by a failure here names a run that has
+        ended, and the next run that wants the id takes it over (see `pausing`)."""
+        for correlation in sorted({r.correlation_id for r in self.records.values()
+                                   if r.correlation_id is not None}):
+            try:
+                await self.storage.release_correlation(self.reactor, correlation, self.run_id)
+            except StorageError:
+                log.warning("reactorflow.correlation.release_failed run_id=%s correlation_id=%s",
+                            self.run_id, correlation, exc_info=True)
 
 
 def event(kind: str, step: str = "", attempt: int = 0, detail: str = "") -> Event:

@@ -9,13 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import anyio
+import msgspec
 
 from reactorflow import config, records
 from reactorflow.definition.graph import plan_for
 from reactorflow.errors import (
     LockTimeout,
     ReactorflowError,
+    RunExists,
     RunNotFound,
     RunStateError,
     StorageConnectionError,
@@ -23,7 +24,7 @@ from reactorflow.errors import (
 )
 from reactorflow.middleware import Hooks
 from reactorflow.records import Control, RunError, RunState
-from reactorflow.runtime import lookup, queue
+from reactorflow.runtime import idempotency, lookup, queue
 from reactorflow.runtime.creation import create_run, release
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import Execution, event
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
 
 log = logging.getLogger("reactorflow.run")
-IDEMPOTENT_REPLAY_WAIT = 2.0
 
 
 def new_run_id() -> str:
@@ -91,17 +91,25 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
     plan = plan_for(reactor)
     storage = config.current_storage()
     run_id = progress.run_id
-    if idempotency_key is not None:
-        winner = await storage.claim_idempotency(reactor.name, idempotency_key, run_id)
-        if winner != run_id:
-            progress.run_id, progress.stored = winner, None
-            return await _replay(reactor, storage, winner)
     owner = new_owner()
-    progress.stored = None
-    meta, state, started = await create_run(storage, reactor, plan, run_id, value, owner,
-                                            idempotency_key=idempotency_key, handed_off=dispatch,
-                                            retried_from=retried_from)
-    progress.stored = True
+    while True:
+        if idempotency_key is not None:
+            winner = await idempotency.claim(storage, reactor.name, idempotency_key, run_id,
+                                             owner)
+            if winner is not None:
+                progress.run_id, progress.stored = winner, True
+                return msgspec.structs.replace(await get(reactor, winner), replayed=True)
+        progress.stored = None
+        try:
+            meta, state, started = await create_run(
+                storage, reactor, plan, run_id, value, owner, idempotency_key=idempotency_key,
+                handed_off=dispatch, retried_from=retried_from)
+        except RunExists:
+            if idempotency_key is None:
+                raise
+            continue  # this start stalled and its claim was taken over: replay the new one
+        progress.stored = True
+        break
     if dispatch:
         await release(storage, run_id, owner)  # save before release: the run is stored
         handed = assemble(plan, run_id, reactor.name, Status.RUNNING, meta, state, {},
@@ -135,16 +143,6 @@ async def mark_unrecoverable(storage: Storage, run_id: str, kind: str, reason: s
 
 def _inputs_name(reactor: Reactor) -> str:
     return reactor.inputs.__name__ if reactor.inputs is not None else "mapping"
-
-
-async def _replay(reactor: Reactor, storage: Storage, run_id: str) -> Run:
-    """A second start with the same idempotency key: the first run, once it is stored."""
-    deadline = time.monotonic() + IDEMPOTENT_REPLAY_WAIT
-    while time.monotonic() < deadline:
-        if await storage.load_head(run_id) is not None:
-            return await get(reactor, run_id)
-        await anyio.sleep(0.01)
-    return Run(id=run_id, reactor=reactor.name, status=Status.RUNNING)
 
 
 # -- executing an owned run ----------------------------------------------------------------------

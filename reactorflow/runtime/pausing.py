@@ -12,11 +12,12 @@ from reactorflow.definition.graph import join
 from reactorflow.errors import ArgumentError, CorrelationConflict, SerializationError
 from reactorflow.records import StepRecord, summary
 from reactorflow.runtime.stepcall import read_input, resolve_arguments
-from reactorflow.status import StepStatus
+from reactorflow.status import Status, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
     from reactorflow.runtime.execution import Execution
+    from reactorflow.storage.base import Storage
 
 
 def claimed_payload(ex: Execution, node: Node) -> Any:
@@ -43,14 +44,37 @@ async def waiting_record(ex: Execution, node: Node) -> StepRecord:
     record = ex.record(node.key)
     correlation = correlation_id(ex, node)
     if correlation is not None:
-        mapped = await ex.storage.map_correlation(correlation, ex.run_id)
-        if mapped != ex.run_id:
-            raise CorrelationConflict(correlation, mapped, ex.run_id)
+        await take_correlation(ex, correlation)
     deadline = record.deadline
     if deadline is None and options.timeout is not None:
         deadline = now + options.timeout
     return StepRecord(StepStatus.WAITING, started_at=record.started_at or now,
                       deadline=deadline, correlation_id=correlation)
+
+
+async def take_correlation(ex: Execution, correlation: str) -> None:
+    """Map a correlation id of the run's reactor to the run, first wins.
+
+    A mapping that names a run which has ended (or is gone) is stale: its run released it, or
+    would have but for a crash. It is released (compare-and-delete) and the id is claimed again.
+    Raises `CorrelationConflict` when a run that may still wait for a payload holds it."""
+    storage = ex.storage
+    mapped = await storage.map_correlation(ex.reactor, correlation, ex.run_id)
+    if mapped != ex.run_id and await _ended(storage, mapped):
+        await storage.release_correlation(ex.reactor, correlation, mapped)
+        mapped = await storage.map_correlation(ex.reactor, correlation, ex.run_id)
+    if mapped != ex.run_id:
+        raise CorrelationConflict(correlation, mapped, ex.run_id)
+
+
+async def _ended(storage: Storage, run_id: str) -> bool:
+    head = await storage.load_head(run_id)
+    if head is None:
+        return True
+    try:
+        return Status(head.status).is_terminal
+    except ValueError:  # an unreadable status: not known to have ended
+        return False
 
 
 def correlation_id(ex: Execution, node: Node) -> str | None:

@@ -65,7 +65,7 @@ def counter_name(key: str) -> str:
 
 async def continue_by_correlation(reactor: Reactor, correlation_id: str, *,
                                   step: str | Sequence[str], payload: Any) -> Run:
-    run_id = await config.current_storage().resolve_correlation(correlation_id)
+    run_id = await config.current_storage().resolve_correlation(reactor.name, correlation_id)
     if run_id is None:
         raise RunNotFound(correlation_id, reactor.name, correlation_id=correlation_id)
     return await continue_run(reactor, run_id, step=step, payload=payload)

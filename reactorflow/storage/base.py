@@ -161,8 +161,12 @@ class Storage(abc.ABC):
     ) -> bool:
         """Atomically create the run and take its liveness lock for `owner` (count 1).
 
-        Returns False and writes nothing when the run id already exists (a retry of a call that
-        did create the run still returns True). Adds the run to the reactor's index.
+        Returns False and writes nothing when the run id already exists, or when another owner
+        holds the run's lock (a start takes its run's lock before it claims an idempotency key:
+        whoever takes over a claim whose claimer died takes that lock first, so a claimer that
+        comes back late can no longer create its run). A retry of a call that did create the run
+        still returns True; a lock `owner` already holds is taken over (count 1). Adds the run
+        to the reactor's index.
         """
 
     @abc.abstractmethod
@@ -275,17 +279,28 @@ class Storage(abc.ABC):
         written) when the run does not exist."""
 
     @abc.abstractmethod
-    async def map_correlation(self, correlation_id: str, run_id: str) -> str:
-        """Map a correlation id to a run, first wins. Returns the run id it maps to (equal to
-        `run_id` when this call won or the mapping already was this run's)."""
+    async def map_correlation(self, reactor: str, correlation_id: str, run_id: str) -> str:
+        """Map a correlation id of `reactor` to a run, first wins (each reactor has its own
+        correlation ids). Returns the run id it maps to (equal to `run_id` when this call won
+        or the mapping already was this run's; then its retention starts again)."""
 
     @abc.abstractmethod
-    async def resolve_correlation(self, correlation_id: str) -> str | None:
-        """The run a correlation id maps to."""
+    async def resolve_correlation(self, reactor: str, correlation_id: str) -> str | None:
+        """The run a correlation id of `reactor` maps to."""
+
+    @abc.abstractmethod
+    async def release_correlation(self, reactor: str, correlation_id: str, run_id: str) -> bool:
+        """Remove the mapping of a correlation id of `reactor` if it maps to `run_id` (atomic
+        compare-and-delete); True if it did. A mapping to another run is left alone."""
 
     @abc.abstractmethod
     async def claim_idempotency(self, reactor: str, key: str, run_id: str) -> str:
         """First-wins claim of a run idempotency key; returns the run id that holds it."""
+
+    @abc.abstractmethod
+    async def release_idempotency(self, reactor: str, key: str, run_id: str) -> bool:
+        """Remove an idempotency claim if `run_id` holds it (atomic compare-and-delete); True
+        if it did (a claim whose claimer died before storing its run is taken over this way)."""
 
     # -- listing and sweeping ------------------------------------------------------------------
 

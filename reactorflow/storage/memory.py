@@ -115,7 +115,7 @@ class MemoryStorage(Storage):
         self._runs: dict[str, _Run] = {}
         self._locks: dict[str, _Lock] = {}
         self._by_reactor: dict[str, dict[str, float]] = {}
-        self._correlations: dict[str, tuple[str, float]] = {}
+        self._correlations: dict[tuple[str, str], tuple[str, float]] = {}
         self._idempotency: dict[tuple[str, str], tuple[str, float]] = {}
         self._subscribers: dict[tuple[str, str], set[_MemorySubscription]] = {}
         self._units: dict[tuple[str, str], float] = {}
@@ -188,6 +188,9 @@ class MemoryStorage(Storage):
         now = time.monotonic()
         with self._mutex:
             if self._live(run_id, now) is not None:
+                return False
+            lock = self._owner(run_id, now)
+            if lock is not None and lock.owner != owner:
                 return False
             run = _Run(run_id, reactor, status, meta, state, created_at, time.time(),
                        now + self.retention, deque(events, maxlen=self.history_limit))
@@ -342,21 +345,25 @@ class MemoryStorage(Storage):
             run.expires = now + self.retention
             return run.counters[name]
 
-    async def map_correlation(self, correlation_id: str, run_id: str) -> str:
+    async def map_correlation(self, reactor: str, correlation_id: str, run_id: str) -> str:
         now = time.monotonic()
         with self._mutex:
-            current = self._correlations.get(correlation_id)
+            current = self._correlations.get((reactor, correlation_id))
             if current is not None and current[1] > now and current[0] != run_id:
                 return current[0]
-            self._correlations[correlation_id] = (run_id, now + self.retention)
+            self._correlations[(reactor, correlation_id)] = (run_id, now + self.retention)
             return run_id
 
-    async def resolve_correlation(self, correlation_id: str) -> str | None:
+    async def resolve_correlation(self, reactor: str, correlation_id: str) -> str | None:
         with self._mutex:
-            current = self._correlations.get(correlation_id)
+            current = self._correlations.get((reactor, correlation_id))
             if current is None or current[1] <= time.monotonic():
                 return None
             return current[0]
+
+    async def release_correlation(self, reactor: str, correlation_id: str, run_id: str) -> bool:
+        return _release_mapping(self._mutex, self._correlations, (reactor, correlation_id),
+                                run_id)
 
     async def claim_idempotency(self, reactor: str, key: str, run_id: str) -> str:
         now = time.monotonic()
@@ -366,6 +373,9 @@ class MemoryStorage(Storage):
                 return current[0]
             self._idempotency[(reactor, key)] = (run_id, now + self.retention)
             return run_id
+
+    async def release_idempotency(self, reactor: str, key: str, run_id: str) -> bool:
+        return _release_mapping(self._mutex, self._idempotency, (reactor, key), run_id)
 
     # -- listing and sweeping ------------------------------------------------------------------
 
@@ -466,3 +476,13 @@ class MemoryStorage(Storage):
     def describe(self) -> str:
         return "MemoryStorage (in this process)"
 
+
+def _release_mapping(mutex: threading.Lock, mappings: dict[tuple[str, str], tuple[str, float]],
+                     key: tuple[str, str], run_id: str) -> bool:
+    """Compare-and-delete of a first-wins mapping (expired mappings count as absent)."""
+    with mutex:
+        current = mappings.get(key)
+        if current is None or current[0] != run_id or current[1] <= time.monotonic():
+            return False
+        del mappings[key]
+        return True

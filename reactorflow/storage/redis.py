@@ -327,17 +327,31 @@ class RedisStorage(Storage):
                                        [run_id, self._retention_ms, "1" if refresh else "0"])
         return _text(winner)
 
-    async def map_correlation(self, correlation_id: str, run_id: str) -> str:
-        return await self._first_wins(self._keys.correlation(correlation_id), run_id, True)
-
-    async def resolve_correlation(self, correlation_id: str) -> str | None:
+    async def _release_mapping(self, key: str, run_id: str) -> bool:
         conn = await self._redis.get()
         with self._errors():
-            found = await conn.client.get(self._keys.correlation(correlation_id))
+            released = await conn.script("release_mapping", [key], [run_id])
+        return bool(released == 1)
+
+    async def map_correlation(self, reactor: str, correlation_id: str, run_id: str) -> str:
+        return await self._first_wins(self._keys.correlation(reactor, correlation_id), run_id,
+                                      True)
+
+    async def resolve_correlation(self, reactor: str, correlation_id: str) -> str | None:
+        conn = await self._redis.get()
+        with self._errors():
+            found = await conn.client.get(self._keys.correlation(reactor, correlation_id))
         return None if found is None else _text(found)
+
+    async def release_correlation(self, reactor: str, correlation_id: str, run_id: str) -> bool:
+        return await self._release_mapping(self._keys.correlation(reactor, correlation_id),
+                                           run_id)
 
     async def claim_idempotency(self, reactor: str, key: str, run_id: str) -> str:
         return await self._first_wins(self._keys.idempotency(reactor, key), run_id, False)
+
+    async def release_idempotency(self, reactor: str, key: str, run_id: str) -> bool:
+        return await self._release_mapping(self._keys.idempotency(reactor, key), run_id)
 
     # -- listing and sweeping ------------------------------------------------------------------
 

@@ -58,7 +58,8 @@ SUBSCRIBE_TIMEOUT = 5.0
 """Seconds to wait for Redis to confirm a SUBSCRIBE before the subscription's body runs."""
 
 SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock", "extend_lock",
-           "release_lock", "claim", "request_control", "incr_counter", "first_wins")
+           "release_lock", "claim", "request_control", "incr_counter", "first_wins",
+           "release_mapping")
 SOURCES = {name: (files("reactorflow.storage") / "scripts" / f"{name}.lua").read_text("utf-8")
            for name in SCRIPTS}
 

@@ -83,8 +83,10 @@ class RedisKeys:
         score = dispatch time)."""
         return f"{self.ns}:idx:units"
 
-    def correlation(self, correlation_id: str) -> str:
-        return f"{self.ns}:corr:{correlation_id}"
+    def correlation(self, reactor: str, correlation_id: str) -> str:
+        """A reactor's correlation id (hashed like an idempotency key: any text is safe)."""
+        digest = hashlib.sha256(correlation_id.encode()).hexdigest()
+        return f"{self.ns}:corr:{reactor}:{digest}"
 
     def idempotency(self, reactor: str, key: str) -> str:
         digest = hashlib.sha256(key.encode()).hexdigest()

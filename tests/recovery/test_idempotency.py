@@ -81,3 +81,47 @@ async def test_keys_are_per_reactor_and_distinct_keys_make_distinct_runs(
     c = await one.run(n=3, idempotency_key="other")
     assert len({a.id, b.id, c.id}) == 3
     assert sorted(bodies) == [1, 2, 3]
+
+
+# -- a claimer that died before storing its run (issue 8, defect 8) ---------------------------
+
+
+async def test_claim_of_a_start_that_died_before_storing_is_taken_over(
+        storage: rf.Storage) -> None:
+    bodies: list[int] = []
+    flow = _flow(bodies)
+    dead = "dead-claimer-run"
+    assert await storage.acquire_lock(dead, "dead-owner", 0.3)  # lapses: nobody extends it
+    assert await storage.claim_idempotency(flow.name, "k3", dead) == dead
+
+    run = await flow.run(n=7, idempotency_key="k3")
+    assert run.id != dead
+    assert run.status is rf.Status.COMPLETED and run.value == 14
+    assert run.replayed is False
+    assert bodies == [7]
+
+    again = await flow.run(n=8, idempotency_key="k3")
+    assert again.id == run.id and again.replayed is True
+    assert again.status is rf.Status.COMPLETED and again.value == 14
+    assert (await flow.get(run.id)).replayed is False
+    assert bodies == [7]
+
+    # the dead start comes back late: it can no longer store its run
+    late = await storage.create_run(dead, reactor=flow.name, status="running", meta=b"m",
+                                    state=b"s", created_at=0.0, owner="dead-owner",
+                                    lock_ttl=1.0)
+    assert late is False
+    with pytest.raises(rf.RunNotFound):
+        await flow.get(dead)
+    assert [r.id for r in (await flow.list_runs()).runs] == [run.id]
+
+
+async def test_live_claimer_is_waited_for_not_taken_over(storage: rf.Storage) -> None:
+    bodies: list[int] = []
+    flow = _flow(bodies)
+    first = await flow.run(n=1, idempotency_key="k4")
+    assert first.replayed is False
+    replays = [await flow.run(n=2, idempotency_key="k4") for _ in range(3)]
+    assert {r.id for r in replays} == {first.id}
+    assert all(r.replayed for r in replays)
+    assert bodies == [1]

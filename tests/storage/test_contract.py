@@ -369,14 +369,30 @@ async def test_concurrent_increments_are_not_lost(storage: Storage) -> None:
     assert sorted(values) == list(range(1, 31))
 
 
-async def test_correlation_first_wins(storage: Storage) -> None:
+async def test_correlation_first_wins_per_reactor(storage: Storage) -> None:
     first, second = new_id(), new_id()
     correlation = f"approval:{uuid.uuid4().hex}"
-    assert await storage.resolve_correlation(correlation) is None
-    assert await storage.map_correlation(correlation, first) == first
-    assert await storage.map_correlation(correlation, second) == first
-    assert await storage.map_correlation(correlation, first) == first
-    assert await storage.resolve_correlation(correlation) == first
+    assert await storage.resolve_correlation("flow", correlation) is None
+    assert await storage.map_correlation("flow", correlation, first) == first
+    assert await storage.map_correlation("flow", correlation, second) == first
+    assert await storage.map_correlation("flow", correlation, first) == first
+    assert await storage.resolve_correlation("flow", correlation) == first
+    assert await storage.map_correlation("other-flow", correlation, second) == second
+    assert await storage.resolve_correlation("other-flow", correlation) == second
+    assert await storage.resolve_correlation("flow", correlation) == first
+
+
+async def test_correlation_release_is_compare_and_delete(storage: Storage) -> None:
+    first, second = new_id(), new_id()
+    correlation = f"approval:{uuid.uuid4().hex}"
+    await storage.map_correlation("flow", correlation, first)
+    assert await storage.release_correlation("flow", correlation, second) is False
+    assert await storage.release_correlation("other-flow", correlation, first) is False
+    assert await storage.resolve_correlation("flow", correlation) == first
+    assert await storage.release_correlation("flow", correlation, first) is True
+    assert await storage.release_correlation("flow", correlation, first) is False
+    assert await storage.resolve_correlation("flow", correlation) is None
+    assert await storage.map_correlation("flow", correlation, second) == second
 
 
 async def test_idempotency_key_first_wins_per_reactor(storage: Storage) -> None:
@@ -385,6 +401,33 @@ async def test_idempotency_key_first_wins_per_reactor(storage: Storage) -> None:
     assert await storage.claim_idempotency("flow", key, first) == first
     assert await storage.claim_idempotency("flow", key, second) == first
     assert await storage.claim_idempotency("other-flow", key, second) == second
+
+
+async def test_idempotency_release_is_compare_and_delete(storage: Storage) -> None:
+    first, second = new_id(), new_id()
+    key = f"order-{uuid.uuid4().hex}"
+    await storage.claim_idempotency("flow", key, first)
+    assert await storage.release_idempotency("flow", key, second) is False
+    assert await storage.claim_idempotency("flow", key, second) == first
+    assert await storage.release_idempotency("flow", key, first) is True
+    assert await storage.claim_idempotency("flow", key, second) == second
+
+
+async def test_create_run_is_refused_while_another_owner_holds_the_lock(
+        storage: Storage) -> None:
+    run_id = new_id()
+    assert await storage.acquire_lock(run_id, "someone-else", 10.0)
+    created = await storage.create_run(
+        run_id, reactor="flow", status="running", meta=b"meta", state=b"state-0",
+        created_at=time.time(), owner=OWNER, lock_ttl=10.0)
+    assert created is False
+    assert await storage.load_head(run_id) is None
+    assert await storage.lock_owner(run_id) == "someone-else"
+    mine = new_id()
+    assert await storage.acquire_lock(mine, OWNER, 10.0)  # taken before: kept, count 1
+    assert await new_run(storage, run_id=mine) == mine
+    assert await storage.lock_owner(mine) == OWNER
+    assert await storage.release_lock(mine, OWNER) == 0
 
 
 # -- retention and history bound ---------------------------------------------------------------
@@ -402,7 +445,7 @@ async def _until(moment: float) -> None:
 async def test_a_run_expires_retention_after_its_last_write(
         factory: Callable[..., Storage]) -> None:
     storage = factory(retention=RETENTION)
-    run_id = await new_run(storage, events=[b"e"])
+    run_id = await new_run(storage, events=[b"e"], lock_ttl=RETENTION)  # it lapses too
     assert await storage.claim(run_id, "approve", b"p") is ClaimResult.ACCEPTED
     assert await storage.incr_counter(run_id, "n") == 1
     created = time.monotonic()  # the run's keys expire by created + RETENTION at the latest
@@ -790,7 +833,7 @@ async def test_redis_keys_share_the_run_hash_tag_and_carry_ttls(
     await redis_storage.claim(run_id, "approve", b"p")
     await redis_storage.incr_counter(run_id, "n")
     await redis_storage.request_control(run_id, b"cancel")
-    await redis_storage.map_correlation("corr-1", run_id)
+    await redis_storage.map_correlation("flow", "corr-1", run_id)
     await redis_storage.claim_idempotency("flow", "my key: anything", run_id)
 
     keys = sorted(k.decode() if isinstance(k, bytes) else k for k in await raw.keys(f"{ns}:*"))
@@ -799,7 +842,8 @@ async def test_redis_keys_share_the_run_hash_tag_and_carry_ttls(
         "run", "steps", "hist", "ctl", "claims", "ctr", "tok", "lock"}
     assert all(k.endswith(f"{{{run_id}}}") for k in tagged)
     glob = set(keys) - set(tagged)
-    assert f"{ns}:reactors" in glob and f"{ns}:corr:corr-1" in glob
+    assert f"{ns}:reactors" in glob
+    assert any(k.startswith(f"{ns}:corr:flow:") and len(k.rsplit(":", 1)[1]) == 64 for k in glob)
     assert any(k.startswith(f"{ns}:idem:flow:") and len(k.rsplit(":", 1)[1]) == 64 for k in glob)
     for key in tagged:
         ttl = await raw.pttl(key)

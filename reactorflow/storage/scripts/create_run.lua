@@ -8,12 +8,17 @@
 --     followed by ',')
 --   2 reactor  3 status  4 meta  5 state  6 created_at  7 touched_at  8 lock owner
 --   9 lock ttl (ms)  10 retention (ms)  11 history limit  12.. events (oldest first)
--- Returns: 1 created (or already created by this very call), 0 the run id exists (nothing written).
+-- Returns: 1 created (or already created by this very call), 0 the run id exists or another
+--          owner holds its lock (nothing written). A lock this owner already holds is kept.
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local seen = redis.call('HGET', KEYS[7], 'w') or ''
   if string.find(',' .. seen, ',' .. ARGV[1] .. ',', 1, true) then
     return 1
   end
+  return 0
+end
+local holder = redis.call('HGET', KEYS[8], 'owner')
+if holder and holder ~= ARGV[8] then
   return 0
 end
 -- Leftovers of an expired run with the same id (a lock outlives retention only by its TTL).
