@@ -8,11 +8,12 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from functools import partial
 
 import anyio
 
 from reactorflow.demo import run_demo
-from reactorflow.runtime.sweeper import sweep_once
+from reactorflow.runtime.sweeper import SweepReport, run_forever, sweep_once
 
 WORKER_TIMEOUT_MS = 50  # reactorflow.workers.broker.WORKER_TIMEOUT_MS (kept import-free here)
 
@@ -27,20 +28,20 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo()
 
 
+def _print_report(report: SweepReport) -> None:
+    print(f"sweep: recovered={len(report.recovered)} expired={len(report.expired)} "
+          f"failed={len(report.failed)} enqueued={len(report.enqueued)} "
+          f"skipped={len(report.skipped)} unreadable={len(report.unreadable)}", flush=True)
+
+
 def _sweep(args: argparse.Namespace) -> int:
     _import_modules(args.modules)
-
-    async def loop() -> None:
-        while True:
-            report = await sweep_once(limit=args.limit)
-            print(f"sweep: recovered={len(report.recovered)} expired={len(report.expired)} "
-                  f"failed={len(report.failed)} enqueued={len(report.enqueued)} "
-                  f"skipped={len(report.skipped)}", flush=True)
-            if args.once:
-                return
-            await anyio.sleep(args.interval)
-
-    anyio.run(loop)
+    if args.once:
+        _print_report(anyio.run(partial(sweep_once, limit=args.limit)))
+        return 0
+    # survives storage outages: failed sweeps are logged and retried with a backoff
+    anyio.run(partial(run_forever, interval=args.interval, limit=args.limit,
+                      on_report=_print_report))
     return 0
 
 

@@ -10,22 +10,39 @@ claimed but unapplied payload and no lock holder (its resumer died) is resumed.
 
 A run whose stored record cannot be decoded, or whose reactor's graph changed incompatibly, is
 marked failed with the reason instead of being retried forever.
+
+Each run and each async unit is swept on its own: one whose record cannot be read at all (a
+field of the wrong Redis type or value, an unknown status) is reported in
+`SweepReport.unreadable`, logged with the reason, and left as it is; the sweep goes on with the
+others. Only a storage that cannot be reached ends a sweep (`StorageConnectionError`).
+
+`run_forever` is the sweeping daemon (`reactorflow sweep`): a sweep every `interval` seconds; a
+sweep that fails (an outage) is logged and tried again after a backoff that doubles up to a cap,
+and the daemon goes on once the storage is back.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
+import anyio
 import msgspec
 
 from reactorflow import config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import display_path, plan_for
 from reactorflow.definition.specs import StepKind
-from reactorflow.errors import CorruptRecord, DefinitionChanged
+from reactorflow.errors import (
+    CorruptRecord,
+    DefinitionChanged,
+    LockLost,
+    StorageConnectionError,
+    StorageError,
+)
 from reactorflow.records import RunError
 from reactorflow.runtime import jobs, operations, queue
 from reactorflow.runtime.ownership import acquire, new_owner
@@ -34,13 +51,19 @@ from reactorflow.runtime.resume import fail_run
 from reactorflow.runtime.units import child_report
 from reactorflow.runtime.units import report as report_unit
 from reactorflow.status import Status, StepStatus
-from reactorflow.storage.base import Liveness, Storage
+from reactorflow.storage.base import Liveness, Storage, UnitLiveness
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
 
 log = logging.getLogger("reactorflow.sweep")
 DEFAULT_LIMIT = 1000
+DEFAULT_INTERVAL = 30.0
+"""Seconds between two sweeps of `run_forever`."""
+BACKOFF_FIRST = 1.0
+"""Seconds `run_forever` waits after a failed sweep; doubled after each further failure..."""
+BACKOFF_CAP = 60.0
+"""...up to this many seconds."""
 
 
 @dataclass(slots=True)
@@ -52,6 +75,9 @@ class SweepReport:
     failed: list[str] = field(default_factory=list)  # unreadable or incompatible: marked failed
     skipped: list[str] = field(default_factory=list)  # reactor not imported in this process
     enqueued: list[str] = field(default_factory=list)  # handed to workers
+    unreadable: list[str] = field(default_factory=list)
+    """Runs (and async units, as "<run id>:<step>") whose stored record could not be read:
+    left as they are; each is logged with the reason."""
 
 
 async def sweep_once(*, limit: int = DEFAULT_LIMIT) -> SweepReport:
@@ -59,33 +85,109 @@ async def sweep_once(*, limit: int = DEFAULT_LIMIT) -> SweepReport:
 
     With a shared job queue (a broker: rf.configure(broker=...) or REACTORFLOW_REDIS_URL) the
     work is enqueued for workers; otherwise it is re-driven in this process (see `_hand_over`).
+    Each run and unit is swept on its own (see the module): one that cannot be read is
+    reported in `unreadable` and the sweep goes on.
+
+    Args:
+        limit: at most this many runs (and as many async units) are looked at.
+
+    Raises:
+        StorageConnectionError: the storage cannot be reached (nothing more is swept).
     """
     storage = config.current_storage()
-    settings = config.settings()
     report = SweepReport()
-    now = time.time()
     await _sweep_units(storage, report, limit)
     active = await storage.scan_status([Status.RUNNING, Status.ROLLING_BACK, Status.PAUSED],
                                        limit)
+    now = time.time()
     for live in active:
-        if live.lock_owner is not None:
-            continue
-        try:
-            if live.status == Status.PAUSED:
-                await _sweep_paused(storage, live, report)
-            elif now - live.touched_at >= settings.stall_timeout:
-                await _recover(storage, live, report)
-        except CorruptRecord as exc:
-            await operations.mark_unrecoverable(storage, live.run_id, "CorruptRecord",
-                                                exc.message)
-            report.failed.append(live.run_id)
-        except Exception:  # one bad run never stops the sweep of the others
-            log.exception("reactorflow.sweep.run_failed run_id=%s", live.run_id)
-    if any((report.recovered, report.expired, report.failed, report.enqueued)):
-        log.info("reactorflow.sweep.done recovered=%d expired=%d failed=%d enqueued=%d",
-                 len(report.recovered), len(report.expired), len(report.failed),
-                 len(report.enqueued))
+        if live.problem is not None:
+            _unreadable(report, live.run_id, live.problem)
+        elif live.lock_owner is None:
+            await _isolated(report, live.run_id, _sweep_run(storage, live, report, now))
+    if any((report.recovered, report.expired, report.failed, report.enqueued,
+            report.unreadable)):
+        log.info("reactorflow.sweep.done recovered=%d expired=%d failed=%d enqueued=%d "
+                 "unreadable=%d", len(report.recovered), len(report.expired),
+                 len(report.failed), len(report.enqueued), len(report.unreadable))
     return report
+
+
+async def run_forever(*, interval: float = DEFAULT_INTERVAL, limit: int = DEFAULT_LIMIT,
+                      on_report: Callable[[SweepReport], object] | None = None,
+                      backoff: float = BACKOFF_FIRST, backoff_cap: float = BACKOFF_CAP
+                      ) -> NoReturn:
+    """Sweep every `interval` seconds until cancelled, surviving storage outages.
+
+    1. Sweep once; hand the report to `on_report`.
+    2. Sleep `interval` seconds, then sweep again.
+    3. A sweep that raises (the storage unreachable, or anything else) is logged
+       (`reactorflow.sweep.failed`, with the attempt and the delay) and tried again after
+       `backoff` seconds, doubling on each further failure up to `backoff_cap`.
+    4. The first sweep that succeeds after failures logs `reactorflow.sweep.resumed` and
+       goes back to the regular rhythm.
+
+    Args:
+        interval: seconds between two sweeps.
+        limit: runs looked at per sweep (see `sweep_once`).
+        on_report: called with each sweep's report (e.g. to print it).
+        backoff: seconds to wait after the first failed sweep.
+        backoff_cap: the longest wait between failed sweeps.
+    """
+    failures = 0
+    down_since = 0.0
+    while True:
+        try:
+            report = await sweep_once(limit=limit)
+        except Exception as exc:
+            failures += 1
+            down_since = down_since or time.monotonic()
+            delay = min(backoff * 2 ** min(failures - 1, 30), backoff_cap)
+            log.warning("reactorflow.sweep.failed attempt=%d retry_in=%.1fs error=%s: %s",
+                        failures, delay, type(exc).__name__, exc,
+                        exc_info=not isinstance(exc, StorageConnectionError))
+            await anyio.sleep(delay)
+            continue
+        if failures:
+            log.warning("reactorflow.sweep.resumed after=%d failed sweeps (%.1fs)", failures,
+                        time.monotonic() - down_since)
+            failures, down_since = 0, 0.0
+        if on_report is not None:
+            on_report(report)
+        await anyio.sleep(interval)
+
+
+def _unreadable(report: SweepReport, label: str, reason: str) -> None:
+    report.unreadable.append(label)
+    log.warning("reactorflow.sweep.unreadable run_id=%s reason=%s", label, reason)
+
+
+async def _isolated(report: SweepReport, label: str, work: Awaitable[None]) -> None:
+    """Await one run's (or unit's) sweep: whatever goes wrong with it is reported and logged,
+    never stops the sweep of the others — except an unreachable storage."""
+    try:
+        await work
+    except StorageConnectionError:
+        raise
+    except LockLost:  # another execution took it over meanwhile: it is alive
+        log.info("reactorflow.sweep.taken_over run_id=%s", label)
+    except (StorageError, ValueError) as exc:  # a record of the wrong type, shape or value
+        _unreadable(report, label, str(exc))
+    except Exception:
+        log.exception("reactorflow.sweep.run_failed run_id=%s", label)
+
+
+async def _sweep_run(storage: Storage, live: Liveness, report: SweepReport, now: float) -> None:
+    """One unlocked run: expire or resume it when paused, recover it when stalled; a corrupt
+    one is marked failed."""
+    try:
+        if live.status == Status.PAUSED:
+            await _sweep_paused(storage, live, report)
+        elif now - live.touched_at >= config.settings().stall_timeout:
+            await _recover(storage, live, report)
+    except CorruptRecord as exc:
+        await operations.mark_unrecoverable(storage, live.run_id, "CorruptRecord", exc.message)
+        report.failed.append(live.run_id)
 
 
 async def _sweep_paused(storage: Storage, live: Liveness, report: SweepReport) -> None:
@@ -159,22 +261,28 @@ async def _sweep_units(storage: Storage, report: SweepReport, limit: int) -> Non
     stall = config.settings().stall_timeout
     now = time.time()
     for unit in await storage.scan_units(limit):
-        if unit.lock_owner is not None or now - unit.dispatched_at < stall:
-            continue
-        head = await storage.load_head(unit.run_id)
-        reactor = registry.lookup(head.reactor) if head is not None else None
-        raw = await storage.load_step(unit.run_id, unit.key)
-        if reactor is None or raw is None:
-            continue
-        node = plan_for(reactor).nodes.get(unit.key)
-        record = records.decode_step(raw)
-        if node is None or record.status != StepStatus.RUNNING:
-            continue
-        if node.kind is StepKind.ASYNC_REACTOR:
-            if record.child_run:  # the child is a run of its own: swept as such; relay its end
-                report_record = await child_report(storage, record.child_run, node, record)
-                if report_record is not None:
-                    await report_unit(storage, unit.run_id, unit.key, report_record, [])
-            continue
-        await _hand_over(Job.unit(unit.run_id, reactor.name, unit.key), reactor, report)
-        log.info("reactorflow.sweep.unit run_id=%s step=%s", unit.run_id, unit.key)
+        label = f"{unit.run_id}:{unit.key}"
+        if unit.problem is not None:
+            _unreadable(report, label, unit.problem)
+        elif unit.lock_owner is None and now - unit.dispatched_at >= stall:
+            await _isolated(report, label, _sweep_unit(storage, unit, report))
+
+
+async def _sweep_unit(storage: Storage, unit: UnitLiveness, report: SweepReport) -> None:
+    head = await storage.load_head(unit.run_id)
+    reactor = registry.lookup(head.reactor) if head is not None else None
+    raw = await storage.load_step(unit.run_id, unit.key)
+    if reactor is None or raw is None:
+        return
+    node = plan_for(reactor).nodes.get(unit.key)
+    record = records.decode_step(raw)
+    if node is None or record.status != StepStatus.RUNNING:
+        return
+    if node.kind is StepKind.ASYNC_REACTOR:
+        if record.child_run:  # the child is a run of its own: swept as such; relay its end
+            report_record = await child_report(storage, record.child_run, node, record)
+            if report_record is not None:
+                await report_unit(storage, unit.run_id, unit.key, report_record, [])
+        return
+    await _hand_over(Job.unit(unit.run_id, reactor.name, unit.key), reactor, report)
+    log.info("reactorflow.sweep.unit run_id=%s step=%s", unit.run_id, unit.key)

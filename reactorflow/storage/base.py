@@ -82,6 +82,9 @@ class Liveness:
     status: str
     touched_at: float
     lock_owner: str | None
+    problem: str | None = None
+    """Why the run's record could not be read (then only `run_id`, `reactor` and the status of
+    the index it was found in are known): reported, never fatal to the whole scan."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,8 @@ class UnitLiveness:
     key: str
     dispatched_at: float
     lock_owner: str | None
+    problem: str | None = None
+    """Why the unit's lock could not be read: reported, never fatal to the whole scan."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,13 +321,15 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     async def scan_units(self, limit: int) -> list[UnitLiveness]:
         """Dispatched async units not yet reported (from the unit index, oldest first), with
-        the holder of each unit's lock ("<run id>:<key>")."""
+        the holder of each unit's lock ("<run id>:<key>"). One whose lock cannot be read is
+        returned with `problem` set instead of failing the scan."""
 
     @abc.abstractmethod
     async def scan_status(self, statuses: Sequence[str], limit: int) -> list[Liveness]:
         """At most `limit` runs of any reactor whose status is one of `statuses`, with lock and
         touch times, read from the status index (never a keyspace scan), in no promised
-        order."""
+        order. A run whose record cannot be read (a field of the wrong type or value, an
+        unknown status) is returned with `problem` set instead of failing the scan."""
 
     @abc.abstractmethod
     async def save_unit(self, run_id: str, key: str, record: bytes,

@@ -44,6 +44,7 @@ from reactorflow.storage.redis_conn import Args, LoopClient, RedisConnector
 from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
 from reactorflow.storage.redis_paging import IndexReader, Taken, newest_first
 
+_STATUSES = frozenset(s.value for s in Status)
 PRUNE_BATCH = 100
 """Index members per index that `scan_status` checks, oldest first, for runs that expired."""
 FACTS_CACHE_SIZE = 4096
@@ -71,6 +72,20 @@ def _text(value: Any) -> str:
 
 def _unit_member(run_id: str, key: str) -> str:
     return f"{run_id}|{key}"
+
+
+def _liveness_problem(recorded: str, indexed: str, touched: Any) -> str | None:
+    """What is wrong with a run found in the `indexed` status index: "stale" (it moved to
+    another status: a hint to drop), a reason it cannot be read, or None."""
+    if recorded != indexed:
+        if recorded in _STATUSES:
+            return "stale"
+        return f"its status {recorded[:40]!r} is not one this version of reactorflow knows"
+    try:
+        float(touched)
+    except (TypeError, ValueError):
+        return f"its touched time {_text(touched)[:40]!r} is not a number"
+    return None
 
 
 def _bytes(value: Any) -> bytes:
@@ -446,12 +461,24 @@ class RedisStorage(Storage):
         for run_id in run_ids:
             pipe.hmget(self._keys.run(run_id), ("reactor", "status", "touched"))
             pipe.hget(self._keys.lock(run_id), "owner")
-        replies = await pipe.execute()
+        replies = await pipe.execute(raise_on_error=False)  # one bad record fails only itself
         live: list[Liveness] = []
         for i, run_id in enumerate(run_ids):
-            (rec_reactor, rec_status, touched), owner = replies[2 * i], replies[2 * i + 1]
-            if rec_reactor is None or (_text(rec_reactor), _text(rec_status)) != (reactor, status):
+            fields, owner = replies[2 * i], replies[2 * i + 1]
+            if isinstance(fields, Exception) or isinstance(owner, Exception):
+                which = "record" if isinstance(fields, Exception) else "lock"
+                live.append(Liveness(run_id, reactor, status, 0.0, None, problem=(
+                    f"its {which} cannot be read: {fields if which == 'record' else owner}")))
+                continue
+            rec_reactor, rec_status, touched = fields
+            if rec_reactor is None or _text(rec_reactor) != reactor:
                 stale.append((index, run_id))
+                continue
+            problem = _liveness_problem(_text(rec_status), status, touched)
+            if problem == "stale":
+                stale.append((index, run_id))
+            elif problem is not None:
+                live.append(Liveness(run_id, reactor, status, 0.0, None, problem=problem))
             else:
                 live.append(Liveness(run_id, reactor, status, float(touched),
                                      None if owner is None else _text(owner)))
@@ -489,11 +516,15 @@ class RedisStorage(Storage):
             for run_id, key, _ in units:
                 pipe.exists(self._keys.run(run_id))
                 pipe.hget(self._keys.lock(f"{run_id}:{key}"), "owner")
-            replies = await pipe.execute()
+            replies = await pipe.execute(raise_on_error=False)  # a bad lock fails only itself
             found: list[UnitLiveness] = []
             gone: list[str] = []
             for i, (run_id, key, since) in enumerate(units):
                 exists, owner = replies[2 * i], replies[2 * i + 1]
+                if isinstance(owner, Exception):
+                    found.append(UnitLiveness(run_id, key, since, None,
+                                              problem=f"its lock cannot be read: {owner}"))
+                    continue
                 if not exists:
                     gone.append(_unit_member(run_id, key))
                     continue
