@@ -172,6 +172,19 @@ class RunNotFound(ReactorflowError):
         self.correlation_id = correlation_id
 
 
+class ReactorNotDeclared(ReactorflowError):
+    """A stored run's reactor is not declared in this process, so its steps cannot run here."""
+
+    def __init__(self, run_id: str, reactor: str) -> None:
+        super().__init__(
+            f"run {run_id!r} belongs to reactor {reactor!r}, which this process does not "
+            "declare; import the module that declares it (the CLI's and the dashboard's --app, "
+            "or REACTORFLOW_APP)",
+            run_id=run_id,
+        )
+        self.reactor = reactor
+
+
 class RunExists(ReactorflowError):
     """A run with that id is already stored."""
 

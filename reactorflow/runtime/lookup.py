@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from reactorflow import config
 from reactorflow.definition import registry
 from reactorflow.definition.graph import Plan, plan_for
-from reactorflow.errors import ReactorflowError, RunNotFound
+from reactorflow.errors import ReactorflowError, ReactorNotDeclared, RunNotFound
 from reactorflow.runtime.views import build_run, build_summaries
 from reactorflow.snapshot import Run, RunPage
 from reactorflow.status import Status
@@ -51,6 +51,22 @@ async def get_run(run_id: str) -> Run:
         raise RunNotFound(run_id)
     plan = plan_or_none(registry.lookup(stored.head.reactor))
     return build_run(plan, stored, stored.history or [])
+
+
+async def declared_reactor(run_id: str) -> Reactor:
+    """The reactor of a stored run, declared in this process (to steer the run).
+
+    Raises:
+        RunNotFound: no such run.
+        ReactorNotDeclared: the run's reactor is not declared in this process.
+    """
+    head = await config.current_storage().load_head(run_id)
+    if head is None:
+        raise RunNotFound(run_id)
+    reactor = registry.lookup(head.reactor)
+    if reactor is None:
+        raise ReactorNotDeclared(run_id, head.reactor)
+    return reactor
 
 
 def _status(status: str | Status | None) -> Status | None:

@@ -1,0 +1,99 @@
+"""The `reactorflow` command (also `python -m reactorflow`), built on Click.
+
+Subcommands live in `runs` (reading and steering runs), `services` (worker, sweep, dashboard,
+demo) and `graph`; `context` resolves the app modules, the storage and a run's reactor;
+`output` renders tables and JSON. Errors are one line on stderr with a non-zero exit status;
+`-v` anywhere on the command line shows the traceback (and INFO logs).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from collections.abc import Sequence
+
+import click
+
+from reactorflow.cli import graph, runs, services
+
+VERBOSE_FLAGS = ("-v", "--verbose")
+EXIT_ERROR = 1
+
+
+def _version() -> str:
+    from reactorflow import __version__
+
+    return __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_version(), "--version", prog_name="reactorflow",
+                      message="%(prog)s %(version)s")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Show tracebacks and INFO logs (accepted anywhere on the line).")
+def cli(verbose: bool) -> None:
+    """Durable saga-style workflows on asyncio: inspect and steer runs, serve workers, the
+    sweeper and the dashboard.
+
+    Storage comes from REACTORFLOW_REDIS_URL (or --redis-url); commands that execute steps need
+    the modules that declare your reactors (--app, repeatable, or REACTORFLOW_APP).
+    """
+
+
+cli.add_command(runs.runs_group)
+for command in (runs.continue_command, runs.undo_command, runs.cancel_command,
+                runs.retry_command, graph.graph_command, services.worker_command,
+                services.sweep_command, services.dashboard_command, services.demo_command):
+    cli.add_command(command)
+
+
+def split_verbose(argv: Sequence[str]) -> tuple[list[str], bool]:
+    """`argv` without `-v`/`--verbose` (before any `--`), and whether one was there."""
+    rest: list[str] = []
+    verbose = False
+    for index, arg in enumerate(argv):
+        if arg == "--":
+            rest += argv[index:]
+            break
+        if arg in VERBOSE_FLAGS:
+            verbose = True
+        else:
+            rest.append(arg)
+    return rest, verbose
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (errors are one line unless `-v`)."""
+    args, verbose = split_verbose(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        result = cli.main(args, prog_name="reactorflow", standalone_mode=False,
+                          obj={"verbose": verbose})
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except Exception as exc:  # every error becomes one line (or a traceback with -v)
+        if verbose:
+            traceback.print_exc()
+        click.echo(f"error: {one_line(exc)}", err=True)
+        if not verbose:
+            click.echo("(run again with -v for the traceback)", err=True)
+        return EXIT_ERROR
+    return result if isinstance(result, int) else 0
+
+
+def one_line(exc: BaseException) -> str:
+    """The error as one line: reactorflow errors by their message, others with their type."""
+    from reactorflow.errors import ReactorflowError
+
+    text = " ".join(str(exc).split())
+    if isinstance(exc, ReactorflowError):
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

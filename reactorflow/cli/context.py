@@ -1,0 +1,82 @@
+"""What the commands share: importing the app modules, choosing the storage, finding a run's
+reactor, and running a coroutine with the storage closed afterwards."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sys
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
+
+import click
+
+from reactorflow.errors import ConfigurationError
+
+APP_ENV = "REACTORFLOW_APP"
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def app_options(function: F) -> F:
+    """`--app` (repeatable) and `--redis-url`, the options of every command that reads runs."""
+    function = click.option(
+        "--redis-url", metavar="URL", envvar="REACTORFLOW_REDIS_URL", show_envvar=True,
+        help="The Redis that stores the runs.")(function)
+    return click.option(
+        "--app", "apps", metavar="MODULE", multiple=True,
+        help=f"A module that declares reactors (repeatable; or {APP_ENV}, comma-separated).",
+    )(function)
+
+
+def modules(apps: Iterable[str], extra: Iterable[str] = ()) -> list[str]:
+    """The app modules: `--app` values, positional ones, then `REACTORFLOW_APP`."""
+    found = [*apps, *extra]
+    if not found:
+        found = [m for m in re.split(r"[,\s]+", os.environ.get(APP_ENV, "")) if m]
+    return list(dict.fromkeys(found))
+
+
+def import_apps(names: Iterable[str]) -> None:
+    """Import the modules that declare reactors (from the current directory too)."""
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"cannot import app module {name!r}: {exc}; check the name and that it can be "
+                "imported from the current directory", option="app") from exc
+
+
+def prepare(apps: Iterable[str], redis_url: str | None, extra: Iterable[str] = ()) -> None:
+    """Import the apps, then point the storage at `redis_url` when given. Refuses a process
+    with only the embedded in-memory store: it holds no runs of anyone else's."""
+    import reactorflow as rf
+    from reactorflow import config
+
+    import_apps(modules(apps, extra))
+    if redis_url:
+        rf.configure(storage=rf.RedisStorage.from_url(redis_url))
+    if isinstance(config.current_storage(), rf.MemoryStorage):
+        raise ConfigurationError(
+            "no shared storage: set REACTORFLOW_REDIS_URL, pass --redis-url, or call "
+            "rf.configure(storage=...) in a module given with --app (this process has only an "
+            "empty in-memory store)", option="storage")
+
+
+def run_async(factory: Callable[[], Awaitable[T]]) -> T:
+    """Run `factory()` on a fresh event loop, closing the storage's connections after."""
+    import anyio
+
+    from reactorflow import config
+
+    async def main() -> T:
+        try:
+            return await factory()
+        finally:
+            await config.current_storage().aclose()
+
+    return anyio.run(main)

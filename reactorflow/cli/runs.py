@@ -1,0 +1,123 @@
+"""Reading and steering runs: `runs list`, `runs show`, `continue`, `undo`, `cancel`, `retry`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from reactorflow.cli.context import app_options, prepare, run_async
+from reactorflow.cli.output import show_page, show_run
+
+STATUSES = ("running", "paused", "completed", "failed", "rolling_back", "cancelled", "aborted",
+            "halted")  # rf.Status values (kept import-free so --help stays fast)
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+@click.group("runs")
+def runs_group() -> None:
+    """List and show stored runs."""
+
+
+@runs_group.command("list")
+@click.option("--reactor", metavar="NAME", help="Only the runs of this reactor.")
+@click.option("--status", type=click.Choice(STATUSES), help="Only runs in this status.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True,
+              help="Runs per page.")
+@click.option("--cursor", metavar="CURSOR", help="Continue from a previous page.")
+@json_option
+@app_options
+def list_command(reactor: str | None, status: str | None, limit: int, cursor: str | None,
+                 as_json: bool, apps: tuple[str, ...], redis_url: str | None) -> None:
+    """List runs of every reactor, newest first."""
+    from reactorflow.runtime.lookup import list_runs
+
+    prepare(apps, redis_url)
+    page = run_async(lambda: list_runs(reactor=reactor, status=status, limit=limit,
+                                       cursor=cursor))
+    show_page(page, as_json)
+
+
+@runs_group.command("show")
+@click.argument("run_id")
+@json_option
+@app_options
+def show_command(run_id: str, as_json: bool, apps: tuple[str, ...],
+                 redis_url: str | None) -> None:
+    """Show a run: its steps (status, attempts, durations), error and pending interrupts."""
+    from reactorflow.runtime.lookup import get_run
+
+    prepare(apps, redis_url)
+    show_run(run_async(lambda: get_run(run_id)), as_json)
+
+
+def _payload(text: str) -> Any:
+    import msgspec
+
+    if text.startswith("@"):
+        path = Path(text[1:])
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise click.BadParameter(f"cannot read {path}: {exc.strerror}",
+                                     param_hint="--payload") from exc
+    try:
+        return msgspec.json.decode(text)
+    except msgspec.DecodeError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--payload") from exc
+
+
+@click.command("continue")
+@click.argument("run_id")
+@click.argument("step", metavar="STEP")
+@click.option("--payload", required=True, metavar="JSON|@FILE",
+              help="The payload as JSON, or @path of a JSON file.")
+@json_option
+@app_options
+def continue_command(run_id: str, step: str, payload: str, as_json: bool,
+                     apps: tuple[str, ...], redis_url: str | None) -> None:
+    """Deliver PAYLOAD to interrupt STEP of a paused run (a nested one as a/b)."""
+    value = _payload(payload)
+    prepare(apps, redis_url)
+    label: str | tuple[str, ...] = tuple(step.split("/")) if "/" in step else step
+
+    async def go() -> Any:
+        from reactorflow.runtime.lookup import declared_reactor
+
+        reactor = await declared_reactor(run_id)
+        return await reactor.continue_(run_id, step=label, payload=value)
+
+    show_run(run_async(go), as_json)
+
+
+def _steering(name: str, summary: str) -> click.Command:
+    @click.command(name, help=summary)
+    @click.argument("run_id")
+    @json_option
+    @app_options
+    def command(run_id: str, as_json: bool, apps: tuple[str, ...],
+                redis_url: str | None) -> None:
+        prepare(apps, redis_url)
+
+        async def go() -> Any:
+            from reactorflow.runtime.lookup import declared_reactor
+
+            reactor = await declared_reactor(run_id)
+            operation = getattr(reactor, name)
+            return await operation(run_id)
+
+        run = run_async(go)
+        if name == "retry" and not as_json:
+            click.echo(f"retried {run_id} as {run.id}", err=True)
+        show_run(run, as_json)
+
+    return command
+
+
+undo_command = _steering("undo", "Roll back every completed step of a run (it ends cancelled).")
+cancel_command = _steering("cancel", "Stop a running or paused run without rollback.")
+retry_command = _steering(
+    "retry", "Start a new run with the inputs of a failed, cancelled or aborted run.")
+

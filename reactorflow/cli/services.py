@@ -1,0 +1,153 @@
+"""Long-running commands: `worker`, `sweep`, `dashboard`, and the `demo`."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from reactorflow.cli.context import app_options, modules, prepare
+from reactorflow.errors import ConfigurationError
+
+WORKER_TIMEOUT_MS = 50  # reactorflow.workers.broker.WORKER_TIMEOUT_MS (kept import-free here)
+TOKEN_ENV = "REACTORFLOW_DASHBOARD_TOKEN"
+
+
+@click.command("demo")
+def demo_command() -> int:
+    """Run the order-saga demo on the embedded default (nothing to set up)."""
+    from reactorflow.demo import run_demo
+
+    return run_demo()
+
+
+@click.command("worker", context_settings={"ignore_unknown_options": False})
+@click.argument("positional", nargs=-1, metavar="[MODULE]...")
+@click.option("--app", "apps", metavar="MODULE", multiple=True,
+              help="A module that declares reactors (repeatable; or REACTORFLOW_APP).")
+@click.option("--processes", "-p", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes.")
+@click.option("--threads", "-t", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Threads per process.")
+@click.option("--path", "-P", "paths", multiple=True, default=["."], show_default=True,
+              help="Import paths (repeatable).")
+@click.pass_obj
+def worker_command(obj: dict[str, bool], positional: tuple[str, ...], apps: tuple[str, ...],
+                   processes: int, threads: int, paths: tuple[str, ...]) -> int:
+    """Run Dramatiq worker processes with reactorflow's actors for the reactors in MODULEs.
+
+    The broker comes from REACTORFLOW_REDIS_URL or an rf.configure(broker=...) in the modules.
+    """
+    names = modules(apps, positional)
+    if not names:
+        raise click.UsageError("name the modules that declare your reactors (--app MODULE)")
+    # before Dramatiq is imported: its idle poll bound is read from the environment
+    os.environ.setdefault("dramatiq_worker_timeout", str(WORKER_TIMEOUT_MS))
+    os.environ["REACTORFLOW_WORKER_MODULES"] = ",".join(names)
+    _banner(names, paths)
+    from dramatiq.cli import main as dramatiq_main
+    from dramatiq.cli import make_argument_parser
+
+    argv = ["reactorflow.workers.entry:broker", *names, "--processes", str(processes),
+            "--threads", str(threads), "--path", *paths]
+    if obj.get("verbose"):
+        argv.append("-v")
+    parsed = make_argument_parser().parse_args(argv)  # type: ignore[no-untyped-call]
+    return int(dramatiq_main(parsed) or 0)  # type: ignore[no-untyped-call]
+
+
+def _banner(names: list[str], paths: tuple[str, ...]) -> None:
+    """What the worker serves: broker, queue and reactors (it refuses an embedded broker)."""
+    import sys
+
+    from reactorflow.cli.context import import_apps
+    from reactorflow.definition import registry
+    from reactorflow.workers.broker import QUEUE, current_broker, is_embedded
+
+    for path in reversed(paths):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    import_apps(names)
+    broker = current_broker()
+    if is_embedded(broker):
+        raise ConfigurationError(
+            "reactorflow worker needs a broker shared with the processes that enqueue: set "
+            "REACTORFLOW_REDIS_URL or call rf.configure(broker=...) in one of your modules",
+            option="broker")
+    reactors = registry.names()
+    click.echo(f"reactorflow worker: broker {_describe(broker)}, queue {QUEUE!r}, "
+               f"{len(reactors)} reactor(s): {', '.join(reactors) or 'none'}", err=True)
+
+
+def _describe(broker: object) -> str:
+    client = getattr(broker, "client", None)
+    pool = getattr(client, "connection_pool", None)
+    kwargs = getattr(pool, "connection_kwargs", {}) if pool is not None else {}
+    if "host" in kwargs:
+        return f"{type(broker).__name__} at {kwargs['host']}:{kwargs.get('port', 6379)}" \
+               f"/{kwargs.get('db', 0)}"
+    return type(broker).__name__
+
+
+@click.command("sweep")
+@click.argument("positional", nargs=-1, metavar="[MODULE]...")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+              help="Seconds between sweeps.")
+@click.option("--limit", type=click.IntRange(1, 100_000), default=1000, show_default=True,
+              help="Runs inspected per sweep.")
+@click.option("--once", is_flag=True, help="Sweep once and exit.")
+@app_options
+def sweep_command(positional: tuple[str, ...], interval: float, limit: int, once: bool,
+                  apps: tuple[str, ...], redis_url: str | None) -> int:
+    """Recover stalled runs and expire overdue interrupts, every --interval seconds.
+
+    Needs shared storage (REACTORFLOW_REDIS_URL, --redis-url, or rf.configure in a module):
+    sweeping a fresh in-memory store would do nothing. Ctrl-C stops it.
+    """
+    import anyio
+
+    from reactorflow import config
+    from reactorflow.runtime.sweeper import sweep_once
+
+    prepare(apps, redis_url, positional)  # refuses an empty in-memory store
+
+    async def loop() -> None:
+        try:
+            while True:
+                report = await sweep_once(limit=limit)
+                click.echo(f"sweep: recovered={len(report.recovered)} "
+                           f"expired={len(report.expired)} failed={len(report.failed)} "
+                           f"enqueued={len(report.enqueued)} skipped={len(report.skipped)}")
+                if once:
+                    return
+                await anyio.sleep(interval)
+        finally:
+            await config.current_storage().aclose()
+
+    try:
+        anyio.run(loop)
+    except KeyboardInterrupt:
+        click.echo("sweep: stopped", err=True)
+    return 0
+
+
+@click.command("dashboard")
+@app_options
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to bind (loopback only by default).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--token", envvar=TOKEN_ENV, show_envvar=True, metavar="TOKEN",
+              help="Bearer token required by every request (mutations need it always).")
+def dashboard_command(apps: tuple[str, ...], redis_url: str | None, host: str, port: int,
+                      token: str | None) -> int:
+    """Serve the HTTP API and the dashboard (the reactorflow[web] extra)."""
+    from reactorflow.web import create_app
+
+    prepare(apps, redis_url)
+    app = create_app(token=token)
+    import uvicorn
+
+    access = "token required" if token else "read-only (no --token: every change is refused)"
+    click.echo(f"reactorflow dashboard on http://{host}:{port}/ ({access})", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+    return 0

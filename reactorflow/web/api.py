@@ -1,0 +1,113 @@
+"""The JSON routes: runs (list, read, continue, undo, cancel, retry) and reactors."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+
+from reactorflow.definition import registry
+from reactorflow.definition.graph import Plan, plan_for
+from reactorflow.definition.reactor import Reactor
+from reactorflow.definition.specs import StepKind
+from reactorflow.errors import ReactorflowError
+from reactorflow.jsonforms import page_form, run_form
+from reactorflow.runtime import lookup
+from reactorflow.web.responses import JSON, BadRequest
+
+
+def _limit(text: str | None) -> int:
+    if text is None:
+        return 50
+    try:
+        return int(text)
+    except ValueError:
+        raise BadRequest(f"limit={text!r}: use a whole number from 1 to 1000") from None
+
+
+async def list_runs(request: Request) -> JSON:
+    query = request.query_params
+    page = await lookup.list_runs(reactor=query.get("reactor") or None,
+                                  status=query.get("status") or None,
+                                  limit=_limit(query.get("limit")),
+                                  cursor=query.get("cursor") or None)
+    return JSON(page_form(page))
+
+
+async def get_run(request: Request) -> JSON:
+    return JSON(run_form(await lookup.get_run(request.path_params["run_id"])))
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise BadRequest(f"the body is not JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    return body
+
+
+async def continue_run(request: Request) -> JSON:
+    run_id = request.path_params["run_id"]
+    body = await _body(request)
+    step = body.get("step")
+    if isinstance(step, list) and step and all(isinstance(p, str) for p in step):
+        label: str | tuple[str, ...] = tuple(step)
+    elif isinstance(step, str) and step:
+        label = step
+    else:
+        raise BadRequest('give "step": an interrupt\'s name, or its path as a list of names')
+    if "payload" not in body:
+        raise BadRequest('give "payload": the value the interrupt waits for')
+    reactor = await lookup.declared_reactor(run_id)
+    return JSON(run_form(await reactor.continue_(run_id, step=label, payload=body["payload"])))
+
+
+STEERING = ("undo", "cancel", "retry")
+
+
+def steering(action: str) -> Callable[[Request], Awaitable[JSON]]:
+    """The handler of `POST /api/runs/{id}/<action>` for undo, cancel (optional `reason`) and
+    retry (answers with the new run)."""
+
+    async def handler(request: Request) -> JSON:
+        run_id = request.path_params["run_id"]
+        body = await _body(request)
+        reactor = await lookup.declared_reactor(run_id)
+        if action == "cancel":
+            reason = body.get("reason", "")
+            if not isinstance(reason, str):
+                raise BadRequest('"reason" must be a string')
+            return JSON(run_form(await reactor.cancel(run_id, reason=reason)))
+        operation = reactor.undo if action == "undo" else reactor.retry
+        return JSON(run_form(await operation(run_id)))
+
+    return handler
+
+
+def reactor_form(reactor: Reactor) -> dict[str, Any]:
+    """A reactor's graph (steps with kind and dependencies) and its interrupts' JSON Schemas."""
+    try:
+        plan: Plan | None = plan_for(reactor)
+    except ReactorflowError as exc:
+        return {"name": reactor.name, "error": str(exc), "steps": [], "interrupts": {},
+                "mermaid": ""}
+    assert plan is not None
+    steps = [{"key": key, "kind": node.kind.value, "deps": list(node.deps),
+              "level": node.level} for key, node in plan.nodes.items()]
+    interrupts = {key: msgspec.json.schema(node.spec.interrupt.payload_type)
+                  for key, node in plan.nodes.items()
+                  if node.kind is StepKind.INTERRUPT and node.spec.interrupt is not None}
+    return {"name": reactor.name, "steps": steps, "interrupts": interrupts,
+            "mermaid": reactor.to_mermaid()}
+
+
+async def list_reactors(request: Request) -> JSON:
+    found = [registry.lookup(name) for name in registry.names()]
+    return JSON({"reactors": [reactor_form(r) for r in found if r is not None]})

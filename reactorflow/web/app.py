@@ -1,0 +1,83 @@
+"""Assembling the Starlette app: routes, the token check, error responses, static assets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from html import escape as html_escape
+from importlib.resources import files
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from reactorflow.errors import ConfigurationError
+from reactorflow.web import api, events
+from reactorflow.web.auth import check
+from reactorflow.web.responses import JSON, error_response
+
+Handler = Callable[[Request], Awaitable[Response]]
+TOKEN_ENV = "REACTORFLOW_DASHBOARD_TOKEN"
+STATIC = files("reactorflow.web") / "static"
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+
+
+def guarded(handler: Handler, token: str | None, *, mutation: bool = False) -> Handler:
+    """`handler` behind the token check, with errors as `{"error", "message"}` JSON."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            check(request, token, mutation=mutation)
+            return await handler(request)
+        except Exception as exc:  # every error becomes a JSON error response
+            return error_response(exc)
+
+    return endpoint
+
+
+async def page(request: Request) -> Response:
+    """The dashboard's page: a static shell (no user data; the script renders it escaped)."""
+    base = html_escape(request.scope.get("root_path", "").rstrip("/") + "/", quote=True)
+    html = (STATIC / "index.html").read_text(encoding="utf-8").replace("{{base}}", base)
+    return HTMLResponse(html, headers={"Content-Security-Policy": CSP,
+                                       "Cache-Control": "no-store",
+                                       "X-Content-Type-Options": "nosniff",
+                                       "Referrer-Policy": "no-referrer"})
+
+
+async def no_route(request: Request, exc: Any) -> Response:
+    code = getattr(exc, "status_code", 404)
+    return JSON({"error": "NoRoute", "message": f"no route {request.method} {request.url.path}"},
+                status_code=code)
+
+
+def build(token: str | None) -> Starlette:
+    if token is None:
+        token = os.environ.get(TOKEN_ENV) or None
+    elif not token:
+        raise ConfigurationError("create_app(token=''): give a non-empty token, or None",
+                                 option="token")
+
+    def read(handler: Handler) -> Handler:
+        return guarded(handler, token)
+
+    def write(handler: Handler) -> Handler:
+        return guarded(handler, token, mutation=True)
+
+    routes = [
+        Route("/", page),
+        Route("/api/runs", read(api.list_runs)),
+        Route("/api/events", read(events.list_events)),
+        Route("/api/reactors", read(api.list_reactors)),
+        Route("/api/runs/{run_id}", read(api.get_run)),
+        Route("/api/runs/{run_id}/events", read(events.run_events)),
+        Route("/api/runs/{run_id}/continue", write(api.continue_run), methods=["POST"]),
+        *(Route(f"/api/runs/{{run_id}}/{action}", write(api.steering(action)), methods=["POST"])
+          for action in api.STEERING),
+        Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
+    ]
+    return Starlette(routes=routes, exception_handlers={404: no_route, 405: no_route})

@@ -1,0 +1,390 @@
+// reactorflow dashboard: renders the API's JSON with DOM calls only (textContent and
+// attributes, never HTML strings), so every user value is shown escaped.
+"use strict";
+(() => {
+  const TOKEN_KEY = "reactorflow-token";
+  const $ = (id) => document.getElementById(id);
+  const api = (path) => new URL(path, document.baseURI).toString();
+  let reactors = {};
+  let stream = null;
+
+  function token() { return sessionStorage.getItem(TOKEN_KEY); }
+  function headers(extra) {
+    const h = Object.assign({ Accept: "application/json" }, extra || {});
+    if (token()) h.Authorization = "Bearer " + token();
+    return h;
+  }
+
+  class ApiError extends Error {
+    constructor(status, body) { super(body.message || ("HTTP " + status)); this.status = status; this.kind = body.error; }
+  }
+
+  async function call(path, options) {
+    const response = await fetch(api(path), Object.assign({ headers: headers(options && options.body ? { "Content-Type": "application/json" } : {}) }, options || {}));
+    let body = {};
+    try { body = await response.json(); } catch (e) { body = {}; }
+    if (response.status === 401 && !(options && options.method === "POST" && token())) { showLogin(body.message); throw new ApiError(401, body); }
+    if (!response.ok) throw new ApiError(response.status, body);
+    return body;
+  }
+
+  // Server-sent events over fetch (EventSource cannot send the Authorization header).
+  function follow(path, onEvent) {
+    const controller = new AbortController();
+    (async () => {
+      $("live").classList.add("on");
+      try {
+        const response = await fetch(api(path), { headers: headers({ Accept: "text/event-stream" }), signal: controller.signal });
+        if (response.status === 401) { showLogin(); return; }
+        if (!response.ok || !response.body) return;
+        const reader = response.body.getReader();
+        const decoder = new TextDecoder();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += decoder.decode(value, { stream: true });
+          let cut;
+          while ((cut = buffer.indexOf("\n\n")) >= 0) {
+            const block = buffer.slice(0, cut); buffer = buffer.slice(cut + 2);
+            let event = "message"; const data = [];
+            for (const line of block.split("\n")) {
+              if (line.startsWith("event: ")) event = line.slice(7);
+              else if (line.startsWith("data: ")) data.push(line.slice(6));
+            }
+            if (data.length) onEvent(event, JSON.parse(data.join("\n")));
+          }
+        }
+      } catch (e) { if (e.name !== "AbortError") console.warn(e); }
+      finally { if (!controller.signal.aborted) $("live").classList.remove("on"); }
+    })();
+    return () => { controller.abort(); $("live").classList.remove("on"); };
+  }
+
+  function stopStream() { if (stream) { stream(); stream = null; } }
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v; else if (k === "text") node.textContent = v; else node.setAttribute(k, v);
+    }
+    for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    return node;
+  }
+  function svg(tag, attrs) {
+    const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+    return node;
+  }
+  const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "-");
+  const label = (l) => (Array.isArray(l) ? l.join("/") : l);
+  const badge = (s) => el("span", { class: "status s-" + s, text: s });
+  const pretty = (v) => (v === null || v === undefined ? "-" : JSON.stringify(v, null, 2));
+
+  function show(id) {
+    for (const s of ["login", "list-view", "run-view"]) $(s).hidden = s !== id;
+    $("forget").hidden = !token();
+  }
+
+  function showLogin(message) {
+    stopStream();
+    show("login");
+    $("login-error").textContent = token() ? (message || "That token was refused.") : "";
+    $("token").focus();
+  }
+
+  // -- the run list -----------------------------------------------------------------------------
+  const listState = { cursors: [null] };
+
+  function listQuery(cursor) {
+    const q = new URLSearchParams();
+    if ($("f-reactor").value) q.set("reactor", $("f-reactor").value);
+    if ($("f-status").value) q.set("status", $("f-status").value);
+    q.set("limit", $("f-limit").value);
+    if (cursor) q.set("cursor", cursor);
+    return q.toString();
+  }
+
+  function renderList(page) {
+    const body = $("runs").tBodies[0];
+    body.replaceChildren();
+    for (const run of page.runs) {
+      const link = el("a", { href: "?run=" + encodeURIComponent(run.id), text: run.id });
+      const note = run.waiting_on.length ? "waiting on " + run.waiting_on.map(label).join(", ")
+        : run.error ? (run.error.step ? run.error.step + ": " : "") + run.error.type + ": " + run.error.message : "";
+      body.append(el("tr", { "data-run": run.id }, el("td", {}, link), el("td", { text: run.reactor }),
+        el("td", {}, badge(run.status)), el("td", { text: when(run.created_at) }),
+        el("td", { text: when(run.updated_at) }), el("td", { text: note })));
+      addReactorOption(run.reactor);
+    }
+    $("no-runs").hidden = page.runs.length > 0;
+    listState.next = page.next_cursor;
+    $("older").disabled = !page.next_cursor;
+    $("newest").disabled = listState.cursors.length <= 1;
+  }
+
+  function addReactorOption(name) {
+    const select = $("f-reactor");
+    if ([...select.options].some((o) => o.value === name)) return;
+    select.append(el("option", { value: name, text: name }));
+  }
+
+  async function loadList() {
+    stopStream();
+    const cursor = listState.cursors[listState.cursors.length - 1];
+    if (cursor) renderList(await call("api/runs?" + listQuery(cursor)));
+    else stream = follow("api/events?" + listQuery(null), (event, page) => { if (event === "runs") renderList(page); });
+  }
+
+  // -- one run ----------------------------------------------------------------------------------
+  let current = null;
+
+  function renderRun(run) {
+    current = run;
+    $("run-id").textContent = run.id;
+    $("run-status").replaceChildren(badge(run.status));
+    const facts = [["Reactor", run.reactor], ["Created", when(run.created_at)], ["Updated", when(run.updated_at)]];
+    if (run.retried_from) facts.push(["Retried from", run.retried_from]);
+    if (run.waiting_on.length) facts.push(["Waiting on", run.waiting_on.map(label).join(", ")]);
+    if (run.timeout_at) facts.push(["Times out", when(run.timeout_at)]);
+    if (run.cancel_reason) facts.push(["Cancel reason", run.cancel_reason]);
+    if (run.halt_reason) facts.push(["Halt reason", run.halt_reason]);
+    $("facts").replaceChildren(...facts.flatMap(([k, v]) => {
+      const dd = el("dd", { text: v });
+      if (k === "Retried from") dd.replaceChildren(el("a", { href: "?run=" + encodeURIComponent(v), text: v }));
+      return [el("dt", { text: k }), dd];
+    }));
+    const terminal = ["completed", "failed", "cancelled", "aborted", "halted"].includes(run.status);
+    const allowed = { undo: ["completed", "paused", "aborted", "cancelled", "halted"].includes(run.status),
+      cancel: ["running", "paused"].includes(run.status), retry: ["failed", "cancelled", "aborted"].includes(run.status) };
+    for (const button of document.querySelectorAll("#actions button")) button.disabled = !allowed[button.dataset.action];
+    renderError(run.error);
+    renderInterrupts(run);
+    renderGraph(run);
+    renderSteps(run);
+    $("inputs").textContent = pretty(run.inputs);
+    $("value").textContent = run.status === "completed" ? pretty(run.value) : (terminal ? "-" : "(not finished)");
+    $("history").tBodies[0].replaceChildren(...run.history.map((e) => el("tr", {},
+      el("td", { text: when(e.at) }), el("td", { text: e.kind }), el("td", { text: e.step }),
+      el("td", { text: e.attempt || "" }), el("td", { text: e.detail }))));
+  }
+
+  function renderError(error) {
+    $("error-box").hidden = !error;
+    if (!error) return;
+    $("error-text").textContent = (error.step ? "Step " + error.step + " failed: " : "The run failed: ") + error.type + ": " + error.message;
+    $("rollback-failures").replaceChildren(...error.rollback_failures.map((f) =>
+      el("li", { text: "rollback failure: " + f.kind + " of " + f.step + ": " + (f.type ? f.type + ": " : "") + f.message })));
+    $("traceback").textContent = error.traceback || "(none recorded)";
+  }
+
+  function graphOf(run) {
+    const reactor = reactors[run.reactor];
+    if (reactor && reactor.steps.length) return reactor.steps;
+    return Object.keys(run.steps).map((key) => ({ key, kind: "step", deps: [], level: "" }));
+  }
+
+  function renderGraph(run) {
+    const steps = graphOf(run);
+    const byKey = Object.fromEntries(steps.map((s) => [s.key, s]));
+    const depth = {};
+    const depthOf = (key, seen) => {
+      if (key in depth) return depth[key];
+      const s = byKey[key]; if (!s || seen.has(key)) return 0;
+      seen.add(key);
+      let d = s.level && byKey[s.level] ? depthOf(s.level, seen) + 1 : 0;
+      for (const dep of s.deps) d = Math.max(d, depthOf(dep, seen) + 1);
+      return (depth[key] = d);
+    };
+    const columns = [];
+    for (const s of steps) { const d = depthOf(s.key, new Set()); (columns[d] = columns[d] || []).push(s.key); }
+    const W = 160, H = 34, GX = 50, GY = 18, pos = {};
+    columns.forEach((keys, x) => keys.forEach((key, y) => { pos[key] = { x: 10 + x * (W + GX), y: 10 + y * (H + GY) }; }));
+    const graph = $("graph");
+    graph.replaceChildren();
+    const rows = Math.max(1, ...columns.map((c) => (c ? c.length : 0)));
+    graph.setAttribute("width", 20 + columns.length * (W + GX));
+    graph.setAttribute("height", 20 + rows * (H + GY));
+    for (const s of steps) for (const dep of s.deps) {
+      if (!pos[dep] || !pos[s.key]) continue;
+      const a = pos[dep], b = pos[s.key];
+      graph.append(svg("path", { class: "edge", d: `M${a.x + W},${a.y + H / 2} C${a.x + W + GX / 2},${a.y + H / 2} ${b.x - GX / 2},${b.y + H / 2} ${b.x},${b.y + H / 2}` }));
+    }
+    for (const s of steps) {
+      const state = run.steps[s.key] || { status: "pending" };
+      const g = svg("g", { class: "node s-" + state.status, "data-step": s.key, transform: `translate(${pos[s.key].x},${pos[s.key].y})` });
+      g.append(svg("rect", { width: W, height: H }));
+      const text = svg("text", { x: 8, y: 21 });
+      text.textContent = (s.kind === "interrupt" ? "\u23f8 " : "") + s.key + " \u00b7 " + state.status;
+      const title = svg("title"); title.textContent = s.key + ": " + state.status;
+      g.append(text, title);
+      graph.append(g);
+    }
+  }
+
+  function renderSteps(run) {
+    const times = Object.values(run.steps).flatMap((s) => [s.started_at, s.finished_at]).filter(Boolean);
+    const start = Math.min(run.created_at, ...times), end = Math.max(run.updated_at, ...times);
+    const span = Math.max(end - start, 1e-3);
+    $("steps").tBodies[0].replaceChildren(...Object.entries(run.steps).map(([key, s]) => {
+      const bar = el("div", { class: "bar" });
+      if (s.started_at) {
+        const left = ((s.started_at - start) / span) * 100, right = (((s.finished_at || end) - start) / span) * 100;
+        bar.append(el("span", { class: "s-" + s.status, style: `left:${left.toFixed(2)}%;width:${Math.max(right - left, 0.6).toFixed(2)}%` }));
+      }
+      const duration = s.started_at && s.finished_at ? ((s.finished_at - s.started_at) * 1000).toFixed(0) + " ms" : "-";
+      return el("tr", { "data-step": key }, el("td", { text: key }), el("td", {}, badge(s.status)),
+        el("td", { text: s.attempts }), el("td", { text: duration }), el("td", { class: "wide" }, bar),
+        el("td", { text: s.error || "" }));
+    }));
+  }
+
+  // -- interrupt forms from JSON Schema -----------------------------------------------------------
+  function resolve(schema, root) {
+    while (schema && schema.$ref) schema = root.$defs[schema.$ref.split("/").pop()];
+    return schema || {};
+  }
+
+  function field(schema, root, name, required) {
+    schema = resolve(schema, root);
+    let nullable = false;
+    if (schema.anyOf) {
+      const options = schema.anyOf.map((s) => resolve(s, root));
+      nullable = options.some((s) => s.type === "null");
+      const rest = options.filter((s) => s.type !== "null");
+      if (rest.length === 1) schema = rest[0];
+    }
+    const title = schema.title || name;
+    if (schema.type === "object" && schema.properties) {
+      const box = el("fieldset", {}, el("legend", { text: title }));
+      const parts = Object.entries(schema.properties).map(([key, sub]) => {
+        const f = field(sub, root, key, (schema.required || []).includes(key));
+        box.append(f.node);
+        return [key, f];
+      });
+      return { node: box, value: () => Object.fromEntries(parts.map(([k, f]) => [k, f.value()]).filter(([, v]) => v !== undefined)) };
+    }
+    const wrap = (input, hint) => el("label", {}, el("span", { text: title + (required ? " *" : "") }), input, ...(hint ? [el("span", { class: "hint", text: hint })] : []));
+    if (schema.enum) {
+      const select = el("select", { name });
+      if (!required || nullable) select.append(el("option", { value: "", text: "" }));
+      schema.enum.forEach((v, i) => select.append(el("option", { value: String(i), text: String(v) })));
+      if (required && !nullable) select.required = true;
+      if (schema.default !== undefined) select.value = String(schema.enum.indexOf(schema.default));
+      return { node: wrap(select), value: () => (select.value === "" ? (nullable ? null : undefined) : schema.enum[Number(select.value)]) };
+    }
+    if (schema.type === "boolean") {
+      const box = el("input", { type: "checkbox", name });
+      box.checked = schema.default === true;
+      return { node: wrap(box), value: () => box.checked };
+    }
+    if (schema.type === "integer" || schema.type === "number") {
+      const input = el("input", { type: "number", name, step: schema.type === "integer" ? "1" : "any" });
+      const hints = [];
+      if (schema.minimum !== undefined) { input.min = schema.minimum; hints.push("\u2265 " + schema.minimum); }
+      if (schema.maximum !== undefined) { input.max = schema.maximum; hints.push("\u2264 " + schema.maximum); }
+      if (schema.exclusiveMinimum !== undefined) hints.push("> " + schema.exclusiveMinimum);
+      if (schema.exclusiveMaximum !== undefined) hints.push("< " + schema.exclusiveMaximum);
+      input.required = required && !nullable;
+      if (schema.default !== undefined) input.value = schema.default;
+      const check = () => {
+        const v = Number(input.value);
+        input.setCustomValidity(input.value !== "" && ((schema.exclusiveMinimum !== undefined && v <= schema.exclusiveMinimum) || (schema.exclusiveMaximum !== undefined && v >= schema.exclusiveMaximum)) ? "out of range (" + hints.join(", ") + ")" : "");
+      };
+      input.addEventListener("input", check);
+      return { node: wrap(input, hints.join(", ")), value: () => { check(); return input.value === "" ? (nullable ? null : undefined) : Number(input.value); } };
+    }
+    if (schema.type === "string") {
+      const input = el("input", { type: "text", name });
+      if (schema.minLength !== undefined) input.minLength = schema.minLength;
+      if (schema.maxLength !== undefined) input.maxLength = schema.maxLength;
+      if (schema.pattern) input.pattern = schema.pattern;
+      input.required = required && !nullable && (schema.minLength || 0) > 0;
+      if (schema.default !== undefined) input.value = schema.default;
+      const hint = schema.minLength || schema.maxLength ? (schema.minLength || 0) + "\u2013" + (schema.maxLength || "\u221e") + " characters" : "";
+      return { node: wrap(input, hint), value: () => (input.value === "" && nullable ? null : input.value) };
+    }
+    const area = el("textarea", { name, rows: "3", placeholder: "JSON" });
+    if (schema.default !== undefined) area.value = JSON.stringify(schema.default);
+    return { node: wrap(area, "JSON"), value: () => {
+      try { area.setCustomValidity(""); return area.value.trim() === "" ? (required ? undefined : null) : JSON.parse(area.value); }
+      catch (e) { area.setCustomValidity("not JSON"); return undefined; }
+    } };
+  }
+
+  function renderInterrupts(run) {
+    const box = $("interrupts");
+    const pending = run.status === "paused" || run.status === "running" ? run.waiting_on : [];
+    const keys = pending.map(label).join("|");
+    if (box.dataset.keys === keys + "@" + run.id) return; // keep what the user is typing
+    box.dataset.keys = keys + "@" + run.id;
+    box.replaceChildren();
+    const reactor = reactors[run.reactor];
+    for (const waiting of pending) {
+      const key = Array.isArray(waiting) ? waiting.join(".") : waiting;
+      const schema = reactor && reactor.interrupts[key];
+      const form = el("form", { class: "interrupt", "data-interrupt": key, novalidate: "" },
+        el("h2", { text: "Interrupt " + label(waiting) }));
+      if (!schema) { form.append(el("p", { text: "This server does not declare this reactor, so it cannot resume it." })); box.append(form); continue; }
+      const root = field(schema, schema, "payload", true);
+      const message = el("p", { class: "error", role: "alert" });
+      form.append(root.node, el("button", { type: "submit", class: "primary", text: "Continue" }), message);
+      form.addEventListener("submit", async (event) => {
+        event.preventDefault();
+        const payload = root.value();
+        if (!form.checkValidity()) { form.reportValidity(); message.textContent = "Fix the highlighted fields."; return; }
+        try {
+          const updated = await call("api/runs/" + encodeURIComponent(run.id) + "/continue", { method: "POST", body: JSON.stringify({ step: Array.isArray(waiting) ? waiting : key, payload }) });
+          message.textContent = "";
+          renderRun(updated);
+        } catch (e) { message.textContent = e.message; }
+      });
+      box.append(form);
+    }
+  }
+
+  async function act(action) {
+    if (!current) return;
+    const verb = { undo: "Undo (roll back every completed step of)", cancel: "Cancel", retry: "Retry (start a new run with the inputs of)" }[action];
+    if (!window.confirm(verb + " run " + current.id + "?")) return;
+    const message = $("message");
+    try {
+      const run = await call("api/runs/" + encodeURIComponent(current.id) + "/" + action, { method: "POST" });
+      message.className = ""; message.textContent = action === "retry" ? "Retried as " + run.id + "." : "Done: " + run.status + ".";
+      if (action === "retry") { history.pushState(null, "", "?run=" + encodeURIComponent(run.id)); openRun(run.id); }
+      else renderRun(run);
+    } catch (e) { message.className = "bad"; message.textContent = e.message; }
+  }
+
+  function openRun(id) {
+    stopStream();
+    show("run-view");
+    $("interrupts").dataset.keys = "";
+    stream = follow("api/runs/" + encodeURIComponent(id) + "/events", (event, run) => { if (event === "run") renderRun(run); });
+  }
+
+  async function route() {
+    try {
+      const found = await call("api/reactors");
+      reactors = Object.fromEntries(found.reactors.map((r) => [r.name, r]));
+      for (const name of Object.keys(reactors)) addReactorOption(name);
+    } catch (e) { return; }
+    const id = new URLSearchParams(location.search).get("run");
+    if (id) openRun(id);
+    else { show("list-view"); listState.cursors = [null]; loadList(); }
+  }
+
+  $("login-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $("token").value);
+    $("token").value = "";
+    route();
+  });
+  $("forget").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); showLogin(); });
+  for (const id of ["f-reactor", "f-status", "f-limit"]) $(id).addEventListener("change", () => { listState.cursors = [null]; loadList(); });
+  $("older").addEventListener("click", () => { listState.cursors.push(listState.next); loadList(); });
+  $("newest").addEventListener("click", () => { listState.cursors = [null]; loadList(); });
+  for (const button of document.querySelectorAll("#actions button")) button.addEventListener("click", () => act(button.dataset.action));
+  window.addEventListener("popstate", route);
+  route();
+})();

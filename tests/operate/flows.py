@@ -1,0 +1,61 @@
+"""Reactors the CLI, HTTP API and browser tests operate on (imported by their subprocesses)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+import reactorflow as rf
+
+
+class Order(msgspec.Struct):
+    item: str
+    qty: int = 1
+    fail: bool = False
+
+
+class Address(msgspec.Struct):
+    city: str
+    zip: Annotated[str, msgspec.Meta(min_length=3, max_length=10)]
+
+
+class Approval(msgspec.Struct):
+    approved: bool
+    level: Literal["low", "high"]
+    amount: Annotated[int, msgspec.Meta(ge=1, le=100)]
+    ship_to: Address
+    note: str = ""
+
+
+orders = rf.Reactor("ops.orders", inputs=Order)
+
+
+@orders.step
+async def reserve(item: str, qty: int, fail: bool) -> str:
+    if fail:
+        raise ValueError(f"no stock for {item}")
+    return f"{qty}x{item}"
+
+
+@reserve.undo
+async def release(result: str) -> None:
+    return None
+
+
+@orders.interrupt
+async def approve(payload: Approval, reserve: str) -> Approval:
+    return payload
+
+
+@orders.step
+async def ship(reserve: str, approve: Approval) -> str:
+    return f"{reserve} to {approve.ship_to.city}" if approve.approved else "held"
+
+
+def approval(**changes: object) -> dict[str, object]:
+    """A valid payload for `approve`, with changes."""
+    payload: dict[str, object] = {"approved": True, "level": "high", "amount": 5,
+                                  "ship_to": {"city": "Lyon", "zip": "69001"}}
+    payload.update(changes)
+    return payload
