@@ -15,20 +15,16 @@ from collections.abc import Sequence
 
 import click
 
+from reactorflow import __version__
 from reactorflow.cli import graph, runs, services
+from reactorflow.errors import ReactorflowError
 
 VERBOSE_FLAGS = ("-v", "--verbose")
 EXIT_ERROR = 1
 
 
-def _version() -> str:
-    from reactorflow import __version__
-
-    return __version__
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(_version(), "--version", prog_name="reactorflow",
+@click.version_option(__version__, "--version", prog_name="reactorflow",
                       message="%(prog)s %(version)s")
 @click.option("-v", "--verbose", is_flag=True,
               help="Show tracebacks and INFO logs (accepted anywhere on the line).")
@@ -91,8 +87,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def one_line(exc: BaseException) -> str:
     """The error as one line: reactorflow errors by their message, others with their type."""
-    from reactorflow.errors import ReactorflowError
-
     text = " ".join(str(exc).split())
     if isinstance(exc, ReactorflowError):
         return text

@@ -10,17 +10,27 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
+import anyio
 import click
 
+from reactorflow import config
+from reactorflow.config import configure
 from reactorflow.errors import ConfigurationError
+from reactorflow.storage.memory import MemoryStorage
+from reactorflow.storage.redis import RedisStorage
 
 APP_ENV = "REACTORFLOW_APP"
+NAMESPACE_ENV = "REACTORFLOW_REDIS_NAMESPACE"
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def app_options(function: F) -> F:
-    """`--app` (repeatable) and `--redis-url`, the options of every command that reads runs."""
+    """`--app` (repeatable), `--redis-url` and `--namespace`, the options of every command that
+    reads runs."""
+    function = click.option(
+        "--namespace", metavar="NAME", envvar=NAMESPACE_ENV, show_envvar=True,
+        help="The RedisStorage key namespace (default rf).")(function)
     function = click.option(
         "--redis-url", metavar="URL", envvar="REACTORFLOW_REDIS_URL", show_envvar=True,
         help="The Redis that stores the runs.")(function)
@@ -51,16 +61,20 @@ def import_apps(names: Iterable[str]) -> None:
                 "imported from the current directory", option="app") from exc
 
 
-def prepare(apps: Iterable[str], redis_url: str | None, extra: Iterable[str] = ()) -> None:
-    """Import the apps, then point the storage at `redis_url` when given. Refuses a process
-    with only the embedded in-memory store: it holds no runs of anyone else's."""
-    import reactorflow as rf
-    from reactorflow import config
-
+def prepare(apps: Iterable[str], redis_url: str | None, namespace: str | None,
+            extra: Iterable[str] = ()) -> None:
+    """Import the apps, then point the storage at `redis_url` and `namespace` when given.
+    Refuses a process with only the embedded in-memory store: it holds no runs of anyone
+    else's."""
     import_apps(modules(apps, extra))
-    if redis_url:
-        rf.configure(storage=rf.RedisStorage.from_url(redis_url))
-    if isinstance(config.current_storage(), rf.MemoryStorage):
+    if redis_url or namespace:
+        url = redis_url or os.environ.get(config.REDIS_URL_ENV)
+        if not url:
+            raise ConfigurationError(
+                f"--namespace {namespace!r} needs a Redis: pass --redis-url or set "
+                f"{config.REDIS_URL_ENV}", option="namespace")
+        configure(storage=RedisStorage.from_url(url, namespace=namespace or "rf"))
+    if isinstance(config.current_storage(), MemoryStorage):
         raise ConfigurationError(
             "no shared storage: set REACTORFLOW_REDIS_URL, pass --redis-url, or call "
             "rf.configure(storage=...) in a module given with --app (this process has only an "
@@ -69,10 +83,6 @@ def prepare(apps: Iterable[str], redis_url: str | None, extra: Iterable[str] = (
 
 def run_async(factory: Callable[[], Awaitable[T]]) -> T:
     """Run `factory()` on a fresh event loop, closing the storage's connections after."""
-    import anyio
-
-    from reactorflow import config
-
     async def main() -> T:
         try:
             return await factory()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from reactorflow.cli.context import import_apps
+from reactorflow.definition.reactor import Reactor
 from reactorflow.errors import ReactorflowError
 
 
@@ -12,15 +15,11 @@ from reactorflow.errors import ReactorflowError
 @click.argument("target", metavar="MODULE:REACTOR")
 def graph_command(target: str) -> None:
     """Print the graph of the reactor REACTOR (a name in MODULE) as Mermaid."""
-    from reactorflow.definition.reactor import Reactor
-
     module_name, sep, attribute = target.partition(":")
     if not sep or not module_name or not attribute:
         raise click.BadParameter("give it as module:reactor, e.g. my_app.flows:checkout",
                                  param_hint="MODULE:REACTOR")
     import_apps([module_name])
-    import sys
-
     reactor = getattr(sys.modules[module_name], attribute, None)
     if not isinstance(reactor, Reactor):
         raise ReactorflowError(f"{module_name}.{attribute} is not an rf.Reactor (found "

@@ -6,9 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import click
+import msgspec
 
 from reactorflow.cli.context import app_options, prepare, run_async
 from reactorflow.cli.output import show_page, show_run
+from reactorflow.runtime.lookup import declared_reactor, get_run, list_runs
 
 STATUSES = ("running", "paused", "completed", "failed", "rolling_back", "cancelled", "aborted",
             "halted")  # rf.Status values (kept import-free so --help stays fast)
@@ -30,11 +32,10 @@ def runs_group() -> None:
 @json_option
 @app_options
 def list_command(reactor: str | None, status: str | None, limit: int, cursor: str | None,
-                 as_json: bool, apps: tuple[str, ...], redis_url: str | None) -> None:
+                 as_json: bool, apps: tuple[str, ...], redis_url: str | None,
+                 namespace: str | None) -> None:
     """List runs of every reactor, newest first."""
-    from reactorflow.runtime.lookup import list_runs
-
-    prepare(apps, redis_url)
+    prepare(apps, redis_url, namespace)
     page = run_async(lambda: list_runs(reactor=reactor, status=status, limit=limit,
                                        cursor=cursor))
     show_page(page, as_json)
@@ -44,18 +45,14 @@ def list_command(reactor: str | None, status: str | None, limit: int, cursor: st
 @click.argument("run_id")
 @json_option
 @app_options
-def show_command(run_id: str, as_json: bool, apps: tuple[str, ...],
-                 redis_url: str | None) -> None:
+def show_command(run_id: str, as_json: bool, apps: tuple[str, ...], redis_url: str | None,
+                 namespace: str | None) -> None:
     """Show a run: its steps (status, attempts, durations), error and pending interrupts."""
-    from reactorflow.runtime.lookup import get_run
-
-    prepare(apps, redis_url)
+    prepare(apps, redis_url, namespace)
     show_run(run_async(lambda: get_run(run_id)), as_json)
 
 
 def _payload(text: str) -> Any:
-    import msgspec
-
     if text.startswith("@"):
         path = Path(text[1:])
         try:
@@ -77,15 +74,14 @@ def _payload(text: str) -> Any:
 @json_option
 @app_options
 def continue_command(run_id: str, step: str, payload: str, as_json: bool,
-                     apps: tuple[str, ...], redis_url: str | None) -> None:
+                     apps: tuple[str, ...], redis_url: str | None,
+                 namespace: str | None) -> None:
     """Deliver PAYLOAD to interrupt STEP of a paused run (a nested one as a/b)."""
     value = _payload(payload)
-    prepare(apps, redis_url)
+    prepare(apps, redis_url, namespace)
     label: str | tuple[str, ...] = tuple(step.split("/")) if "/" in step else step
 
     async def go() -> Any:
-        from reactorflow.runtime.lookup import declared_reactor
-
         reactor = await declared_reactor(run_id)
         return await reactor.continue_(run_id, step=label, payload=value)
 
@@ -97,13 +93,11 @@ def _steering(name: str, summary: str) -> click.Command:
     @click.argument("run_id")
     @json_option
     @app_options
-    def command(run_id: str, as_json: bool, apps: tuple[str, ...],
-                redis_url: str | None) -> None:
-        prepare(apps, redis_url)
+    def command(run_id: str, as_json: bool, apps: tuple[str, ...], redis_url: str | None,
+                namespace: str | None) -> None:
+        prepare(apps, redis_url, namespace)
 
         async def go() -> Any:
-            from reactorflow.runtime.lookup import declared_reactor
-
             reactor = await declared_reactor(run_id)
             operation = getattr(reactor, name)
             return await operation(run_id)

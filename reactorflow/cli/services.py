@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+import sys
 
+import anyio
 import click
 
-from reactorflow.cli.context import app_options, modules, prepare
+from reactorflow import config
+from reactorflow.cli.context import app_options, import_apps, modules, prepare
+from reactorflow.definition import registry
 from reactorflow.errors import ConfigurationError
+from reactorflow.runtime.sweeper import sweep_once
+from reactorflow.workers.broker import QUEUE, current_broker, is_embedded
 
 WORKER_TIMEOUT_MS = 50  # reactorflow.workers.broker.WORKER_TIMEOUT_MS (kept import-free here)
 TOKEN_ENV = "REACTORFLOW_DASHBOARD_TOKEN"
@@ -16,7 +22,7 @@ TOKEN_ENV = "REACTORFLOW_DASHBOARD_TOKEN"
 @click.command("demo")
 def demo_command() -> int:
     """Run the order-saga demo on the embedded default (nothing to set up)."""
-    from reactorflow.demo import run_demo
+    from reactorflow.demo import run_demo  # noqa: PLC0415 - it declares a reactor at import
 
     return run_demo()
 
@@ -45,8 +51,8 @@ def worker_command(obj: dict[str, bool], positional: tuple[str, ...], apps: tupl
     os.environ.setdefault("dramatiq_worker_timeout", str(WORKER_TIMEOUT_MS))
     os.environ["REACTORFLOW_WORKER_MODULES"] = ",".join(names)
     _banner(names, paths)
-    from dramatiq.cli import main as dramatiq_main
-    from dramatiq.cli import make_argument_parser
+    from dramatiq.cli import main as dramatiq_main  # noqa: PLC0415 - after the env is set
+    from dramatiq.cli import make_argument_parser  # noqa: PLC0415
 
     argv = ["reactorflow.workers.entry:broker", *names, "--processes", str(processes),
             "--threads", str(threads), "--path", *paths]
@@ -58,12 +64,6 @@ def worker_command(obj: dict[str, bool], positional: tuple[str, ...], apps: tupl
 
 def _banner(names: list[str], paths: tuple[str, ...]) -> None:
     """What the worker serves: broker, queue and reactors (it refuses an embedded broker)."""
-    import sys
-
-    from reactorflow.cli.context import import_apps
-    from reactorflow.definition import registry
-    from reactorflow.workers.broker import QUEUE, current_broker, is_embedded
-
     for path in reversed(paths):
         if path not in sys.path:
             sys.path.insert(0, path)
@@ -98,18 +98,13 @@ def _describe(broker: object) -> str:
 @click.option("--once", is_flag=True, help="Sweep once and exit.")
 @app_options
 def sweep_command(positional: tuple[str, ...], interval: float, limit: int, once: bool,
-                  apps: tuple[str, ...], redis_url: str | None) -> int:
+                  apps: tuple[str, ...], redis_url: str | None, namespace: str | None) -> int:
     """Recover stalled runs and expire overdue interrupts, every --interval seconds.
 
     Needs shared storage (REACTORFLOW_REDIS_URL, --redis-url, or rf.configure in a module):
     sweeping a fresh in-memory store would do nothing. Ctrl-C stops it.
     """
-    import anyio
-
-    from reactorflow import config
-    from reactorflow.runtime.sweeper import sweep_once
-
-    prepare(apps, redis_url, positional)  # refuses an empty in-memory store
+    prepare(apps, redis_url, namespace, positional)  # refuses an empty in-memory store
 
     async def loop() -> None:
         try:
@@ -138,14 +133,15 @@ def sweep_command(positional: tuple[str, ...], interval: float, limit: int, once
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--token", envvar=TOKEN_ENV, show_envvar=True, metavar="TOKEN",
               help="Bearer token required by every request (mutations need it always).")
-def dashboard_command(apps: tuple[str, ...], redis_url: str | None, host: str, port: int,
-                      token: str | None) -> int:
+def dashboard_command(apps: tuple[str, ...], redis_url: str | None, namespace: str | None,
+                      host: str, port: int, token: str | None) -> int:
     """Serve the HTTP API and the dashboard (the reactorflow[web] extra)."""
-    from reactorflow.web import create_app
+    from reactorflow.web import create_app  # noqa: PLC0415 - the optional web extra
 
-    prepare(apps, redis_url)
-    app = create_app(token=token)
-    import uvicorn
+    app = create_app(token=token)  # refuses first when the web extra is missing
+    import uvicorn  # noqa: PLC0415 - the optional web extra
+
+    prepare(apps, redis_url, namespace)
 
     access = "token required" if token else "read-only (no --token: every change is refused)"
     click.echo(f"reactorflow dashboard on http://{host}:{port}/ ({access})", err=True)

@@ -33,11 +33,11 @@ def create_app(*, token: str | None = None) -> Starlette:
             empty.
     """
     try:
-        import starlette  # noqa: F401
+        import starlette  # noqa: F401, PLC0415 - the optional web extra
     except ImportError as exc:
         raise ConfigurationError(
             "the dashboard and HTTP API need the web extra: pip install 'reactorflow[web]'",
             option="web") from exc
-    from reactorflow.web.app import build
+    from reactorflow.web.app import build  # noqa: PLC0415 - needs the web extra
 
     return build(token)

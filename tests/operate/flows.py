@@ -7,6 +7,9 @@ from typing import Annotated, Literal
 import msgspec
 
 import reactorflow as rf
+from tests.workflows import background  # noqa: F401 - in a subprocess given
+
+# REACTORFLOW_TEST_NAMESPACE, it confines storage and broker to the test's namespace
 
 
 class Order(msgspec.Struct):

@@ -12,92 +12,92 @@ from pathlib import Path
 import pytest
 
 import reactorflow as rf
-from tests.operate.conftest import ROOT, cli
+from tests.operate.conftest import ROOT, Shared, cli, environment
 from tests.operate.flows import approval, orders
 
 pytestmark = pytest.mark.slow
 APP = ("--app", "tests.operate.flows")
 
 
-async def test_runs_list_and_show_as_json(shared_url: str) -> None:
+async def test_runs_list_and_show_as_json(shared: Shared) -> None:
     paused = await orders.run(item="tea", qty=2)
     failed = await orders.run(item="gin", fail=True)
 
-    listed = cli(shared_url, "runs", "list", "--json")
+    listed = cli(shared, "runs", "list", "--json")
     assert listed.code == 0, listed.err
     page = json.loads(listed.out)
     assert [r["id"] for r in page["runs"]] == [failed.id, paused.id]
     assert page["runs"][1]["waiting_on"] == ["approve"] and page["next_cursor"] is None
-    only = json.loads(cli(shared_url, "runs", "list", "--status", "failed", "--json").out)
+    only = json.loads(cli(shared, "runs", "list", "--status", "failed", "--json").out)
     assert [r["id"] for r in only["runs"]] == [failed.id]
-    first = json.loads(cli(shared_url, "runs", "list", "--limit", "1", "--json").out)
-    rest = json.loads(cli(shared_url, "runs", "list", "--cursor", first["next_cursor"],
+    first = json.loads(cli(shared, "runs", "list", "--limit", "1", "--json").out)
+    rest = json.loads(cli(shared, "runs", "list", "--cursor", first["next_cursor"],
                           "--json").out)
     assert [r["id"] for r in first["runs"] + rest["runs"]] == [failed.id, paused.id]
 
-    shown = cli(shared_url, "runs", "show", paused.id, "--json")  # no --app: plain data
+    shown = cli(shared, "runs", "show", paused.id, "--json")  # no --app: plain data
     run = json.loads(shown.out)
     assert set(run) == set(rf.Run.__struct_fields__)
     assert run["inputs"] == {"item": "tea", "qty": 2, "fail": False}
     assert run["steps"]["reserve"]["status"] == "completed"
     assert run["history"][0]["kind"] == "run.started"
-    error = json.loads(cli(shared_url, "runs", "show", failed.id, "--json").out)["error"]
+    error = json.loads(cli(shared, "runs", "show", failed.id, "--json").out)["error"]
     assert error["step"] == "reserve" and error["message"] == "no stock for gin"
 
 
 async def test_human_output_is_an_aligned_table_without_colour_when_piped(
-        shared_url: str) -> None:
+        shared: Shared) -> None:
     runs = [await orders.run(item="tea"), await orders.run(item="gin", fail=True)]
-    listed = cli(shared_url, "runs", "list")
+    listed = cli(shared, "runs", "list")
     assert listed.code == 0 and "\x1b[" not in listed.out
     header, *rows = listed.out.splitlines()
     assert header.split() == ["RUN", "REACTOR", "STATUS", "CREATED", "UPDATED", "NOTE"]
     status_at = header.index("STATUS")
     assert [row[status_at:].split()[0] for row in rows] == ["failed", "paused"]
     assert rows[1].rstrip().endswith("waiting on approve")
-    shown = cli(shared_url, "runs", "show", runs[1].id)
+    shown = cli(shared, "runs", "show", runs[1].id)
     assert "\x1b[" not in shown.out
     assert "step 'reserve' failed: ValueError: no stock for gin" in shown.out
     assert any(line.split()[:2] == ["reserve", "failed"] for line in shown.out.splitlines())
 
 
-async def test_continue_undo_cancel_and_retry(shared_url: str) -> None:
+async def test_continue_undo_cancel_and_retry(shared: Shared) -> None:
     paused = await orders.run(item="tea")
-    done = cli(shared_url, "continue", paused.id, "approve", "--payload",
+    done = cli(shared, "continue", paused.id, "approve", "--payload",
                json.dumps(approval()), "--json", *APP)
     assert done.code == 0, done.err
     assert json.loads(done.out)["status"] == "completed"
     assert json.loads(done.out)["value"] == "1xtea to Lyon"
 
-    undone = cli(shared_url, "undo", paused.id, *APP, "--json")
+    undone = cli(shared, "undo", paused.id, *APP, "--json")
     assert json.loads(undone.out)["status"] == "cancelled"
 
     other = await orders.run(item="gin")
-    cancelled = cli(shared_url, "cancel", other.id, *APP)
+    cancelled = cli(shared, "cancel", other.id, *APP)
     assert cancelled.code == 0 and "cancelled" in cancelled.out
-    retried = cli(shared_url, "retry", other.id, *APP, "--json")
+    retried = cli(shared, "retry", other.id, *APP, "--json")
     assert retried.code == 0, retried.err
     new = json.loads(retried.out)
     assert new["retried_from"] == other.id and new["status"] == "paused"
     assert (await orders.get(new["id"])).inputs == (await orders.get(other.id)).inputs
 
 
-async def test_payload_from_a_file_and_a_nested_error_in_one_line(shared_url: str,
+async def test_payload_from_a_file_and_a_nested_error_in_one_line(shared: Shared,
                                                                   tmp_path: Path) -> None:
     paused = await orders.run(item="tea")
-    bad = cli(shared_url, "continue", paused.id, "approve", "--payload",
+    bad = cli(shared, "continue", paused.id, "approve", "--payload",
               json.dumps(approval(amount=500)), *APP)
     assert bad.code == 1
     assert bad.err.splitlines()[0].startswith(
         f"error: invalid payload for interrupt 'approve' of run '{paused.id}': amount: "
         "Expected `int` <= 100")
     assert "Traceback" not in bad.err and len(bad.err.strip().splitlines()) == 2
-    verbose = cli(shared_url, "continue", paused.id, "approve", "--payload",
+    verbose = cli(shared, "continue", paused.id, "approve", "--payload",
                   json.dumps(approval(amount=500)), *APP, "-v")
     assert verbose.code == 1 and "Traceback (most recent call last)" in verbose.err
     path = tmp_path / "payload.json"
     path.write_text(json.dumps(approval()))
-    done = cli(shared_url, "continue", paused.id, "approve", "--payload", f"@{path}", *APP)
+    done = cli(shared, "continue", paused.id, "approve", "--payload", f"@{path}", *APP)
     assert done.code == 0 and "completed" in done.out
 
 
@@ -114,17 +114,17 @@ async def test_payload_from_a_file_and_a_nested_error_in_one_line(shared_url: st
     (("graph", "tests.operate.flows:approval"), 1, "is not an rf.Reactor"),
     (("sweep", "--interval", "0"), 2, "Invalid value for '--interval'"),
 ])
-async def test_errors_are_one_line_with_a_non_zero_exit(shared_url: str, args: tuple[str, ...],
+async def test_errors_are_one_line_with_a_non_zero_exit(shared: Shared, args: tuple[str, ...],
                                                         code: int, message: str) -> None:
-    result = cli(shared_url, *args)
+    result = cli(shared, *args)
     assert result.code == code, result.err
     assert message in result.err
     assert "Traceback" not in result.err
 
 
-async def test_a_run_whose_reactor_no_app_declares_is_refused_by_name(shared_url: str) -> None:
+async def test_a_run_whose_reactor_no_app_declares_is_refused_by_name(shared: Shared) -> None:
     paused = await orders.run(item="tea")
-    result = cli(shared_url, "cancel", paused.id)
+    result = cli(shared, "cancel", paused.id)
     assert result.code == 1
     assert result.err.startswith(f"error: run '{paused.id}' belongs to reactor 'ops.orders', "
                                  "which this process does not declare")
@@ -137,6 +137,9 @@ def test_commands_refuse_without_shared_storage() -> None:
         result = cli(None, *args)
         assert result.code == 1
         assert "no shared storage: set REACTORFLOW_REDIS_URL" in result.err
+    result = cli(None, "runs", "list", "--namespace", "mine")
+    assert result.code == 1
+    assert "--namespace 'mine' needs a Redis: pass --redis-url" in result.err
 
 
 def test_version_and_graph() -> None:
@@ -147,18 +150,17 @@ def test_version_and_graph() -> None:
     assert "approve" in graph.out
 
 
-def _spawn(url: str, *args: str) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REACTORFLOW_")}
-    env.update(PYTHONPATH=str(ROOT), REACTORFLOW_REDIS_URL=url)
-    return subprocess.Popen([sys.executable, "-m", "reactorflow", *args], cwd=ROOT, env=env,
+def _spawn(lane: Shared, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "reactorflow", *args], cwd=ROOT,
+                            env=environment(lane),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
 
 
-async def test_sweep_runs_once_and_stops_cleanly_on_ctrl_c(shared_url: str) -> None:
-    once = cli(shared_url, "sweep", "--once", *APP)
+async def test_sweep_runs_once_and_stops_cleanly_on_ctrl_c(shared: Shared) -> None:
+    once = cli(shared, "sweep", "--once", *APP)
     assert once.code == 0 and once.out.startswith("sweep: recovered=0")
-    proc = _spawn(shared_url, "sweep", "--interval", "0.2", *APP)
+    proc = _spawn(shared, "sweep", "--interval", "0.2", *APP)
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().startswith("sweep: ")  # it is looping
@@ -172,8 +174,8 @@ async def test_sweep_runs_once_and_stops_cleanly_on_ctrl_c(shared_url: str) -> N
     assert "sweep: stopped" in err and "Traceback" not in err
 
 
-async def test_worker_prints_a_banner(shared_url: str) -> None:
-    proc = _spawn(shared_url, "worker", "--app", "tests.operate.flows", "--threads", "1")
+async def test_worker_prints_a_banner(shared: Shared) -> None:
+    proc = _spawn(shared, "worker", "--app", "tests.operate.flows", "--threads", "1")
     try:
         assert proc.stderr is not None
         banner = proc.stderr.readline()
