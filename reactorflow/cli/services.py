@@ -12,7 +12,7 @@ from reactorflow import config
 from reactorflow.cli.context import app_options, import_apps, modules, prepare
 from reactorflow.definition import registry
 from reactorflow.errors import ConfigurationError
-from reactorflow.runtime.sweeper import sweep_once
+from reactorflow.runtime.sweeper import SweepReport, run_forever, sweep_once
 from reactorflow.workers.broker import QUEUE, current_broker, is_embedded
 
 WORKER_TIMEOUT_MS = 50  # reactorflow.workers.broker.WORKER_TIMEOUT_MS (kept import-free here)
@@ -106,16 +106,17 @@ def sweep_command(positional: tuple[str, ...], interval: float, limit: int, once
     """
     prepare(apps, redis_url, namespace, positional)  # refuses an empty in-memory store
 
+    def report(done: SweepReport) -> None:
+        click.echo(f"sweep: recovered={len(done.recovered)} expired={len(done.expired)} "
+                   f"failed={len(done.failed)} enqueued={len(done.enqueued)} "
+                   f"skipped={len(done.skipped)} unreadable={len(done.unreadable)}")
+
     async def loop() -> None:
         try:
-            while True:
-                report = await sweep_once(limit=limit)
-                click.echo(f"sweep: recovered={len(report.recovered)} "
-                           f"expired={len(report.expired)} failed={len(report.failed)} "
-                           f"enqueued={len(report.enqueued)} skipped={len(report.skipped)}")
-                if once:
-                    return
-                await anyio.sleep(interval)
+            if once:
+                report(await sweep_once(limit=limit))
+            else:  # survives storage outages: failed sweeps are logged and retried, backing off
+                await run_forever(interval=interval, limit=limit, on_report=report)
         finally:
             await config.current_storage().aclose()
 
