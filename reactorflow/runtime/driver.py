@@ -42,8 +42,9 @@ async def drive(ex: Execution) -> None:
         else:
             if ex.state.status == Status.PAUSED:  # applying a claimed payload: visible at once
                 resumed = [k for k in ex.state.waiting_on if k in ex.claims]
-                await ex.save_state(Status.RUNNING, events=[event("run.resumed",
-                                                                  detail=", ".join(resumed))])
+                still = [k for k in ex.state.waiting_on if k not in ex.claims]
+                await ex.save_state(Status.RUNNING, waiting_on=still,
+                                    events=[event("run.resumed", detail=", ".join(resumed))])
             ex.parked_since, ex.state.parked_on = ex.state.parked_on, {}
             forward = Forward(ex, max_concurrency=ex.plan.reactor.max_concurrency)
             verdict = await forward.run()

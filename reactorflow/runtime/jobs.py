@@ -159,3 +159,20 @@ async def _run_unit(ex: Execution, key: str) -> None:
                             error=ErrorRecord.from_exception(out.error),
                             rollback_error=rollback_error)
     await report(ex.storage, ex.run_id, key, record, events)
+
+
+async def give_up(job: Job, reason: str) -> None:
+    """The queue gave up on a job after infrastructure errors: fail what it was for (the unit,
+    or the run) with `reason`, and publish it (waiters wake at once)."""
+    storage = config.current_storage()
+    match job.kind:
+        case JobKind.UNIT:
+            record = StepRecord(StepStatus.FAILED, 0, None, time.time(),
+                                error=ErrorRecord("JobRetriesExhausted", reason))
+            await report(storage, job.run_id, job.step, record,
+                         [event("step.failed", job.step)])
+        case JobKind.RUN:
+            await operations.mark_unrecoverable(storage, job.run_id, "JobRetriesExhausted",
+                                                reason)
+        case _:
+            assert_never(job.kind)

@@ -127,9 +127,10 @@ def accepted(run: Run, key: str) -> Run:
     """The run as a caller whose payload was accepted sees it: `running` (another execution
     holds it and applies the claim once free), no longer waiting on that interrupt."""
     label = waiting_label(key)
-    if run.status is not Status.PAUSED or label not in run.waiting_on:
-        return run  # the holder applied it already, or the run went on
-    return msgspec.structs.replace(run, status=Status.RUNNING,
+    if label not in run.waiting_on:
+        return run  # the holder applied it already
+    status = Status.RUNNING if run.status is Status.PAUSED else run.status
+    return msgspec.structs.replace(run, status=status,
                                    waiting_on=[w for w in run.waiting_on if w != label])
 
 
