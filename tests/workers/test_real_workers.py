@@ -28,17 +28,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class Workers:
-    """`reactorflow worker tests.workflows.background` in its own process group."""
+    """`reactorflow worker <module>` (tests.workflows.background by default) in its own process
+    group."""
 
-    def __init__(self, lane: Shared, gates: Path, lock_ttl: float = 2.0) -> None:
+    def __init__(self, lane: Shared, gates: Path, lock_ttl: float = 2.0, *,
+                 module: str = "tests.workflows.background", threads: int = 4,
+                 env: dict[str, str] | None = None) -> None:
         env = dict(os.environ, REACTORFLOW_REDIS_URL=lane.url, PYTHONPATH=str(ROOT),
                    **{bg.LOG_ENV: str(lane.log), bg.GATE_ENV: str(gates),
-                      bg.LOCK_TTL_ENV: str(lock_ttl), bg.NAMESPACE_ENV: lane.namespace})
+                      bg.LOCK_TTL_ENV: str(lock_ttl), bg.NAMESPACE_ENV: lane.namespace},
+                   **(env or {}))
         log = lane.log
         self.stderr = log.with_suffix(".stderr").open("a")  # the workers' logs, for debugging
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "reactorflow", "-v", "worker", "tests.workflows.background",
-             "--processes", "1", "--threads", "4"],
+            [sys.executable, "-m", "reactorflow", "-v", "worker", module,
+             "--processes", "1", "--threads", str(threads)],
             cwd=ROOT, env=env, start_new_session=True,
             stdout=subprocess.DEVNULL, stderr=self.stderr,
         )

@@ -1,0 +1,85 @@
+"""Parking (issue 9): in a worker, a step that waits for an async unit parks its run (saved,
+lock released, no thread held) and the unit's completion re-enqueues it, on real
+`reactorflow worker` subprocesses and the suite's Redis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+import reactorflow as rf
+from reactorflow import config
+from reactorflow.runtime import queue
+from tests.workers.test_real_workers import Shared, Workers, gates, shared
+from tests.workflows import background as bg
+from tests.workflows import parking as pk
+
+pytestmark = pytest.mark.slow
+__all__ = ["gates", "shared"]  # fixtures
+
+
+async def _ready(workers: Workers) -> None:
+    run = await bg.dispatched.dispatch()
+    await bg.dispatched.wait(run.id, timeout=60)
+
+
+def _count(run: rf.Run, kind: str) -> int:
+    return sum(1 for e in run.history if e.kind == kind)
+
+
+async def test_two_threads_serve_twenty_runs_that_each_wait_for_an_async_unit(
+        shared: Shared, gates: Path) -> None:
+    """Blocking readers would hold both threads while the units they wait for queue behind
+    them (each reader gives up after the 10 s async_wait_timeout); parked ones hold none."""
+    workers = Workers(shared, gates, module="tests.workflows.parking", threads=2,
+                      env={pk.ASYNC_WAIT_ENV: "10"})
+    try:
+        await _ready(workers)
+        started = [await pk.waits.dispatch(n=n) for n in range(20)]
+        done = [await pk.waits.wait(run.id, timeout=60) for run in started]
+    finally:
+        workers.stop()
+    assert [run.status for run in done] == [rf.Status.COMPLETED] * 20
+    assert [run.value for run in done] == [n * 10 + 1 for n in range(20)]
+    assert sum(_count(run, "run.parked") for run in done) >= 1
+
+
+async def test_a_parked_run_holds_no_lock_and_resumes_once_per_signal(
+        shared: Shared, gates: Path) -> None:
+    workers = Workers(shared, gates, module="tests.workflows.parking", threads=2)
+    storage = config.current_storage()
+    try:
+        await _ready(workers)
+        run = await pk.gated.dispatch()
+        with anyio.fail_after(30):  # the unit is running (gated): the run parks
+            while _count(parked := await pk.gated.get(run.id), "run.parked") == 0:
+                await anyio.sleep(0.02)
+        assert parked.status is rf.Status.RUNNING
+        live = {x.run_id: x for x in await storage.scan_status([rf.Status.RUNNING], 1000)}
+        assert live[run.id].lock_owner is None  # parked: it holds no lock
+        # no thread either: the unit holds one of the two, the other serves other runs
+        for _ in range(3):
+            other = await bg.dispatched.dispatch()
+            assert (await bg.dispatched.wait(other.id, timeout=30)).value == 42
+        # signals before the unit finished (duplicates, early): nothing is written
+        for _ in range(3):
+            queue.enqueue_run(run.id, pk.gated.name)
+        probe = await bg.dispatched.dispatch()
+        await bg.dispatched.wait(probe.id, timeout=30)
+        assert (await pk.gated.get(run.id)).history == parked.history
+        (gates / "unit").touch()  # the unit finishes: its signal resumes the run
+        done = await pk.gated.wait(run.id, timeout=30)
+        assert done.status is rf.Status.COMPLETED and done.value == "read unit done"
+        for _ in range(3):  # late duplicates: the run is done, nothing happens
+            queue.enqueue_run(run.id, pk.gated.name)
+        probe = await bg.dispatched.dispatch()
+        await bg.dispatched.wait(probe.id, timeout=30)
+    finally:
+        workers.stop()
+    final = await pk.gated.get(run.id)
+    assert final.history == done.history
+    assert _count(final, "run.parked") == 1
+    assert bg.notes(shared.log).count("gated_reader") == 1
+    assert bg.notes(shared.log).count("gated_unit") == 1

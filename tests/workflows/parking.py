@@ -1,0 +1,58 @@
+"""Reactors whose runs wait for async units in a worker: they park instead of holding it.
+
+Imported by `reactorflow worker tests.workflows.parking` subprocesses (the background module's
+import configures their storage and broker) and by the tests.
+"""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+import msgspec
+
+import reactorflow as rf
+from tests.workflows import background as bg
+
+ASYNC_WAIT_ENV = "REACTORFLOW_TEST_ASYNC_WAIT"
+
+if os.environ.get(ASYNC_WAIT_ENV):
+    rf.configure(async_wait_timeout=float(os.environ[ASYNC_WAIT_ENV]))
+
+
+# -- many runs, each waiting for a short unit ----------------------------------------------------
+
+class WaitsIn(msgspec.Struct):
+    n: int
+
+
+waits = rf.Reactor("tests.park.waits", inputs=WaitsIn)
+
+
+@waits.async_step
+async def quick_unit(n: int) -> int:
+    await anyio.sleep(0.05)
+    return n * 10
+
+
+@waits.step
+async def quick_reader(quick_unit: int) -> int:
+    return quick_unit + 1
+
+
+# -- one run whose unit waits for a gate the test opens ------------------------------------------
+
+gated = rf.Reactor("tests.park.gated")
+
+
+@gated.async_step
+async def gated_unit() -> str:
+    bg.note("gated_unit")
+    await bg.wait_for_gate("unit")
+    return "unit done"
+
+
+@gated.step
+async def gated_reader(gated_unit: str) -> str:
+    bg.note("gated_reader")
+    return f"read {gated_unit}"
