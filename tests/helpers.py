@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 import time
 import uuid
 
@@ -49,6 +50,13 @@ async def until_lock_lapses(storage: rf.Storage, lock: str) -> None:
     with anyio.fail_after(30):
         while await storage.lock_owner(lock) is not None:
             await anyio.sleep(0.02)
+
+
+def closed_port() -> int:
+    """A loopback port nobody listens on (bound, then closed again)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def unique(name: str) -> str:

@@ -7,7 +7,6 @@ dispatched within `stall_timeout`, and an async unit's marker written before its
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -18,8 +17,11 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
 
 import reactorflow as rf
-from tests.helpers import kinds, unique
+from reactorflow import records
+from reactorflow.storage.base import ClaimResult
+from tests.helpers import closed_port, kinds, unique, until_past
 from tests.recovery.test_corrupt import _hanging_flow, _stalled_run, _untouched
+from tests.workflows import background as bg
 
 
 async def _older_than(seconds: float, since: float) -> None:
@@ -119,12 +121,6 @@ async def test_a_unit_dispatched_within_stall_timeout_is_not_swept(storage: rf.S
         broker.close()
 
 
-def _closed_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])  # closed again on return: nobody listens there
-
-
 async def test_a_unit_marker_is_stored_before_its_job_is_enqueued(storage: rf.Storage) -> None:
     """The broker is down when the unit is dispatched: its marker is already stored, so the
     unit is known (listed for the sweeper) instead of lost."""
@@ -138,7 +134,7 @@ async def test_a_unit_marker_is_stored_before_its_job_is_enqueued(storage: rf.St
     async def unit(first: int) -> str:
         return "sent"
 
-    broker = RedisBroker(url=f"redis://127.0.0.1:{_closed_port()}/0")
+    broker = RedisBroker(url=f"redis://127.0.0.1:{closed_port()}/0")
     rf.configure(broker=broker)
     try:
         with pytest.raises((redis.exceptions.ConnectionError, rf.ReactorflowError)):
@@ -150,3 +146,79 @@ async def test_a_unit_marker_is_stored_before_its_job_is_enqueued(storage: rf.St
     assert run.steps["first"].status == "completed"
     assert "async.dispatched:unit" in kinds(run)  # the marker, written before the enqueue
     assert [u.key for u in await storage.scan_units(100) if u.run_id == run.id] == ["unit"]
+
+
+async def test_a_paused_run_whose_resumer_died_after_its_claim_is_resumed(
+        storage: rf.Storage) -> None:
+    """The resumer's claim was accepted, then it died before taking the run: the sweeper
+    applies the claimed payload (no payload is ever stranded)."""
+    flow = rf.Reactor(unique("strandedclaim"))
+    log: list[str] = []
+
+    @flow.interrupt
+    async def approve(payload: bool) -> bool:
+        log.append(f"approve {payload}")
+        return payload
+
+    @flow.step
+    async def after(approve: bool) -> str:
+        return f"approved={approve}"
+
+    paused = await flow.run()
+    # what the resumer wrote before it died: the validated payload, claimed
+    assert await storage.claim(paused.id, "approve", records.encode(True)) is \
+        ClaimResult.ACCEPTED
+    assert (await flow.get(paused.id)).status is rf.Status.PAUSED
+
+    report = await rf.sweep_once()
+    assert report.recovered == [paused.id]
+    done = await flow.get(paused.id)
+    assert done.status is rf.Status.COMPLETED and done.value == "approved=True"
+    assert log == ["approve True"]
+    with pytest.raises(rf.AlreadyResumed):
+        await flow.continue_(paused.id, step="approve", payload=False)
+
+
+async def test_an_async_child_whose_parent_was_never_told_is_relayed(
+        storage: rf.Storage) -> None:
+    """The child of an async_reactor step ended without reporting to its parent (it was
+    expired by the sweeper while paused): a later sweep hands the parent the child's end."""
+    child = rf.Reactor(unique("quietchild"), inputs=bg.ChildIn)
+
+    @child.step
+    async def grow(n: int) -> int:
+        return n * 10
+
+    @child.interrupt(timeout=1.0)
+    async def approve(payload: bool, grow: int) -> bool:
+        return payload
+
+    parent = rf.Reactor(unique("toldparent"))
+
+    @parent.async_reactor(child)
+    async def spawn() -> bg.ChildIn:
+        return bg.ChildIn(n=2)
+
+    @parent.step
+    async def read_child(spawn: rf.Outcome[bool]) -> str:
+        return f"child ok={spawn.ok} error={spawn.error.type if spawn.error else None}"
+
+    rf.configure(async_wait_timeout=120)
+    run = await parent.dispatch()
+    child_id = f"{run.id}-spawn"
+    with anyio.fail_after(30):
+        while True:
+            head = await storage.load_head(child_id)
+            if head is not None and head.status == "paused":
+                break
+            await anyio.sleep(0.02)
+    paused_child = await child.get(child_id)
+    await until_past(paused_child.timeout_at)
+    rf.configure(stall_timeout=0.01)
+    first = await rf.sweep_once()
+    assert first.expired == [child_id]  # failed by the sweeper: nobody told the parent
+    second = await rf.sweep_once()  # the unit sweep relays the child's end to the parent
+    assert run.id not in second.failed
+    done = await parent.wait(run.id, timeout=30)
+    assert done.status is rf.Status.COMPLETED
+    assert done.value == "child ok=False error=InterruptExpired"
