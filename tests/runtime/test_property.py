@@ -1,4 +1,5 @@
-"""Property test over random DAGs with random failures (the saga's invariants)."""
+"""Property test over random DAGs with random failures (the saga's invariants), on both
+backends; `test_property_compose.py` extends it to composed children, pauses and aborts."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reactorflow as rf
 from reactorflow import config
+from tests.conftest import make_storage
 from tests.helpers import unique
 
 
@@ -41,12 +44,23 @@ def _expected(deps: list[list[int]]) -> list[int]:
     return values
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(dags())
-def test_random_dags_keep_the_saga_invariants(dag: dict[str, Any]) -> None:
-    rf.configure(storage=rf.MemoryStorage())
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(dag=dags())
+def test_random_dags_keep_the_saga_invariants(dag: dict[str, Any], backend: str,
+                                              request: pytest.FixtureRequest) -> None:
+    storage = make_storage(backend, request)
+    rf.configure(storage=storage)
+
+    async def main() -> None:
+        try:
+            await _check(dag)
+        finally:
+            await storage.aclose()
+
     try:
-        anyio.run(_check, dag)
+        anyio.run(main)
     finally:
         config.reset()
 
