@@ -6,6 +6,8 @@ import shutil
 import socket
 import time
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import pytest
@@ -57,6 +59,25 @@ def closed_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def run_on(storage: rf.Storage, check: Callable[..., Awaitable[None]], *args: Any) -> None:
+    """`anyio.run(check, *args)` with `storage` configured, closed and unconfigured after (for
+    synchronous tests such as Hypothesis properties)."""
+    from reactorflow import config
+
+    rf.configure(storage=storage)
+
+    async def main() -> None:
+        try:
+            await check(*args)
+        finally:
+            await storage.aclose()
+
+    try:
+        anyio.run(main)
+    finally:
+        config.reset()
 
 
 def unique(name: str) -> str:

@@ -12,9 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reactorflow as rf
-from reactorflow import config
 from tests.conftest import make_storage
-from tests.helpers import unique
+from tests.helpers import run_on, unique
 
 
 @st.composite
@@ -50,19 +49,7 @@ def _expected(deps: list[list[int]]) -> list[int]:
 @given(dag=dags())
 def test_random_dags_keep_the_saga_invariants(dag: dict[str, Any], backend: str,
                                               request: pytest.FixtureRequest) -> None:
-    storage = make_storage(backend, request)
-    rf.configure(storage=storage)
-
-    async def main() -> None:
-        try:
-            await _check(dag)
-        finally:
-            await storage.aclose()
-
-    try:
-        anyio.run(main)
-    finally:
-        config.reset()
+    run_on(make_storage(backend, request), _check, dag)
 
 
 async def _check(dag: dict[str, Any]) -> None:

@@ -24,9 +24,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import reactorflow as rf
-from reactorflow import config
 from tests.conftest import make_storage
-from tests.helpers import unique
+from tests.helpers import run_on, unique
 
 PAYLOAD = 5
 """What every interrupt is continued with (its value)."""
@@ -265,16 +264,4 @@ async def _check(trial: Trial) -> None:
 @given(saga=sagas())
 def test_random_composed_sagas_keep_the_saga_invariants(
         saga: Saga, backend: str, child_inputs: bool, request: pytest.FixtureRequest) -> None:
-    storage = make_storage(backend, request)
-    rf.configure(storage=storage)
-
-    async def main() -> None:
-        try:
-            await _check(Trial(saga, child_inputs))
-        finally:
-            await storage.aclose()
-
-    try:
-        anyio.run(main)
-    finally:
-        config.reset()
+    run_on(make_storage(backend, request), _check, Trial(saga, child_inputs))
