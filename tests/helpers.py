@@ -80,6 +80,18 @@ def run_on(storage: rf.Storage, check: Callable[..., Awaitable[None]], *args: An
         config.reset()
 
 
+def redeploy(old: rf.Reactor) -> None:
+    """Forget `old` as a freshly started process would not know it, so the next version of
+    the reactor can be declared under the same name (explicit: never left to the garbage
+    collector)."""
+    from reactorflow.definition import registry
+
+    with registry._lock:
+        if registry._reactors.get(old.name) is old:
+            del registry._reactors[old.name]
+    registry.bump()
+
+
 def unique(name: str) -> str:
     """A reactor name no other test uses (reactor names are unique per process)."""
     return f"{name}-{uuid.uuid4().hex[:8]}"

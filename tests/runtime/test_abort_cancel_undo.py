@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import gc
-
 import anyio
 import pytest
 
 import reactorflow as rf
-from tests.helpers import completed_elsewhere, kinds, unique
+from tests.helpers import completed_elsewhere, kinds, redeploy, unique
 
 
 def _aborting_flow(log: list[str], entered: anyio.Event, name: str | None = None) -> rf.Reactor:
@@ -230,8 +228,7 @@ async def test_changed_graph_refuses_to_continue_stored_run(storage: rf.Storage)
     entered = anyio.Event()
     old = _aborting_flow(log, entered, name)
     run_id = await _abort_by_cancelling_the_caller(old, entered)
-    del old
-    gc.collect()
+    redeploy(old)
 
     new = rf.Reactor(name)
 
@@ -255,8 +252,7 @@ async def test_added_steps_are_compatible(storage: rf.Storage) -> None:
     entered = anyio.Event()
     old = _aborting_flow(log, entered, name)
     run_id = await _abort_by_cancelling_the_caller(old, entered)
-    del old
-    gc.collect()
+    redeploy(old)
     log.clear()
     grown = _aborting_flow(log, anyio.Event(), name)
 

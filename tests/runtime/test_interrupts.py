@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 import reactorflow as rf
-from tests.helpers import kinds, unique, until_past
+from tests.helpers import kinds, redeploy, unique, until_past
 from tests.workflows import approvals
 from tests.workflows.approvals import Approval, approval_flow
 
@@ -297,8 +297,6 @@ def test_correlation_template_names_only_what_the_interrupt_waits_for() -> None:
 
 async def test_continue_with_a_changed_graph_refuses_before_claiming(
         storage: rf.Storage) -> None:
-    import gc
-
     name = unique("changing")
 
     def build(extra_dep: bool) -> rf.Reactor:
@@ -321,8 +319,7 @@ async def test_continue_with_a_changed_graph_refuses_before_claiming(
 
     old = build(extra_dep=False)
     paused = await old.run()
-    del old
-    gc.collect()
+    redeploy(old)
     new = build(extra_dep=True)
     with pytest.raises(rf.DefinitionChanged, match="'gate' now depends on"):
         await new.continue_(paused.id, step="gate", payload=1)
