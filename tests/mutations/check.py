@@ -61,10 +61,47 @@ MUTATIONS = (
     Mutation(
         "async unit enqueued before its marker is written", UNITS,
         "        await ex.checkpoint(key, marker, [event(\"async.dispatched\", key)], unit=True)\n"
-        "        enqueue_unit(ex.run_id, ex.reactor, key)\n",
-        "        enqueue_unit(ex.run_id, ex.reactor, key)\n"
+        "        queue.enqueue_unit(ex.run_id, ex.reactor, key)\n",
+        "        queue.enqueue_unit(ex.run_id, ex.reactor, key)\n"
         "        await ex.checkpoint(key, marker, [event(\"async.dispatched\", key)], unit=True)\n",
         (f"{SWEEPER_TESTS}::test_a_unit_marker_is_stored_before_its_job_is_enqueued",)),
+    # -- further deliberate bugs, each pinned by a test that passed against it before --------
+    Mutation(
+        "undo in reverse declaration order (not completion order)",
+        "reactorflow/runtime/rollback.py",
+        "    done.sort(key=lambda k: records[k].seq, reverse=True)\n",
+        "    done.reverse()\n",
+        ("tests/runtime/test_abort_cancel_undo.py::test_undo_of_a_completed_run_goes_newest_first",
+         "tests/runtime/test_saga.py::test_failure_compensates_then_undoes_in_reverse")),
+    Mutation(
+        "completion not published (MemoryStorage): waiters only re-check",
+        "reactorflow/storage/memory.py",
+        "        if publish:\n            await self.publish(run_id)\n",
+        "        if False:\n            await self.publish(run_id)\n",
+        ("tests/runtime/test_wait_and_middleware.py"
+         "::test_wait_is_woken_by_a_run_finishing_in_another_thread",)),
+    Mutation(
+        "never_retry ignored", "reactorflow/retry.py",
+        "        if self.never_retry and isinstance(error, self.never_retry):\n",
+        "        if False:\n",
+        ("tests/runtime/test_retry.py::test_never_retry_goes_straight_to_compensation",)),
+    Mutation(
+        "a refused unit marker stays in the unit index (Redis)", "reactorflow/storage/redis.py",
+        "            if unit:\n                await conn.client.zrem(self._keys.units(), "
+        "_unit_member(run_id, key))\n",
+        "            if False:\n                await conn.client.zrem(self._keys.units(), "
+        "_unit_member(run_id, key))\n",
+        ("tests/storage/test_unit_index.py::test_a_refused_unit_marker_leaves_no_index_entry",)),
+    Mutation(
+        "claimed payload of a paused run with no holder never swept", SWEEPER,
+        "    if any(k in claims for k in state.waiting_on):\n",
+        "    if False:\n",
+        (f"{SWEEPER_TESTS}::test_a_paused_run_whose_resumer_died_after_its_claim_is_resumed",)),
+    Mutation(
+        "lock keeper keeps extending a lock it lost", "reactorflow/runtime/lockkeeper.py",
+        "        if not kept:\n",
+        "        if False:\n",
+        ("tests/runtime/test_lock_keeper.py::test_a_lock_taken_over_is_dropped_not_extended",)),
 )
 
 
