@@ -105,6 +105,14 @@ class RunPageData:
     next_cursor: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class SlotWrite:
+    """What `save_elements` did: how many outcomes it wrote, and how many the map holds now."""
+
+    written: int
+    stored: int
+
+
 class ClaimResult(Enum):
     ACCEPTED = "accepted"  # this call's payload is the interrupt's one payload
     TAKEN = "taken"  # another payload was claimed first; nothing written
@@ -339,6 +347,34 @@ class Storage(abc.ABC):
         holds the run's lock, and the run's owner never writes a unit's record after
         dispatching it.
         Returns False (nothing written) when the run no longer exists."""
+
+    # -- map element slots ---------------------------------------------------------------------
+    # A map step's element outcomes live beside the run, one slot per element index, never in
+    # the run's step records: storing or reading an element costs the same whatever the map's
+    # size, and elements run by workers write only their own slots (never the run).
+
+    @abc.abstractmethod
+    async def save_elements(self, run_id: str, key: str, outcomes: Mapping[int, bytes], *,
+                            replace: bool = False) -> SlotWrite | None:
+        """Store element outcomes of map `key` (element index -> record), all in one atomic
+        call (one round trip however many are given; cost proportional to their number only).
+
+        First wins per element: an index that already holds an outcome keeps it (a duplicate
+        delivery, a re-run after a crash), unless `replace` (a rollback rewriting a completed
+        element as undone). Unfenced: element jobs never hold the run's lock; safe to retry.
+        Returns how many outcomes were written and how many the map now holds, or None (nothing
+        written) when the run does not exist. Slots expire `retention` seconds after the map's
+        last write (memory: with the run)."""
+
+    @abc.abstractmethod
+    async def load_elements(self, run_id: str, key: str, start: int,
+                            count: int) -> list[bytes | None]:
+        """The outcomes of elements `start` .. `start + count - 1` of map `key`, in index order
+        (None for an element without one), in one round trip."""
+
+    @abc.abstractmethod
+    async def count_elements(self, run_id: str, key: str) -> int:
+        """How many elements of map `key` hold an outcome."""
 
     # -- notification --------------------------------------------------------------------------
 

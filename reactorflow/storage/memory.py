@@ -34,6 +34,7 @@ from reactorflow.storage.base import (
     UnitLiveness,
     check_count,
 )
+from reactorflow.storage.memory_maps import MemoryMaps
 from reactorflow.storage.paging import decode_cursor, encode_cursor
 
 _RESUMABLE = frozenset({"paused", "running"})
@@ -56,6 +57,7 @@ class _Run:
     steps: dict[str, bytes] = field(default_factory=dict)
     claims: dict[str, bytes] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    maps: dict[str, dict[int, bytes]] = field(default_factory=dict)  # map key -> element slots
     control: bytes | None = None
 
     def head(self) -> RunHead:
@@ -89,7 +91,7 @@ class _MemorySubscription(Subscription):
         return True
 
 
-class MemoryStorage(Storage):
+class MemoryStorage(MemoryMaps, Storage):
     """Everything in this process's memory; lost when the process exits."""
 
     def __init__(self, *, retention: float = DEFAULT_RETENTION,

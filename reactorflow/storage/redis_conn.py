@@ -59,7 +59,7 @@ SUBSCRIBE_TIMEOUT = 5.0
 
 SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock", "extend_lock",
            "release_lock", "claim", "request_control", "incr_counter", "first_wins",
-           "release_mapping")
+           "release_mapping", "save_elements")
 SOURCES = {name: (files("reactorflow.storage") / "scripts" / f"{name}.lua").read_text("utf-8")
            for name in SCRIPTS}
 

@@ -55,6 +55,10 @@ class RedisKeys:
     def claims(self, run_id: str) -> str:
         return f"{self.ns}:claims:{{{run_id}}}"
 
+    def elements(self, run_id: str, key: str) -> str:
+        """The element slots of map step `key`: a hash, field = element index."""
+        return f"{self.ns}:map:{{{run_id}}}:{key}"
+
     def lock(self, lock_id: str) -> str:
         """A run's liveness lock, or the lock of an async unit (`<run id>:<step key>`)."""
         return f"{self.ns}:lock:{{{lock_id}}}"

@@ -1006,3 +1006,54 @@ async def test_load_run_can_bring_history_and_claims_in_the_same_read(storage: S
     assert full.history == await storage.history(run_id)
     assert full.history is not None and full.history[-2:] == [b"e1", b"e2"]
     assert full.claims == {"approve": b"payload"}
+
+
+# -- map element slots ---------------------------------------------------------------------
+
+
+async def test_element_slots_first_win_and_count(storage: Storage) -> None:
+    run_id = await new_run(storage)
+    first = await storage.save_elements(run_id, "ship", {0: b"a", 2: b"c"})
+    assert first is not None and (first.written, first.stored) == (2, 2)
+    again = await storage.save_elements(run_id, "ship", {0: b"dup", 1: b"b"})
+    assert again is not None and (again.written, again.stored) == (1, 3)
+    assert await storage.load_elements(run_id, "ship", 0, 4) == [b"a", b"b", b"c", None]
+    assert await storage.count_elements(run_id, "ship") == 3
+    assert await storage.count_elements(run_id, "other") == 0
+    assert await storage.load_elements(run_id, "other", 0, 2) == [None, None]
+
+
+async def test_element_slots_replace_rewrites_and_pages_read_in_order(storage: Storage) -> None:
+    run_id = await new_run(storage)
+    await storage.save_elements(run_id, "m", {i: f"v{i}".encode() for i in range(1200)})
+    replaced = await storage.save_elements(run_id, "m", {5: b"undone"}, replace=True)
+    assert replaced is not None and (replaced.written, replaced.stored) == (1, 1200)
+    page = await storage.load_elements(run_id, "m", 500, 500)
+    assert page[0] == b"v500" and page[-1] == b"v999" and len(page) == 500
+    assert (await storage.load_elements(run_id, "m", 5, 1)) == [b"undone"]
+    assert await storage.load_elements(run_id, "m", 1199, 5) == [b"v1199", None, None, None,
+                                                                 None]
+    assert await storage.load_elements(run_id, "m", 0, 0) == []
+
+
+async def test_element_slots_of_a_missing_run_write_nothing(storage: Storage) -> None:
+    assert await storage.save_elements("run-missing", "m", {0: b"x"}) is None
+    assert await storage.count_elements("run-missing", "m") == 0
+
+
+async def test_element_slots_need_no_lock(storage: Storage) -> None:
+    run_id = await new_run(storage, owner=OWNER)
+    await storage.release_lock(run_id, OWNER)
+    written = await storage.save_elements(run_id, "m", {3: b"x"})
+    assert written is not None and written.written == 1
+
+
+async def test_concurrent_element_writes_signal_the_last_one_once(storage: Storage) -> None:
+    run_id = await new_run(storage)
+    total = 60
+    writes = await asyncio.gather(*(storage.save_elements(run_id, "m", {i % total: b"x"})
+                                    for i in range(2 * total)))
+    assert all(w is not None for w in writes)
+    completing = [w for w in writes if w is not None and w.written and w.stored == total]
+    assert len(completing) == 1
+    assert sum(w.written for w in writes if w is not None) == total

@@ -1,0 +1,52 @@
+"""Map element slots in memory: one dict per map step on the run's record (they expire and are
+evicted with the run). A mixin of `MemoryStorage` (the contract is in `storage.base`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from reactorflow.storage.base import SlotWrite
+
+if TYPE_CHECKING:
+    from reactorflow.storage.memory import _Run
+
+
+class MemoryMaps:
+    """`save_elements`, `load_elements`, `count_elements` in memory."""
+
+    _mutex: threading.Lock
+    retention: float
+
+    def _live(self, run_id: str, now: float) -> _Run | None:
+        raise NotImplementedError  # MemoryStorage's
+
+    async def save_elements(self, run_id: str, key: str, outcomes: Mapping[int, bytes], *,
+                            replace: bool = False) -> SlotWrite | None:
+        now = time.monotonic()
+        with self._mutex:
+            run = self._live(run_id, now)
+            if run is None:
+                return None
+            slots = run.maps.setdefault(key, {})
+            written = 0
+            for index, record in outcomes.items():
+                if replace or index not in slots:
+                    slots[index] = bytes(record)
+                    written += 1
+            run.expires = now + self.retention
+            return SlotWrite(written, len(slots))
+
+    async def load_elements(self, run_id: str, key: str, start: int,
+                            count: int) -> list[bytes | None]:
+        with self._mutex:
+            run = self._live(run_id, time.monotonic())
+            slots = {} if run is None else run.maps.get(key, {})
+            return [slots.get(i) for i in range(start, start + max(count, 0))]
+
+    async def count_elements(self, run_id: str, key: str) -> int:
+        with self._mutex:
+            run = self._live(run_id, time.monotonic())
+            return 0 if run is None else len(run.maps.get(key, {}))
