@@ -5,7 +5,7 @@
 
 from reactorflow.config import Settings, configure
 from reactorflow.definition import runs as _runs
-from reactorflow.definition.handles import Step
+from reactorflow.definition.handles import MapStep, Step
 from reactorflow.definition.reactor import Reactor
 from reactorflow.errors import (
     AlreadyResumed,
@@ -36,6 +36,7 @@ from reactorflow.errors import (
     StorageError,
     WaitTimeout,
 )
+from reactorflow.mapresults import MapResults
 from reactorflow.markers import Input, Outcome, Result, StepContext
 from reactorflow.middleware import Middleware, RunEvent, StepEvent
 from reactorflow.records import Event, RollbackFailure, RunError
@@ -76,6 +77,8 @@ __all__ = [
     "InterruptNotPending",
     "LockLost",
     "LockTimeout",
+    "MapResults",
+    "MapStep",
     "MemoryStorage",
     "Middleware",
     "NotPaused",

@@ -130,6 +130,18 @@ class StepRecord(msgspec.Struct, omit_defaults=True, array_like=True):
         return self.child_opened or self.child_inputs != NIL
 
 
+class ElementRecord(msgspec.Struct, omit_defaults=True, array_like=True):
+    """The outcome of one element of a map step, in the map's own slots (never in the run's
+    step records). Status: completed, failed (its compensate, if any, already ran: `rollback_error`
+    says if it raised), skipped (never started: an atomic map stopped first), undone."""
+
+    status: StepStatus
+    attempts: int = 0
+    result: msgspec.Raw = NIL  # the encoded result, once completed
+    error: ErrorRecord | None = None
+    rollback_error: ErrorRecord | None = None  # its undo (completed) or compensate (failed) raised
+
+
 class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):
     """What a run was started with; written once."""
 
@@ -176,11 +188,13 @@ _meta_decoder = msgspec.msgpack.Decoder(RunMeta)
 _state_decoder = msgspec.msgpack.Decoder(RunState)
 _event_decoder = msgspec.msgpack.Decoder(Event)
 _control_decoder = msgspec.msgpack.Decoder(Control)
+_element_decoder = msgspec.msgpack.Decoder(ElementRecord)
 decode_step = _step_decoder.decode
 decode_meta = _meta_decoder.decode
 decode_state = _state_decoder.decode
 decode_event = _event_decoder.decode
 decode_control = _control_decoder.decode
+decode_element = _element_decoder.decode
 
 
 def raw(value: Any) -> msgspec.Raw:

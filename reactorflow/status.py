@@ -54,6 +54,7 @@ class HandlerKind(StrEnum):
 
     UNDO = "undo"
     COMPENSATE = "compensate"
+    UNDO_ALL = "undo_all"  # a map's bulk undo
 
 
 class ControlKind(StrEnum):

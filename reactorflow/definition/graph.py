@@ -16,6 +16,7 @@ from reactorflow.definition import registry
 from reactorflow.definition.params import Source
 from reactorflow.definition.specs import UNIT_KINDS, StepKind, StepSpec
 from reactorflow.errors import DefinitionError
+from reactorflow.markers import Outcome
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -39,7 +40,7 @@ class Node:
     deps: tuple[str, ...]  # full keys, same level
     dependents: tuple[str, ...]
     result_type: Any
-    decoder: msgspec.msgpack.Decoder[Any]
+    decoder: msgspec.msgpack.Decoder[Any]  # of its result (of one element's, for a map)
     context_name: str | None  # the parameter that receives rf.StepContext, if any
     kind: StepKind
     unit_deps: tuple[str, ...]  # dependencies that are async units (their results are awaited)
@@ -101,6 +102,10 @@ class Plan:
             if spec.kind is StepKind.COMPOSE:
                 assert spec.child is not None
                 result_type = self._build_level(spec.child, key, (*stack, reactor))
+            elif spec.kind is StepKind.MAP:
+                assert spec.map is not None
+                element: Any = spec.map.element_type
+                result_type = list[element] if spec.map.atomic else list[Outcome[element]]
             elif spec.kind is StepKind.ASYNC_REACTOR:
                 assert spec.child is not None
                 result_type = plan_for(spec.child).value_type
@@ -111,7 +116,8 @@ class Plan:
                 deps=tuple(join(level, d) for d in spec.deps),
                 dependents=tuple(join(level, d) for d in dependents[spec.name]),
                 result_type=result_type,
-                decoder=msgspec.msgpack.Decoder(result_type),
+                decoder=msgspec.msgpack.Decoder(
+                    spec.map.element_type if spec.map is not None else result_type),
                 context_name=next((p.name for p in spec.params if p.source is Source.CONTEXT),
                                   None),
                 kind=spec.kind,

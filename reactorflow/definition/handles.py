@@ -47,3 +47,18 @@ class Step(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"<Step {self.reactor.name}.{self.name}>"
+
+
+class MapStep(Step[P, R]):
+    """A declared map step: also carries `.undo_all`."""
+
+    __slots__ = ()
+
+    def undo_all(self, fn: F) -> F:
+        """Declare a bulk undo of the map: called once per rollback with a lazy async iterator
+        of the completed elements' results in element order (replaces per-element `undo`)."""
+        self.reactor._attach_handler(self.name, "undo_all", fn)
+        return fn
+
+    def __repr__(self) -> str:
+        return f"<MapStep {self.reactor.name}.{self.name}>"

@@ -25,6 +25,8 @@ def _shape(node: Node) -> str:
         return f'{_node_id(node.key)}[/"{label} (async)"/]'
     if kind is StepKind.ASYNC_REACTOR:
         return f'{_node_id(node.key)}[/"{label} (async reactor)"/]'
+    if kind is StepKind.MAP:
+        return f'{_node_id(node.key)}[["{label} (map)"]]'
     if kind is StepKind.COMPOSE:
         child = node.spec.child.name if node.spec.child is not None else "?"
         return f'{_node_id(node.key)}[["{label} ({child})"]]'

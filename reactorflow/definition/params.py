@@ -10,7 +10,7 @@ import inspect
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any
 
 from reactorflow.errors import DefinitionError
@@ -23,6 +23,15 @@ class Source(Enum):
     CONTEXT = "context"
     DEFAULT = "default"
     PAYLOAD = "payload"
+    ELEMENT = "element"  # a map step's first parameter: one element of the mapped list
+
+
+class MapRead(StrEnum):
+    """How a step reads a map's results (told by its parameter's annotation)."""
+
+    VALUES = "values"  # list[T]: every result, in element order (atomic maps only)
+    OUTCOMES = "outcomes"  # list[rf.Outcome[T]]: every element's outcome, in element order
+    LAZY = "lazy"  # rf.MapResults[T]: paged from storage on iteration
 
 
 class _Missing:
@@ -46,6 +55,7 @@ class Param:
     default: Any
     annotation: Any
     outcome: bool = False  # annotated rf.Outcome[T]: receives an async unit's outcome as a value
+    map_read: MapRead | None = None  # reads a map step: how (set by the map checks)
 
     @property
     def has_default(self) -> bool:
@@ -108,19 +118,24 @@ def wire_signature(
     inputs: Sequence[str],
     steps: Sequence[str],
     payload: bool = False,
+    element: bool = False,
 ) -> Signature:
     """Resolve every parameter of a step (or interrupt) function to its source.
 
     A name resolves against the reactor's input fields and the steps declared before this one.
-    Unknown and ambiguous names raise `DefinitionError` listing what is available.
+    Unknown and ambiguous names raise `DefinitionError` listing what is available. With
+    `element=True` (a map step) the first parameter receives one element and is not wired.
     """
     where = f"step {step!r} of reactor {reactor!r}"
     hints = type_hints(fn, where=where, reactor=reactor)
     params: list[Param] = []
-    for p in inspect.signature(fn).parameters.values():
+    for index, p in enumerate(inspect.signature(fn).parameters.values()):
         _check_plain_parameter(p, where, reactor)
         annotation = hints.get(p.name, Any)
         base, extras = _split_annotated(annotation)
+        if element and index == 0:
+            params.append(Param(p.name, Source.ELEMENT, "", (), MISSING, base))
+            continue
         markers = [m for m in extras if isinstance(m, Input | Result)]
         default = MISSING if p.default is inspect.Parameter.empty else p.default
         if base is StepContext:
@@ -257,7 +272,8 @@ def wire_handler(
     ensure_async(fn, where=where, reactor=reactor)
     hints = type_hints(fn, where=where, reactor=reactor)
     sig = list(inspect.signature(fn).parameters.values())
-    first_label = "its result" if kind == "undo" else "the failure"
+    first_label = {"undo": "its result", "undo_all": "the iterator of the map's results"}.get(
+        kind, "the failure")
     if not sig or sig[0].kind not in (
         inspect.Parameter.POSITIONAL_ONLY,
         inspect.Parameter.POSITIONAL_OR_KEYWORD,

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, ov
 
 import msgspec
 
-from reactorflow.definition import checks, mermaid, registry
+from reactorflow.definition import checks, maps, mermaid, registry
 from reactorflow.definition.graph import plan_for
-from reactorflow.definition.handles import Step
+from reactorflow.definition.handles import MapStep, Step
 from reactorflow.definition.params import (
     Source,
     ensure_async,
@@ -42,6 +42,12 @@ class StepDecorator(Protocol):
     """What a called decorator (`@flow.step(...)`) returns."""
 
     def __call__(self, fn: Callable[P, Coroutine[Any, Any, R]], /) -> Step[P, R]: ...
+
+
+class MapDecorator(Protocol):
+    """What `@flow.map_step(...)` returns."""
+
+    def __call__(self, fn: Callable[P, Coroutine[Any, Any, R]], /) -> MapStep[P, R]: ...
 
 
 class Reactor(RunMethods):
@@ -195,6 +201,31 @@ class Reactor(RunMethods):
 
         return decorate
 
+    def map_step(self, *, over: str | Step[Any, Any], batch_size: int = 50,
+                 fan_out: bool = False, atomic: bool = True, reactor: Reactor | None = None,
+                 name: str | None = None, retries: Retry | None = None,
+                 timeout: float | None = None, when: Callable[..., Any] | None = None,
+                 after: After = ()) -> MapDecorator:
+        """Declare a step that runs its function once per element of `over` (an input field or
+        an earlier step whose value is a list/tuple); the first parameter receives the element.
+
+        Elements start in index order, at most `batch_size` at once: inline in the run's process,
+        or one worker job each with `fan_out=True`. `atomic=True`: an element's failure fails the
+        map and rolls back the completed elements; `atomic=False`: the map completes with every
+        element's outcome. With `reactor=`, each element runs that child reactor (the function
+        returns the element's child inputs). `retries` and `timeout` apply per element."""
+        if reactor is not None and not isinstance(reactor, Reactor):
+            raise DefinitionError(f"reactor {self.name!r}: map_step(reactor={reactor!r}) must "
+                                  "be a rf.Reactor, or None", reactor=self.name)
+        options = dict(over=over, batch_size=batch_size, fan_out=fan_out, atomic=atomic,
+                       reactor=reactor)
+
+        def decorate(f: Any) -> Any:
+            return self._declare(f, StepKind.MAP, name=name, retries=retries, timeout=timeout,
+                                 when=when, after=after, child=reactor, mapping=options)
+
+        return decorate
+
     def async_reactor(self, child: Reactor, *, name: str | None = None,
                       when: Callable[..., Any] | None = None, after: After = (),
                       **unsupported: Any) -> StepDecorator:
@@ -262,7 +293,8 @@ class Reactor(RunMethods):
                  retries: Retry | None = None, timeout: float | None = None,
                  when: Callable[..., Any] | None = None, after: After = (),
                  interrupt: dict[str, Any] | None = None,
-                 child: Reactor | None = None) -> Step[Any, Any]:
+                 child: Reactor | None = None,
+                 mapping: dict[str, Any] | None = None) -> Step[Any, Any]:
         step_name = name if name is not None else getattr(fn, "__name__", None)
         where = f"{kind.value} {step_name!r} of reactor {self.name!r}"
         ensure_async(fn, where=where, reactor=self.name)
@@ -272,22 +304,30 @@ class Reactor(RunMethods):
         seconds = checks.check_seconds(timeout, "timeout", where, self.name, step_name)
         signature = wire_signature(fn, reactor=self.name, step=step_name,
                                    inputs=self.input_names, steps=list(self._steps),
-                                   payload=kind is StepKind.INTERRUPT)
+                                   payload=kind is StepKind.INTERRUPT,
+                                   element=kind is StepKind.MAP)
         for param in signature.params:
             if param.outcome and self._steps[param.ref].kind not in UNIT_KINDS:
                 raise DefinitionError(
                     f"{where}: parameter {param.name!r} is annotated rf.Outcome but "
                     f"{param.ref!r} is not an async_step or async_reactor", reactor=self.name,
                     step=step_name)
+        params = maps.wire_readers(self, signature.params, where, step_name)
+        map_options = None
+        if mapping is not None:
+            map_options = maps.map_options(self, mapping, params, signature.return_type, where,
+                                           step_name)
         after_names = self._check_after(after, where, step_name)
-        data_deps = [p.ref for p in signature.params if p.source is Source.RESULT]
-        arg_names = [p.name for p in signature.params
-                     if p.source not in (Source.CONTEXT, Source.PAYLOAD)]
+        data_deps = [p.ref for p in params if p.source is Source.RESULT]
+        if map_options is not None and map_options.over_is_step:
+            data_deps.insert(0, map_options.over)
+        arg_names = [p.name for p in params
+                     if p.source not in (Source.CONTEXT, Source.PAYLOAD, Source.ELEMENT)]
         when_names: tuple[str, ...] = ()
         if when is not None:
             when_names = wire_subset(when, what="when=", reactor=self.name, step=step_name,
                                       available=arg_names)
-        if kind not in (StepKind.COMPOSE, StepKind.ASYNC_REACTOR):
+        if kind not in (StepKind.COMPOSE, StepKind.ASYNC_REACTOR) and child is None:
             checks.check_storable(signature.return_type, where, self.name, step_name)
         if step_name == self.returns and kind in UNIT_KINDS:
             raise DefinitionError(
@@ -297,15 +337,17 @@ class Reactor(RunMethods):
         deps = tuple(dict.fromkeys([*data_deps, *after_names]))
         options = None
         if interrupt is not None:
-            options = checks.interrupt_options(self, interrupt, signature.params, where,
+            options = checks.interrupt_options(self, interrupt, params, where,
                                                step_name, arg_names, deps)
         self._steps[step_name] = StepSpec(
-            name=step_name, kind=kind, fn=fn, params=signature.params,
+            name=step_name, kind=kind, fn=fn, params=params,
             return_type=signature.return_type, deps=deps,
             after=after_names, retry=retries, timeout=seconds, when=when,
-            when_names=when_names, interrupt=options, child=child,
+            when_names=when_names, interrupt=options, child=child, map=map_options,
         )
         registry.bump()
+        if map_options is not None:
+            return MapStep(self, step_name, fn)
         return Step(self, step_name, fn)
 
     def _check_step_name(self, step_name: str) -> None:
@@ -345,13 +387,21 @@ class Reactor(RunMethods):
 
     def _attach_handler(self, step_name: str, kind: str, fn: Callable[..., Any]) -> None:
         spec = self._steps[step_name]
+        if kind == "undo_all":
+            self._attach_undo_all(spec, fn)
+            return
         if getattr(spec, kind) is not None:
             raise DefinitionError(
                 f"step {step_name!r} of reactor {self.name!r} already has a {kind} handler",
                 reactor=self.name, step=step_name,
             )
-        allowed = spec.kind is StepKind.STEP or (spec.kind is StepKind.ASYNC_STEP
-                                                 and kind == "compensate")
+        if kind == "undo" and spec.map is not None and spec.map.undo_all is not None:
+            raise DefinitionError(
+                f"map {step_name!r} of reactor {self.name!r} already has an undo_all handler; "
+                "a map is undone either per element (undo) or in bulk (undo_all), not both",
+                reactor=self.name, step=step_name)
+        allowed = spec.kind in (StepKind.STEP, StepKind.MAP) or (
+            spec.kind is StepKind.ASYNC_STEP and kind == "compensate")
         if not allowed:
             reason = ("a run's rollback never undoes an async unit (it compensates itself when "
                       "it fails)" if spec.kind is StepKind.ASYNC_STEP
@@ -367,4 +417,18 @@ class Reactor(RunMethods):
             self._steps[step_name] = replace(spec, undo=handler)
         else:
             self._steps[step_name] = replace(spec, compensate=handler)
+        registry.bump()
+
+    def _attach_undo_all(self, spec: StepSpec, fn: Callable[..., Any]) -> None:
+        assert spec.map is not None
+        where = f"map {spec.name!r} of reactor {self.name!r}"
+        if spec.map.undo_all is not None:
+            raise DefinitionError(f"{where} already has an undo_all handler",
+                                  reactor=self.name, step=spec.name)
+        if spec.undo is not None:
+            raise DefinitionError(
+                f"{where} already has an undo handler; a map is undone either per element "
+                "(undo) or in bulk (undo_all), not both", reactor=self.name, step=spec.name)
+        handler = maps.wire_undo_all(fn, spec, self.name)
+        self._steps[spec.name] = replace(spec, map=replace(spec.map, undo_all=handler))
         registry.bump()

@@ -20,6 +20,7 @@ class StepKind(StrEnum):
     COMPOSE = "compose"
     ASYNC_STEP = "async_step"
     ASYNC_REACTOR = "async_reactor"
+    MAP = "map"
 
 
 UNIT_KINDS = frozenset({StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR})
@@ -36,6 +37,20 @@ class InterruptOptions:
     timeout: float | None
     max_attempts: int | None
     resume: ResumeMode
+
+
+@dataclass(frozen=True, slots=True)
+class MapOptions:
+    """What `map_step` declared beyond a plain step's options."""
+
+    over: str  # the input field or earlier step whose list is mapped
+    over_is_step: bool
+    element: str  # the function's first parameter: it receives one element
+    batch_size: int
+    fan_out: bool
+    atomic: bool
+    element_type: Any  # the element result's type (the child's value type with reactor=)
+    undo_all: HandlerSignature | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,3 +72,4 @@ class StepSpec:
     compensate: HandlerSignature | None = None
     interrupt: InterruptOptions | None = None
     child: Reactor | None = field(default=None, compare=False)
+    map: MapOptions | None = None

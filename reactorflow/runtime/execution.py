@@ -16,6 +16,7 @@ import msgspec
 
 from reactorflow import records
 from reactorflow.definition.graph import Node, Plan, compare_fingerprints
+from reactorflow.definition.params import MapRead
 from reactorflow.errors import CorruptRecord, DefinitionChanged, StorageError
 from reactorflow.middleware import Hooks
 from reactorflow.records import Control, Event, RunMeta, RunState, StepRecord
@@ -52,6 +53,7 @@ class Execution:
         self.claims = dict(claims)
         self.hooks = hooks
         self.values: dict[str, Any] = {}
+        self.map_lists: dict[tuple[str, MapRead], list[Any]] = {}  # map readers' lists, loaded
         self.level_inputs: dict[str, Any] = {"": plan.levels[""].inputs_decoder.decode(meta.inputs)}
         self.seq = max((r.seq for r in steps.values()), default=0)
         self.stored_status = state.status

@@ -36,6 +36,8 @@ from reactorflow.errors import (
 from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.inputs import validate_inputs
+from reactorflow.runtime.maps.drive import run_map
+from reactorflow.runtime.maps.reading import map_value_raw, prepare_readers, reads_maps
 from reactorflow.runtime.pausing import claimed_payload, waiting_record
 from reactorflow.runtime.stepcall import (
     StepEnd,
@@ -228,6 +230,8 @@ class Forward:
         ex = self.ex
         key = node.key
         reason = skip_reason(ex, node) if node.deps else None
+        if reason is None and reads_maps(node):
+            await prepare_readers(ex, node)
         if reason is not None:
             await self._skip(node, reason)
         elif self.handoff == ("before", key) and not node.level:
@@ -240,6 +244,8 @@ class Forward:
             await self._compose(node)
         elif node.kind in UNIT_KINDS:
             await self._dispatch_unit(node)
+        elif node.kind is StepKind.MAP:
+            await self._map(node)
         else:
             await self._step(node)
 
@@ -285,14 +291,15 @@ class Forward:
     async def _fail_step(self, node: Node, error: BaseException, *, detail: str = "",
                          events: list[Event] | None = None, body_started: bool = False,
                          attempts: int = 0, started_at: float | None = None,
-                         finished_at: float | None = None) -> None:
+                         finished_at: float | None = None,
+                         error_record: ErrorRecord | None = None) -> None:
         """Fail a step: record it failed, stop starting new steps, and checkpoint it (with
         `events`, else one `step.failed` event with `detail`). Every step failure of the
         forward drive goes through here."""
         ex = self.ex
         record = StepRecord(
             StepStatus.FAILED, attempts, started_at, finished_at or time.time(),
-            error=ErrorRecord.from_exception(error),
+            error=error_record or ErrorRecord.from_exception(error),
             compensate_pending=body_started and node.spec.compensate is not None,
         )
         ex.records[node.key] = record
@@ -404,6 +411,27 @@ class Forward:
         # no spawn here: the runner that settled takes the next step itself, and spawns a
         # spare for the rest when it does (see _runner)
 
+    # -- maps ----------------------------------------------------------------------------------
+
+    async def _map(self, node: Node) -> None:
+        """A map step (runtime.maps): completes, or fails with its first failed element."""
+        ex = self.ex
+        try:
+            kwargs = resolve_arguments(ex, node)
+            if (ex.status_of(node.key) != StepStatus.RUNNING
+                    and await self._skipped_by_when(node, kwargs)):
+                return
+            end = await run_map(ex, node, kwargs)
+        except ArgumentError as exc:
+            await self._fail_step(node, exc, detail=str(exc))
+            return
+        if end.record is None:
+            assert end.error is not None
+            await self._fail_step(node, end.error, detail=end.detail,
+                                  started_at=end.started_at, error_record=end.error_record)
+            return
+        await self._finish(node, end.record, end.events)
+
     # -- composed children ---------------------------------------------------------------------
 
     async def _compose(self, node: Node) -> None:
@@ -443,7 +471,7 @@ class Forward:
         if value_key is None or ex.status_of(value_key) == StepStatus.SKIPPED:
             raw, value = records.raw(None), None
         else:
-            raw = ex.records[value_key].result
+            raw = await map_value_raw(ex, value_key) or ex.records[value_key].result
             value = node.decoder.decode(raw)
         ex.values[node.key] = value
         done = StepRecord(StepStatus.COMPLETED, record.attempts, record.started_at, time.time(),

@@ -14,6 +14,7 @@ from reactorflow import config
 from reactorflow.definition import registry
 from reactorflow.definition.graph import Plan, plan_for
 from reactorflow.errors import ReactorflowError, ReactorNotDeclared, RunNotFound
+from reactorflow.runtime.maps.reading import with_map_value
 from reactorflow.runtime.views import build_run, build_summaries
 from reactorflow.snapshot import Run, RunPage
 from reactorflow.status import Status
@@ -46,11 +47,12 @@ async def get_run(run_id: str) -> Run:
     """
     if not isinstance(run_id, str) or not run_id:
         raise RunNotFound(str(run_id))
-    stored = await config.current_storage().load_run(run_id, history=True)
+    storage = config.current_storage()
+    stored = await storage.load_run(run_id, history=True)
     if stored is None:
         raise RunNotFound(run_id)
     plan = plan_or_none(registry.lookup(stored.head.reactor))
-    return build_run(plan, stored, stored.history or [])
+    return await with_map_value(build_run(plan, stored, stored.history or []), plan, storage)
 
 
 async def declared_reactor(run_id: str) -> Reactor:

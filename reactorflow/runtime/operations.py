@@ -29,6 +29,7 @@ from reactorflow.runtime.creation import create_run, release
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import Execution, event
 from reactorflow.runtime.inputs import validate_inputs
+from reactorflow.runtime.maps.reading import with_map_value
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.units import parked_due, report_child_end, unit_finished
 from reactorflow.runtime.views import assemble, build_run, decode_history, run_status
@@ -214,8 +215,9 @@ async def snapshot(ex: Execution) -> Run:
         history = decode_history(ex.run_id, ex.loaded_history or ()) + ex.history
     else:
         history = decode_history(ex.run_id, await ex.storage.history(ex.run_id))
-    return assemble(ex.plan, ex.run_id, ex.reactor, Status(ex.state.status), ex.meta, ex.state,
-                    ex.records, history, ex.meta.created_at, values=ex.values)
+    run = assemble(ex.plan, ex.run_id, ex.reactor, Status(ex.state.status), ex.meta, ex.state,
+                   ex.records, history, ex.meta.created_at, values=ex.values)
+    return await with_map_value(run, ex.plan, ex.storage)
 
 
 async def after_release(reactor: Reactor, storage: Storage, ex: Execution) -> None:
@@ -261,7 +263,8 @@ async def get(reactor: Reactor, run_id: str) -> Run:
         raise RunNotFound(run_id, reactor.name)
     if stored.head.reactor != reactor.name:
         raise RunNotFound(run_id, reactor.name, other_reactor=stored.head.reactor)
-    return build_run(lookup.plan_or_none(reactor), stored, stored.history or [])
+    plan = lookup.plan_or_none(reactor)
+    return await with_map_value(build_run(plan, stored, stored.history or []), plan, storage)
 
 
 def recheck_interval(timeout: float | None) -> float:

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, Any, Literal, assert_never
 
 import msgspec
 
@@ -29,6 +29,8 @@ from reactorflow.errors import RecordedError
 from reactorflow.middleware import StepEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
+from reactorflow.runtime.maps.reading import prepare_readers, reads_maps
+from reactorflow.runtime.maps.undo import roll_back_map
 from reactorflow.runtime.stepcall import context_for, resolve_arguments
 from reactorflow.status import HandlerKind, StepStatus
 
@@ -46,6 +48,7 @@ class Act(StrEnum):
     COMPENSATE = "compensate"  # run the compensate handler of a step whose body failed
     UNDO = "undo"  # run the undo handler of a completed step
     CLOSE = "close"  # mark a composed child rolled back (its own steps were done first)
+    MAP = "map"  # roll a map's elements back (runtime.maps.undo), then mark it undone
 
 
 Action = tuple[Act, str]  # (what, step key)
@@ -68,6 +71,9 @@ def plan_rollback(ex: Execution, level: str = "") -> list[Action]:
                 and record.child_started):
             actions.extend(plan_rollback(ex, key))
             actions.append((Act.CLOSE, key))
+        elif (record is not None and plan.nodes[key].kind is StepKind.MAP
+              and record.status in (StepStatus.RUNNING, StepStatus.FAILED)):
+            actions.append((Act.MAP, key))
     done = [k for k in keys if k in records and records[k].status == StepStatus.COMPLETED
             and records[k].seq > 0 and records[k].rollback_error is None]
     done.sort(key=lambda k: records[k].seq, reverse=True)
@@ -75,6 +81,8 @@ def plan_rollback(ex: Execution, level: str = "") -> list[Action]:
         if plan.nodes[key].kind is StepKind.COMPOSE:
             actions.extend(plan_rollback(ex, key))
             actions.append((Act.CLOSE, key))
+        elif plan.nodes[key].kind is StepKind.MAP:
+            actions.append((Act.MAP, key))
         elif plan.nodes[key].spec.undo is not None:
             actions.append((Act.UNDO, key))
     return actions
@@ -89,18 +97,20 @@ async def roll_back(ex: Execution, live_errors: Mapping[str, BaseException] | No
             case Act.CLOSE:
                 closed = _rolled_back(ex.records[key], StepStatus.UNDONE)
                 await ex.checkpoint(key, closed, [event("undo.completed", key)])
-            case Act.UNDO | Act.COMPENSATE:
-                failure = await _run_handler(ex, HandlerKind(act), key,
-                                             (live_errors or {}).get(key))
-                if failure is not None:
-                    failures.append(failure)
+            case Act.MAP:
+                failures += await roll_back_map(ex, key)
+            case Act.UNDO:
+                failures += await _run_handler(ex, HandlerKind.UNDO, key, None)
+            case Act.COMPENSATE:
+                failures += await _run_handler(ex, HandlerKind.COMPENSATE, key,
+                                               (live_errors or {}).get(key))
             case _:
                 assert_never(act)
     return failures
 
 
-async def _run_handler(ex: Execution, kind: HandlerKind, key: str,
-                       live_error: BaseException | None) -> RollbackFailure | None:
+async def _run_handler(ex: Execution, kind: Literal[HandlerKind.UNDO, HandlerKind.COMPENSATE],
+                       key: str, live_error: BaseException | None) -> list[RollbackFailure]:
     node = ex.plan.nodes[key]
     record = ex.records[key]
     first: Any
@@ -134,14 +144,14 @@ async def _run_handler(ex: Execution, kind: HandlerKind, key: str,
     if error is None:
         await ex.checkpoint(key, _rolled_back(record, done),
                             [started, event(f"{kind}.completed", key)])
-        return None
+        return []
     log.warning("reactorflow.%s.failed run_id=%s step=%s error=%s", kind, ex.run_id, key,
                 summary(error))
     updated = msgspec.structs.replace(record, compensate_pending=False,
                                       rollback_error=ErrorRecord.from_exception(error))
     await ex.checkpoint(key, updated, [started, event(f"{kind}.failed", key,
                                                       detail=summary(error))])
-    return RollbackFailure(key, kind, describe(error), type(error).__name__)
+    return [RollbackFailure(key, kind, describe(error), type(error).__name__)]
 
 
 def _rolled_back(record: StepRecord, status: StepStatus) -> StepRecord:
@@ -155,6 +165,8 @@ async def call_handler(ex: Execution, handler: HandlerSignature, key: str, first
     node = ex.plan.nodes[key]
     kwargs: dict[str, Any] = {}
     if handler.names:
+        if reads_maps(node):
+            await prepare_readers(ex, node)
         arguments = resolve_arguments(ex, node)
         kwargs = {name: arguments[name] for name in handler.names}
     if handler.context_name is not None:
@@ -169,7 +181,8 @@ def collected_failures(ex: Execution) -> list[RollbackFailure]:
     found: list[tuple[float, RollbackFailure]] = []
     for key, record in ex.records.items():
         if record.rollback_error is not None:
-            kind = (HandlerKind.COMPENSATE if record.status == StepStatus.FAILED
+            kind = (HandlerKind.UNDO_ALL if ex.plan.nodes[key].kind is StepKind.MAP
+                    else HandlerKind.COMPENSATE if record.status == StepStatus.FAILED
                     else HandlerKind.UNDO)
             error = record.rollback_error
             found.append((record.finished_at or time.time(),

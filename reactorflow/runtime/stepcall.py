@@ -30,6 +30,7 @@ from reactorflow.markers import StepContext, follow_path
 from reactorflow.middleware import StepEvent
 from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
+from reactorflow.runtime.maps.reading import map_argument
 from reactorflow.runtime.units import outcome_of
 from reactorflow.status import StepStatus
 
@@ -93,6 +94,10 @@ def resolve_arguments(ex: Execution, node: Node, payload: Any = MISSING) -> dict
                 status = ex.status_of(dep)
                 if status == StepStatus.SKIPPED:
                     kwargs[param.name] = param.default
+                    continue
+                if param.map_read is not None:
+                    value = map_argument(ex, dep, param.map_read)
+                    kwargs[param.name] = follow_path(value, param.path) if param.path else value
                     continue
                 if ex.plan.nodes[dep].kind in UNIT_KINDS:
                     value = unit_argument(ex, node, param.name, dep, param.outcome)

@@ -71,6 +71,8 @@ def _decode_value(plan: Plan | None, key: str | None, record: StepRecord | None)
         return None
     node = plan.nodes.get(key) if plan is not None else None
     try:
+        if node is not None and node.spec.map is not None:  # its element count (see maps)
+            return msgspec.msgpack.decode(record.result)
         if node is not None:
             return node.decoder.decode(record.result)
     except msgspec.DecodeError:

@@ -1,0 +1,153 @@
+"""One element of a map: its arguments, its attempts (the map's retry policy and timeout apply
+per element), its result encoded and checked against the annotation, and its compensate when it
+failed. No storage writes happen here (the caller batches element outcomes)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+
+from reactorflow import records
+from reactorflow.definition.graph import join
+from reactorflow.definition.params import MapRead
+from reactorflow.definition.specs import StepKind
+from reactorflow.errors import ArgumentError, SerializationError, StepTimeout
+from reactorflow.markers import StepContext
+from reactorflow.records import ElementRecord, ErrorRecord, describe, summary
+from reactorflow.runtime.maps.reading import element_count, element_key, load_list
+from reactorflow.runtime.stepcall import read_input, scope_cancelled
+from reactorflow.status import StepStatus
+
+if TYPE_CHECKING:
+    from reactorflow.definition.graph import Node
+    from reactorflow.runtime.execution import Execution
+
+log = logging.getLogger("reactorflow.map")
+_NOT_RETRIED = (SerializationError, ArgumentError)
+
+
+def context(ex: Execution, node: Node, index: int, attempt: int) -> StepContext:
+    """An element's step context: its idempotency key `<run>:<map>:<index>` is the same on
+    every retry and re-run of that element."""
+    reactor = ex.plan.levels[node.level].reactor.name
+    return StepContext(ex.run_id, reactor, node.key, attempt,
+                       f"{ex.run_id}:{element_key(node.key, index)}")
+
+
+def source_items(ex: Execution, node: Node, value: Any) -> list[Any] | tuple[Any, ...]:
+    """The mapped list, checked: anything but a list or tuple fails the map step."""
+    if not isinstance(value, list | tuple):
+        options = node.spec.map
+        assert options is not None
+        raise ArgumentError(
+            f"map step {node.key!r} maps over {options.over!r}, which is a "
+            f"{type(value).__name__} in this run, not a list or tuple",
+            run_id=ex.run_id, step=node.key)
+    return value
+
+
+def read_source(ex: Execution, node: Node) -> Any:
+    """The value of the map's `over` (an input field, or an earlier step's result that is not
+    itself a map: see `reading.source_of` for that case)."""
+    options = node.spec.map
+    assert options is not None
+    if options.over_is_step:
+        return ex.value_of(join(node.level, options.over))
+    return read_input(ex.level_inputs[node.level], options.over)
+
+
+async def source_of(ex: Execution, node: Node) -> list[Any] | tuple[Any, ...]:
+    """The list a map maps over (loaded from storage when it is another map's results)."""
+    options = node.spec.map
+    assert options is not None
+    over = join(node.level, options.over)
+    if options.over_is_step and ex.plan.nodes[over].kind is StepKind.MAP:
+        return await load_list(ex.storage, ex.run_id, ex.plan.nodes[over],
+                               element_count(ex, over), MapRead.VALUES)
+    return source_items(ex, node, read_source(ex, node))
+
+
+def encode(ex: Execution, node: Node, index: int, result: Any) -> msgspec.Raw:
+    """An element's result encoded, after checking it decodes with the element annotation."""
+    where = element_key(node.key, index)
+    try:
+        raw = records.raw(result)
+    except (TypeError, OverflowError) as exc:
+        raise SerializationError(
+            f"map {node.key!r}, element {index}: returned a {type(result).__name__}, which "
+            f"cannot be stored: {describe(exc)}", run_id=ex.run_id, step=where,
+            type_name=type(result).__name__, cause=exc) from exc
+    try:
+        node.decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise SerializationError(
+            f"map {node.key!r}, element {index}: returned a {type(result).__name__} that does "
+            f"not match the annotation: {describe(exc)}", run_id=ex.run_id, step=where,
+            type_name=type(result).__name__, cause=exc) from exc
+    return raw
+
+
+async def call_element(ex: Execution, node: Node, base: dict[str, Any], index: int,
+                       item: Any) -> tuple[ElementRecord, BaseException | None]:
+    """Run one element to its outcome (retries, timeout), with the live exception when it
+    failed; a failed element's compensate runs here, once. Cancellation of the run
+    propagates."""
+    spec = node.spec
+    options = spec.map
+    assert options is not None
+    kwargs = dict(base)
+    kwargs[options.element] = item
+    retry, timeout, fn = spec.retry, spec.timeout, spec.fn
+    context_name = node.context_name
+    attempt = 0
+    while True:
+        attempt += 1
+        if context_name is not None:
+            kwargs[context_name] = context(ex, node, index, attempt)
+        try:
+            if timeout is not None:
+                with anyio.move_on_after(timeout) as scope:
+                    result = await fn(**kwargs)
+                if scope.cancelled_caught:
+                    raise StepTimeout(ex.run_id, element_key(node.key, index), timeout)
+            else:
+                result = await fn(**kwargs)
+            return ElementRecord(StepStatus.COMPLETED, attempt,
+                                 encode(ex, node, index, result)), None
+        except Exception as exc:
+            error: BaseException = exc
+        except anyio.get_cancelled_exc_class() as exc:
+            if scope_cancelled():
+                raise
+            error = exc
+        if (retry is not None and not isinstance(error, _NOT_RETRIED)
+                and retry.should_retry(error, attempt)):
+            delay = retry.delay(attempt)
+            if delay > 0:
+                await anyio.sleep(delay)
+            continue
+        return await _failed(ex, node, index, kwargs, attempt, error), error
+
+
+async def _failed(ex: Execution, node: Node, index: int, kwargs: dict[str, Any], attempt: int,
+                  error: BaseException) -> ElementRecord:
+    if log.isEnabledFor(logging.INFO):
+        log.info("reactorflow.map.element_failed run_id=%s step=%s index=%d error=%s",
+                 ex.run_id, node.key, index, summary(error))
+    record = ElementRecord(StepStatus.FAILED, attempt, error=ErrorRecord.from_exception(error))
+    handler = node.spec.compensate
+    if handler is None:
+        return record
+    arguments = {name: kwargs[name] for name in handler.names if name in kwargs}
+    if handler.context_name is not None:
+        arguments[handler.context_name] = context(ex, node, index, attempt)
+    try:
+        await handler.fn(error, **arguments)
+    except Exception as exc:
+        log.warning("reactorflow.compensate.failed run_id=%s step=%s index=%d error=%s",
+                    ex.run_id, node.key, index, summary(exc))
+        record.rollback_error = ErrorRecord.from_exception(exc)
+    return record
