@@ -1,4 +1,4 @@
-"""Sessions: tests, lint, typecheck, bench, docs, demo (`nox -s <name>`)."""
+"""Sessions: tests, browser, lint, typecheck, bench, docs, demo (`nox -s <name>`)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,14 @@ def tests(session: nox.Session) -> None:
     """The whole suite, against a redis-server it starts itself."""
     session.install("-e", ".[test]")
     session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def browser(session: nox.Session) -> None:
+    """The dashboard in headless Chromium: Debian's `chromium` package (apt-get install
+    chromium), driven by Playwright; no browser is downloaded (never `playwright install`)."""
+    session.install("-e", ".[browser]")
+    session.run("python", "-m", "pytest", "tests/browser", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -23,7 +23,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 TOKEN_ENV = "REACTORFLOW_DASHBOARD_TOKEN"
 STATIC = files("reactorflow.web") / "static"
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+       "connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'none'")
 
 
 def guarded(handler: Handler, token: str | None, *, mutation: bool = False) -> Handler:

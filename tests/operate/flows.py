@@ -62,3 +62,30 @@ def approval(**changes: object) -> dict[str, object]:
                                   "ship_to": {"city": "Lyon", "zip": "69001"}}
     payload.update(changes)
     return payload
+
+
+class Payment(msgspec.Struct):
+    note: str
+    amount: int = 10
+
+
+payments = rf.Reactor("ops.payments", inputs=Payment)
+
+
+@payments.step
+async def charge(note: str, amount: int) -> str:
+    return f"charged {amount} for {note}"
+
+
+@charge.undo
+async def refund(result: str) -> None:
+    raise RuntimeError(f"refund failed for {result}")
+
+
+@payments.step
+async def deliver(charge: str, note: str) -> str:
+    raise ValueError(f"courier lost {note}")
+
+
+XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
+"""A value that runs script wherever a page inserts it as HTML instead of text."""

@@ -76,7 +76,13 @@
     for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
     return node;
   }
-  const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "-");
+  const pad = (n, w) => String(n).padStart(w || 2, "0");
+  const when = (t) => {
+    if (!t) return "-";
+    const d = new Date(t * 1000);
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  };
+  const clock = (t) => { const d = new Date(t * 1000); return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`; };
   const label = (l) => (Array.isArray(l) ? l.join("/") : l);
   const badge = (s) => el("span", { class: "status s-" + s, text: s });
   const pretty = (v) => (v === null || v === undefined ? "-" : JSON.stringify(v, null, 2));
@@ -113,8 +119,8 @@
       const note = run.waiting_on.length ? "waiting on " + run.waiting_on.map(label).join(", ")
         : run.error ? (run.error.step ? run.error.step + ": " : "") + run.error.type + ": " + run.error.message : "";
       body.append(el("tr", { "data-run": run.id }, el("td", {}, link), el("td", { text: run.reactor }),
-        el("td", {}, badge(run.status)), el("td", { text: when(run.created_at) }),
-        el("td", { text: when(run.updated_at) }), el("td", { text: note })));
+        el("td", {}, badge(run.status)), el("td", { class: "nowrap", text: when(run.created_at) }),
+        el("td", { class: "nowrap", text: when(run.updated_at) }), el("td", { text: note })));
       addReactorOption(run.reactor);
     }
     $("no-runs").hidden = page.runs.length > 0;
@@ -165,7 +171,7 @@
     $("inputs").textContent = pretty(run.inputs);
     $("value").textContent = run.status === "completed" ? pretty(run.value) : (terminal ? "-" : "(not finished)");
     $("history").tBodies[0].replaceChildren(...run.history.map((e) => el("tr", {},
-      el("td", { text: when(e.at) }), el("td", { text: e.kind }), el("td", { text: e.step }),
+      el("td", { class: "nowrap", text: clock(e.at) }), el("td", { text: e.kind }), el("td", { text: e.step }),
       el("td", { text: e.attempt || "" }), el("td", { text: e.detail }))));
   }
 
@@ -212,10 +218,10 @@
     }
     for (const s of steps) {
       const state = run.steps[s.key] || { status: "pending" };
-      const g = svg("g", { class: "node s-" + state.status, "data-step": s.key, transform: `translate(${pos[s.key].x},${pos[s.key].y})` });
+      const g = svg("g", { class: "node kind-" + s.kind + " s-" + state.status, "data-step": s.key, transform: `translate(${pos[s.key].x},${pos[s.key].y})` });
       g.append(svg("rect", { width: W, height: H }));
       const text = svg("text", { x: 8, y: 21 });
-      text.textContent = (s.kind === "interrupt" ? "\u23f8 " : "") + s.key + " \u00b7 " + state.status;
+      text.textContent = s.key + " \u00b7 " + state.status;
       const title = svg("title"); title.textContent = s.key + ": " + state.status;
       g.append(text, title);
       graph.append(g);
@@ -230,7 +236,10 @@
       const bar = el("div", { class: "bar" });
       if (s.started_at) {
         const left = ((s.started_at - start) / span) * 100, right = (((s.finished_at || end) - start) / span) * 100;
-        bar.append(el("span", { class: "s-" + s.status, style: `left:${left.toFixed(2)}%;width:${Math.max(right - left, 0.6).toFixed(2)}%` }));
+        const fill = el("span", { class: "s-" + s.status });
+        fill.style.left = left.toFixed(2) + "%";
+        fill.style.width = Math.max(right - left, 0.6).toFixed(2) + "%";
+        bar.append(fill);
       }
       const duration = s.started_at && s.finished_at ? ((s.finished_at - s.started_at) * 1000).toFixed(0) + " ms" : "-";
       return el("tr", { "data-step": key }, el("td", { text: key }), el("td", {}, badge(s.status)),
@@ -267,7 +276,7 @@
     const wrap = (input, hint) => el("label", {}, el("span", { text: title + (required ? " *" : "") }), input, ...(hint ? [el("span", { class: "hint", text: hint })] : []));
     if (schema.enum) {
       const select = el("select", { name });
-      if (!required || nullable) select.append(el("option", { value: "", text: "" }));
+      select.append(el("option", { value: "", text: required && !nullable ? "choose\u2026" : "" }));
       schema.enum.forEach((v, i) => select.append(el("option", { value: String(i), text: String(v) })));
       if (required && !nullable) select.required = true;
       if (schema.default !== undefined) select.value = String(schema.enum.indexOf(schema.default));
