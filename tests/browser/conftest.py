@@ -18,10 +18,10 @@ from typing import Any
 import anyio
 import pytest
 
-import reactorflow as rf
-from reactorflow import config
 from reactorflow.web import create_app
-from tests.helpers import redis_namespace
+from tests.operate.conftest import Shared, shared
+
+__all__ = ["shared"]  # the operating tests' fixture: a Redis namespace of the test's own
 
 CHROMIUM = os.environ.get("REACTORFLOW_CHROMIUM") or shutil.which("chromium") or shutil.which(
     "chromium-browser")
@@ -69,18 +69,7 @@ class Dashboard:
 
 
 @pytest.fixture
-async def storage_ns(redis_url: str) -> AsyncIterator[rf.Storage]:
-    storage = rf.RedisStorage.from_url(redis_url, namespace=redis_namespace("web"))
-    rf.configure(storage=storage)
-    try:
-        yield storage
-    finally:
-        config.reset()
-        await storage.aclose()
-
-
-@pytest.fixture
-def server(storage_ns: rf.Storage) -> Iterator[Server]:
+def server(shared: Shared) -> Iterator[Server]:
     serving = Server(create_app(token=TOKEN))
     try:
         yield serving

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import reactorflow as rf
-from reactorflow import records
+from reactorflow import config, records
 from reactorflow.records import ErrorRecord, Event, RollbackFailure, RunError, RunMeta, RunState
 from reactorflow.status import HandlerKind, Status, StepStatus
 from tests.browser.conftest import CHROMIUM, SKIP_REASON, TOKEN, Dashboard
@@ -166,15 +166,14 @@ async def _crafted_run(storage: rf.Storage) -> str:
     return run_id
 
 
-async def test_every_user_value_is_shown_as_text(dashboard: Dashboard,
-                                                 storage_ns: rf.Storage) -> None:
+async def test_every_user_value_is_shown_as_text(dashboard: Dashboard) -> None:
     paused = await orders.run(item=XSS)
     completed = await orders.continue_(
         (await orders.run(item=XSS)).id, step="approve",
         payload=approval(note=XSS, ship_to={"city": XSS, "zip": "12345"}))
     failed = await payments.run(note=XSS)
     assert failed.error is not None and failed.error.rollback_failures
-    crafted = await _crafted_run(storage_ns)
+    crafted = await _crafted_run(config.current_storage())
     page = dashboard.page
     await dashboard.sign_in()
     await page.locator(f"#runs tr[data-run='{failed.id}']").get_by_text(
