@@ -202,16 +202,22 @@ class Execution:
         encoded_steps = (
             {key: records.encode(self.records[key]) for key in steps} if steps else None
         )
-        release = final and self.hold is not None and not self.hold.released
-        control = await self.storage.save_state(
-            self.run_id, self.owner, status=status, previous_status=self.stored_status,
-            state=records.encode(state), steps=encoded_steps,
-            events=[records.encode(e) for e in events or ()],
-            clear_control=clear_control, publish=publish, release=release,
-        )
-        if release:
-            assert self.hold is not None
-            self.hold.released = True
+        hold = self.hold if final and self.hold is not None and not self.hold.released else None
+        if hold is not None:
+            hold.releasing = True  # the keeper's extensions may now find the lock released
+        try:
+            control = await self.storage.save_state(
+                self.run_id, self.owner, status=status, previous_status=self.stored_status,
+                state=records.encode(state), steps=encoded_steps,
+                events=[records.encode(e) for e in events or ()],
+                clear_control=clear_control, publish=publish, release=hold is not None,
+            )
+        except BaseException:
+            if hold is not None:
+                hold.releasing = False  # not released: a refused extension is a loss again
+            raise
+        if hold is not None:
+            hold.released = True
         self._remember(events or ())
         self.stored_status = status
         if clear_control:

@@ -4,6 +4,11 @@ A step that blocks the event loop (CPU work, a blocking call) must not let its r
 or the sweeper would start a duplicate. So extension does not run in the run's event loop: one
 daemon thread per process, with its own event loop, extends every registered lock every ttl/3.
 It starts with the first registration and is stopped at interpreter exit.
+
+An extension refused because the owner released the lock meanwhile is not a loss: the owner
+unregisters its hold before it releases the lock (`ownership.keep_alive`), and marks it
+`releasing` before the final save that releases it in the same write (`Execution.save_state`);
+only a refusal while the hold is registered and not releasing logs `reactorflow.lock.lost`.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+
+import anyio
 
 from reactorflow.storage.base import Storage
 
@@ -31,6 +38,7 @@ class Hold:
     ttl: float
     due: float
     released: bool = False  # the owner's final save released the lock itself
+    releasing: bool = False  # that final save is under way (it may have released it already)
     serial: int = field(default_factory=itertools.count().__next__)
 
 
@@ -95,9 +103,10 @@ class LockKeeper:
                     due = [h for h in self._holds.values() if h.due <= now]
                     upcoming = min((h.due for h in self._holds.values()),
                                    default=now + IDLE_WAKE)
-                for hold in due:
-                    storages.add(hold.storage)
-                    await self._extend(hold)
+                storages.update(hold.storage for hold in due)
+                async with anyio.create_task_group() as tg:  # one slow extension delays none
+                    for hold in due:
+                        tg.start_soon(self._extend, hold)
                 delay = max(0.0, min(upcoming - time.monotonic(), IDLE_WAKE))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
@@ -117,7 +126,12 @@ class LockKeeper:
             hold.due = time.monotonic() + min(1.0, hold.ttl / 6)
             return
         if not kept:
-            log.warning("reactorflow.lock.lost run_id=%s owner=%s", hold.run_id, hold.owner)
+            with self._mutex:
+                let_go = hold.serial not in self._holds or hold.releasing or hold.released
+            if let_go:  # its owner released it meanwhile: not a loss
+                log.debug("reactorflow.lock.extend_after_release run_id=%s", hold.run_id)
+            else:
+                log.warning("reactorflow.lock.lost run_id=%s owner=%s", hold.run_id, hold.owner)
             self.release(hold)
             return
         hold.due = time.monotonic() + hold.ttl / 3
