@@ -19,6 +19,15 @@ STATUS_COLOURS = {
 }
 
 
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)}
+
+
+def clean(text: str) -> str:
+    """`text` with control characters shown escaped: a stored value can never move the
+    cursor, recolour or retitle the terminal it is printed on."""
+    return text.translate(_CONTROL)
+
+
 def when(at: float | None) -> str:
     if not at:
         return "-"
@@ -44,6 +53,7 @@ def status_text(value: str) -> str:
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
           coloured: int | None = None) -> None:
     """Print rows aligned under `headers`; column `coloured` holds statuses."""
+    rows = [[clean(cell) for cell in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
     click.echo(click.style("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
                            .rstrip(), bold=True))
@@ -98,7 +108,7 @@ def show_run(run: Run, as_json: bool) -> None:
                   for f in run.error.rollback_failures]
     width = max(len(name) for name, _ in facts)
     for name, value in facts:
-        click.echo(f"{name.ljust(width)}  {value}")
+        click.echo(f"{name.ljust(width)}  {value if name == 'status' else clean(value)}")
     if run.steps:
         click.echo()
         rows = [[key, state.status.value, str(state.attempts), duration(state),

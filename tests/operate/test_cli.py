@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import anyio
+import httpx
 import pytest
 
 import reactorflow as rf
@@ -188,3 +191,47 @@ async def test_worker_prints_a_banner(shared: Shared) -> None:
             proc.wait(10)
     assert banner.startswith("reactorflow worker: broker RedisBroker at 127.0.0.1:")
     assert "queue 'reactorflow'" in banner and "ops.orders" in banner
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_dashboard_serves_the_api_on_loopback(shared: Shared) -> None:
+    paused = await orders.run(item="tea")
+    port = _free_port()
+    proc = _spawn(shared, "dashboard", *APP, "--port", str(port), "--token", "t0k")
+    try:
+        assert proc.stderr is not None
+        banner = proc.stderr.readline()
+        assert banner.startswith(f"reactorflow dashboard on http://127.0.0.1:{port}/ "
+                                 "(token required)")
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            with anyio.fail_after(30):
+                while True:  # polling a subprocess's port: nothing to wait on
+                    try:
+                        response = await http.get("/api/runs",
+                                                  headers={"Authorization": "Bearer t0k"})
+                        break
+                    except httpx.ConnectError:
+                        await anyio.sleep(0.05)
+            assert [r["id"] for r in response.json()["runs"]] == [paused.id]
+            assert (await http.get("/api/runs")).status_code == 401
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def test_without_the_web_extra_the_dashboard_names_it() -> None:
+    code = ("import sys; sys.modules['starlette'] = None; "
+            "from reactorflow.cli import main; sys.exit(main(['dashboard']))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environment(None),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: the dashboard and HTTP API need the web extra: "
+                                  "pip install 'reactorflow[web]'")
