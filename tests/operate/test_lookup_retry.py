@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import gc
-
 import msgspec
 import pytest
 
 import reactorflow as rf
-from tests.helpers import unique
+from tests.helpers import redeploy, unique
 
 
 class Order(msgspec.Struct):
@@ -51,8 +49,7 @@ async def test_a_reactor_not_declared_here_still_gives_a_readable_snapshot(
     name = unique("gone")
     flow = _flow(name, [False])
     paused = await flow.run(item="tea")
-    del flow
-    gc.collect()
+    redeploy(flow)
     run = await rf.get_run(paused.id)  # no Reactor named `name` in this process any more
     assert (run.reactor, run.status, run.waiting_on) == (name, rf.Status.PAUSED, ["approve"])
     assert run.inputs == {"item": "tea", "qty": 1}  # plain data: the type is not known here

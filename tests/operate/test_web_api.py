@@ -13,6 +13,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow.web import create_app
+from tests.helpers import redeploy
 from tests.operate.flows import approval, orders
 
 TOKEN = "s3cret-token"
@@ -127,10 +128,7 @@ async def test_a_run_of_a_reactor_not_declared_here_reads_but_cannot_be_steered(
         return payload
 
     paused = await ghost.run()
-    del ghost, wait
-    import gc
-
-    gc.collect()
+    redeploy(ghost)
     assert (await client.get(f"/api/runs/{paused.id}")).json()["status"] == "paused"
     message = _error(await client.post(f"/api/runs/{paused.id}/cancel"), 409, "ReactorNotDeclared")
     assert "'ops.ghost'" in message
