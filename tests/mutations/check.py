@@ -39,24 +39,24 @@ SWEEPER_TESTS = "tests/recovery/test_sweeper.py"
 MUTATIONS = (
     Mutation(
         "sweeper ignores stall_timeout", SWEEPER,
-        "            elif now - live.touched_at >= settings.stall_timeout:\n",
-        "            else:\n",
+        "        elif now - live.touched_at >= config.settings().stall_timeout:\n",
+        "        else:\n",
         (f"{SWEEPER_TESTS}::test_a_stalled_run_is_left_alone_until_stall_timeout",)),
     Mutation(
         "unit sweep ignores the unit's lock holder and dispatch age", SWEEPER,
-        "        if unit.lock_owner is not None or now - unit.dispatched_at < stall:\n",
-        "        if False:\n",
+        "        elif unit.lock_owner is None and now - unit.dispatched_at >= stall:\n",
+        "        else:\n",
         (f"{SWEEPER_TESTS}::test_a_unit_whose_worker_holds_its_lock_is_not_swept",
          f"{SWEEPER_TESTS}::test_a_unit_dispatched_within_stall_timeout_is_not_swept")),
     Mutation(
         "unit sweep ignores the unit's lock holder", SWEEPER,
-        "        if unit.lock_owner is not None or now - unit.dispatched_at < stall:\n",
-        "        if now - unit.dispatched_at < stall:\n",
+        "        elif unit.lock_owner is None and now - unit.dispatched_at >= stall:\n",
+        "        elif now - unit.dispatched_at >= stall:\n",
         (f"{SWEEPER_TESTS}::test_a_unit_whose_worker_holds_its_lock_is_not_swept",)),
     Mutation(
         "unit sweep ignores the unit's dispatch age", SWEEPER,
-        "        if unit.lock_owner is not None or now - unit.dispatched_at < stall:\n",
-        "        if unit.lock_owner is not None:\n",
+        "        elif unit.lock_owner is None and now - unit.dispatched_at >= stall:\n",
+        "        elif unit.lock_owner is None:\n",
         (f"{SWEEPER_TESTS}::test_a_unit_dispatched_within_stall_timeout_is_not_swept",)),
     Mutation(
         "async unit enqueued before its marker is written", UNITS,
