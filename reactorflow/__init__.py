@@ -34,6 +34,7 @@ from reactorflow.errors import (
     StepTimeout,
     StorageConnectionError,
     StorageError,
+    StoragePoolExhausted,
     WaitTimeout,
 )
 from reactorflow.mapresults import MapResults
@@ -112,6 +113,7 @@ __all__ = [
     "SweepReport",
     "StorageConnectionError",
     "StorageError",
+    "StoragePoolExhausted",
     "WaitTimeout",
     "__version__",
     "configure",

@@ -377,6 +377,24 @@ def _stored_note(run_id: str, stored: bool | None) -> str:
     return f"Run {run_id!r} was not stored: starting it again is safe."
 
 
+class StoragePoolExhausted(StorageError):
+    """Every connection of this process's pool to the storage server stayed busy for the pool
+    timeout: more storage calls at once than connections (the server itself is reachable)."""
+
+    def __init__(self, url: str, max_connections: int, waited: float, *,
+                 cause: BaseException | None = None) -> None:
+        super().__init__(
+            f"all {max_connections} connections of this process's pool to {url} (one pool per "
+            f"event loop) were busy for {waited:g}s: more storage calls at once than "
+            "connections. Pass a larger max_connections= (or pool_timeout=) to the storage, or "
+            "make fewer calls at once. (Waiting for runs costs no pool connection.)",
+            cause=cause,
+        )
+        self.url = url
+        self.max_connections = max_connections
+        self.waited = waited
+
+
 class LockLost(StorageError):
     """A fenced write was refused: this execution no longer owns the run."""
 

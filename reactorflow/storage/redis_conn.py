@@ -12,18 +12,17 @@ closing the loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
 import anyio
-from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.client import Pipeline, PubSub
+from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
+from redis.asyncio.client import Pipeline
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.commands.core import AsyncScript
@@ -32,9 +31,15 @@ from redis.exceptions import NoScriptError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
-from reactorflow.errors import ConfigurationError, StorageConnectionError, StorageError
+from reactorflow.errors import (
+    ConfigurationError,
+    StorageConnectionError,
+    StorageError,
+    StoragePoolExhausted,
+)
 from reactorflow.storage.base import Subscription
 from reactorflow.storage.redis_keys import safe_url, url_secrets
+from reactorflow.storage.redis_pubsub import Multiplexer
 
 RETRY_ATTEMPTS = 3
 """Retries of a command that failed on a connection error or timeout (redis-py's `Retry`)."""
@@ -54,6 +59,8 @@ SOCKET_TIMEOUT = 5.0
 that accepts connections but never answers fails the call, after the retries, with
 `StorageConnectionError` instead of blocking it forever. Pub/sub waits pass their own timeout
 and are not cut short by it."""
+POOL_EXHAUSTED = "No connection available."
+"""The message of redis-py's error when no pool connection freed up within the pool timeout."""
 SUBSCRIBE_TIMEOUT = 5.0
 """Seconds to wait for Redis to confirm a SUBSCRIBE before the subscription's body runs."""
 
@@ -73,6 +80,12 @@ class LoopClient:
     client: Redis
     scripts: dict[str, AsyncScript]
     guard: AsyncGenerator[None, None] | None = None
+    mux: Multiplexer | None = None  # every waiter of the loop, on one subscriber connection
+
+    async def aclose(self) -> None:
+        if self.mux is not None:
+            await self.mux.aclose()
+        await self.client.aclose()
 
     async def script(self, name: str, keys: Sequence[str], args: Args) -> Any:
         """EVALSHA: one round trip (on NOSCRIPT, load the script and send it again)."""
@@ -104,29 +117,6 @@ class LoopClient:
         raise AssertionError("unreachable")
 
 
-class RedisSubscription(Subscription):
-    def __init__(self, pubsub: PubSub, errors: Callable[[], AbstractContextManager[None]]) -> None:
-        self._pubsub = pubsub
-        self._errors = errors
-
-    async def wait(self, timeout: float) -> bool:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(0.0, timeout)
-        with self._errors():
-            while (remaining := deadline - loop.time()) > 0:
-                message = await self._pubsub.get_message(ignore_subscribe_messages=True,
-                                                         timeout=remaining)
-                if message is not None and message.get("type") == "message":
-                    # Coalesce notifications already queued: one wake-up, the last payload.
-                    while (more := await self._pubsub.get_message(
-                            ignore_subscribe_messages=True, timeout=0.0)) is not None:
-                        message = more
-                    data = message.get("data")
-                    self.message = data if isinstance(data, bytes) else None
-                    return True
-        return False
-
-
 class RedisConnector:
     """Per-loop clients for one URL, and the translation of Redis failures."""
 
@@ -147,6 +137,8 @@ class RedisConnector:
         # names no run (instead of failing to encode).
         options["encoding_errors"] = "surrogatepass"
         self._options = options
+        self._pool_size = int(options.get("max_connections", MAX_CONNECTIONS))
+        self._pool_timeout = float(options.get("pool_timeout", POOL_TIMEOUT))
         try:  # validate the URL now (no I/O), not at the first command
             Redis.from_url(url, **options)
         except ValueError as exc:
@@ -176,10 +168,10 @@ class RedisConnector:
         """A client whose pool makes callers wait for a free connection (up to
         `POOL_TIMEOUT`) instead of failing when `MAX_CONNECTIONS` are busy."""
         options = dict(self._options)
-        max_connections = options.pop("max_connections", MAX_CONNECTIONS)
-        pool = BlockingConnectionPool.from_url(self._url, max_connections=max_connections,
-                                               timeout=options.pop("pool_timeout", POOL_TIMEOUT),
-                                               **options)
+        options.pop("max_connections", None)
+        options.pop("pool_timeout", None)
+        pool = BlockingConnectionPool.from_url(self._url, max_connections=self._pool_size,
+                                               timeout=self._pool_timeout, **options)
         client = Redis(connection_pool=pool)
         client.auto_close_connection_pool = True
         return client
@@ -193,7 +185,7 @@ class RedisConnector:
                 if self._clients.get(loop) is conn:
                     del self._clients[loop]
             with anyio.CancelScope(shield=True):
-                await conn.client.aclose()
+                await conn.aclose()
 
     async def aclose(self) -> None:
         """Close the current loop's client (other loops keep theirs)."""
@@ -203,7 +195,7 @@ class RedisConnector:
             if conn.guard is not None:
                 await conn.guard.aclose()
             else:
-                await conn.client.aclose()
+                await conn.aclose()
 
     def scrub(self, text: str) -> str:
         for secret in self._secrets:
@@ -215,34 +207,36 @@ class RedisConnector:
         """Redis failures as reactorflow errors that name the URL, never its credentials."""
         try:
             yield
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            reason = self.scrub(str(exc) or type(exc).__name__)
-            raise StorageConnectionError(self.safe_url, reason, cause=exc) from exc
+        except RedisConnectionError as exc:
+            if str(exc) != POOL_EXHAUSTED:
+                raise self._unreachable(exc) from exc
+            raise StoragePoolExhausted(self.safe_url, self._pool_size, self._pool_timeout,
+                                       cause=exc) from exc
+        except (RedisTimeoutError, OSError) as exc:
+            raise self._unreachable(exc) from exc
         except RedisError as exc:
             raise StorageError(f"Redis at {self.safe_url} failed: {self.scrub(str(exc))}",
                                cause=exc) from exc
 
+    def _unreachable(self, exc: BaseException) -> StorageConnectionError:
+        reason = self.scrub(str(exc) or type(exc).__name__)
+        return StorageConnectionError(self.safe_url, reason, cause=exc)
+
     @asynccontextmanager
     async def subscription(self, channel: str) -> AsyncIterator[Subscription]:
-        """A dedicated pub/sub connection subscribed to `channel` (confirmed) for the body."""
+        """Subscribed to `channel` (confirmed) for the body, through the loop's one subscriber
+        connection (see `redis_pubsub`): waiting costs no connection of the command pool."""
         conn = await self.get()
-        pubsub = conn.client.pubsub()
-        try:
-            with self.errors():
-                await pubsub.subscribe(channel)
-                try:
-                    with anyio.fail_after(SUBSCRIBE_TIMEOUT):
-                        while True:
-                            message = await pubsub.get_message(timeout=SUBSCRIBE_TIMEOUT)
-                            if message is not None and message.get("type") == "subscribe":
-                                break
-                except TimeoutError:
-                    raise RedisTimeoutError(
-                        f"SUBSCRIBE not confirmed within {SUBSCRIBE_TIMEOUT:g}s") from None
-            yield RedisSubscription(pubsub, self.errors)
-        finally:
-            with anyio.move_on_after(2.0, shield=True), contextlib.suppress(RedisError, OSError):
-                try:
-                    await pubsub.unsubscribe()
-                finally:
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+        if conn.mux is None:
+            conn.mux = Multiplexer(self._subscriber_client(), self.errors, SUBSCRIBE_TIMEOUT)
+        async with conn.mux.subscription(channel) as subscription:
+            yield subscription
+
+    def _subscriber_client(self) -> Redis:
+        """A client with a pool of its own for the loop's one pub/sub connection."""
+        options = dict(self._options)
+        options.pop("max_connections", None)
+        options.pop("pool_timeout", None)
+        client = Redis(connection_pool=ConnectionPool.from_url(self._url, **options))
+        client.auto_close_connection_pool = True
+        return client

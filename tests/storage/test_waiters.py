@@ -1,0 +1,141 @@
+"""Waiting costs no pool connection: every waiter of a process shares one subscriber connection
+per event loop (issue 8, defect 29), and an exhausted pool says so."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+import redis.asyncio
+
+import reactorflow as rf
+from reactorflow import config
+from reactorflow.definition.graph import plan_for
+from reactorflow.runtime.creation import create_run
+from reactorflow.runtime.operations import new_run_id, run_owned
+from reactorflow.runtime.ownership import new_owner
+from reactorflow.storage.memory import MemoryStorage
+from reactorflow.storage.redis import RedisStorage
+from tests.helpers import redis_namespace, unique
+
+WAITERS = 1000
+POOL = 8  # connections per event loop: far fewer than waiters
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def small_pool(request: pytest.FixtureRequest) -> AsyncIterator[rf.Storage]:
+    backend: rf.Storage
+    if request.param == "memory":
+        backend = MemoryStorage()
+    else:
+        backend = RedisStorage.from_url(request.getfixturevalue("redis_url"),
+                                        namespace=redis_namespace(), max_connections=POOL,
+                                        pool_timeout=5.0)
+    rf.configure(storage=backend)
+    try:
+        yield backend
+    finally:
+        config.reset()
+        await backend.aclose()
+
+
+async def _subscribed(storage: rf.Storage, redis_url: str | None) -> int:
+    """How many run channels have a subscriber now (the server's view on Redis)."""
+    if isinstance(storage, MemoryStorage):
+        return len(storage._subscribers)
+    assert isinstance(storage, RedisStorage) and redis_url is not None
+    client = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        return len(await client.pubsub_channels(f"{storage._keys.ns}:done:*"))
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.slow
+async def test_a_thousand_waiters_in_one_process(small_pool: rf.Storage,
+                                                 request: pytest.FixtureRequest) -> None:
+    storage = small_pool
+    redis_url = (request.getfixturevalue("redis_url") if isinstance(storage, RedisStorage)
+                 else None)
+    flow = rf.Reactor(unique("waited"))
+
+    @flow.step
+    async def only(ctx: rf.StepContext) -> str:
+        return ctx.run_id
+
+    other = rf.Reactor(unique("meanwhile"))
+
+    @other.step
+    async def quick() -> int:
+        return 7
+
+    owners: dict[str, str] = {}
+    for _ in range(WAITERS):  # stored, running, and left alone until the waiters wait
+        run_id, owner = new_run_id(), new_owner()
+        await create_run(storage, flow, plan_for(flow), run_id, None, owner)
+        owners[run_id] = owner
+
+    results: dict[str, rf.Run] = {}
+
+    async def waiter(run_id: str) -> None:
+        results[run_id] = await flow.wait(run_id, timeout=300)
+
+    with anyio.fail_after(300):
+        async with anyio.create_task_group() as tg:
+            for run_id in owners:
+                tg.start_soon(waiter, run_id)
+            while await _subscribed(storage, redis_url) < WAITERS:
+                await anyio.sleep(0.05)
+
+            # every waiter waits; the pool still serves other calls, many at once
+            snapshots: list[rf.Run] = []
+
+            async def read(run_id: str) -> None:
+                snapshots.append(await flow.get(run_id))
+
+            async with anyio.create_task_group() as readers:
+                for run_id in list(owners)[:200]:
+                    readers.start_soon(read, run_id)
+            assert len(snapshots) == 200
+            assert all(s.status is rf.Status.RUNNING for s in snapshots)
+            done = await other.run()
+            assert done.status is rf.Status.COMPLETED and done.value == 7
+            assert results == {}
+
+            async def finish(run_id: str, limit: anyio.Semaphore) -> None:
+                async with limit:
+                    await run_owned(flow, storage, run_id, owners[run_id])
+
+            limit = anyio.Semaphore(POOL)
+            async with anyio.create_task_group() as finishers:
+                for run_id in owners:
+                    finishers.start_soon(finish, run_id, limit)
+
+    assert len(results) == WAITERS
+    assert all(run.status is rf.Status.COMPLETED and run.value == run_id
+               for run_id, run in results.items())
+    assert await _subscribed(storage, redis_url) == 0  # every waiter unsubscribed
+
+
+async def test_an_exhausted_pool_is_reported_as_such(redis_url: str) -> None:
+    storage = RedisStorage.from_url(redis_url, namespace=redis_namespace(), max_connections=1,
+                                    pool_timeout=0.5)
+    try:
+        conn = await storage._redis.get()
+        async with anyio.create_task_group() as tg:
+            # the pool's one connection is busy with a blocking command for a while
+            tg.start_soon(conn.client.blpop, [f"{storage._keys.ns}:nothing"], 3)
+            await anyio.sleep(0)
+            with pytest.raises(rf.StoragePoolExhausted) as info:
+                await storage.load_head("some-run")
+            tg.cancel_scope.cancel()
+        error = info.value
+        assert error.max_connections == 1 and error.waited == 0.5
+        message = str(error)
+        assert "all 1 connections of this process's pool" in message
+        assert "max_connections=" in message
+        assert "Check that the server is running" not in message
+        assert isinstance(error, rf.StorageError)
+    finally:
+        await storage.aclose()
