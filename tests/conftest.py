@@ -27,7 +27,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import config
-from tests.helpers import RUN_NAMESPACE, redis_namespace
+from tests.helpers import RUN_NAMESPACE, configured, redis_namespace
 
 REDIS_ENV = "REACTORFLOW_TEST_REDIS_URL"
 BACKEND_FIXTURES = ("storage", "factory")
@@ -142,13 +142,8 @@ def make_storage(kind: str, request: pytest.FixtureRequest) -> rf.Storage:
 @pytest.fixture(params=["memory", "redis"])
 async def storage(request: pytest.FixtureRequest) -> AsyncIterator[rf.Storage]:
     """The configured storage for one test, on each backend in turn."""
-    backend = make_storage(request.param, request)
-    rf.configure(storage=backend)
-    try:
+    async with configured(make_storage(request.param, request)) as backend:
         yield backend
-    finally:
-        config.reset()
-        await backend.aclose()
 
 
 @pytest.fixture

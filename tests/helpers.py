@@ -6,7 +6,8 @@ import shutil
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -144,3 +145,16 @@ def kinds(run: rf.Run, *prefixes: str) -> list[str]:
     """The run's history as "kind:step" strings, optionally filtered by kind prefix."""
     out = [f"{e.kind}:{e.step}" if e.step else e.kind for e in run.history]
     return [e for e in out if e.startswith(prefixes)] if prefixes else out
+
+
+@asynccontextmanager
+async def configured(backend: rf.Storage) -> AsyncIterator[rf.Storage]:
+    """`backend` as the configured storage for the block; reset and closed afterwards."""
+    from reactorflow import config
+
+    rf.configure(storage=backend)
+    try:
+        yield backend
+    finally:
+        config.reset()
+        await backend.aclose()

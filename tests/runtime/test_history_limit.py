@@ -10,9 +10,8 @@ import anyio
 import pytest
 
 import reactorflow as rf
-from reactorflow import config
 from reactorflow.storage.redis import RedisStorage
-from tests.helpers import redis_namespace, unique
+from tests.helpers import configured, redis_namespace, unique
 
 LIMIT = 5
 
@@ -25,12 +24,8 @@ async def short_history(request: pytest.FixtureRequest) -> AsyncIterator[rf.Stor
     else:
         backend = RedisStorage.from_url(request.getfixturevalue("redis_url"),
                                         namespace=redis_namespace(), history_limit=LIMIT)
-    rf.configure(storage=backend)
-    try:
+    async with configured(backend):
         yield backend
-    finally:
-        config.reset()
-        await backend.aclose()
 
 
 async def test_trimmed_history_is_the_same_returned_and_read_back(

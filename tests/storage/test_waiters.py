@@ -10,14 +10,13 @@ import pytest
 import redis.asyncio
 
 import reactorflow as rf
-from reactorflow import config
 from reactorflow.definition.graph import plan_for
 from reactorflow.runtime.creation import create_run
 from reactorflow.runtime.operations import new_run_id, run_owned
 from reactorflow.runtime.ownership import new_owner
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
-from tests.helpers import redis_namespace, unique
+from tests.helpers import configured, redis_namespace, unique
 
 WAITERS = 1000
 POOL = 8  # connections per event loop: far fewer than waiters
@@ -32,12 +31,8 @@ async def small_pool(request: pytest.FixtureRequest) -> AsyncIterator[rf.Storage
         backend = RedisStorage.from_url(request.getfixturevalue("redis_url"),
                                         namespace=redis_namespace(), max_connections=POOL,
                                         pool_timeout=5.0)
-    rf.configure(storage=backend)
-    try:
+    async with configured(backend):
         yield backend
-    finally:
-        config.reset()
-        await backend.aclose()
 
 
 async def _subscribed(storage: rf.Storage, redis_url: str | None) -> int:
