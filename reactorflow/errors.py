@@ -92,13 +92,20 @@ class DefinitionChanged(ReactorflowError):
 
 
 class InputValidationError(ReactorflowError):
-    """The inputs of a run failed validation; nothing was stored."""
+    """The inputs of a run failed validation: nothing was stored. For a child's inputs mapped by
+    a step (`step` is set), that step failed and its run rolls back."""
 
-    def __init__(self, reactor: str, field: str, reason: str) -> None:
-        super().__init__(
-            f"invalid input for reactor {reactor!r}: {field}: {reason}. Fix that field and run "
-            "again (nothing was stored).",
-        )
+    def __init__(self, reactor: str, field: str, reason: str, *,
+                 step: str | None = None) -> None:
+        if step is None:
+            message = (f"invalid input for reactor {reactor!r}: {field}: {reason}. Fix that "
+                       "field and run again (nothing was stored).")
+        else:
+            message = (f"invalid input for child reactor {reactor!r}, as returned by step "
+                       f"{step!r}: {field}: {reason}. Make that step's function return valid "
+                       "inputs; the step failed, so its run rolls back (the child was not "
+                       "started).")
+        super().__init__(message, step=step)
         self.reactor = reactor
         self.field = field
         self.reason = reason
@@ -192,10 +199,55 @@ class RunExists(ReactorflowError):
         super().__init__(f"a run with id {run_id!r} already exists", run_id=run_id)
 
 
-class RunStateError(ReactorflowError):
-    """The run's status does not allow the requested operation."""
+_ROLLED_BACK = ("It failed and its completed steps were already rolled back (run.error says "
+                "why, and lists any undo that failed): there is nothing left to cancel, undo or "
+                "continue. Start a new run to try again.")
+_NO_PAYLOAD = "it takes no more payloads"
+_ADVICE: dict[tuple[str, str], str] = {
+    # What can still be done with a run of that status, for each refused operation.
+    ("cancel", "completed"): "It already finished, so there is nothing to stop; undo(run_id) "
+                             "rolls back its completed steps.",
+    ("cancel", "halted"): "A step halted it, so there is nothing to stop; undo(run_id) rolls back "
+                          "its completed steps.",
+    ("cancel", "aborted"): "Its process stopped it mid-way and nothing will run it again; "
+                           "undo(run_id) rolls back the steps it completed.",
+    ("cancel", "failed"): _ROLLED_BACK,
+    ("cancel", "rolling_back"): "It is being rolled back and ends failed or cancelled by itself; "
+                                "wait(run_id) for that.",
+    ("undo", "failed"): _ROLLED_BACK,
+    ("undo", "running"): "Stop it first: cancel(run_id) stops it at its next step boundary; "
+                         "once wait(run_id) shows it cancelled, undo(run_id) rolls it back.",
+    ("undo", "rolling_back"): "It is already being rolled back and ends failed or cancelled by "
+                              "itself; wait(run_id) for that.",
+    ("continue", "running"): "It waits for no payload right now; wait(run_id) until it pauses, "
+                             "then continue it.",
+    ("continue", "completed"): f"It finished: {_NO_PAYLOAD}. undo(run_id) rolls back its "
+                               "completed steps.",
+    ("continue", "failed"): _ROLLED_BACK,
+    ("continue", "halted"): f"A step halted it: {_NO_PAYLOAD}. undo(run_id) rolls back its "
+                            "completed steps.",
+    ("continue", "cancelled"): f"It was cancelled: {_NO_PAYLOAD}. undo(run_id) rolls back "
+                               "what it completed, if it was not undone already.",
+    ("continue", "aborted"): f"Its process stopped it mid-way: {_NO_PAYLOAD}. undo(run_id) "
+                             "rolls back the steps it completed.",
+    ("continue", "rolling_back"): f"It is being rolled back: {_NO_PAYLOAD}; it ends failed or "
+                                  "cancelled by itself.",
+}
 
-    def __init__(self, run_id: str, status: str, operation: str, hint: str) -> None:
+
+def refusal_advice(operation: str, status: str) -> str:
+    """What is still possible for a run of `status` when `operation` is refused on it."""
+    return _ADVICE.get((operation, str(status)),
+                       "Read it with get(run_id) to see what it is doing.")
+
+
+class RunStateError(ReactorflowError):
+    """The run's status does not allow the requested operation; the message says what is
+    possible for that status instead."""
+
+    def __init__(self, run_id: str, status: str, operation: str,
+                 hint: str | None = None) -> None:
+        hint = refusal_advice(operation, status) if hint is None else hint
         super().__init__(
             f"cannot {operation} run {run_id!r}: it is {status}. {hint}", run_id=run_id
         )
@@ -207,12 +259,7 @@ class NotPaused(RunStateError):
     """`continue_` on a run that is not waiting for a payload."""
 
     def __init__(self, run_id: str, status: str) -> None:
-        super().__init__(
-            run_id,
-            status,
-            "continue",
-            "Only a paused run (or a running run with a ready interrupt) accepts a payload.",
-        )
+        super().__init__(run_id, status, "continue")
 
 
 class AlreadyResumed(ReactorflowError):

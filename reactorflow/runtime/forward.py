@@ -388,7 +388,8 @@ class Forward:
                 return
             if node.kind is StepKind.ASYNC_REACTOR:
                 assert node.spec.child is not None
-                child_inputs = validate_inputs(node.spec.child, await node.spec.fn(**kwargs))
+                child_inputs = validate_inputs(node.spec.child, await node.spec.fn(**kwargs),
+                                               step=key)
         except Exception as exc:
             await self._fail_step(node, exc, detail=summary(exc))
             return
@@ -448,7 +449,7 @@ class Forward:
                 return
             mapped = await node.spec.fn(**kwargs)
             child = self.plan.levels[key].reactor
-            child_inputs = validate_inputs(child, mapped)
+            child_inputs = validate_inputs(child, mapped, step=key)
             raw = records.raw(child_inputs)
         except (ArgumentError, InputValidationError, SerializationError, TypeError) as exc:
             await self._fail_step(node, exc, detail=describe(exc), started_at=started)

@@ -308,7 +308,9 @@ _UNDOABLE = frozenset({Status.COMPLETED, Status.PAUSED, Status.ABORTED, Status.C
 async def undo(reactor: Reactor, run_id: str) -> Run:
     storage = config.current_storage()
     settings = config.settings()
-    await head_of(reactor, storage, run_id)
+    head = await head_of(reactor, storage, run_id)
+    if head.status not in _UNDOABLE and head.status != Status.RUNNING:
+        raise RunStateError(run_id, head.status, "undo")  # waiting for its lock cannot help
     owner = new_owner()
     if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
         raise LockTimeout(run_id, settings.lock_wait, "undo")
@@ -316,11 +318,7 @@ async def undo(reactor: Reactor, run_id: str) -> Run:
         ex = await load_owned(reactor, storage, run_id, owner)
         status = ex.state.status
         if status not in _UNDOABLE:
-            raise RunStateError(
-                run_id, status, "undo",
-                "Undo rolls back completed, paused, halted, cancelled or aborted runs; a failed "
-                "run was already rolled back, and a running one must pause or finish first.",
-            )
+            raise RunStateError(run_id, status, "undo")
         await ex.save_state(Status.ROLLING_BACK, events=[event("run.undo_requested")],
                             steps=ex.close_waiting(), rollback_trigger=RollbackTrigger.UNDO,
                             cancel_reason="undone", waiting_on=[], deadlines={},
@@ -346,10 +344,7 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
     if status is Status.CANCELLED:
         return await get(reactor, run_id)
     if status.is_terminal or status is Status.ROLLING_BACK:
-        raise RunStateError(
-            run_id, status, "cancel",
-            "Only running or paused runs can be cancelled; use undo to roll back a finished one.",
-        )
+        raise RunStateError(run_id, status, "cancel")
     await storage.request_control(run_id, records.encode(Control(ControlKind.CANCEL, reason)))
     owner = new_owner()
     if await acquire(storage, run_id, owner, settings.lock_ttl, 0.0):

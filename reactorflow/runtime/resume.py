@@ -21,8 +21,6 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from reactorflow import config, records
 from reactorflow.definition.graph import SEP, Node, compare_fingerprints, plan_for, waiting_label
 from reactorflow.definition.specs import StepKind
@@ -39,7 +37,7 @@ from reactorflow.records import Control, RunError
 from reactorflow.runtime import operations, queue
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import event
-from reactorflow.runtime.inputs import split_validation_error
+from reactorflow.runtime.inputs import Rejected, conform
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.views import read_head
 from reactorflow.snapshot import Run
@@ -152,15 +150,9 @@ async def _validated(reactor: Reactor, storage: Storage, run_id: str, node: Node
     assert options is not None
     schema = options.payload_type
     try:
-        if isinstance(schema, type) and isinstance(payload, schema) and not isinstance(
-                payload, dict | list | str | int | float | bool):
-            payload = msgspec.to_builtins(payload)
-        value = msgspec.convert(payload, type=schema)
-        return records.encode(value)
-    except msgspec.ValidationError as exc:
-        field, reason = split_validation_error(exc)
-    except (TypeError, ValueError) as exc:
-        field, reason = "(payload)", str(exc)
+        return records.encode(conform(payload, schema))
+    except Rejected as exc:
+        field, reason = exc.field, exc.reason
     attempts = await storage.incr_counter(run_id, counter_name(node.key))
     limit = options.max_attempts
     exhausted = limit is not None and attempts >= limit

@@ -78,8 +78,13 @@ def halted_record(out: Outcome) -> StepRecord:
                       error=ErrorRecord("Halt", reason))
 
 
-def read_input(inputs: Any, name: str) -> Any:
-    return inputs[name] if isinstance(inputs, dict) else getattr(inputs, name)
+def read_input(inputs: Any, name: str, default: Any = MISSING) -> Any:
+    """An input field (a TypedDict's field left out takes the parameter's default)."""
+    if not isinstance(inputs, dict):
+        return getattr(inputs, name)
+    if name not in inputs and default is not MISSING:
+        return default
+    return inputs[name]
 
 
 def resolve_arguments(ex: Execution, node: Node, payload: Any = MISSING) -> dict[str, Any]:
@@ -108,7 +113,7 @@ def resolve_arguments(ex: Execution, node: Node, payload: Any = MISSING) -> dict
                 value = ex.value_of(dep)
                 kwargs[param.name] = follow_path(value, param.path) if param.path else value
             elif source is Source.INPUT:
-                value = read_input(ex.level_inputs[level], param.ref)
+                value = read_input(ex.level_inputs[level], param.ref, param.default)
                 kwargs[param.name] = follow_path(value, param.path) if param.path else value
             elif source is Source.DEFAULT:
                 kwargs[param.name] = param.default

@@ -194,8 +194,9 @@ async def test_undo_and_cancel_refuse_wrong_states(storage: rf.Storage) -> None:
     failed = await flow.run()
     with pytest.raises(rf.RunStateError, match="already rolled back"):
         await flow.undo(failed.id)
-    with pytest.raises(rf.RunStateError, match="use undo"):
+    with pytest.raises(rf.RunStateError, match="already rolled back") as info:
         await flow.cancel(failed.id)
+    assert "undo(run_id)" not in str(info.value)  # undo refuses a failed run: never advise it
     with pytest.raises(rf.RunNotFound):
         await flow.undo("missing")
 
