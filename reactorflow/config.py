@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from reactorflow.middleware import Middleware
 
 REDIS_URL_ENV = "REACTORFLOW_REDIS_URL"
+WORKER_MODULES_ENV = "REACTORFLOW_WORKER_MODULES"  # set by `reactorflow worker` for its processes
 
 
 @dataclass(frozen=True, slots=True)

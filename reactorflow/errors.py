@@ -305,16 +305,24 @@ class InterruptExpired(ReactorflowError):
 
 
 class WaitTimeout(ReactorflowError, TimeoutError):
-    """`wait` gave up before the run reached a terminal or paused status."""
+    """`wait` gave up before the run reached a terminal or paused status. `unclaimed`: the run
+    was handed to a worker and no worker has taken it since."""
 
-    def __init__(self, run_id: str, timeout: float, status: str) -> None:
-        super().__init__(
-            f"run {run_id!r} is still {status} after waiting {timeout:g}s; wait again or raise the "
-            "timeout",
-            run_id=run_id,
-        )
+    def __init__(self, run_id: str, timeout: float, status: str, *,
+                 unclaimed: bool = False) -> None:
+        if unclaimed:
+            message = (
+                f"run {run_id!r} is still {status} after waiting {timeout:g}s: it was handed to "
+                "a worker and no worker has taken it. Start one that imports the reactor's "
+                "module and shares this broker (reactorflow worker <module>), then wait again"
+            )
+        else:
+            message = (f"run {run_id!r} is still {status} after waiting {timeout:g}s; wait "
+                       "again or raise the timeout")
+        super().__init__(message, run_id=run_id)
         self.timeout = timeout
         self.status = status
+        self.unclaimed = unclaimed
 
 
 class SerializationError(ReactorflowError):

@@ -37,8 +37,10 @@ class RunError(msgspec.Struct, frozen=True):
     rollback_failures: list[RollbackFailure] = msgspec.field(default_factory=list)
 
     def __str__(self) -> str:
+        """One line, naming the step and the message (a multi-line message joined with " / ")."""
         where = f"step {self.step!r}" if self.step else "the run"
-        summary = f"{where} failed: {self.type}: {self.message}"
+        message = " / ".join(line.strip() for line in self.message.splitlines() if line.strip())
+        summary = f"{where} failed: {self.type}: {message}"
         if self.rollback_failures:
             summary += f" ({len(self.rollback_failures)} rollback failure(s))"
         return summary

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -9,15 +10,51 @@ import msgspec
 from reactorflow.records import Event, RunError
 from reactorflow.status import Status, StepStatus
 
+_UNSET: Any = object()
 
-class StepState(msgspec.Struct, frozen=True):
-    """One step of a run as of its last checkpoint."""
+
+class StepState(msgspec.Struct, frozen=True, dict=True):
+    """One step of a run as of its last checkpoint.
+
+    `result` is the step's return value, decoded with its return annotation (a composed step:
+    the child's value), once the step completed; it is kept when the step is later undone, and
+    is None for a step with no result. It is decoded on first access, not when the snapshot is
+    built (it is not one of the fields: encoding a snapshot leaves it out).
+    """
 
     status: StepStatus
     attempts: int = 0
     started_at: float | None = None
     finished_at: float | None = None
     error: str | None = None  # "Type: message" when the step failed or its rollback did
+
+    @property
+    def result(self) -> Any:
+        known = self.__dict__.get("_result", _UNSET)
+        if known is not _UNSET:
+            return known
+        load: Callable[[], Any] | None = self.__dict__.get("_load")
+        value = load() if load is not None else None
+        self.__dict__["_result"] = value  # decoded once (a concurrent first read decodes too)
+        return value
+
+    def __reduce__(self) -> tuple[Any, ...]:  # a pickled or copied state keeps its result
+        return (_restore, (msgspec.structs.astuple(self), self.result))
+
+
+def attach_result(state: StepState, *, value: Any = _UNSET,
+                  load: Callable[[], Any] | None = None) -> StepState:
+    """Give a new `state` its result: a decoded `value`, or a `load` that decodes it when it is
+    first read."""
+    if value is not _UNSET:
+        state.__dict__["_result"] = value
+    elif load is not None:
+        state.__dict__["_load"] = load
+    return state
+
+
+def _restore(fields: tuple[Any, ...], result: Any) -> StepState:
+    return attach_result(StepState(*fields), value=result)
 
 
 class Run(msgspec.Struct, frozen=True):

@@ -3,8 +3,9 @@
 Each Markdown file's blocks run in order in one fresh module namespace, inside one event loop
 (top-level `await` is allowed), on a fresh `MemoryStorage`. A block preceded by the HTML comment
 `<!-- no-run -->` is skipped (kept for things that cannot run here, such as Redis settings or an
-error raised at a decorator line). All files run in this one process, so a reactor name may be
-used by only one file.
+error raised at a decorator line). A block preceded by `<!-- run-as-script -->` is a complete
+program (it starts its own event loop): it runs on its own, as `python -c`. All files run in this
+one process, so a reactor name may be used by only one file.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from reactorflow import config
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_RUN = "<!-- no-run -->"
+AS_SCRIPT = "<!-- run-as-script -->"
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<info>[^\s`]*)")
 SUBPROCESS_TIMEOUT = 120
 DOC_TIMEOUT = 60  # seconds for all the blocks of one Markdown file
@@ -37,6 +39,7 @@ class Block:
     path: Path
     line: int  # 1-based line of the first line of code
     code: str
+    script: bool = False  # a complete program, run on its own
 
 
 def markdown_files() -> list[Path]:
@@ -67,7 +70,7 @@ def python_blocks(path: Path) -> list[Block]:
             index += 1
         index += 1  # the closing fence
         if info in ("python", "py") and previous != NO_RUN:
-            blocks.append(Block(path, start, "\n".join(body) + "\n"))
+            blocks.append(Block(path, start, "\n".join(body) + "\n", previous == AS_SCRIPT))
         previous = ""
     return blocks
 
@@ -93,6 +96,7 @@ def run_blocks(path: Path, blocks: list[Block]) -> None:
                 if inspect.iscoroutine(result):
                     await result
 
+    blocks = [block for block in blocks if not block.script]
     rf.configure(storage=rf.MemoryStorage())
     try:
         anyio.run(main)
@@ -132,6 +136,22 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, *args], cwd=ROOT, env=_environment(), capture_output=True, text=True,
         timeout=SUBPROCESS_TIMEOUT, check=False,
     )
+
+
+SCRIPTS = [block for path in markdown_files() for block in python_blocks(path) if block.script]
+
+
+def test_the_readme_snippet_is_a_complete_program() -> None:
+    assert any(block.path.name == "README.md" for block in SCRIPTS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", SCRIPTS,
+                         ids=lambda b: f"{b.path.relative_to(ROOT).as_posix()}:{b.line}")
+def test_script_blocks_run_as_programs(block: Block) -> None:
+    done = _run("-c", block.code)
+    assert done.returncode == 0, f"{block.path.name}:{block.line} exited {done.returncode}:\n" \
+                                 f"{done.stderr}"
 
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))

@@ -69,13 +69,24 @@ class Signature:
 
 
 def type_hints(fn: Callable[..., Any], *, where: str, reactor: str) -> dict[str, Any]:
-    """Resolve annotations (string ones too) in the function's own module."""
+    """Resolve annotations (string ones too) in the function's own module.
+
+    Raises:
+        DefinitionError: a name in a string annotation is not a global of that module.
+    """
     try:
         return typing.get_type_hints(fn, include_extras=True)
     except NameError as exc:
+        module = getattr(fn, "__module__", None) or "its module"
+        qualname = getattr(fn, "__qualname__", "")
+        enclosing = qualname.rpartition(".<locals>.")[0]
+        name = getattr(fn, "__name__", "it")
+        local = (f" {name!r} is declared inside {enclosing}(): a class defined there is not "
+                 "visible to it." if enclosing else "")
         raise DefinitionError(
-            f"{where}: cannot resolve the annotation {exc.name!r}; define or import it before "
-            "this decorator",
+            f"{where}: cannot resolve the annotation {exc.name!r}. String annotations (as with "
+            f"`from __future__ import annotations`) resolve in the module's globals ({module})."
+            f"{local} Define or import {exc.name!r} at module level, before this decorator",
             reactor=reactor,
         ) from exc
 

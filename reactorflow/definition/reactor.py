@@ -54,7 +54,8 @@ class Reactor(RunMethods):
     """A workflow: steps wired by parameter name into a graph, run as a saga.
 
     `name` is the reactor's durable identity (stored with every run, used by workers to find
-    the reactor) and must be unique among the reactors alive in a process.
+    the reactor) and must be unique among the reactors alive in a process; declaring it again
+    from the same place (a notebook cell run twice, a module reloaded) replaces the earlier one.
     """
 
     def __init__(
@@ -94,6 +95,7 @@ class Reactor(RunMethods):
         self.handoff: tuple[Literal["after", "before"], str] | None = None
         self._steps: dict[str, StepSpec] = {}
         self._plan_cache: tuple[int, Plan] | None = None
+        self.origin = registry.caller_origin()
         registry.register(self)
 
     # -- introspection -------------------------------------------------------------------------
@@ -245,19 +247,21 @@ class Reactor(RunMethods):
         worker. `after=x`: x is the last step run by the caller; `before=x`: x is the first
         step run by the worker."""
         where = f"reactor {self.name!r}: background()"
+        if (after is None) == (before is None):
+            raise DefinitionError(f"{where} takes exactly one of after= or before=",
+                                  reactor=self.name)
+        side: Literal["after", "before"] = "after" if after is not None else "before"
+        target = after if after is not None else before
+        step = target.name if isinstance(target, Step) else target
+        if self.handoff == (side, step):
+            return  # the same point declared again (a module reloaded): nothing changes
         if self.handoff is not None:
             raise DefinitionError(f"{where} was already declared ({self.handoff[0]}="
                                   f"{self.handoff[1]!r}); a reactor has one hand-off point",
                                   reactor=self.name)
-        if (after is None) == (before is None):
-            raise DefinitionError(f"{where} takes exactly one of after= or before=",
-                                  reactor=self.name)
         if self.always_dispatch:
             raise DefinitionError(f"{where}: this reactor has always_dispatch=True, so all of it "
                                   "already runs in a worker", reactor=self.name)
-        side: Literal["after", "before"] = "after" if after is not None else "before"
-        target = after if after is not None else before
-        step = target.name if isinstance(target, Step) else target
         spec = self._steps.get(str(step))
         if spec is None:
             raise DefinitionError(f"{where}: {side}={step!r} is not a step declared so far "

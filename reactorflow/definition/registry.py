@@ -1,9 +1,16 @@
-"""Reactors alive in this process, by name (workers resolve a run's reactor here)."""
+"""Reactors alive in this process, by name (workers resolve a run's reactor here).
+
+A name is declared in one place. Declaring it again from the same place — the same module and
+the same qualified name of the declaring code, as when a notebook cell or a reloaded module runs
+again — replaces the earlier reactor; declaring it from anywhere else is a clash.
+"""
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from reactorflow.errors import DefinitionError
@@ -14,18 +21,52 @@ if TYPE_CHECKING:
 _lock = threading.Lock()
 _reactors: weakref.WeakValueDictionary[str, Reactor] = weakref.WeakValueDictionary()
 _generation = 0
+_PACKAGE = __name__.rpartition(".")[0] + "."  # reactorflow.definition.
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a reactor was declared: its module and the qualified name of the declaring code
+    (its identity), plus the file and line (to show)."""
+
+    module: str
+    qualname: str
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        scope = "" if self.qualname == "<module>" else f", in {self.qualname}"
+        return f"{self.file}:{self.line} (module {self.module}{scope})"
+
+
+def caller_origin() -> Origin:
+    """The first frame outside this package's definition modules: the user's declaration."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith(
+            _PACKAGE):
+        frame = frame.f_back
+    return Origin(str(frame.f_globals.get("__name__", "?")), frame.f_code.co_qualname,
+                  frame.f_code.co_filename, frame.f_lineno)
 
 
 def register(reactor: Reactor) -> None:
+    """Record `reactor` under its name (replacing a reactor declared in the same place).
+
+    Raises:
+        DefinitionError: another place declared a reactor of that name; both are named.
+    """
     with _lock:
         existing = _reactors.get(reactor.name)
         if existing is not None and existing is not reactor:
-            raise DefinitionError(
-                f"a reactor named {reactor.name!r} already exists in this process; a reactor's "
-                "name is its durable identity, so give each reactor its own name (a module "
-                "imported twice, e.g. as __main__ and by name, also causes this)",
-                reactor=reactor.name,
-            )
+            old, new = existing.origin, reactor.origin
+            if (old.module, old.qualname) != (new.module, new.qualname):
+                raise DefinitionError(
+                    f"a reactor named {reactor.name!r} is declared in two places: {old} and "
+                    f"{new}. A reactor's name is its durable identity, so give each reactor "
+                    "its own name (a module imported twice, e.g. as __main__ and by its name, "
+                    "also causes this)",
+                    reactor=reactor.name,
+                )
         _reactors[reactor.name] = reactor
     bump()
 

@@ -11,7 +11,9 @@ the job ends with `PermanentFailure` (never retried).
 
 from __future__ import annotations
 
+import difflib
 import logging
+import os
 import random
 import time
 from typing import Any, assert_never
@@ -36,6 +38,8 @@ RUN_LOCK_WAIT = 2.0
 """Seconds a worker waits for a run's lock before it reads the run (lock, then load)."""
 SNOOZE_DELAY = 1.0
 """A worker that could not take the run re-enqueues itself this long later (plus jitter)."""
+SHOWN_REACTORS = 10
+"""How many of its reactors a worker lists when it is asked for one it does not declare."""
 
 
 async def execute(job: Job) -> None:
@@ -57,6 +61,24 @@ class PermanentFailure(ReactorflowError):
     """The job can never succeed (it already marked the run failed): never retried."""
 
 
+def unknown_reactor(name: str) -> str:
+    """Why a worker cannot run a reactor, and what to start it with instead."""
+    modules = [m for m in os.environ.get(config.WORKER_MODULES_ENV, "").split(",") if m]
+    known = registry.names()
+    close = difflib.get_close_matches(name, known, n=1)
+    shown = ", ".join(known[:SHOWN_REACTORS]) + (
+        f" and {len(known) - SHOWN_REACTORS} more" if len(known) > SHOWN_REACTORS else "")
+    declared = f"it declares {shown}" if known else "it declares no reactor"
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    if modules:
+        return (f"reactor {name!r} is not declared in this worker, started with "
+                f"{', '.join(modules)} ({declared}{guess}). Start the worker with the module "
+                f"that declares it as well: reactorflow worker {' '.join(modules)} <module>")
+    return (f"reactor {name!r} is not declared in this worker, the embedded worker of this "
+            f"process ({declared}{guess}). It knows the reactors this process declared: import "
+            "the module that declares it before its runs reach the worker")
+
+
 async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
     """The worker resume protocol: lock, then load, then act on the stored status.
 
@@ -74,8 +96,7 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
     reactor = registry.lookup(reactor_name)
     storage = config.current_storage()
     if reactor is None:
-        reason = (f"reactor {reactor_name!r} is not declared in this worker: start it with the "
-                  "module that declares it (reactorflow worker my_app.flows)")
+        reason = unknown_reactor(reactor_name)
         await operations.mark_unrecoverable(storage, run_id, "UnknownReactor", reason)
         raise PermanentFailure(reason, run_id=run_id)
     settings = config.settings()
@@ -106,10 +127,11 @@ async def execute_unit(run_id: str, reactor_name: str, key: str) -> None:
     storage = config.current_storage()
     reactor = registry.lookup(reactor_name)
     if reactor is None:
-        record = StepRecord(StepStatus.FAILED, 0, time.time(), time.time(), error=ErrorRecord(
-            "UnknownReactor", f"reactor {reactor_name!r} is not declared in this worker"))
+        reason = unknown_reactor(reactor_name)
+        record = StepRecord(StepStatus.FAILED, 0, time.time(), time.time(),
+                            error=ErrorRecord("UnknownReactor", reason))
         await report(storage, run_id, key, record, [event("step.failed", key)])
-        raise PermanentFailure(f"unknown reactor {reactor_name!r}", run_id=run_id, step=key)
+        raise PermanentFailure(reason, run_id=run_id, step=key)
     settings = config.settings()
     lock, owner = unit_lock(run_id, key), new_owner()
     if not await acquire(storage, lock, owner, settings.lock_ttl, 0.0):

@@ -289,8 +289,23 @@ async def wait(reactor: Reactor, run_id: str, *, timeout: float | None = None) -
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 assert timeout is not None
-                raise WaitTimeout(run_id, timeout, run.status)
+                raise WaitTimeout(run_id, timeout, run.status,
+                                  unclaimed=await unclaimed(storage, run))
             await subscription.wait(min(remaining, interval))
+
+
+HANDED_OVER = frozenset({"run.started", "run.handed_off", "run.resumed"})
+"""The last event of a run that waits for a worker (a dispatch, a hand-off, a background
+resume). An execution that takes the run on holds its lock, and its steps add events."""
+
+
+async def unclaimed(storage: Storage, run: Run) -> bool:
+    """The run is running, its last event handed it over, and no execution holds it."""
+    if run.status is not Status.RUNNING or not run.history:
+        return False
+    if run.history[-1].kind not in HANDED_OVER:
+        return False
+    return await storage.lock_owner(run.id) is None
 
 
 async def list_runs(reactor: Reactor, *, status: str | None, limit: int,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -12,7 +13,7 @@ from reactorflow import records
 from reactorflow.definition.graph import Plan, waiting_label
 from reactorflow.errors import CorruptRecord
 from reactorflow.records import Event, RunError, RunMeta, RunState, StepRecord
-from reactorflow.snapshot import Run, RunSummary, StepState
+from reactorflow.snapshot import Run, RunSummary, StepState, attach_result
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import RunHead, StoredRun
 
@@ -59,16 +60,29 @@ def _decode_head(head: RunHead) -> tuple[RunMeta | None, RunState]:
     return meta, state
 
 
-def _step_state(record: StepRecord) -> StepState:
+_WITH_RESULT = frozenset({StepStatus.COMPLETED, StepStatus.UNDONE})
+
+
+def _step_state(plan: Plan | None, run_id: str, key: str, record: StepRecord,
+                values: Mapping[str, Any] | None) -> StepState:
+    """The step as users see it; its result is decoded only when read (`StepState.result`)."""
     error = record.rollback_error or record.error
     text = f"{error.type}: {error.message}" if error is not None else None
-    return StepState(StepStatus(record.status), record.attempts, record.started_at,
-                     record.finished_at, text)
+    state = StepState(StepStatus(record.status), record.attempts, record.started_at,
+                      record.finished_at, text)
+    if record.status not in _WITH_RESULT:
+        return state
+    if values is not None and key in values:  # decoded already by the execution
+        return attach_result(state, value=values[key])
+    return attach_result(state, load=partial(_decode_result, plan, run_id, key, record))
 
 
-def _decode_value(plan: Plan | None, key: str | None, record: StepRecord | None) -> Any:
-    if key is None or record is None or record.status != StepStatus.COMPLETED:
-        return None
+def _decode_result(plan: Plan | None, run_id: str, key: str, record: StepRecord) -> Any:
+    """A step's stored result, typed by its return annotation (untyped if that fails).
+
+    Raises:
+        CorruptRecord: the result cannot be decoded at all.
+    """
     node = plan.nodes.get(key) if plan is not None else None
     try:
         if node is not None and node.spec.map is not None:  # its element count (see maps)
@@ -77,7 +91,11 @@ def _decode_value(plan: Plan | None, key: str | None, record: StepRecord | None)
             return node.decoder.decode(record.result)
     except msgspec.DecodeError:
         log.warning("reactorflow.run.value_undecodable step=%s", key)
-    return msgspec.msgpack.decode(record.result)
+    try:
+        return msgspec.msgpack.decode(record.result)
+    except msgspec.DecodeError as exc:
+        raise CorruptRecord(run_id, f"the result of step {key!r} cannot be decoded: "
+                                    f"{exc}") from exc
 
 
 def build_run(plan: Plan | None, stored: StoredRun, history: Sequence[bytes]) -> Run:
@@ -130,18 +148,16 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
     if plan is not None:
         for key in plan.nodes:
             record = steps.get(key)
-            states[key] = _step_state(record) if record is not None else StepState(
-                StepStatus.PENDING)
+            states[key] = _step_state(plan, run_id, key, record, values) if (
+                record is not None) else StepState(StepStatus.PENDING)
     for key, record in steps.items():
         if key not in states:
-            states[key] = _step_state(record)
+            states[key] = _step_state(plan, run_id, key, record, values)
     value = None
     if status is Status.COMPLETED and plan is not None:
-        value_key = plan.levels[""].value_key
-        if values is not None and value_key is not None and value_key in values:
-            value = values[value_key]
-        else:
-            value = _decode_value(plan, value_key, steps.get(value_key or ""))
+        value_state = states.get(plan.levels[""].value_key or "")
+        if value_state is not None and value_state.status == StepStatus.COMPLETED:
+            value = value_state.result
     inputs: Any = None
     if meta is not None:
         try:

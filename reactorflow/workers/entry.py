@@ -16,9 +16,7 @@ from reactorflow import config
 from reactorflow.errors import ConfigurationError
 from reactorflow.workers.broker import actors_for, current_broker, is_embedded
 
-MODULES_ENV = "REACTORFLOW_WORKER_MODULES"
-
-for _module in filter(None, os.environ.get(MODULES_ENV, "").split(",")):
+for _module in filter(None, os.environ.get(config.WORKER_MODULES_ENV, "").split(",")):
     importlib.import_module(_module)
 
 broker: dramatiq.Broker = current_broker()

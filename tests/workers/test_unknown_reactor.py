@@ -1,0 +1,71 @@
+"""A worker asked to run a reactor it does not declare says which modules it was started with
+and what to start it with instead (for a run and for an async unit alike)."""
+
+from __future__ import annotations
+
+import pytest
+
+import reactorflow as rf
+from reactorflow import config, records
+from reactorflow.workers import jobs
+from tests.helpers import unique
+
+pytestmark = pytest.mark.usefixtures("storage")
+
+
+def paused_flow() -> rf.Reactor:
+    flow = rf.Reactor(unique("known"))
+
+    @flow.interrupt
+    async def approve(payload: bool) -> bool:
+        return payload
+
+    return flow
+
+
+async def test_a_run_of_an_unknown_reactor_names_the_worker_modules(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(config.WORKER_MODULES_ENV, "billing.flows,shipping.flows")
+    flow = paused_flow()
+    paused = await flow.run()
+    misspelt = flow.name[:-1]
+    with pytest.raises(jobs.PermanentFailure) as info:
+        await jobs.execute_run(paused.id, misspelt)
+    message = str(info.value)
+    assert f"reactor {misspelt!r} is not declared in this worker" in message
+    assert "started with billing.flows, shipping.flows" in message
+    assert "reactorflow worker billing.flows shipping.flows <module>" in message
+    assert f"did you mean {flow.name!r}?" in message
+    assert "my_app" not in message
+    failed = await flow.get(paused.id)
+    assert failed.status is rf.Status.FAILED
+    assert failed.error is not None and failed.error.type == "UnknownReactor"
+    assert failed.error.message == message
+
+
+async def test_an_embedded_worker_says_to_import_the_module(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(config.WORKER_MODULES_ENV, raising=False)
+    flow = paused_flow()
+    paused = await flow.run()
+    with pytest.raises(jobs.PermanentFailure) as info:
+        await jobs.execute_run(paused.id, "no.such.reactor")
+    message = str(info.value)
+    assert "not declared in this process" in message and "embedded worker" in message
+    assert "import the module that declares it" in message
+    assert "my_app" not in message and "did you mean" not in message
+
+
+async def test_an_async_unit_of_an_unknown_reactor_gets_the_hint_too(
+        storage: rf.Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(config.WORKER_MODULES_ENV, "billing.flows")
+    flow = paused_flow()
+    paused = await flow.run()
+    with pytest.raises(jobs.PermanentFailure) as info:
+        await jobs.execute_unit(paused.id, "no.such.reactor", "approve")
+    assert "started with billing.flows" in str(info.value)
+    raw = await storage.load_step(paused.id, "approve")
+    assert raw is not None
+    record = records.decode_step(raw)
+    assert record.error is not None and record.error.type == "UnknownReactor"
+    assert "reactorflow worker billing.flows <module>" in record.error.message
