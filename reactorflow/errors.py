@@ -201,7 +201,7 @@ class RunExists(ReactorflowError):
 
 _ROLLED_BACK = ("It failed and its completed steps were already rolled back (run.error says "
                 "why, and lists any undo that failed): there is nothing left to cancel, undo or "
-                "continue. Start a new run to try again.")
+                "continue. retry(run_id) starts a new run with the same inputs.")
 _NO_PAYLOAD = "it takes no more payloads"
 _ADVICE: dict[tuple[str, str], str] = {
     # What can still be done with a run of that status, for each refused operation.
@@ -227,11 +227,23 @@ _ADVICE: dict[tuple[str, str], str] = {
     ("continue", "halted"): f"A step halted it: {_NO_PAYLOAD}. undo(run_id) rolls back its "
                             "completed steps.",
     ("continue", "cancelled"): f"It was cancelled: {_NO_PAYLOAD}. undo(run_id) rolls back "
-                               "what it completed, if it was not undone already.",
+                               "what it completed (if it was not undone already); "
+                               "retry(run_id) starts a new run with the same inputs.",
     ("continue", "aborted"): f"Its process stopped it mid-way: {_NO_PAYLOAD}. undo(run_id) "
-                             "rolls back the steps it completed.",
+                             "rolls back the steps it completed; retry(run_id) starts a new "
+                             "run with the same inputs.",
     ("continue", "rolling_back"): f"It is being rolled back: {_NO_PAYLOAD}; it ends failed or "
                                   "cancelled by itself.",
+    ("retry", "running"): "It is still going: wait(run_id) for it to end, or cancel(run_id) "
+                          "it; a failed, cancelled or aborted run can be retried.",
+    ("retry", "paused"): "It waits for a payload: continue_(run_id, ...) resumes it; or "
+                         "cancel(run_id) it, then retry it.",
+    ("retry", "completed"): "It completed: there is nothing to retry. Start a new run for new "
+                            "work.",
+    ("retry", "halted"): "A step halted it on purpose: undo(run_id) rolls back its completed "
+                         "steps and ends it cancelled, and a cancelled run can be retried.",
+    ("retry", "rolling_back"): "It is being rolled back and ends failed or cancelled by itself; "
+                               "wait(run_id) for that, then retry it.",
 }
 
 

@@ -37,11 +37,7 @@ async def retry(reactor: Reactor, run_id: str, *, dispatch: bool = False) -> Run
     head = await operations.head_of(reactor, storage, run_id)
     status = run_status(head)
     if status not in RETRYABLE:
-        raise RunStateError(
-            run_id, status, "retry",
-            "Only failed, cancelled or aborted runs can be retried; wait for a running or "
-            "paused run to end (or cancel it) first.",
-        )
+        raise RunStateError(run_id, status, "retry")
     try:
         meta = records.decode_meta(head.meta)
         plan = plan_or_none(reactor)

@@ -1,5 +1,5 @@
-"""What cancel, undo and continue_ say when a run's status refuses them: for every status, the
-advice names only what that status allows (never an operation that is refused in turn)."""
+"""What cancel, undo, continue_ and retry say when a run's status refuses them: for every status,
+the advice names only what that status allows (never an operation that is refused in turn)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import msgspec
 import reactorflow as rf
 from tests.helpers import unique
 
-OPERATIONS = ("cancel", "undo", "continue")
+OPERATIONS = ("cancel", "undo", "continue", "retry")
 HELD = (rf.Status.RUNNING, rf.Status.ROLLING_BACK)
 
 
@@ -91,8 +91,14 @@ class Scenario:
                 await self.flow.cancel(run_id)
             elif operation == "undo":
                 await self.flow.undo(run_id)
-            else:
+            elif operation == "continue":
                 await self.flow.continue_(run_id, step="approve", payload=True)
+            else:
+                self.release.set()  # the new run of a retried "aborted" run must not wait
+                try:
+                    await self.flow.retry(run_id)
+                finally:
+                    self.entered, self.release = anyio.Event(), anyio.Event()
         except (rf.RunStateError, rf.LockTimeout, rf.InterruptNotPending) as exc:
             return exc
         return None
@@ -101,7 +107,7 @@ class Scenario:
 def suggested(message: str) -> set[str]:
     """The operations a refusal tells the caller to use ("undo(run_id) rolls back ...")."""
     return {"continue" if name == "continue_" else name
-            for name in re.findall(r"\b(cancel|undo|continue_?)\(run_id\)", message)}
+            for name in re.findall(r"\b(cancel|undo|continue_|retry)\(run_id[,)]", message)}
 
 
 async def test_every_refusal_says_what_its_status_allows(storage: rf.Storage) -> None:
@@ -125,6 +131,8 @@ async def test_every_refusal_says_what_its_status_allows(storage: rf.Storage) ->
         *((status, "undo") for status in (rf.Status.COMPLETED, rf.Status.PAUSED,
                                           rf.Status.HALTED, rf.Status.CANCELLED,
                                           rf.Status.ABORTED)),
+        *((status, "retry") for status in (rf.Status.FAILED, rf.Status.CANCELLED,
+                                           rf.Status.ABORTED)),
     }
     for (status, operation), error in outcomes.items():
         if error is None or not isinstance(error, rf.RunStateError):
@@ -138,11 +146,12 @@ async def test_every_refusal_says_what_its_status_allows(storage: rf.Storage) ->
                 f"refusing {operation} of a {status.value} run advises {advice}, which a "
                 f"{status.value} run refuses too: {message}")
     # the refusals of a failed run send nobody around in circles: nothing is left to do
-    for operation in OPERATIONS:
+    # but a retry (a new run)
+    for operation in ("cancel", "undo", "continue"):
         error = outcomes[rf.Status.FAILED, operation]
         assert isinstance(error, rf.RunStateError)
-        assert suggested(str(error)) == set()
-        assert "already rolled back" in str(error) and "Start a new run" in str(error)
+        assert suggested(str(error)) == {"retry"}
+        assert "already rolled back" in str(error)
     # a running run: undo waits for its lock (another execution holds it), continue_ names
     # the interrupts it waits on (none)
     assert isinstance(outcomes[rf.Status.RUNNING, "undo"], rf.LockTimeout)
