@@ -389,7 +389,7 @@ class Forward:
             if node.kind is StepKind.ASYNC_REACTOR:
                 assert node.spec.child is not None
                 child_inputs = validate_inputs(node.spec.child, await node.spec.fn(**kwargs),
-                                               step=key)
+                                               step=node.key)
         except Exception as exc:
             await self._fail_step(node, exc, detail=summary(exc))
             return

@@ -21,6 +21,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from reactorflow import config, records
 from reactorflow.definition.graph import SEP, Node, compare_fingerprints, plan_for, waiting_label
 from reactorflow.definition.specs import StepKind
