@@ -18,7 +18,7 @@ from reactorflow.runtime import lookup
 from reactorflow.web.responses import JSON, BadRequest
 
 
-def _limit(text: str | None) -> int:
+def page_limit(text: str | None) -> int:
     if text is None:
         return 50
     try:
@@ -31,7 +31,7 @@ async def list_runs(request: Request) -> JSON:
     query = request.query_params
     page = await lookup.list_runs(reactor=query.get("reactor") or None,
                                   status=query.get("status") or None,
-                                  limit=_limit(query.get("limit")),
+                                  limit=page_limit(query.get("limit")),
                                   cursor=query.get("cursor") or None)
     return JSON(page_form(page))
 

@@ -21,7 +21,7 @@ from starlette.responses import StreamingResponse
 from reactorflow import config
 from reactorflow.jsonforms import dumps, page_form, run_form
 from reactorflow.runtime import lookup
-from reactorflow.web.api import _limit
+from reactorflow.web.api import page_limit
 
 POLL = 0.5
 LIST_POLL = 1.0
@@ -73,7 +73,7 @@ async def run_events(request: Request) -> StreamingResponse:
 async def list_events(request: Request) -> StreamingResponse:
     query = request.query_params
     reactor, status = query.get("reactor") or None, query.get("status") or None
-    limit = _limit(query.get("limit"))
+    limit = page_limit(query.get("limit"))
     first = await lookup.list_runs(reactor=reactor, status=status, limit=limit)  # 422 now
 
     async def following() -> tuple[bytes, bool]:

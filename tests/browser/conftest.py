@@ -69,8 +69,9 @@ class Dashboard:
 
 
 @pytest.fixture
-def server(shared: Shared) -> Iterator[Server]:
-    serving = Server(create_app(token=TOKEN))
+def server(shared: Shared, request: pytest.FixtureRequest) -> Iterator[Server]:
+    """The app with the token (parametrize indirectly with None for a server without one)."""
+    serving = Server(create_app(token=getattr(request, "param", TOKEN)))
     try:
         yield serving
     finally:

@@ -29,7 +29,8 @@ LIVE = 20_000  # ms: how long the page may take to show a change (it arrives wit
 
 async def _open_run(board: Dashboard, run_id: str) -> None:
     await board.page.goto(f"{board.url}?run={run_id}")
-    await board.page.locator("#run-id", has_text=run_id).wait_for()
+    await board.page.locator("#run-status .status").wait_for()  # the run arrived
+    assert await board.page.locator("#run-id").text_content() == run_id
 
 
 async def _status(board: Dashboard, status: str) -> None:
@@ -124,6 +125,34 @@ async def test_undo_asks_first_and_a_refused_confirmation_changes_nothing(
     assert (await orders.get(paused.id)).status is rf.Status.PAUSED
 
 
+async def test_an_unknown_run_says_so(dashboard: Dashboard) -> None:
+    await dashboard.sign_in()
+    await dashboard.page.goto(f"{dashboard.url}?run=nope")
+    await dashboard.page.locator("#message", has_text="no run 'nope'").wait_for()
+
+
+@pytest.mark.parametrize("server", [None], indirect=True)
+async def test_without_a_token_the_page_reads_but_every_change_is_refused(
+        dashboard: Dashboard) -> None:
+    paused = await orders.run(item="tea")
+    page = dashboard.page
+    await page.goto(dashboard.url)  # no token asked: reads are open
+    await page.locator(f"#runs tr[data-run='{paused.id}']").wait_for()
+    await _open_run(dashboard, paused.id)
+    await page.get_by_role("button", name="Cancel").click()
+    await page.locator("#message", has_text="changes need a token").wait_for()
+    form = page.locator("form[data-interrupt='approve']")
+    await form.get_by_label("approved").check()
+    await form.get_by_label("level").select_option(label="low")
+    await form.get_by_label("amount").fill("3")
+    await form.get_by_label("city").fill("Lyon")
+    await form.get_by_label("zip").fill("69001")
+    await form.get_by_role("button", name="Continue").click()
+    await form.get_by_text("changes need a token").wait_for()
+    assert (await orders.get(paused.id)).status is rf.Status.PAUSED
+    assert await page.locator("#login").is_hidden()
+
+
 async def test_the_list_filters_and_pages(dashboard: Dashboard) -> None:
     made = [(await orders.run(item=f"item-{i}")).id for i in range(26)]
     failed = await orders.run(item="gin", fail=True)
@@ -132,8 +161,8 @@ async def test_the_list_filters_and_pages(dashboard: Dashboard) -> None:
     rows = page.locator("#runs tbody tr")
     await page.locator(f"#runs tr[data-run='{failed.id}']").wait_for()
     await page.locator("#f-limit").select_option("25")
-    await page.locator(f"#runs tr[data-run='{made[2]}']").wait_for()
-    assert await rows.count() == 25
+    await expect(rows).to_have_count(25)
+    assert await rows.last.get_attribute("data-run") == made[2]
     await page.get_by_role("button", name="Older").click()
     await page.locator(f"#runs tr[data-run='{made[0]}']").wait_for()
     assert [await r.get_attribute("data-run") for r in await rows.all()] == made[1::-1]

@@ -23,20 +23,26 @@
     const response = await fetch(api(path), Object.assign({ headers: headers(options && options.body ? { "Content-Type": "application/json" } : {}) }, options || {}));
     let body = {};
     try { body = await response.json(); } catch (e) { body = {}; }
-    if (response.status === 401 && !(options && options.method === "POST" && token())) { showLogin(body.message); throw new ApiError(401, body); }
+    // a refused read asks for the token; a refused change shows why where it was asked for
+    if (response.status === 401 && !(options && options.method === "POST")) { showLogin(body.message); throw new ApiError(401, body); }
     if (!response.ok) throw new ApiError(response.status, body);
     return body;
   }
 
   // Server-sent events over fetch (EventSource cannot send the Authorization header).
-  function follow(path, onEvent) {
+  function follow(path, onEvent, onError) {
     const controller = new AbortController();
     (async () => {
       $("live").classList.add("on");
       try {
         const response = await fetch(api(path), { headers: headers({ Accept: "text/event-stream" }), signal: controller.signal });
         if (response.status === 401) { showLogin(); return; }
-        if (!response.ok || !response.body) return;
+        if (!response.ok || !response.body) {
+          let body = {};
+          try { body = await response.json(); } catch (e) { body = {}; }
+          if (onError) onError(new ApiError(response.status, body));
+          return;
+        }
         const reader = response.body.getReader();
         const decoder = new TextDecoder();
         let buffer = "";
@@ -96,6 +102,7 @@
     stopStream();
     show("login");
     $("login-error").textContent = token() ? (message || "That token was refused.") : "";
+    if (!token() && message && !/needs a bearer token/.test(message)) $("login-error").textContent = message;
     $("token").focus();
   }
 
@@ -123,6 +130,7 @@
         el("td", { class: "nowrap", text: when(run.updated_at) }), el("td", { text: note })));
       addReactorOption(run.reactor);
     }
+    $("no-runs").textContent = "No runs.";
     $("no-runs").hidden = page.runs.length > 0;
     listState.next = page.next_cursor;
     $("older").disabled = !page.next_cursor;
@@ -139,7 +147,8 @@
     stopStream();
     const cursor = listState.cursors[listState.cursors.length - 1];
     if (cursor) renderList(await call("api/runs?" + listQuery(cursor)));
-    else stream = follow("api/events?" + listQuery(null), (event, page) => { if (event === "runs") renderList(page); });
+    else stream = follow("api/events?" + listQuery(null), (event, page) => { if (event === "runs") renderList(page); },
+      (error) => { $("no-runs").hidden = false; $("no-runs").textContent = error.message; });
   }
 
   // -- one run ----------------------------------------------------------------------------------
@@ -369,7 +378,10 @@
     stopStream();
     show("run-view");
     $("interrupts").dataset.keys = "";
-    stream = follow("api/runs/" + encodeURIComponent(id) + "/events", (event, run) => { if (event === "run") renderRun(run); });
+    $("run-id").textContent = id;
+    $("message").textContent = "";
+    stream = follow("api/runs/" + encodeURIComponent(id) + "/events", (event, run) => { if (event === "run") renderRun(run); },
+      (error) => { $("message").className = "bad"; $("message").textContent = error.message; });
   }
 
   async function route() {
