@@ -144,3 +144,21 @@ async def test_wait_timeout_on_a_run_in_progress_does_not_blame_workers(
         release.set()
     assert not info.value.unclaimed
     assert "no worker" not in str(info.value)
+
+
+async def test_a_map_steps_result_is_its_element_count(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("mapped"))
+
+    @flow.step
+    async def items() -> list[str]:
+        return ["a", "b", "c"]
+
+    @flow.map_step(over="items")
+    async def ship(item: str) -> Hotel:
+        return Hotel(item, 1.0)
+
+    run = await flow.run()
+    assert run.value == [Hotel("a", 1.0), Hotel("b", 1.0), Hotel("c", 1.0)]
+    for snapshot in (run, await flow.get(run.id)):
+        assert snapshot.steps["items"].result == ["a", "b", "c"]
+        assert snapshot.steps["ship"].result == 3
