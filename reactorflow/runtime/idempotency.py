@@ -7,7 +7,8 @@ The protocol of a start with a key, in order:
 2. Claim the key for that id (first wins). Won: create the run; `create_run` is refused when
    another owner holds the run's lock, which only happens after step 4 took the claim over.
 3. Lost to run W: if W is stored, the start is a replay of W. If W's lock is held, its
-   claimer is alive and about to store it: wait (up to `lock_wait`).
+   claimer is about to store it: wait. Nothing extends that lock before the run is stored, so
+   the wait ends within `lock_ttl`: W is stored, or its lock lapses (step 4).
 4. W is not stored and nobody holds its lock: its claimer died between its claim and its store.
    Take W's lock for `retention` seconds (a tombstone: a claimer that comes back late can no
    longer create W), check once more that W was not stored, release the claim if it still
@@ -47,12 +48,13 @@ async def claim(storage: Storage, reactor: str, key: str, run_id: str, owner: st
         the stored run that holds it (this start is a replay of it).
 
     Raises:
-        LockTimeout: the claimer of the key is alive but did not store its run within
-            `lock_wait` seconds.
+        LockTimeout: the key's claim kept naming an unstored run whose lock stayed held for
+            longer than `lock_ttl + lock_wait` seconds (a lock taken by someone else).
     """
     settings = config.settings()
     await storage.acquire_lock(run_id, owner, settings.lock_ttl)  # refused only if taken over
-    deadline = time.monotonic() + settings.lock_wait
+    patience = settings.lock_ttl + settings.lock_wait
+    deadline = time.monotonic() + patience
     delay = POLL_FIRST
     while True:
         winner = await storage.claim_idempotency(reactor, key, run_id)
@@ -66,7 +68,7 @@ async def claim(storage: Storage, reactor: str, key: str, run_id: str, owner: st
             continue
         if time.monotonic() >= deadline:
             await storage.release_lock(run_id, owner)
-            raise LockTimeout(winner, settings.lock_wait, "replay the idempotent start of")
+            raise LockTimeout(winner, patience, "replay the idempotent start of")
         await anyio.sleep(delay)
         delay = min(delay * 2, POLL_MAX)
 

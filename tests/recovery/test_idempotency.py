@@ -125,3 +125,28 @@ async def test_live_claimer_is_waited_for_not_taken_over(storage: rf.Storage) ->
     assert {r.id for r in replays} == {first.id}
     assert all(r.replayed for r in replays)
     assert bodies == [1]
+
+
+async def test_a_claimer_still_storing_its_run_is_waited_for(storage: rf.Storage) -> None:
+    from reactorflow.definition.graph import plan_for
+    from reactorflow.runtime.creation import create_run
+    from reactorflow.runtime.operations import new_run_id, run_owned
+    from reactorflow.runtime.ownership import new_owner
+
+    bodies: list[int] = []
+    flow = _flow(bodies)
+    first, owner = new_run_id(), new_owner()
+    assert await storage.acquire_lock(first, owner, 30.0)  # as a start does before claiming
+    assert await storage.claim_idempotency(flow.name, "k5", first) == first
+    replays: list[rf.Run] = []
+
+    async def second_start() -> None:
+        replays.append(await flow.run(n=2, idempotency_key="k5"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(second_start)  # finds the key claimed, the run not yet stored
+        await create_run(storage, flow, plan_for(flow), first, Numbers(1), owner)
+        await run_owned(flow, storage, first, owner)
+    assert [r.id for r in replays] == [first] and replays[0].replayed is True
+    assert bodies == [1]  # the second start started nothing
+    assert [r.id for r in (await flow.list_runs()).runs] == [first]
