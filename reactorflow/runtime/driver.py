@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, assert_never
 import anyio
 import msgspec
 
-from reactorflow.errors import LockLost, StorageError
+from reactorflow.errors import LockLost, RecordedError, StorageError
 from reactorflow.middleware import RunEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, RunError, StepRecord
 from reactorflow.runtime.execution import event
@@ -62,6 +62,10 @@ async def drive(ex: Execution) -> None:
 
 
 def run_error(key: str, error: BaseException) -> RunError:
+    """The run's error for a failure of step `key` (one rebuilt from storage keeps the type
+    and message it was recorded with)."""
+    if isinstance(error, RecordedError):
+        return RunError(key, error.type, error.message)
     record = ErrorRecord.from_exception(error)
     return RunError(key, record.type, record.message, record.traceback)
 

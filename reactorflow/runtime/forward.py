@@ -426,6 +426,9 @@ class Forward:
         except ArgumentError as exc:
             await self._fail_step(node, exc, detail=str(exc))
             return
+        if end.parked:  # fanned out: the run parks until its elements settled
+            self.parked[node.key] = ex.parked_since.get(node.key, time.time())
+            return
         if end.record is None:
             assert end.error is not None
             await self._fail_step(node, end.error, detail=end.detail,

@@ -16,21 +16,25 @@ import logging
 import os
 import random
 import time
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from reactorflow import config
 from reactorflow.definition import registry
 from reactorflow.definition.graph import plan_for
 from reactorflow.errors import CorruptRecord, DefinitionChanged, ReactorflowError, RunNotFound
-from reactorflow.records import ErrorRecord, StepRecord, summary
+from reactorflow.records import ElementRecord, ErrorRecord, StepRecord, summary
 from reactorflow.runtime import operations, queue
 from reactorflow.runtime.execution import Execution, event
+from reactorflow.runtime.maps import fanout
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.queue import Job, JobKind
 from reactorflow.runtime.rollback import call_handler
 from reactorflow.runtime.stepcall import StepEnd, call_step, halted_record
 from reactorflow.runtime.units import FINISHED, report, unit_lock
 from reactorflow.status import StepStatus
+
+if TYPE_CHECKING:
+    from reactorflow.storage.base import Storage
 
 log = logging.getLogger("reactorflow.worker")
 
@@ -53,6 +57,8 @@ async def execute(job: Job) -> None:
             await execute_run(job.run_id, job.reactor, job.snoozes)
         case JobKind.UNIT:
             await execute_unit(job.run_id, job.reactor, job.step)
+        case JobKind.ELEMENT:
+            await execute_element(job.run_id, job.reactor, job.step, job.index)
         case _:
             assert_never(job.kind)
 
@@ -156,6 +162,26 @@ async def execute_unit(run_id: str, reactor_name: str, key: str) -> None:
         await _run_unit(ex, key)
 
 
+async def execute_element(run_id: str, reactor_name: str, key: str, index: int) -> None:
+    """Run one element of a fanned-out map (see `runtime.maps.fanout`); an element whose
+    reactor is not declared here fails (and its run is told)."""
+    storage = config.current_storage()
+    reactor = registry.lookup(reactor_name)
+    if reactor is None:
+        await _fail_element(storage, Job.element(run_id, reactor_name, key, index),
+                            "UnknownReactor",
+                            f"reactor {reactor_name!r} is not declared in this worker")
+        raise PermanentFailure(f"unknown reactor {reactor_name!r}", run_id=run_id, step=key)
+    await fanout.run_element(storage, reactor, run_id, key, index,
+                             operations.hooks_for(reactor))
+
+
+async def _fail_element(storage: Storage, job: Job, kind: str, reason: str) -> None:
+    record = ElementRecord(StepStatus.FAILED, error=ErrorRecord(kind, reason))
+    await fanout.settle(storage, job.run_id, job.reactor, job.step, job.index, record,
+                        atomic=True, total=None)
+
+
 async def _run_unit(ex: Execution, key: str) -> None:
     node = ex.plan.nodes[key]
     out = await call_step(ex, node, check_when=False)
@@ -196,5 +222,7 @@ async def give_up(job: Job, reason: str) -> None:
         case JobKind.RUN:
             await operations.mark_unrecoverable(storage, job.run_id, "JobRetriesExhausted",
                                                 reason)
+        case JobKind.ELEMENT:
+            await _fail_element(storage, job, "JobRetriesExhausted", reason)
         case _:
             assert_never(job.kind)

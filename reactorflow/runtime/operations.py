@@ -29,6 +29,7 @@ from reactorflow.runtime.creation import create_run, release
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import Execution, event
 from reactorflow.runtime.inputs import validate_inputs
+from reactorflow.runtime.maps.fanout import parked_maps_settled, parks_on_map
 from reactorflow.runtime.maps.reading import with_map_value
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.units import parked_due, report_child_end, unit_finished
@@ -169,7 +170,8 @@ async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str
 def needs_execution(ex: Execution) -> bool:
     status = ex.state.status
     if status is Status.RUNNING:
-        return not ex.state.parked_on or parked_due(ex)  # else an early or duplicate signal
+        # else an early or duplicate signal (a parked map is always looked at)
+        return not ex.state.parked_on or parked_due(ex) or parks_on_map(ex)
     if status is Status.ROLLING_BACK:
         return True
     return status == Status.PAUSED and (runnable_claims(ex) or ex.control is not None)
@@ -233,10 +235,12 @@ async def after_release(reactor: Reactor, storage: Storage, ex: Execution) -> No
     if parked:
         for key in parked:
             await unit_finished(ex, key)
-        if parked_due(ex):
+        if parked_due(ex) or await parked_maps_settled(ex):
             queue.enqueue_run(ex.run_id, reactor.name)
-        else:
-            due = min(parked.values()) + config.settings().async_wait_timeout
+        else:  # the fallback re-check: a unit's wait running out, a map every timeout
+            timeout = config.settings().async_wait_timeout
+            due = min(time.time() if key in ex.plan.nodes and ex.plan.nodes[key].spec.map
+                      else since for key, since in parked.items()) + timeout
             queue.enqueue_run(ex.run_id, reactor.name, delay=max(0.0, due - time.time()))
     if ex.meta.parent_run is not None:
         await report_child_end(storage, ex)

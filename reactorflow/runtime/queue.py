@@ -1,7 +1,8 @@
 """The job queue: how the runtime asks for work to be done later or elsewhere.
 
 The runtime owns this seam and never imports what implements it. A job names what to do by
-identity only (a run, or one async unit of a run); storage is the truth. Implementations:
+identity only (a run, one async unit of a run, or one element of a map); storage is the
+truth. Implementations:
 
 * the Dramatiq layer (`reactorflow.workers.queue`), registered by the `reactorflow` package at
   import: Dramatiq actors carry the jobs to workers (a configured broker, the one at
@@ -29,6 +30,7 @@ from reactorflow.errors import ConfigurationError
 class JobKind(StrEnum):
     RUN = "run"  # take the run on (the worker resume protocol, `jobs.execute_run`)
     UNIT = "unit"  # run one async unit of the run (`jobs.execute_unit`)
+    ELEMENT = "element"  # run one element of a fanned-out map (`jobs.execute_element`)
 
 
 class Job(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -37,8 +39,9 @@ class Job(msgspec.Struct, frozen=True, omit_defaults=True):
     kind: JobKind
     run_id: str
     reactor: str
-    step: str = ""  # UNIT: the unit's step key
+    step: str = ""  # UNIT: the unit's step key; ELEMENT: the map's step key
     snoozes: int = 0  # RUN: how often it was re-enqueued because the run was busy
+    index: int = 0  # ELEMENT: the element's index
 
     @classmethod
     def run(cls, run_id: str, reactor: str, *, snoozes: int = 0) -> Job:
@@ -47,6 +50,10 @@ class Job(msgspec.Struct, frozen=True, omit_defaults=True):
     @classmethod
     def unit(cls, run_id: str, reactor: str, step: str) -> Job:
         return cls(JobKind.UNIT, run_id, reactor, step)
+
+    @classmethod
+    def element(cls, run_id: str, reactor: str, step: str, index: int) -> Job:
+        return cls(JobKind.ELEMENT, run_id, reactor, step, index=index)
 
 
 class JobQueue(Protocol):
@@ -107,3 +114,8 @@ def enqueue_run(run_id: str, reactor: str, *, delay: float | None = None,
 def enqueue_unit(run_id: str, reactor: str, step: str) -> None:
     """Ask a worker to run one async unit of a run (see `jobs.execute_unit`)."""
     current().enqueue(Job.unit(run_id, reactor, step))
+
+
+def enqueue_element(run_id: str, reactor: str, step: str, index: int) -> None:
+    """Ask a worker to run one element of a fanned-out map (see `jobs.execute_element`)."""
+    current().enqueue(Job.element(run_id, reactor, step, index))

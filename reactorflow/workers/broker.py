@@ -40,6 +40,7 @@ NO_TIME_LIMIT_MS = 2**31 - 1
 class Actors:
     execute_run: dramatiq.Actor[Any, Any]
     execute_unit: dramatiq.Actor[Any, Any]
+    execute_element: dramatiq.Actor[Any, Any]
     retries_exhausted: dramatiq.Actor[Any, Any]
 
 
@@ -107,6 +108,8 @@ def actors_for(broker: dramatiq.Broker) -> Actors:
             execute_run=_declare(broker, jobs.execute_run, "reactorflow.execute_run", options),
             execute_unit=_declare(broker, jobs.execute_unit, "reactorflow.execute_unit",
                                   options),
+            execute_element=_declare(broker, jobs.execute_element,
+                                     "reactorflow.execute_element", options),
             retries_exhausted=_declare(broker, jobs.retries_exhausted,
                                        "reactorflow.retries_exhausted",
                                        dict(max_retries=0, time_limit=NO_TIME_LIMIT_MS)),
@@ -161,6 +164,15 @@ def enqueue_unit(run_id: str, reactor: str, key: str, *, delay: float | None = N
     broker = current_broker()
     actor = actors_for(broker).execute_unit
     send(actor.message(run_id, reactor, key), broker,
+         None if delay is None else int(delay * 1000))
+
+
+def enqueue_element(run_id: str, reactor: str, key: str, index: int, *,
+                    delay: float | None = None) -> None:
+    """Ask a worker to run one element of a fanned-out map."""
+    broker = current_broker()
+    actor = actors_for(broker).execute_element
+    send(actor.message(run_id, reactor, key, index), broker,
          None if delay is None else int(delay * 1000))
 
 

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from reactorflow.runtime.jobs import PermanentFailure, execute_run, execute_unit, give_up
+from reactorflow.runtime.jobs import (
+    PermanentFailure,
+    execute_element,
+    execute_run,
+    execute_unit,
+    give_up,
+)
 from reactorflow.runtime.queue import Job
 from reactorflow.runtime.units import report
 
-__all__ = ["PermanentFailure", "execute_run", "execute_unit", "report", "retries_exhausted"]
+__all__ = ["PermanentFailure", "execute_element", "execute_run", "execute_unit", "report",
+           "retries_exhausted"]
 
 
 async def retries_exhausted(message: dict[str, Any], info: dict[str, Any]) -> None:
@@ -27,5 +34,8 @@ async def retries_exhausted(message: dict[str, Any], info: dict[str, Any]) -> No
     if message.get("actor_name") == "reactorflow.execute_unit" and len(args) >= 3:
         run_id, reactor, key = (str(a) for a in args[:3])
         await give_up(Job.unit(run_id, reactor, key), reason)
+    elif message.get("actor_name") == "reactorflow.execute_element" and len(args) >= 4:
+        run_id, reactor, key = (str(a) for a in args[:3])
+        await give_up(Job.element(run_id, reactor, key, int(args[3])), reason)
     elif len(args) >= 2:
         await give_up(Job.run(str(args[0]), str(args[1])), reason)

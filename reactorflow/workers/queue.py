@@ -37,6 +37,9 @@ class DramatiqQueue:
                 broker.enqueue_run(job.run_id, job.reactor, delay=delay, snoozes=job.snoozes)
             case JobKind.UNIT:
                 broker.enqueue_unit(job.run_id, job.reactor, job.step, delay=delay)
+            case JobKind.ELEMENT:
+                broker.enqueue_element(job.run_id, job.reactor, job.step, job.index,
+                                       delay=delay)
             case _:
                 assert_never(job.kind)
 

@@ -2,7 +2,9 @@
 
 1. A map met for the first time is checkpointed `running` (`map.started`) before any element
    runs; one met `running` (after a crash) resumes: only elements without a stored outcome run.
-2. Its elements run (`inline.run_inline`); their outcomes go to the map's element slots.
+2. Its elements run: inline (`inline.run_inline`), or as worker jobs while the run parks
+   (`fanout`: the map is met again when they settled); their outcomes go to the map's element
+   slots.
 3. It ends `completed`, its record carrying the element count (readers page the results from
    the slots), or failed with the first failing element's error (an atomic map).
 """
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from reactorflow import records
 from reactorflow.records import ErrorRecord, Event, StepRecord
 from reactorflow.runtime.execution import event
+from reactorflow.runtime.maps import fanout
 from reactorflow.runtime.maps.elements import source_of
 from reactorflow.runtime.maps.inline import run_inline
 from reactorflow.status import StepStatus
@@ -35,6 +38,7 @@ class MapStepEnd:
     error_record: ErrorRecord | None = None
     started_at: float | None = None
     detail: str = ""
+    parked: bool = False  # a fanned-out map whose elements are still out
 
 
 async def run_map(ex: Execution, node: Node, kwargs: dict[str, Any]) -> MapStepEnd:
@@ -48,11 +52,21 @@ async def run_map(ex: Execution, node: Node, kwargs: dict[str, Any]) -> MapStepE
     resumed = record.status == StepStatus.RUNNING
     items = await source_of(ex, node)
     started = record.started_at if resumed and record.started_at else time.time()
+    options = node.spec.map
+    assert options is not None
     if not resumed:
         opened = StepRecord(StepStatus.RUNNING, 1, started)
         await ex.checkpoint(key, opened, [event("map.started", key, detail=f"{len(items)} "
                                                 "elements")])
-    end = await run_inline(ex, node, kwargs, items, resumed=resumed)
+        if options.fan_out:  # checkpoint before enqueue
+            fanout.start(ex, node, len(items))
+    if options.fan_out:
+        found = await fanout.collect(ex, node, len(items))
+        if found is None:
+            return MapStepEnd(parked=True)
+        end = found
+    else:
+        end = await run_inline(ex, node, kwargs, items, resumed=resumed)
     if end.failed_index is not None:
         assert end.error is not None and end.error_record is not None
         detail = (f"element {end.failed_index}: {end.error_record.type}: "
