@@ -6,8 +6,9 @@ The same rules hold everywhere a type is taken:
 
 1. An instance of the type itself is turned back into builtins, so that it is validated like
    any other value (its constraints hold).
-2. A mapping given for a type with named fields may name only those fields: an unknown field is
-   refused, naming it and listing the fields (msgspec's `forbid_unknown_fields` semantics).
+2. A mapping given for a type with named fields may name only those fields, at any depth: an
+   unknown field is refused, naming it by path and listing the fields (msgspec's
+   `forbid_unknown_fields` semantics).
 3. msgspec converts the value; its error is split into the field path and the reason, and a
    missing field is reported under its own name.
 """
@@ -55,18 +56,64 @@ def split_validation_error(error: msgspec.ValidationError) -> tuple[str, str]:
     return path or WHOLE, reason
 
 
+_RECORDS = (msgspec.inspect.StructType, msgspec.inspect.DataclassType,
+            msgspec.inspect.TypedDictType)
+
+
 @functools.lru_cache(maxsize=256)
-def field_names(schema: Any) -> tuple[str, ...] | None:
-    """The field names of a Struct, dataclass or TypedDict (as given in a mapping); None for
-    any other type."""
+def _type_info(schema: Any) -> msgspec.inspect.Type | None:
     try:
-        info = msgspec.inspect.type_info(schema)
+        return msgspec.inspect.type_info(schema)
     except (TypeError, ValueError):
         return None
-    fields = getattr(info, "fields", None)
-    if fields is None:
-        return None
-    return tuple(f.encode_name for f in fields)
+
+
+_NESTING = (*_RECORDS, msgspec.inspect.CollectionType, msgspec.inspect.TupleType,
+            msgspec.inspect.DictType, msgspec.inspect.UnionType, msgspec.inspect.Metadata)
+
+
+def _at(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def check_fields(value: Any, info: msgspec.inspect.Type, path: str = "") -> None:
+    """Refuse a mapping that names a field its Struct, dataclass or TypedDict does not declare,
+    at any depth (through lists, tuples, dicts and optional values).
+
+    Raises:
+        Rejected: naming the unknown field(s) by path and listing the declared ones.
+    """
+    while isinstance(info, msgspec.inspect.Metadata):
+        info = info.type
+    if isinstance(info, _RECORDS):
+        if not isinstance(value, Mapping):
+            return  # not an object at all: msgspec says so
+        fields = {f.encode_name: f.type for f in info.fields}
+        unknown = [str(key) for key in value if key not in fields]
+        if unknown:
+            label = "an unknown field" if len(unknown) == 1 else "unknown fields"
+            owner = f" of {info.cls.__name__}" if path else ""
+            raise Rejected(", ".join(_at(path, name) for name in unknown),
+                           f"{label}; the fields{owner} are: {', '.join(fields) or 'none'}")
+        for key, item in value.items():
+            check_fields(item, fields[key], _at(path, str(key)))
+    elif isinstance(info, msgspec.inspect.CollectionType) and isinstance(value, list | tuple):
+        if not isinstance(info.item_type, _NESTING):
+            return  # items of a plain type (a long list of numbers is not walked)
+        for index, item in enumerate(value):
+            check_fields(item, info.item_type, f"{path}[{index}]")
+    elif isinstance(info, msgspec.inspect.TupleType) and isinstance(value, list | tuple):
+        for index, (item, item_type) in enumerate(zip(value, info.item_types, strict=False)):
+            check_fields(item, item_type, f"{path}[{index}]")
+    elif isinstance(info, msgspec.inspect.DictType) and isinstance(value, Mapping):
+        if not isinstance(info.value_type, _NESTING):
+            return
+        for key, item in value.items():
+            check_fields(item, info.value_type, f"{path}[{key!r}]")
+    elif isinstance(info, msgspec.inspect.UnionType) and isinstance(value, Mapping):
+        records = [t for t in info.types if isinstance(t, _RECORDS)]
+        if len(records) == 1:  # e.g. `Item | None` (several records: tagged, msgspec decides)
+            check_fields(value, records[0], path)
 
 
 def is_instance(value: Any, schema: Any) -> bool:
@@ -89,13 +136,9 @@ def conform(value: Any, schema: Any) -> Any:
     """
     if is_instance(value, schema):
         value = msgspec.to_builtins(value)
-    names = field_names(schema)
-    if names is not None and isinstance(value, Mapping):
-        unknown = [str(key) for key in value if key not in names]
-        if unknown:
-            label = "an unknown field" if len(unknown) == 1 else "unknown fields"
-            raise Rejected(", ".join(unknown),
-                           f"{label}; the fields are: {', '.join(names) or 'none'}")
+    info = _type_info(schema)
+    if info is not None:
+        check_fields(value, info)
     try:
         return msgspec.convert(value, type=schema)
     except msgspec.ValidationError as exc:

@@ -156,6 +156,57 @@ async def test_missing_nested_field_is_named_by_its_path() -> None:
     assert info.value.field == "lines[0].qty"
 
 
+class Address(msgspec.Struct):
+    street: str
+    city: str = "Leith"
+
+
+class Delivery(TypedDict):
+    lines: list[Line]
+    by_sku: dict[str, Line]
+    address: Address | None
+
+
+async def test_an_unknown_nested_field_is_refused_by_its_path() -> None:
+    flow = rf.Reactor(unique("delivery"), inputs=Delivery)
+
+    @flow.step
+    async def count(lines: list[Line], by_sku: dict[str, Line]) -> int:
+        return len(lines) + len(by_sku)
+
+    good: dict[str, Any] = {"lines": [{"sku": "a", "qty": 1}], "by_sku": {},
+                            "address": {"street": "Shore"}}
+    assert (await flow.run(good)).value == 1
+    cases = {
+        "lines[1].qtty": {**good, "lines": [{"sku": "a", "qty": 1},
+                                            {"sku": "b", "qty": 2, "qtty": 3}]},
+        "by_sku['b'].colour": {**good, "by_sku": {"b": {"sku": "b", "qty": 1, "colour": "x"}}},
+        "address.town": {**good, "address": {"street": "Shore", "town": "Leith"}},
+    }
+    for field, inputs in cases.items():
+        with pytest.raises(rf.InputValidationError) as info:
+            await flow.run(inputs)
+        assert info.value.field == field
+        owner = "Address" if field.startswith("address") else "Line"
+        assert f"an unknown field; the fields of {owner} are:" in info.value.reason
+    assert len((await flow.list_runs()).runs) == 1
+
+
+class Review(msgspec.Struct):
+    approver: str
+    notes: list[Line] = []
+
+
+async def test_a_payload_with_an_unknown_nested_field_is_refused() -> None:
+    flow = approval_flow(Review)
+    paused = await flow.run()
+    with pytest.raises(rf.PayloadValidationError) as info:
+        await flow.continue_(paused.id, step="approve",
+                             payload={"approver": "ann", "notes": [{"sku": "a", "qty": 1,
+                                                                    "why": "?"}]})
+    assert info.value.field == "notes[0].why" and info.value.attempts == 1
+
+
 @pytest.mark.parametrize("inputs", SIGNUPS, ids=lambda t: t.__name__)
 async def test_composed_child_takes_each_kind_of_inputs_type(inputs: type) -> None:
     child = signup_flow(inputs)
