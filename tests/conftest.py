@@ -43,13 +43,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.redis if needs_redis else pytest.mark.memory)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def _ping(port: int) -> bool:
+def ping_redis(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
             sock.sendall(b"PING\r\n")
@@ -106,7 +106,7 @@ def redis_url() -> Iterator[str]:
                     "Linux only), or `apt-get install redis-server`, or set "
                     f"{REDIS_ENV} to a Redis the tests may use; `pytest -m memory` runs the "
                     "tests that need none")
-    port = _free_port()
+    port = free_port()
     workdir = tempfile.mkdtemp(prefix="rf-redis-")
     proc = subprocess.Popen(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -114,7 +114,7 @@ def redis_url() -> Iterator[str]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 10
-    while not _ping(port):
+    while not ping_redis(port):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             pytest.fail(f"{exe} did not start on port {port}")

