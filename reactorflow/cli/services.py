@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
 
@@ -127,6 +128,13 @@ def sweep_command(positional: tuple[str, ...], interval: float, limit: int, once
     return 0
 
 
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 @click.command("dashboard")
 @app_options
 @click.option("--host", default="127.0.0.1", show_default=True,
@@ -146,5 +154,8 @@ def dashboard_command(apps: tuple[str, ...], redis_url: str | None, namespace: s
 
     access = "token required" if token else "read-only (no --token: every change is refused)"
     click.echo(f"reactorflow dashboard on http://{host}:{port}/ ({access})", err=True)
+    if not token and not _loopback(host):
+        click.echo(f"warning: {host} is reachable from other machines and there is no token: "
+                   "anyone who reaches it can read every run; pass --token", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
     return 0

@@ -227,6 +227,19 @@ async def test_dashboard_serves_the_api_on_loopback(shared: Shared) -> None:
             proc.wait(10)
 
 
+async def test_a_dashboard_open_to_other_machines_without_a_token_is_warned_about(
+        shared: Shared) -> None:
+    proc = _spawn(shared, "dashboard", "--host", "0.0.0.0", "--port", str(_free_port()))
+    try:
+        assert proc.stderr is not None
+        assert "(read-only (no --token: every change is refused))" in proc.stderr.readline()
+        assert proc.stderr.readline().startswith(
+            "warning: 0.0.0.0 is reachable from other machines and there is no token")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
 def test_without_the_web_extra_the_dashboard_names_it() -> None:
     code = ("import sys; sys.modules['starlette'] = None; "
             "from reactorflow.cli import main; sys.exit(main(['dashboard']))")
