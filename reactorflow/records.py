@@ -122,6 +122,7 @@ class StepRecord(msgspec.Struct, omit_defaults=True, array_like=True):
     deadline: float | None = None  # interrupt: when its timeout passes
     correlation_id: str | None = None  # interrupt: the resolved correlation id
     child_run: str | None = None  # async_reactor: the id of the child run it started
+    retry_at: float | None = None  # parked between attempts (in a worker): the next one's time
     child_opened: bool = False  # compose: the child's inputs were mapped and its level opened
 
     @property
@@ -173,6 +174,7 @@ class RunState(msgspec.Struct, omit_defaults=True):
     rollback_trigger: RollbackTrigger | None = None  # set while rolling back
     handed_off: bool = False  # the background hand-off fired (it never fires again)
     parked_on: dict[str, float] = msgspec.field(default_factory=dict)  # unit key -> since when
+    wake_at: float | None = None  # parked: when a step's next attempt is due
 
 
 class Control(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -21,6 +21,7 @@ from reactorflow.middleware import RunEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, RunError, StepRecord
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.forward import Ending, Forward, Verdict
+from reactorflow.runtime.parking import park
 from reactorflow.runtime.rollback import collected_failures, roll_back
 from reactorflow.status import RollbackTrigger, Status, StepStatus
 
@@ -45,7 +46,7 @@ async def drive(ex: Execution) -> None:
                 still = [k for k in ex.state.waiting_on if k not in ex.claims]
                 await ex.save_state(Status.RUNNING, waiting_on=still,
                                     events=[event("run.resumed", detail=", ".join(resumed))])
-            ex.parked_since, ex.state.parked_on = ex.state.parked_on, {}
+            ex.parked_since, ex.state.parked_on, ex.state.wake_at = ex.state.parked_on, {}, None
             forward = Forward(ex, max_concurrency=ex.plan.reactor.max_concurrency)
             verdict = await forward.run()
             await conclude(ex, verdict)
@@ -86,7 +87,7 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
                                 waiting_on=verdict.waiting, deadlines=deadlines,
                                 timeout_at=min(deadlines.values()) if deadlines else None)
         case Ending.PARKED:
-            await park(ex, verdict.parked)
+            await park(ex, verdict.parked, verdict.wake_at)
             return
         case Ending.HANDOFF:
             await ex.save_state(Status.RUNNING, final=True, events=[event("run.handed_off")],
@@ -115,17 +116,6 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
         case _:
             assert_never(verdict.status)
     _log_end(ex)
-
-
-async def park(ex: Execution, units: dict[str, float]) -> None:
-    """Park the run: save it `running` with the async units it waits for, releasing its lock
-    in the same write; it holds nothing while it waits. What re-enqueues it: a unit finishing
-    (`units.wake_parked`), the re-check after release, or its wait running out (a delayed job;
-    see `operations.after_release`)."""
-    await ex.save_state(Status.RUNNING, final=True, parked_on=units, waiting_on=[],
-                        events=[event("run.parked", detail=", ".join(units))])
-    log.info("reactorflow.run.parked run_id=%s reactor=%s units=%s", ex.run_id, ex.reactor,
-             ",".join(units))
 
 
 async def fail_with_rollback(ex: Execution, error: RunError,

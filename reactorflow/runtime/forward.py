@@ -40,6 +40,7 @@ from reactorflow.runtime.maps.drive import run_map
 from reactorflow.runtime.maps.reading import map_value_raw, prepare_readers, reads_maps
 from reactorflow.runtime.pausing import claimed_payload, waiting_record
 from reactorflow.runtime.stepcall import (
+    Outcome,
     StepEnd,
     call_step,
     evaluate_when,
@@ -83,6 +84,7 @@ class Verdict:
     halt_reason: str | None = None
     waiting: list[str] = field(default_factory=list)
     parked: dict[str, float] = field(default_factory=dict)  # unit key -> waited on since
+    wake_at: float | None = None  # PARKED: when the first step's next attempt is due
 
 
 class Forward:
@@ -94,6 +96,7 @@ class Forward:
         self.unsettled: dict[str, int] = {}
         self.waiting: dict[str, None] = {}
         self.parked: dict[str, float] = {}
+        self.retrying: dict[str, float] = {}  # step key -> when its next attempt is due
         self.in_flight: set[str] = set()
         self.verdict = Verdict(Ending.COMPLETED)
         self.stopping = False
@@ -125,9 +128,10 @@ class Forward:
                                   else Ending.FAILED)
             elif self.handing_off:
                 verdict.status = Ending.HANDOFF
-            elif self.parked:
+            elif self.parked or self.retrying:
                 verdict.status = Ending.PARKED
                 verdict.parked = dict(self.parked)
+                verdict.wake_at = min(self.retrying.values(), default=None)
             elif self.waiting:
                 verdict.status = Ending.PAUSED
         verdict.waiting = list(self.waiting)
@@ -280,6 +284,8 @@ class Forward:
                 self.verdict.halt_reason = halted.error.message if halted.error else ""
                 self._stop()
                 await ex.checkpoint(node.key, halted, out.events)
+            case StepEnd.RETRYING:
+                await self._retry_later(node, out)
             case StepEnd.FAILED:
                 assert out.error is not None
                 await self._fail_step(node, out.error, events=out.events,
@@ -287,6 +293,17 @@ class Forward:
                                       started_at=out.started_at, finished_at=out.finished_at)
             case _:
                 assert_never(out.status)
+
+    async def _retry_later(self, node: Node, out: Outcome) -> None:
+        """In a worker: the step's next attempt is due later; it stays unsettled, checkpointed
+        `running` with the time of that attempt, and the run parks until then."""
+        assert out.retry_at is not None
+        self.retrying[node.key] = out.retry_at
+        if out.error is None:  # parked again before its time: nothing new to write
+            return
+        record = StepRecord(StepStatus.RUNNING, out.attempts, out.started_at,
+                            error=ErrorRecord.from_exception(out.error), retry_at=out.retry_at)
+        await self.ex.checkpoint(node.key, record, out.events)
 
     async def _fail_step(self, node: Node, error: BaseException, *, detail: str = "",
                          events: list[Event] | None = None, body_started: bool = False,

@@ -186,27 +186,40 @@ async def _run_unit(ex: Execution, key: str) -> None:
     node = ex.plan.nodes[key]
     out = await call_step(ex, node, check_when=False)
     events: list[Any] = list(out.events)
-    if out.status is StepEnd.COMPLETED:
-        record = StepRecord(StepStatus.COMPLETED, out.attempts, out.started_at, out.finished_at,
-                            out.raw)
-    elif out.status is StepEnd.HALTED:
-        record = halted_record(out)
-    else:
-        assert out.error is not None
-        rollback_error = None
-        handler = node.spec.compensate
-        if handler is not None and out.body_started:
-            events.append(event("compensate.started", key))
-            try:
-                await call_handler(ex, handler, key, out.error)
-                events.append(event("compensate.completed", key))
-            except Exception as exc:
-                rollback_error = ErrorRecord.from_exception(exc)
-                events.append(event("compensate.failed", key, detail=summary(exc)))
-        record = StepRecord(StepStatus.FAILED, out.attempts, out.started_at, out.finished_at,
-                            error=ErrorRecord.from_exception(out.error),
-                            rollback_error=rollback_error)
+    match out.status:
+        case StepEnd.COMPLETED:
+            record = StepRecord(StepStatus.COMPLETED, out.attempts, out.started_at,
+                                out.finished_at, out.raw)
+        case StepEnd.HALTED:
+            record = halted_record(out)
+        case StepEnd.FAILED:
+            assert out.error is not None
+            rollback_error = await _compensate_unit(ex, key, out.error, out.body_started,
+                                                    events)
+            record = StepRecord(StepStatus.FAILED, out.attempts, out.started_at,
+                                out.finished_at, error=ErrorRecord.from_exception(out.error),
+                                rollback_error=rollback_error)
+        case StepEnd.SKIPPED | StepEnd.RETRYING:  # no when= asked; a unit's execution never parks
+            raise AssertionError(f"unit {key!r} ended {out.status}")
+        case _:
+            assert_never(out.status)
     await report(ex.storage, ex.run_id, key, record, events)
+
+
+async def _compensate_unit(ex: Execution, key: str, error: BaseException, body_started: bool,
+                           events: list[Any]) -> ErrorRecord | None:
+    """A unit whose last attempt failed compensates itself once; the handler's failure, if any."""
+    handler = ex.plan.nodes[key].spec.compensate
+    if handler is None or not body_started:
+        return None
+    events.append(event("compensate.started", key))
+    try:
+        await call_handler(ex, handler, key, error)
+    except Exception as exc:
+        events.append(event("compensate.failed", key, detail=summary(exc)))
+        return ErrorRecord.from_exception(exc)
+    events.append(event("compensate.completed", key))
+    return None
 
 
 async def give_up(job: Job, reason: str) -> None:

@@ -29,10 +29,11 @@ from reactorflow.runtime.creation import create_run, release
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import Execution, event
 from reactorflow.runtime.inputs import validate_inputs
-from reactorflow.runtime.maps.fanout import parked_maps_settled, parks_on_map
+from reactorflow.runtime.maps.fanout import parks_on_map
 from reactorflow.runtime.maps.reading import with_map_value
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
-from reactorflow.runtime.units import parked_due, report_child_end, unit_finished
+from reactorflow.runtime.parking import after_park, due, is_parked
+from reactorflow.runtime.units import report_child_end
 from reactorflow.runtime.views import assemble, build_run, decode_history, run_status
 from reactorflow.snapshot import Run, RunPage
 from reactorflow.status import TERMINAL, ControlKind, RollbackTrigger, Status
@@ -170,8 +171,8 @@ async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str
 def needs_execution(ex: Execution) -> bool:
     status = ex.state.status
     if status is Status.RUNNING:
-        # else an early or duplicate signal (a parked map is always looked at)
-        return not ex.state.parked_on or parked_due(ex) or parks_on_map(ex)
+        # else an early or duplicate signal (a run parked at a map is always looked at)
+        return not is_parked(ex) or due(ex) or parks_on_map(ex)
     if status is Status.ROLLING_BACK:
         return True
     return status == Status.PAUSED and (runnable_claims(ex) or ex.control is not None)
@@ -224,24 +225,14 @@ async def snapshot(ex: Execution) -> Run:
 
 async def after_release(reactor: Reactor, storage: Storage, ex: Execution) -> None:
     """What an execution does once it let go of its run: hand it to a worker after a
-    background hand-off (checkpoint, release, then enqueue); after parking, look at its units
-    once more (one may have finished before it parked: its signal saw nothing parked) and
-    enqueue it now, or when its wait runs out; for the child run of an async_reactor step that
-    just ended, report to the parent."""
+    background hand-off (checkpoint, release, then enqueue); after parking, enqueue it for when
+    it is due (`parking.after_park`); for the child run of an async_reactor step that just
+    ended, report to the parent."""
     if ex.enqueue_after_release:
         ex.enqueue_after_release = False
         queue.enqueue_run(ex.run_id, reactor.name)
-    parked = ex.state.parked_on if ex.state.status is Status.RUNNING else {}
-    if parked:
-        for key in parked:
-            await unit_finished(ex, key)
-        if parked_due(ex) or await parked_maps_settled(ex):
-            queue.enqueue_run(ex.run_id, reactor.name)
-        else:  # the fallback re-check: a unit's wait running out, a map every timeout
-            timeout = config.settings().async_wait_timeout
-            due = min(time.time() if key in ex.plan.nodes and ex.plan.nodes[key].spec.map
-                      else since for key, since in parked.items()) + timeout
-            queue.enqueue_run(ex.run_id, reactor.name, delay=max(0.0, due - time.time()))
+    if is_parked(ex):
+        await after_park(ex)
     if ex.meta.parent_run is not None:
         await report_child_end(storage, ex)
 

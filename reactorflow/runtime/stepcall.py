@@ -49,6 +49,12 @@ class StepEnd(StrEnum):
     SKIPPED = "skipped"
     FAILED = "failed"
     HALTED = "halted"
+    RETRYING = "retrying"  # in a worker: the next attempt is due at `retry_at`; the run parks
+
+
+PARK_BACKOFF = 0.5
+"""In a worker, a retry backoff at least this long (seconds) parks the run instead of sleeping
+(a shorter one is slept: re-enqueueing the run costs more)."""
 
 
 @dataclass(slots=True)
@@ -62,6 +68,7 @@ class Outcome:
     started_at: float | None = None
     finished_at: float | None = None
     events: list[Event] = field(default_factory=list)
+    retry_at: float | None = None  # RETRYING: when the next attempt is due
 
 
 def scope_cancelled() -> bool:
@@ -198,13 +205,22 @@ def encode_result(ex: Execution, node: Node, result: Any) -> tuple[msgspec.Raw, 
 
 async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
                     check_when: bool = True) -> Outcome:
-    """Run the step to an outcome. Cancellation and interpreter exits propagate."""
+    """Run the step to an outcome. Cancellation and interpreter exits propagate.
+
+    A step parked between attempts (its record has `retry_at`) goes on with its next attempt
+    (its `when=` is not asked again), once that is due: until then an execution that parks
+    (a worker) gets `RETRYING` back, another one sleeps. In a worker, a backoff of at least
+    `PARK_BACKOFF` seconds ends the call `RETRYING` (the run parks) instead of sleeping.
+    """
     spec = node.spec
     key = node.key
     out = Outcome(StepEnd.FAILED)
+    record = ex.records.get(key)
+    retry_at = record.retry_at if record is not None else None
     try:
         kwargs = resolve_arguments(ex, node, payload) if spec.params else {}
-        if check_when and spec.when is not None and not await evaluate_when(ex, node, kwargs):
+        if (check_when and retry_at is None and spec.when is not None
+                and not await evaluate_when(ex, node, kwargs)):
             out.status = StepEnd.SKIPPED
             out.events.append(event("step.skipped", key, detail="when= was false"))
             return out
@@ -219,6 +235,14 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
     fn = spec.fn
     events = out.events
     attempt = 0
+    if record is not None and retry_at is not None:  # parked between attempts
+        attempt = record.attempts
+        out.started_at, out.body_started = record.started_at, True
+        if not await _retry_due(ex, retry_at):
+            out.status, out.attempts, out.retry_at = StepEnd.RETRYING, attempt, retry_at
+            return out
+        if hooks:
+            hooks.call("after_retry", StepEvent(ex.run_id, ex.reactor, key, attempt + 1))
     while True:
         attempt += 1
         began = time.time()
@@ -265,7 +289,16 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
             return out
         if (retry is not None and not isinstance(error, _NOT_RETRIED)
                 and retry.should_retry(error, attempt)):
-            await _before_retry(ex, node, attempt, error, retry.delay(attempt), events)
+            delay = retry.delay(attempt)
+            _note_retry(ex, node, attempt, error, delay, events)
+            if ex.parks and delay >= PARK_BACKOFF:
+                out.status, out.error, out.attempts = StepEnd.RETRYING, error, attempt
+                out.retry_at = time.time() + delay
+                return out
+            if delay > 0:
+                await anyio.sleep(delay)
+            if hooks:
+                hooks.call("after_retry", StepEvent(ex.run_id, ex.reactor, key, attempt + 1))
             continue
         out.error = error
         out.attempts = attempt
@@ -277,8 +310,20 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
         return out
 
 
-async def _before_retry(ex: Execution, node: Node, attempt: int, error: BaseException,
-                        delay: float, events: list[Event]) -> None:
+async def _retry_due(ex: Execution, retry_at: float) -> bool:
+    """Whether a parked step's next attempt may start now (an execution that does not park
+    sleeps until then)."""
+    wait = retry_at - time.time()
+    if wait <= 0:
+        return True
+    if ex.parks:
+        return False
+    await anyio.sleep(wait)
+    return True
+
+
+def _note_retry(ex: Execution, node: Node, attempt: int, error: BaseException, delay: float,
+                events: list[Event]) -> None:
     key = node.key
     hooks = ex.hooks
     events.append(event("step.retried", key, attempt, f"{summary(error)}; next in {delay:.3f}s"))
@@ -288,7 +333,3 @@ async def _before_retry(ex: Execution, node: Node, attempt: int, error: BaseExce
     if log.isEnabledFor(logging.INFO):
         log.info("reactorflow.step.retry run_id=%s step=%s attempt=%d delay=%.3f error=%s",
                  ex.run_id, key, attempt, delay, summary(error))
-    if delay > 0:
-        await anyio.sleep(delay)
-    if hooks:
-        hooks.call("after_retry", StepEvent(ex.run_id, ex.reactor, key, attempt + 1))

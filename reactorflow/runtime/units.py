@@ -79,18 +79,6 @@ async def unit_finished(ex: Execution, key: str) -> bool:
     return True
 
 
-def parked_due(ex: Execution) -> bool:
-    """A run parked on async units has something to do: one of them finished (its record is
-    loaded), or waited on for `async_wait_timeout` (its reader fails)."""
-    nodes = ex.plan.nodes
-    parked = {key: since for key, since in ex.state.parked_on.items()
-              if key not in nodes or nodes[key].spec.map is None}  # maps: see maps.fanout
-    if any(ex.status_of(key) in FINISHED for key in parked):
-        return True
-    timeout = config.settings().async_wait_timeout
-    return any(time.time() - since >= timeout for since in parked.values())
-
-
 async def await_unit(ex: Execution, reader: Node, key: str) -> None:
     """Wait until unit `key` has finished; its record is then in `ex.records`."""
     if ex.status_of(key) in FINISHED:

@@ -4,13 +4,14 @@ lock released, no thread held) and the unit's completion re-enqueues it, on real
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import anyio
 import pytest
 
 import reactorflow as rf
-from reactorflow import config
+from reactorflow import config, records
 from reactorflow.runtime import queue
 from tests.workers.test_real_workers import Shared, Workers, gates, shared
 from tests.workflows import background as bg
@@ -83,3 +84,38 @@ async def test_a_parked_run_holds_no_lock_and_resumes_once_per_signal(
     assert _count(final, "run.parked") == 1
     assert bg.notes(shared.log).count("gated_reader") == 1
     assert bg.notes(shared.log).count("gated_unit") == 1
+
+
+async def test_a_retry_backoff_in_a_worker_parks_the_run(shared: Shared, gates: Path) -> None:
+    """The worker does not sleep through a step's backoff holding the run: it saves the step
+    with the time of its next attempt, releases the run, and takes it on again then."""
+    workers = Workers(shared, gates, module="tests.workflows.parking", threads=2)
+    storage = config.current_storage()
+    try:
+        await _ready(workers)
+        run = await pk.retrying.dispatch()
+        with anyio.fail_after(30):
+            while _count(parked := await pk.retrying.get(run.id), "run.parked") == 0:
+                await anyio.sleep(0.01)
+        raw = await storage.load_step(run.id, "flaky")
+        assert raw is not None
+        retry_at = records.decode_step(raw).retry_at
+        assert retry_at is not None  # the time of its next attempt is stored
+        live = {x.run_id: x for x in await storage.scan_status([rf.Status.RUNNING], 1000)}
+        if time.time() < retry_at:  # read before the next attempt was due: nobody holds it
+            assert live[run.id].lock_owner is None
+        step = parked.steps["flaky"]
+        assert step.status is rf.StepStatus.RUNNING and step.attempts == 1
+        assert step.error is not None and "ConnectionError" in step.error
+        done = await pk.retrying.wait(run.id, timeout=30)
+    finally:
+        workers.stop()
+    assert done.status is rf.Status.COMPLETED
+    assert done.value == "succeeded on attempt 3"
+    assert done.steps["flaky"].attempts == 3 and done.steps["flaky"].error is None
+    assert _count(done, "run.parked") == 2
+    assert _count(done, "step.retried") == 2
+    attempts = [n for n in bg.notes(shared.log) if n.startswith("flaky attempt")]
+    assert [a.split()[2] for a in attempts] == ["1", "2", "3"]
+    assert len({a.split()[3] for a in attempts}) == 1  # one idempotency key for all attempts
+    assert "unflaky" not in bg.notes(shared.log)

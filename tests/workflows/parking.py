@@ -56,3 +56,26 @@ async def gated_unit() -> str:
 async def gated_reader(gated_unit: str) -> str:
     bg.note("gated_reader")
     return f"read {gated_unit}"
+
+
+# -- a step whose retry backoff parks its run ----------------------------------------------------
+
+retrying = rf.Reactor("tests.park.retrying")
+
+
+@retrying.step(retries=rf.Retry(attempts=3, backoff=0.6, strategy="fixed"))
+async def flaky(ctx: rf.StepContext) -> int:
+    bg.note(f"flaky attempt {ctx.attempt} {ctx.idempotency_key}")
+    if ctx.attempt < 3:
+        raise ConnectionError(f"not yet ({ctx.attempt})")
+    return ctx.attempt
+
+
+@flaky.compensate
+async def unflaky(error: Exception) -> None:
+    bg.note("unflaky")
+
+
+@retrying.step
+async def after_flaky(flaky: int) -> str:
+    return f"succeeded on attempt {flaky}"

@@ -1,0 +1,94 @@
+"""Parking: an execution in a worker that must wait (for an async unit, or for a step's retry
+backoff) saves the run, releases it and holds nothing; a signal or a timer re-enqueues it.
+
+1. The forward drive ends `PARKED` when nothing else can run but steps wait: for units or a
+   fanned-out map (`Verdict.parked`: key -> since when) or for their next attempt
+   (`Verdict.wake_at`).
+2. `park` saves the run `running` with `parked_on` and `wake_at` and a `run.parked` event,
+   releasing its lock in the same write.
+3. After the release, `after_park` checks the units and maps once more (one may have finished
+   before the run parked: its signal saw nothing parked) and enqueues the run now if something
+   is due, else for when the first thing falls due (a unit's wait running out, a retry's time,
+   a map's periodic re-check).
+4. A finished unit writes its record, then wakes its run if it parked on it
+   (`units.wake_parked`): the unit writes before it reads, the run parks before it re-checks,
+   so one of the two always sees the other.
+5. A job for a parked run acts only if something is `due` (a run parked at a map is always
+   looked at: see `maps.fanout`); an early or duplicate signal writes nothing. Should every
+   signal be lost, the run is `running` with no lock holder: the sweeper recovers it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from reactorflow import config
+from reactorflow.runtime import queue
+from reactorflow.runtime.execution import event
+from reactorflow.runtime.maps.fanout import parked_maps_settled
+from reactorflow.runtime.units import FINISHED, unit_finished
+from reactorflow.status import Status
+
+if TYPE_CHECKING:
+    from reactorflow.runtime.execution import Execution
+
+log = logging.getLogger("reactorflow.run")
+
+
+def is_parked(ex: Execution) -> bool:
+    state = ex.state
+    return state.status is Status.RUNNING and bool(state.parked_on or state.wake_at)
+
+
+def _units(ex: Execution) -> dict[str, float]:
+    """The async units the run parked on (unit key -> since when); maps apart."""
+    nodes = ex.plan.nodes
+    return {key: since for key, since in ex.state.parked_on.items()
+            if key not in nodes or nodes[key].spec.map is None}
+
+
+def _due_times(ex: Execution) -> list[float]:
+    timeout = config.settings().async_wait_timeout
+    units = _units(ex)
+    times = [since + timeout for since in units.values()]
+    if len(units) < len(ex.state.parked_on):  # a map: re-checked every timeout
+        times.append(time.time() + timeout)
+    if ex.state.wake_at is not None:
+        times.append(ex.state.wake_at)
+    return times
+
+
+def due(ex: Execution) -> bool:
+    """A parked run has something to do: a unit it waits for finished (its record is loaded),
+    a unit's wait ran out (its reader fails), or a step's next attempt is due."""
+    units = _units(ex)
+    if any(ex.status_of(key) in FINISHED for key in units):
+        return True
+    now = time.time()
+    timeout = config.settings().async_wait_timeout
+    if any(since + timeout <= now for since in units.values()):
+        return True
+    return ex.state.wake_at is not None and ex.state.wake_at <= now
+
+
+async def park(ex: Execution, units: dict[str, float], wake_at: float | None) -> None:
+    """Save the run parked (`running`, holding nothing): the last write of this execution."""
+    waits = [*units, *(["retry"] if wake_at is not None else [])]
+    await ex.save_state(Status.RUNNING, final=True, parked_on=units, wake_at=wake_at,
+                        waiting_on=[], events=[event("run.parked", detail=", ".join(waits))])
+    log.info("reactorflow.run.parked run_id=%s reactor=%s waits=%s", ex.run_id, ex.reactor,
+             ",".join(waits))
+
+
+async def after_park(ex: Execution) -> None:
+    """Once released: enqueue the run now if something fell due meanwhile, else for when the
+    first thing falls due."""
+    for key in _units(ex):
+        await unit_finished(ex, key)
+    if due(ex) or await parked_maps_settled(ex):
+        queue.enqueue_run(ex.run_id, ex.reactor)
+        return
+    delay = max(0.0, min(_due_times(ex)) - time.time())
+    queue.enqueue_run(ex.run_id, ex.reactor, delay=delay)

@@ -1,0 +1,102 @@
+"""Parking in one process, on both backends: a worker job (`jobs.execute_run`) parks for a
+retry backoff or an async unit; a signal that is early or duplicated writes nothing; an
+execution that does not park (the in-process sweeper) waits in place once the run is due."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import anyio
+import pytest
+
+import reactorflow as rf
+from reactorflow import records
+from reactorflow.runtime import jobs, queue
+from reactorflow.runtime.queue import Job, JobKind
+from reactorflow.workers.queue import current_queue
+from tests.helpers import kinds, unique
+from tests.runtime.test_queue_contract import Captured
+
+pytestmark = pytest.mark.usefixtures("storage")
+
+attempts: list[int] = []
+flow = rf.Reactor(unique("parking.retry"))
+
+
+@flow.step(retries=rf.Retry(attempts=3, backoff=0.6, strategy="fixed"))
+async def flaky(ctx: rf.StepContext) -> int:
+    attempts.append(ctx.attempt)
+    if ctx.attempt < 3:
+        raise ConnectionError(f"not yet ({ctx.attempt})")
+    return ctx.attempt
+
+
+@pytest.fixture
+def captured() -> Iterator[Captured]:
+    """The runtime's queue keeps its jobs: the test delivers them itself."""
+    kept = Captured()
+    queue.register(lambda: kept)
+    attempts.clear()
+    try:
+        yield kept
+    finally:
+        queue.register(current_queue)
+
+
+async def _retry_at(storage: rf.Storage, run_id: str) -> float:
+    raw = await storage.load_step(run_id, "flaky")
+    assert raw is not None
+    at = records.decode_step(raw).retry_at
+    assert at is not None
+    return at
+
+
+async def test_a_worker_job_parks_for_a_backoff_and_early_signals_write_nothing(
+        storage: rf.Storage, captured: Captured) -> None:
+    run = await flow.dispatch()
+    assert captured.jobs == [Job(JobKind.RUN, run.id, flow.name)]
+    await jobs.execute_run(run.id, flow.name)  # attempt 1 fails: the run parks
+    parked = await flow.get(run.id)
+    assert attempts == [1]
+    assert parked.status is rf.Status.RUNNING
+    assert kinds(parked, "run.parked") == ["run.parked"]
+    # parking enqueued the run again, for when the next attempt is due
+    assert captured.jobs[1:] == [Job(JobKind.RUN, run.id, flow.name)]
+    retry_at = await _retry_at(storage, run.id)
+    for _ in range(3):  # early (and duplicate) signals: nothing is due, nothing is written
+        await jobs.execute_run(run.id, flow.name)
+    if time.time() < retry_at:
+        assert (await flow.get(run.id)).history == parked.history
+        assert attempts == [1]
+    with anyio.fail_after(10):
+        while time.time() < retry_at:
+            await anyio.sleep(0.05)
+    await jobs.execute_run(run.id, flow.name)  # attempt 2 fails: parks again
+    assert attempts == [1, 2]
+    retry_at = await _retry_at(storage, run.id)
+    with anyio.fail_after(10):
+        while time.time() < retry_at:
+            await anyio.sleep(0.05)
+    await jobs.execute_run(run.id, flow.name)
+    done = await flow.get(run.id)
+    assert done.status is rf.Status.COMPLETED and done.value == 3
+    assert attempts == [1, 2, 3]
+    assert kinds(done, "run.parked") == ["run.parked"] * 2
+    assert done.steps["flaky"].attempts == 3
+
+
+async def test_a_run_parked_for_a_backoff_is_driven_inline_by_the_sweeper_once_due(
+        storage: rf.Storage, captured: Captured) -> None:
+    rf.configure(stall_timeout=0.05)
+    run = await flow.dispatch()
+    await jobs.execute_run(run.id, flow.name)
+    retry_at = await _retry_at(storage, run.id)
+    with anyio.fail_after(10):
+        while time.time() < retry_at:
+            await anyio.sleep(0.05)
+    report = await rf.sweep_once()  # no shared queue: re-driven here, sleeping its backoffs
+    assert run.id in report.recovered
+    done = await flow.get(run.id)
+    assert done.status is rf.Status.COMPLETED and done.value == 3
+    assert attempts == [1, 2, 3]
