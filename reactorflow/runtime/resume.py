@@ -114,7 +114,8 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
         # asked too (it waits for the lock; a duplicate finds nothing left to apply).
         log.info("reactorflow.resume.deferred run_id=%s step=%s reason=run_busy", run_id, key)
         queue.enqueue_run(run_id, reactor.name)
-        return accepted(await operations.get(reactor, run_id), key)
+        claimed = set(await storage.claims(run_id)) | {key}
+        return accepted(await operations.get(reactor, run_id), claimed)
     if background:
         await _hand_to_worker(reactor, storage, run_id, owner, key)
     else:
@@ -123,15 +124,16 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     return await operations.get(reactor, run_id)
 
 
-def accepted(run: Run, key: str) -> Run:
-    """The run as a caller whose payload was accepted sees it: `running` (another execution
-    holds it and applies the claim once free), no longer waiting on that interrupt."""
-    label = waiting_label(key)
-    if label not in run.waiting_on:
-        return run  # the holder applied it already
+def accepted(run: Run, claimed: set[str]) -> Run:
+    """The run as a caller whose payload was accepted sees it while another execution holds
+    it: `running` (the holder applies the claims once free), no longer waiting on the
+    interrupts whose payloads were accepted (`claimed`, step keys)."""
+    labels = [waiting_label(key) for key in claimed]
+    still = [w for w in run.waiting_on if w not in labels]
+    if len(still) == len(run.waiting_on):
+        return run  # the holder applied them already
     status = Status.RUNNING if run.status is Status.PAUSED else run.status
-    return msgspec.structs.replace(run, status=status,
-                                   waiting_on=[w for w in run.waiting_on if w != label])
+    return msgspec.structs.replace(run, status=status, waiting_on=still)
 
 
 async def _hand_to_worker(reactor: Reactor, storage: Storage, run_id: str, owner: str,
