@@ -47,8 +47,11 @@ async def drive(ex: Execution) -> None:
                 await ex.save_state(Status.RUNNING, waiting_on=still,
                                     events=[event("run.resumed", detail=", ".join(resumed))])
             ex.parked_since, ex.state.parked_on, ex.state.wake_at = ex.state.parked_on, {}, None
-            forward = Forward(ex, max_concurrency=ex.plan.reactor.max_concurrency)
-            verdict = await forward.run()
+            while True:
+                forward = Forward(ex, max_concurrency=ex.plan.reactor.max_concurrency)
+                verdict = await forward.run()
+                if verdict.status is not Ending.PAUSED or not await _claims_arrived(ex, verdict):
+                    break
             await conclude(ex, verdict)
     except (LockLost, StorageError):
         raise  # nothing more can be written by this execution
@@ -60,6 +63,15 @@ async def drive(ex: Execution) -> None:
         if hooks:
             hooks.call("after_run", RunEvent(ex.run_id, ex.reactor, ex.state.status,
                                              ex.state.error))
+
+
+async def _claims_arrived(ex: Execution, verdict: Verdict) -> bool:
+    """Before pausing: payloads accepted for the waiting interrupts while this execution held
+    the run (their callers found it busy) are applied now, instead of pausing first."""
+    claims = await ex.storage.claims(ex.run_id)
+    fresh = {k: claims[k] for k in verdict.waiting if k in claims and k not in ex.claims}
+    ex.claims.update(fresh)
+    return bool(fresh)
 
 
 def run_error(key: str, error: BaseException) -> RunError:

@@ -271,3 +271,47 @@ async def _completed(flow: rf.Reactor, run_id: str) -> rf.Run:
         while (run := await flow.get(run_id)).status is not rf.Status.COMPLETED:
             await anyio.sleep(0.05)
     return run
+
+
+async def test_a_payload_accepted_while_busy_is_applied_before_the_run_would_pause(
+        storage: rf.Storage) -> None:
+    """The holder applies it at once: no intermediate `paused` for `wait` to return."""
+    flow = rf.Reactor(unique("defect25holder"))
+    entered, gate = anyio.Event(), anyio.Event()
+
+    @flow.interrupt
+    async def first(payload: Approval) -> bool:
+        return payload.approved
+
+    @flow.step
+    async def slow(first: bool) -> str:
+        entered.set()
+        await gate.wait()
+        return "slow"
+
+    @flow.interrupt
+    async def second(payload: Approval) -> bool:
+        return payload.approved
+
+    @flow.step
+    async def end(slow: str, second: bool) -> str:
+        return f"{slow} then {second}"
+
+    paused = await flow.run()
+    results: list[rf.Run] = []
+    async with anyio.create_task_group() as tg:
+        async def resume_first() -> None:
+            results.append(await flow.continue_(paused.id, step="first",
+                                                payload=Approval(approved=True)))
+
+        tg.start_soon(resume_first)
+        await entered.wait()
+        during = await flow.continue_(paused.id, step="second",
+                                      payload=Approval(approved=False))
+        assert during.status is rf.Status.RUNNING and during.waiting_on == []
+        gate.set()
+    assert results[0].status is rf.Status.COMPLETED  # the holder applied `second` itself
+    assert results[0].value == "slow then False"
+    done = await flow.wait(paused.id, timeout=10)
+    assert done.status is rf.Status.COMPLETED
+    assert kinds(done, "run.paused") == ["run.paused"]  # only the first pause
