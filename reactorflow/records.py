@@ -145,6 +145,16 @@ class ElementRecord(msgspec.Struct, omit_defaults=True, array_like=True):
     rollback_error: ErrorRecord | None = None  # its undo (completed) or compensate (failed) raised
 
 
+class ElementArgs(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What the element jobs of a fanned-out map share, written once by the run's owner: the
+    element count and the map's resolved arguments (the element aside), so that an element job
+    never loads or decodes its run."""
+
+    count: int
+    values: dict[str, msgspec.Raw] = {}  # parameter -> its encoded value
+    lazy: dict[str, tuple[str, int]] = {}  # rf.MapResults parameter -> (map key, element count)
+
+
 class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):
     """What a run was started with; written once."""
 
@@ -193,12 +203,14 @@ _state_decoder = msgspec.msgpack.Decoder(RunState)
 _event_decoder = msgspec.msgpack.Decoder(Event)
 _control_decoder = msgspec.msgpack.Decoder(Control)
 _element_decoder = msgspec.msgpack.Decoder(ElementRecord)
+_args_decoder = msgspec.msgpack.Decoder(ElementArgs)
 decode_step = _step_decoder.decode
 decode_meta = _meta_decoder.decode
 decode_state = _state_decoder.decode
 decode_event = _event_decoder.decode
 decode_control = _control_decoder.decode
 decode_element = _element_decoder.decode
+decode_element_args = _args_decoder.decode
 
 
 def raw(value: Any) -> msgspec.Raw:

@@ -25,7 +25,7 @@ from reactorflow.errors import CorruptRecord, DefinitionChanged, ReactorflowErro
 from reactorflow.records import ElementRecord, ErrorRecord, StepRecord, summary
 from reactorflow.runtime import operations, queue
 from reactorflow.runtime.execution import Execution, event
-from reactorflow.runtime.maps import fanout
+from reactorflow.runtime.maps import element_job
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.queue import Job, JobKind
 from reactorflow.runtime.rollback import call_handler
@@ -172,13 +172,12 @@ async def execute_element(run_id: str, reactor_name: str, key: str, index: int) 
                             "UnknownReactor",
                             f"reactor {reactor_name!r} is not declared in this worker")
         raise PermanentFailure(f"unknown reactor {reactor_name!r}", run_id=run_id, step=key)
-    await fanout.run_element(storage, reactor, run_id, key, index,
-                             operations.hooks_for(reactor))
+    await element_job.run_element(storage, reactor, run_id, key, index)
 
 
 async def _fail_element(storage: Storage, job: Job, kind: str, reason: str) -> None:
     record = ElementRecord(StepStatus.FAILED, error=ErrorRecord(kind, reason))
-    await fanout.settle(storage, job.run_id, job.reactor, job.step, job.index, record,
+    await element_job.settle(storage, job.run_id, job.reactor, job.step, job.index, record,
                         atomic=True, total=None)
 
 

@@ -372,6 +372,14 @@ class Storage(abc.ABC):
         """The outcomes of elements `start` .. `start + count - 1` of map `key`, in index order
         (None for an element without one), in one round trip."""
 
+    async def load_element_ranges(self, run_id: str,
+                                  ranges: Sequence[tuple[str, int, int]]
+                                  ) -> list[list[bytes | None]]:
+        """Several `load_elements` reads of one run — (key, start, count) each — in one round
+        trip where the backend can (the base class reads them one by one)."""
+        return [await self.load_elements(run_id, key, start, count)
+                for key, start, count in ranges]
+
     @abc.abstractmethod
     async def count_elements(self, run_id: str, key: str) -> int:
         """How many elements of map `key` hold an outcome."""

@@ -4,7 +4,7 @@ field per element index (the run's hash tag: same slot as the run's keys). A mix
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from reactorflow.storage.base import SlotWrite
@@ -49,6 +49,19 @@ class RedisMaps:
             values: list[Any] = await conn.client.hmget(self._keys.elements(run_id, key),
                                                         list(range(start, start + count)))
         return [None if v is None else bytes(v) for v in values]
+
+    async def load_element_ranges(self, run_id: str,
+                                  ranges: Sequence[tuple[str, int, int]]
+                                  ) -> list[list[bytes | None]]:
+        conn = await self._redis.get()
+        with self._errors():
+            pipe = conn.client.pipeline(transaction=False)  # one slot: the run's hash tag
+            for key, start, count in ranges:
+                pipe.hmget(self._keys.elements(run_id, key),
+                           list(range(start, start + max(count, 1))))
+            replies: list[list[Any]] = await pipe.execute()
+        return [[None if v is None else bytes(v) for v in reply[:max(count, 0)]]
+                for reply, (_, _, count) in zip(replies, ranges, strict=True)]
 
     async def count_elements(self, run_id: str, key: str) -> int:
         conn = await self._redis.get()

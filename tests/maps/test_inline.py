@@ -77,13 +77,18 @@ async def test_in_flight_elements_finish_before_the_rollback(storage: rf.Storage
     flow = rf.Reactor(unique("inflight"), inputs=Batch)
     log: list[str] = []
     release = anyio.Event()
+    both_started = anyio.Event()
+    started: list[int] = []
 
     @flow.map_step(over="items", batch_size=3)
     async def work(item: int) -> int:
         if item == 0:
-            await anyio.sleep(0)
+            await both_started.wait()  # 1 and 2 are in flight when 0 fails
             release.set()
             raise RuntimeError("first broke")
+        started.append(item)
+        if len(started) == 2:
+            both_started.set()
         await release.wait()
         await anyio.sleep(0.01)
         log.append(f"done:{item}")
@@ -95,6 +100,7 @@ async def test_in_flight_elements_finish_before_the_rollback(storage: rf.Storage
 
     run = await flow.run(tag="i", items=[0, 1, 2, 3, 4])
     assert run.status is rf.Status.FAILED
+    assert started == [1, 2]  # 3 and 4 never started
     assert sorted(log[:2]) == ["done:1", "done:2"]  # in flight: finished, then undone
     assert log[2:] == ["undo:2", "undo:1"]
 

@@ -1057,3 +1057,11 @@ async def test_concurrent_element_writes_signal_the_last_one_once(storage: Stora
     completing = [w for w in writes if w is not None and w.written and w.stored == total]
     assert len(completing) == 1
     assert sum(w.written for w in writes if w is not None) == total
+
+
+async def test_element_ranges_read_several_slot_ranges_at_once(storage: Storage) -> None:
+    run_id = await new_run(storage)
+    await storage.save_elements(run_id, "a", {0: b"a0", 1: b"a1"})
+    await storage.save_elements(run_id, "b", {5: b"b5"})
+    assert await storage.load_element_ranges(run_id, [("a", 0, 3), ("b", 5, 1), ("c", 0, 0)]
+                                             ) == [[b"a0", b"a1", None], [b"b5"], []]

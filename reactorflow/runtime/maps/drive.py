@@ -58,8 +58,8 @@ async def run_map(ex: Execution, node: Node, kwargs: dict[str, Any]) -> MapStepE
         opened = StepRecord(StepStatus.RUNNING, 1, started)
         await ex.checkpoint(key, opened, [event("map.started", key, detail=f"{len(items)} "
                                                 "elements")])
-        if options.fan_out:  # checkpoint before enqueue
-            fanout.start(ex, node, len(items))
+    if options.fan_out and (not resumed or not await fanout.started(ex, node)):
+        await fanout.start(ex, node, kwargs, items)  # checkpoint before enqueue
     if options.fan_out:
         found = await fanout.collect(ex, node, len(items))
         if found is None:

@@ -5,7 +5,8 @@ failed. No storage writes happen here (the caller batches element outcomes)."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import msgspec
@@ -22,14 +23,32 @@ from reactorflow.runtime.stepcall import read_input, scope_cancelled
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
-    from reactorflow.definition.graph import Node
+    from reactorflow.definition.graph import Node, Plan
     from reactorflow.runtime.execution import Execution
 
 log = logging.getLogger("reactorflow.map")
 _NOT_RETRIED = (SerializationError, ArgumentError)
 
 
-def context(ex: Execution, node: Node, index: int, attempt: int) -> StepContext:
+class Scope(Protocol):
+    """Where an element runs: its run (an `Execution`, or an element job's `JobScope`)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def plan(self) -> Plan: ...
+
+
+@dataclass(frozen=True, slots=True)
+class JobScope:
+    """An element job's scope: it knows its run by id and plan only (never loads it)."""
+
+    run_id: str
+    plan: Plan
+
+
+def context(ex: Scope, node: Node, index: int, attempt: int) -> StepContext:
     """An element's step context: its idempotency key `<run>:<map>:<index>` is the same on
     every retry and re-run of that element."""
     reactor = ex.plan.levels[node.level].reactor.name
@@ -70,7 +89,7 @@ async def source_of(ex: Execution, node: Node) -> list[Any] | tuple[Any, ...]:
     return source_items(ex, node, read_source(ex, node))
 
 
-def encode(ex: Execution, node: Node, index: int, result: Any) -> msgspec.Raw:
+def encode(ex: Scope, node: Node, index: int, result: Any) -> msgspec.Raw:
     """An element's result encoded, after checking it decodes with the element annotation."""
     where = element_key(node.key, index)
     try:
@@ -90,7 +109,7 @@ def encode(ex: Execution, node: Node, index: int, result: Any) -> msgspec.Raw:
     return raw
 
 
-async def call_element(ex: Execution, node: Node, base: dict[str, Any], index: int,
+async def call_element(ex: Scope, node: Node, base: dict[str, Any], index: int,
                        item: Any) -> tuple[ElementRecord, BaseException | None]:
     """Run one element to its outcome (retries, timeout), with the live exception when it
     failed; a failed element's compensate runs here, once. Cancellation of the run
@@ -132,7 +151,7 @@ async def call_element(ex: Execution, node: Node, base: dict[str, Any], index: i
         return await _failed(ex, node, index, kwargs, attempt, error), error
 
 
-async def _failed(ex: Execution, node: Node, index: int, kwargs: dict[str, Any], attempt: int,
+async def _failed(ex: Scope, node: Node, index: int, kwargs: dict[str, Any], attempt: int,
                   error: BaseException) -> ElementRecord:
     if log.isEnabledFor(logging.INFO):
         log.info("reactorflow.map.element_failed run_id=%s step=%s index=%d error=%s",

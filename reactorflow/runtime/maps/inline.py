@@ -5,10 +5,10 @@ Algorithm, in order:
 1. Resolve the map's arguments once (the element parameter aside) and the list it maps over;
    a map met again after a crash reads the outcomes already stored and runs only the elements
    without one (an atomic map with a stored failure fails at once).
-2. Start `batch_size` runners in a task group (fewer if fewer elements are left). Each takes the
-   next element in index order, runs it (`elements.call_element`: retries, timeout, compensate)
-   and hands its outcome to the writer. So elements start in index order and at most
-   `batch_size` are in flight.
+2. Runners in a task group (at most `batch_size`, spawned as elements suspend: see `_Window`)
+   take the next element in index order, run it (`elements.call_element`: retries, timeout,
+   compensate) and hand its outcome to the writer. So elements start in index order and at
+   most `batch_size` are in flight.
 3. The writer stores outcomes in the map's element slots, many per round trip: while one write
    is on its way, the outcomes finished meanwhile gather for the next (group commit), so the
    cost per element stays constant and below one round trip each.
@@ -20,6 +20,7 @@ Algorithm, in order:
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,8 @@ from reactorflow.runtime.maps.reading import walk
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from reactorflow.definition.graph import Node
     from reactorflow.runtime.execution import Execution
 
@@ -77,6 +80,60 @@ class _Writer:
         self.wake.set()
 
 
+class _Window:
+    """Runners that take elements in index order, at most `size` at once. A runner about to
+    start an element first makes sure a spare runner exists while elements are left (up to
+    `size`): an element that suspends never holds back the next, and elements that finish
+    without suspending cost no task each."""
+
+    def __init__(self, todo: list[int], size: int) -> None:
+        self.todo = todo
+        self.size = size
+        self.cursor = 0
+        self.runners = 0
+        self.idle = 0
+        self.stopped = False
+        self.tg: TaskGroup | None = None
+        self.work: Callable[[int], Awaitable[None]] | None = None
+
+    def open(self, tg: TaskGroup, work: Callable[[int], Awaitable[None]]) -> None:
+        self.tg, self.work = tg, work
+        self._spawn()
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def left(self) -> list[int]:
+        """The elements never started."""
+        return self.todo[self.cursor:]
+
+    def _more(self) -> bool:
+        return self.cursor < len(self.todo) and not self.stopped
+
+    def _spawn(self) -> None:
+        if self._more() and self.runners < self.size and self.tg is not None:
+            self.runners += 1
+            self.idle += 1
+            self.tg.start_soon(self._run)
+
+    async def _run(self) -> None:
+        assert self.work is not None
+        try:
+            while self._more():
+                index = self.todo[self.cursor]
+                self.cursor += 1
+                self.idle -= 1
+                if self.idle == 0:
+                    self._spawn()
+                try:
+                    await self.work(index)
+                finally:
+                    self.idle += 1
+        finally:
+            self.runners -= 1
+            self.idle -= 1
+
+
 async def stored_outcomes(ex: Execution, node: Node, count: int) -> dict[int, ElementRecord]:
     """The outcomes a crashed execution of this map already stored."""
     return {index: record async for index, record in walk(ex.storage, ex.run_id, node.key, count)
@@ -100,24 +157,20 @@ async def run_inline(ex: Execution, node: Node, base: dict[str, Any],
                 end.error_record, end.failed_index = error, index
         todo = [] if end.failed_index is not None else [i for i in todo if i not in done]
     writer = _Writer(ex, node.key)
-    cursor = 0
+    window = _Window(todo, options.batch_size)
 
-    async def runner() -> None:
-        nonlocal cursor
-        while cursor < len(todo) and end.failed_index is None:
-            index = todo[cursor]
-            cursor += 1
-            record, error = await call_element(ex, node, base, index, items[index])
-            writer.add(index, record)
-            if error is not None and options.atomic and end.failed_index is None:
-                end.error, end.error_record, end.failed_index = error, record.error, index
+    async def element(index: int) -> None:
+        record, error = await call_element(ex, node, base, index, items[index])
+        writer.add(index, record)
+        if error is not None and options.atomic and end.failed_index is None:
+            end.error, end.error_record, end.failed_index = error, record.error, index
+            window.stop()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer.run)
         async with anyio.create_task_group() as runners:
-            for _ in range(min(options.batch_size, len(todo))):
-                runners.start_soon(runner)
-        for index in todo[cursor:]:  # an atomic map stopped: these never started
+            window.open(runners, element)
+        for index in window.left():  # an atomic map stopped: these never started
             writer.add(index, ElementRecord(StepStatus.SKIPPED))
         writer.close()
     return end

@@ -1,0 +1,100 @@
+"""The worker side of a fanned-out map: one element job (steps 1-4 of `fanout`'s docstring).
+
+An element job reads only its own slot, its item and what the map's element jobs share
+(`ElementArgs`), never the run; it writes only its own slot (and, for the first failure of an
+atomic map, the map's stop marker). So its cost does not depend on the map's size or the run's.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from reactorflow import config, records
+from reactorflow.definition.graph import plan_for
+from reactorflow.definition.params import Source
+from reactorflow.records import ElementArgs, ElementRecord
+from reactorflow.runtime import queue
+from reactorflow.runtime.maps.elements import JobScope, call_element
+from reactorflow.runtime.maps.fanout import ARGS, STOP, element_lock, items_key, job_key
+from reactorflow.runtime.maps.reading import results_view
+from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
+from reactorflow.status import StepStatus
+
+if TYPE_CHECKING:
+    from reactorflow.definition.graph import Node
+    from reactorflow.definition.reactor import Reactor
+    from reactorflow.storage.base import Storage
+
+log = logging.getLogger("reactorflow.map")
+
+
+def _arguments(storage: Storage, scope: JobScope, node: Node, shared: ElementArgs
+               ) -> dict[str, Any]:
+    """The map's arguments (the element aside), decoded with each parameter's annotation."""
+    kwargs: dict[str, Any] = {}
+    for param in node.spec.params:
+        if param.name in shared.lazy:
+            ref, count = shared.lazy[param.name]
+            kwargs[param.name] = results_view(storage, scope.run_id, scope.plan.nodes[ref],
+                                              count)
+        elif param.name in shared.values:
+            kwargs[param.name] = msgspec.msgpack.decode(shared.values[param.name],
+                                                        type=param.annotation)
+        elif param.source is Source.DEFAULT:
+            kwargs[param.name] = param.default
+    return kwargs
+
+
+async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
+                      index: int) -> None:
+    """Run one element of a fanned-out map in a worker (see `fanout`)."""
+    settings = config.settings()
+    lock, owner = element_lock(run_id, key, index), new_owner()
+    if not await acquire(storage, lock, owner, settings.lock_ttl, 0.0):
+        return  # a duplicate of this element is running right now
+    async with keep_alive(storage, lock, owner, settings.lock_ttl):
+        (own,), (shared_raw, stop), (item_raw,) = await storage.load_element_ranges(
+            run_id, [(key, index, 1), (job_key(key), ARGS, 2), (items_key(key), index, 1)])
+        if own is not None:
+            return  # already settled: a duplicate delivery
+        if shared_raw is None or item_raw is None:
+            log.error("reactorflow.map.orphaned run_id=%s step=%s index=%d: the run or its "
+                      "map's job data is gone", run_id, key, index)
+            return
+        shared = records.decode_element_args(shared_raw)
+        scope = JobScope(run_id, plan_for(reactor))
+        node = scope.plan.nodes[key]
+        options = node.spec.map
+        assert options is not None
+        if options.atomic and stop is not None:
+            record = ElementRecord(StepStatus.SKIPPED)
+        else:
+            element = node.spec.params[0]
+            item = msgspec.msgpack.decode(item_raw, type=element.annotation)
+            kwargs = _arguments(storage, scope, node, shared)
+            record, _ = await call_element(scope, node, kwargs, index, item)
+        await settle(storage, run_id, reactor.name, key, index, record,
+                     atomic=options.atomic, total=shared.count, batch_size=options.batch_size)
+
+
+async def settle(storage: Storage, run_id: str, reactor: str, key: str, index: int,
+                 record: ElementRecord, *, atomic: bool, total: int | None,
+                 batch_size: int = 1) -> None:
+    """Store an element's outcome, then enqueue the next element of its chain, and signal the
+    owner when this one settled the map (steps 2-4 of `fanout`'s docstring)."""
+    written = await storage.save_elements(run_id, key, {index: records.encode(record)})
+    if written is None or written.written == 0:
+        return  # the run is gone, or a duplicate stored first
+    if atomic and record.status is StepStatus.FAILED:
+        await storage.save_elements(run_id, job_key(key), {STOP: str(index).encode()})
+    if total is None:
+        queue.enqueue_run(run_id, reactor)  # let the owner look: it cannot be mapped here
+        return
+    following = index + batch_size
+    if following < total:
+        queue.enqueue_element(run_id, reactor, key, following)
+    if written.stored >= total:
+        queue.enqueue_run(run_id, reactor)
