@@ -1,8 +1,9 @@
 """`python -m reactorflow demo`: an order saga on the embedded default, start to finish.
 
 It runs one order that succeeds and one whose shipping fails, and prints each run's timeline
-(independent steps overlap; the failed run's compensation and undos appear newest first) and
-the reactor's Mermaid graph. Nothing to set up: storage is in memory, in this process.
+(independent steps overlap; `ship` is a map step, one parcel per item; the failed run's
+compensation and undos appear newest first) and the reactor's Mermaid graph. Nothing to set
+up: storage is in memory, in this process.
 """
 
 from __future__ import annotations
@@ -76,16 +77,22 @@ async def refund(charge: Charge) -> None:
     await _work(0.005, 0.01)
 
 
-@checkout.step
-async def ship(order_id: str, address: str, charge_card: Charge) -> Shipment:
+@checkout.map_step(over="items", batch_size=4)
+async def ship(item: str, order_id: str, address: str, charge_card: Charge) -> Shipment:
+    """One parcel per item, shipped concurrently (an inline map: at most 4 at a time)."""
     await _work(0.01, 0.02)
     if address.startswith("Nowhere"):
         raise RuntimeError(f"no carrier delivers to {address!r}")
-    return Shipment(tracking=f"TRK-{order_id}", carrier="Parcelway")
+    return Shipment(tracking=f"TRK-{order_id}-{item}", carrier="Parcelway")
+
+
+@ship.undo
+async def recall_parcel(shipment: Shipment) -> None:
+    await _work(0.005, 0.01)
 
 
 @ship.compensate
-async def cancel_label(error: Exception, order_id: str) -> None:
+async def cancel_label(error: Exception, item: str) -> None:
     await _work(0.005, 0.01)
 
 

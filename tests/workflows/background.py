@@ -318,3 +318,20 @@ async def k2(k1: str, ctx: rf.StepContext) -> str:
 async def k3(k2: str) -> str:
     note("k3")
     return "k3"
+
+
+# -- a map fanned out over the workers -------------------------------------------------------------
+
+
+class Fleet(msgspec.Struct):
+    items: list[int]
+
+
+fleet = rf.Reactor("tests.bg.fleet", inputs=Fleet)
+
+
+@fleet.map_step(over="items", fan_out=True, batch_size=16)
+async def haul(item: int) -> int:
+    note(f"haul {item}")
+    await anyio.sleep(0.002)
+    return item * 3

@@ -1,6 +1,6 @@
 """A map step in the forward drive: open it, run its elements, and say how it ended.
 
-1. A map met for the first time is checkpointed `running` (`map.started`) before any element
+1. A map met for the first time is checkpointed `running` (`step.started`) before any element
    runs; one met `running` (after a crash) resumes: only elements without a stored outcome run.
 2. Its elements run: inline (`inline.run_inline`), or as worker jobs while the run parks
    (`fanout`: the map is met again when they settled); their outcomes go to the map's element
@@ -56,8 +56,8 @@ async def run_map(ex: Execution, node: Node, kwargs: dict[str, Any]) -> MapStepE
     assert options is not None
     if not resumed:
         opened = StepRecord(StepStatus.RUNNING, 1, started)
-        await ex.checkpoint(key, opened, [event("map.started", key, detail=f"{len(items)} "
-                                                "elements")])
+        await ex.checkpoint(key, opened, [event("step.started", key, 1,
+                                                f"map of {len(items)} elements")])
     if options.fan_out and (not resumed or not await fanout.started(ex, node)):
         await fanout.start(ex, node, kwargs, items)  # checkpoint before enqueue
     if options.fan_out:

@@ -1,0 +1,60 @@
+"""The real-worker lane for maps: a 1,000-element map fanned out over two `reactorflow worker`
+processes on the suite's Redis; one is SIGKILLed mid-map (its elements in flight die with it),
+and the sweeper recovers what was lost."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+import reactorflow as rf
+from reactorflow import records
+from tests.workers.test_real_workers import Shared, Workers, gates, shared
+from tests.workflows import background as bg
+
+pytestmark = pytest.mark.slow
+__all__ = ["gates", "shared"]  # fixtures, used by name
+SIZE = 1_000
+
+
+async def test_a_killed_worker_mid_map_is_recovered_by_the_sweeper(shared: Shared,
+                                                                   gates: Path) -> None:
+    storage = rf.RedisStorage.from_url(shared.url, namespace=shared.namespace)
+    doomed = Workers(shared, gates, threads=4)
+    survivor = Workers(shared, gates, threads=4)
+    try:
+        run = await bg.fleet.run(items=list(range(SIZE)))
+        assert run.status is rf.Status.RUNNING  # parked at the map
+        with anyio.fail_after(120):
+            while await storage.count_elements(run.id, "haul") < SIZE // 5:
+                await anyio.sleep(0.02)
+        doomed.kill()  # mid-map: elements in flight in it die with it
+        killed_at = await storage.count_elements(run.id, "haul")
+        assert killed_at < SIZE
+        deadline = time.monotonic() + 180
+        sweeps = 0
+        while (await bg.fleet.get(run.id)).status is rf.Status.RUNNING:
+            assert time.monotonic() < deadline, "the map never completed after the kill"
+            await rf.sweep_once()
+            sweeps += 1
+            await anyio.sleep(0.5)
+        done = await bg.fleet.wait(run.id, timeout=30)
+    finally:
+        doomed.kill()
+        survivor.stop()
+    assert done.status is rf.Status.COMPLETED, done.error
+    assert done.value == [3 * i for i in range(SIZE)]
+    hauled = [int(line.split()[1]) for line in bg.notes(shared.log) if line.startswith("haul ")]
+    assert set(hauled) == set(range(SIZE))  # every element executed at least once
+    assert await storage.count_elements(run.id, "haul") == SIZE  # and stored once each
+    slots = await storage.load_elements(run.id, "haul", 0, SIZE)
+    assert all(raw is not None and records.decode_element(raw).status == "completed"
+               for raw in slots)
+    assert [e.kind for e in done.history].count("run.completed") == 1
+    assert sweeps >= 1
+    worker_logs = shared.log.with_suffix(".stderr").read_text(encoding="utf-8")
+    assert "reactorflow.map.redispatch" in worker_logs  # lost elements went out again
+    await storage.aclose()
