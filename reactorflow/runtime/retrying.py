@@ -41,8 +41,11 @@ async def retry(reactor: Reactor, run_id: str, *, dispatch: bool = False) -> Run
     try:
         meta = records.decode_meta(head.meta)
         plan = plan_or_none(reactor)
-        inputs = (plan.levels[""].inputs_decoder.decode(meta.inputs) if plan is not None
-                  else msgspec.msgpack.decode(meta.inputs))
+        try:
+            inputs = (plan.levels[""].inputs_decoder.decode(meta.inputs) if plan is not None
+                      else msgspec.msgpack.decode(meta.inputs))
+        except msgspec.ValidationError:  # readable, but not what the inputs type is now:
+            inputs = msgspec.msgpack.decode(meta.inputs)  # `start` names the refused field
     except msgspec.DecodeError as exc:
         raise CorruptRecord(run_id, f"its inputs cannot be read for a retry: {exc}") from exc
     return await operations.start(reactor, inputs, {}, dispatch=dispatch, retried_from=run_id)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import time
+import uuid
+
 import msgspec
 import pytest
 
 import reactorflow as rf
+from reactorflow import records
+from reactorflow.records import RunMeta, RunState
 from tests.helpers import redeploy, unique
 
 
@@ -128,3 +133,40 @@ async def test_retry_names_the_run_of_another_reactor(storage: rf.Storage) -> No
         await two.retry(failed.id)
     with pytest.raises(rf.RunNotFound):
         await one.retry("missing")
+
+
+async def test_retry_of_an_always_dispatch_reactor_goes_to_a_worker(storage: rf.Storage) -> None:
+    fail = [True]
+    flow = rf.Reactor(unique("retry-dispatch"), always_dispatch=True)
+
+    @flow.step
+    async def work() -> str:
+        if fail[0]:
+            raise ValueError("down")
+        return "done"
+
+    first = await flow.run()
+    assert first.status is rf.Status.RUNNING  # handed to the embedded worker
+    assert (await flow.wait(first.id, timeout=30)).status is rf.Status.FAILED
+    fail[0] = False
+    again = await flow.retry(first.id)
+    assert again.status is rf.Status.RUNNING and again.retried_from == first.id
+    done = await flow.wait(again.id, timeout=30)
+    assert (done.status, done.value, done.retried_from) == (rf.Status.COMPLETED, "done", first.id)
+
+
+async def test_retry_names_a_stored_input_the_current_type_refuses(storage: rf.Storage) -> None:
+    flow = _flow(unique("retry"), [True])
+    run_id = f"old{uuid.uuid4().hex[:12]}"
+    now = time.time()
+    meta = RunMeta(records.SCHEMA_VERSION, run_id, flow.name, now,
+                   records.raw({"item": "tea", "qty": "two"}), {})  # stored by older code
+    state = RunState(rf.Status.FAILED, now, error=rf.RunError("reserve", "ValueError", "x"))
+    assert await storage.create_run(run_id, reactor=flow.name, status=rf.Status.FAILED,
+                                    meta=records.encode(meta), state=records.encode(state),
+                                    created_at=now, owner="w", lock_ttl=10.0)
+    await storage.release_lock(run_id, "w")
+    with pytest.raises(rf.InputValidationError) as info:
+        await flow.retry(run_id)
+    assert info.value.field == "qty"
+    assert [r.id for r in (await flow.list_runs()).runs] == [run_id]  # nothing started
