@@ -14,10 +14,10 @@ from reactorflow.cli.context import app_options, import_apps, modules, prepare
 from reactorflow.definition import registry
 from reactorflow.errors import ConfigurationError
 from reactorflow.runtime.sweeper import SweepReport, run_forever, sweep_once
+from reactorflow.web import TOKEN_ENV
 from reactorflow.workers.broker import QUEUE, current_broker, is_embedded
 
 WORKER_TIMEOUT_MS = 50  # reactorflow.workers.broker.WORKER_TIMEOUT_MS (kept import-free here)
-TOKEN_ENV = "REACTORFLOW_DASHBOARD_TOKEN"
 
 
 @click.command("demo")

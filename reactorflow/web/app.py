@@ -15,12 +15,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from reactorflow.errors import ConfigurationError
-from reactorflow.web import api, events
+from reactorflow.web import TOKEN_ENV, api, events
 from reactorflow.web.auth import check
 from reactorflow.web.responses import JSON, error_response
 
 Handler = Callable[[Request], Awaitable[Response]]
-TOKEN_ENV = "REACTORFLOW_DASHBOARD_TOKEN"
 STATIC = files("reactorflow.web") / "static"
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'none'")
