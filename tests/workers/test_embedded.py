@@ -341,3 +341,10 @@ def test_returns_naming_an_async_unit_fails_at_its_decorator() -> None:
         @flow.async_step
         async def mail() -> str:
             return "sent"
+
+
+async def test_a_run_with_an_async_step_returns_exactly_what_storage_holds(lane: Lane) -> None:
+    """The unit's worker appends events of its own: the returned snapshot has them too."""
+    run = await bg.units.run(order_id="U3")
+    assert run.status is rf.Status.COMPLETED
+    assert run == await bg.units.get(run.id)
