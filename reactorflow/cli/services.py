@@ -15,7 +15,6 @@ from reactorflow.definition import registry
 from reactorflow.errors import ConfigurationError
 from reactorflow.runtime.sweeper import SweepReport, run_forever, sweep_once
 from reactorflow.web import TOKEN_ENV
-from reactorflow.workers.broker import QUEUE, current_broker, is_embedded
 
 WORKER_TIMEOUT_MS = 50  # reactorflow.workers.broker.WORKER_TIMEOUT_MS (kept import-free here)
 
@@ -69,6 +68,9 @@ def _banner(names: list[str], paths: tuple[str, ...]) -> None:
         if path not in sys.path:
             sys.path.insert(0, path)
     import_apps(names)
+    # Dramatiq only now: it reads its idle poll bound from the environment when imported
+    from reactorflow.workers.broker import QUEUE, current_broker, is_embedded  # noqa: PLC0415
+
     broker = current_broker()
     if is_embedded(broker):
         raise ConfigurationError(

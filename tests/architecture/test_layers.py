@@ -127,3 +127,14 @@ def test_importing_a_layer_loads_nothing_above_it(lower: str, above: tuple[str, 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True).stdout.split()
     assert out == []
+
+
+def test_the_command_line_imports_dramatiq_only_when_a_worker_starts() -> None:
+    """`reactorflow worker` sets Dramatiq's idle poll bound in the environment, which Dramatiq
+    reads when imported (its forked workers inherit it): importing the CLI must not import
+    Dramatiq, nor must `import reactorflow`."""
+    code = ("import sys, reactorflow, reactorflow.cli\n"
+            "print('dramatiq' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split()
+    assert out == ["False"]
