@@ -138,8 +138,8 @@ async def _run_handler(ex: Execution, kind: Literal[HandlerKind.UNDO, HandlerKin
     except Exception as exc:
         error = exc
     if hooks:
-        hooks.call(f"after_{kind}", StepEvent(ex.run_id, ex.reactor, key,
-                                              status="failed" if error else "completed",
+        ended = StepStatus.FAILED if error else StepStatus.COMPLETED
+        hooks.call(f"after_{kind}", StepEvent(ex.run_id, ex.reactor, key, status=ended,
                                               error=error))
     if error is None:
         await ex.checkpoint(key, _rolled_back(record, done),

@@ -16,7 +16,7 @@ from reactorflow.errors import CorruptRecord
 from reactorflow.mapresults import PAGE_SIZE, MapResults
 from reactorflow.markers import Outcome
 from reactorflow.records import ElementRecord, RunError, decode_element
-from reactorflow.status import StepStatus
+from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def map_argument(ex: Execution, dep: str, read: MapRead) -> Any:
 
 async def with_map_value(run: Run, plan: Plan | None, storage: Storage) -> Run:
     """A completed run whose value is a map gets the list a reader would get."""
-    if plan is None or run.status != "completed":
+    if plan is None or run.status is not Status.COMPLETED:
         return run
     key = plan.levels[""].value_key
     node = plan.nodes.get(key) if key is not None else None
