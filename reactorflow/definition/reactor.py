@@ -219,6 +219,11 @@ class Reactor(RunMethods):
         if reactor is not None and not isinstance(reactor, Reactor):
             raise DefinitionError(f"reactor {self.name!r}: map_step(reactor={reactor!r}) must "
                                   "be a rf.Reactor, or None", reactor=self.name)
+        if reactor is not None and (retries is not None or timeout is not None):
+            raise DefinitionError(
+                f"reactor {self.name!r}: map_step(reactor=...) takes no retries or timeout: an "
+                "element reactor is never retried as a whole; declare them on its steps",
+                reactor=self.name)
         options = dict(over=over, batch_size=batch_size, fan_out=fan_out, atomic=atomic,
                        reactor=reactor)
 
@@ -399,6 +404,11 @@ class Reactor(RunMethods):
                 f"step {step_name!r} of reactor {self.name!r} already has a {kind} handler",
                 reactor=self.name, step=step_name,
             )
+        if spec.map is not None and spec.child is not None:
+            raise DefinitionError(
+                f"map {step_name!r} of reactor {self.name!r} runs an element reactor, which "
+                f"rolls back its own steps: it takes no {kind} handler",
+                reactor=self.name, step=step_name)
         if kind == "undo" and spec.map is not None and spec.map.undo_all is not None:
             raise DefinitionError(
                 f"map {step_name!r} of reactor {self.name!r} already has an undo_all handler; "
@@ -426,6 +436,10 @@ class Reactor(RunMethods):
     def _attach_undo_all(self, spec: StepSpec, fn: Callable[..., Any]) -> None:
         assert spec.map is not None
         where = f"map {spec.name!r} of reactor {self.name!r}"
+        if spec.child is not None:
+            raise DefinitionError(f"{where} runs an element reactor, which rolls back its own "
+                                  "steps: it takes no undo_all handler",
+                                  reactor=self.name, step=spec.name)
         if spec.map.undo_all is not None:
             raise DefinitionError(f"{where} already has an undo_all handler",
                                   reactor=self.name, step=spec.name)

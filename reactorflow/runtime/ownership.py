@@ -34,15 +34,17 @@ async def acquire(storage: Storage, run_id: str, owner: str, ttl: float, wait: f
 
 
 @asynccontextmanager
-async def keep_alive(storage: Storage, run_id: str, owner: str, ttl: float
-                     ) -> AsyncIterator[Hold]:
-    """Extend a lock already taken while the block runs; release it (once) afterwards."""
+async def keep_alive(storage: Storage, run_id: str, owner: str, ttl: float, *,
+                     release: bool = True) -> AsyncIterator[Hold]:
+    """Extend a lock already taken while the block runs; release it (once) afterwards, or with
+    `release=False` stop extending it and let it expire (a lock that only guards work whose
+    result is then stored: one round trip less)."""
     hold = keeper.hold(storage, run_id, owner, ttl)
     try:
         yield hold
     finally:
         keeper.release(hold)
-        if not hold.released:  # else the final save released it already
+        if release and not hold.released:  # else the final save released it already
             await _release(storage, run_id, owner)
 
 

@@ -177,6 +177,8 @@ class MemoryStorage(MemoryMaps, Storage):
     def _purge(self, now: float) -> None:
         for run in [r for r in self._runs.values() if r.expires <= now]:
             self._drop(run)
+        for lock_id in [k for k, lock in self._locks.items() if lock.expires <= now]:
+            del self._locks[lock_id]
         for cid in [c for c, (_, exp) in self._correlations.items() if exp <= now]:
             del self._correlations[cid]
         for key in [k for k, (_, exp) in self._idempotency.items() if exp <= now]:

@@ -55,7 +55,9 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
     lock, owner = element_lock(run_id, key, index), new_owner()
     if not await acquire(storage, lock, owner, settings.lock_ttl, 0.0):
         return  # a duplicate of this element is running right now
-    async with keep_alive(storage, lock, owner, settings.lock_ttl):
+    # the element's lock is left to expire once the outcome is stored (a duplicate then finds
+    # the outcome; the owner looks for lost jobs among elements without one)
+    async with keep_alive(storage, lock, owner, settings.lock_ttl, release=False):
         (own,), (shared_raw, stop), (item_raw,) = await storage.load_element_ranges(
             run_id, [(key, index, 1), (job_key(key), ARGS, 2), (items_key(key), index, 1)])
         if own is not None:

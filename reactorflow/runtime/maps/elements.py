@@ -119,6 +119,10 @@ async def call_element(ex: Scope, node: Node, base: dict[str, Any], index: int,
     assert options is not None
     kwargs = dict(base)
     kwargs[options.element] = item
+    if spec.child is not None:  # an element reactor (runtime.maps.children)
+        from reactorflow.runtime.maps.children import run_child  # noqa: PLC0415 (a cycle)
+
+        return await run_child(ex, node, kwargs, index)
     retry, timeout, fn = spec.retry, spec.timeout, spec.fn
     context_name = node.context_name
     attempt = 0

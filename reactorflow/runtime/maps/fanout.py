@@ -14,7 +14,8 @@ The owner (the execution holding the run):
 
 An element job (`element_job.run_element`), in a worker:
 
-1. takes the element's own lock (`<run>:<map>:<index>`; held: a duplicate is running, end),
+1. takes the element's own lock (`<run>:<map>:<index>`; held: a duplicate is running, end;
+   kept alive while the element runs, then left to expire: its outcome guards it from then on),
    reads its item and the shared arguments (never the run: its cost does not grow with the
    map) and runs the element (`elements.call_element`), or settles it `skipped` when an atomic
    map already stopped;

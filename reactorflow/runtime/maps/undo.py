@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -22,8 +22,9 @@ import msgspec
 from reactorflow import records
 from reactorflow.definition.graph import Node
 from reactorflow.errors import ArgumentError
-from reactorflow.records import ErrorRecord, RollbackFailure, describe, summary
+from reactorflow.records import ElementRecord, ErrorRecord, RollbackFailure, describe, summary
 from reactorflow.runtime.execution import event
+from reactorflow.runtime.maps.children import undo_child
 from reactorflow.runtime.maps.elements import context, source_of
 from reactorflow.runtime.maps.reading import element_key, walk
 from reactorflow.runtime.stepcall import context_for, resolve_arguments
@@ -60,7 +61,9 @@ async def roll_back_map(ex: Execution, key: str) -> list[RollbackFailure]:
             completed += 1
     base = _base_arguments(ex, node)
     map_record = ex.records[key]
-    if options.undo_all is not None:
+    if node.spec.child is not None and completed:
+        failures += await _undo_children(ex, node, count)
+    elif options.undo_all is not None:
         if completed and map_record.rollback_error is None:
             failure = await _undo_all(ex, node, base, count)
             if failure is not None:
@@ -70,6 +73,38 @@ async def roll_back_map(ex: Execution, key: str) -> list[RollbackFailure]:
     closed = msgspec.structs.replace(ex.records[key], status=StepStatus.UNDONE,
                                      compensate_pending=False)
     await ex.checkpoint(key, closed, [event("undo.completed", key)])
+    return failures
+
+
+async def _undo_children(ex: Execution, node: Node, count: int) -> list[RollbackFailure]:
+    """Element reactors: undo each completed element's child run, highest index first."""
+
+    async def undo_one(index: int, record: ElementRecord) -> None:
+        await undo_child(ex, node, index)
+
+    return await _undo_completed(ex, node, count, undo_one)
+
+
+async def _undo_completed(ex: Execution, node: Node, count: int,
+                          undo_one: Callable[[int, ElementRecord], Awaitable[None]]
+                          ) -> list[RollbackFailure]:
+    """Undo the completed elements one at a time, highest index first, storing each outcome
+    in the element's slot before the next starts; a failure is recorded and the rest goes on."""
+    failures: list[RollbackFailure] = []
+    async for index, record in walk(ex.storage, ex.run_id, node.key, count, backwards=True):
+        if record.status is not StepStatus.COMPLETED or record.rollback_error is not None:
+            continue
+        try:
+            await undo_one(index, record)
+        except Exception as exc:
+            log.warning("reactorflow.undo.failed run_id=%s step=%s index=%d error=%s",
+                        ex.run_id, node.key, index, summary(exc))
+            record.rollback_error = ErrorRecord.from_exception(exc)
+            failures.append(_failure(node.key, index, HandlerKind.UNDO, record.rollback_error))
+        else:
+            record.status = StepStatus.UNDONE
+        await ex.storage.save_elements(ex.run_id, node.key, {index: records.encode(record)},
+                                       replace=True)
     return failures
 
 
@@ -86,29 +121,18 @@ async def _undo_each(ex: Execution, node: Node, base: dict[str, Any],
     options = node.spec.map
     assert handler is not None and options is not None
     items = await source_of(ex, node)
-    failures: list[RollbackFailure] = []
-    async for index, record in walk(ex.storage, ex.run_id, node.key, count, backwards=True):
-        if record.status is not StepStatus.COMPLETED or record.rollback_error is not None:
-            continue
+
+    async def undo_one(index: int, record: ElementRecord) -> None:
         arguments = dict(base)
         arguments[options.element] = items[index]
         kwargs = {name: arguments[name] for name in handler.names if name in arguments}
         if handler.context_name is not None:
             kwargs[handler.context_name] = context(ex, node, index, record.attempts or 1)
-        try:
-            result = handler.fn(node.decoder.decode(record.result), **kwargs)
-            if inspect.isawaitable(result):
-                await result
-        except Exception as exc:
-            log.warning("reactorflow.undo.failed run_id=%s step=%s index=%d error=%s",
-                        ex.run_id, node.key, index, summary(exc))
-            record.rollback_error = ErrorRecord.from_exception(exc)
-            failures.append(_failure(node.key, index, HandlerKind.UNDO, record.rollback_error))
-        else:
-            record.status = StepStatus.UNDONE
-        await ex.storage.save_elements(ex.run_id, node.key, {index: records.encode(record)},
-                                       replace=True)
-    return failures
+        result = handler.fn(node.decoder.decode(record.result), **kwargs)
+        if inspect.isawaitable(result):
+            await result
+
+    return await _undo_completed(ex, node, count, undo_one)
 
 
 async def _undo_all(ex: Execution, node: Node, base: dict[str, Any],
