@@ -38,9 +38,13 @@ class Settings:
     lock_wait: float = 5.0
     """How long undo/cancel/continue wait for a run's lock before giving up."""
     middleware: tuple[Middleware, ...] = ()
+    gate_snooze: float = 1.0
+    """A worker that finds a gate busy puts the run back at most this many seconds later."""
+    gate_snooze_limit: int = 600
+    """Snoozes after which a run still waiting for a gate fails (`GateBusy`)."""
 
 
-_NUMBERS = ("lock_ttl", "stall_timeout", "async_wait_timeout", "lock_wait")
+_NUMBERS = ("lock_ttl", "stall_timeout", "async_wait_timeout", "lock_wait", "gate_snooze")
 _OPTIONS = tuple(f.name for f in fields(Settings))
 _mutex = threading.Lock()
 _current = Settings()
@@ -63,6 +67,8 @@ def configure(
     async_wait_timeout: float = _UNSET,
     lock_wait: float = _UNSET,
     middleware: Sequence[Middleware] = _UNSET,
+    gate_snooze: float = _UNSET,
+    gate_snooze_limit: int = _UNSET,
     **unknown: Any,
 ) -> Settings:
     """Replace the named settings (others keep their values); returns the new settings."""
@@ -75,13 +81,20 @@ def configure(
         )
     changes: dict[str, Any] = {}
     for name, value in (("lock_ttl", lock_ttl), ("stall_timeout", stall_timeout),
-                        ("async_wait_timeout", async_wait_timeout), ("lock_wait", lock_wait)):
+                        ("async_wait_timeout", async_wait_timeout), ("lock_wait", lock_wait),
+                        ("gate_snooze", gate_snooze)):
         if value is _UNSET:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise ConfigurationError(f"rf.configure({name}={value!r}): must be seconds > 0",
                                      option=name)
         changes[name] = float(value)
+    if gate_snooze_limit is not _UNSET:
+        if (isinstance(gate_snooze_limit, bool) or not isinstance(gate_snooze_limit, int)
+                or gate_snooze_limit < 1):
+            raise ConfigurationError(f"rf.configure(gate_snooze_limit={gate_snooze_limit!r}): "
+                                     "must be a whole number >= 1", option="gate_snooze_limit")
+        changes["gate_snooze_limit"] = gate_snooze_limit
     if storage is not _UNSET:
         if storage is not None and not isinstance(storage, Storage):
             raise ConfigurationError(

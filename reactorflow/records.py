@@ -185,6 +185,8 @@ class RunState(msgspec.Struct, omit_defaults=True):
     handed_off: bool = False  # the background hand-off fired (it never fires again)
     parked_on: dict[str, float] = msgspec.field(default_factory=dict)  # unit key -> since when
     wake_at: float | None = None  # parked: when a step's next attempt is due
+    gate_snoozes: int = 0  # times a worker put the run back because a gate was busy
+    gate_waits: dict[str, str] = msgspec.field(default_factory=dict)  # step key -> busy gate
 
 
 class Control(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, ov
 import msgspec
 
 from reactorflow.definition import checks, maps, mermaid, registry
+from reactorflow.definition.gates import bind
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.handles import MapStep, Step
 from reactorflow.definition.params import (
@@ -67,6 +68,7 @@ class Reactor(RunMethods):
         max_concurrency: int | None = None,
         middleware: Sequence[Middleware] = (),
         always_dispatch: bool = False,
+        gates: Sequence[Any] = (),
     ) -> None:
         if not isinstance(name, str) or not checks.REACTOR_NAME.match(name):
             raise DefinitionError(
@@ -93,6 +95,8 @@ class Reactor(RunMethods):
         self.middleware = tuple(middleware)
         self.always_dispatch = bool(always_dispatch)
         self.handoff: tuple[Literal["after", "before"], str] | None = None
+        self.gates = bind(gates, where=f"reactor {name!r}", available=self.input_names,
+                          reactor=name)
         self._steps: dict[str, StepSpec] = {}
         self._plan_cache: tuple[int, Plan] | None = None
         self.origin = registry.caller_origin()
@@ -134,16 +138,17 @@ class Reactor(RunMethods):
     @overload
     def step(self, fn: None = None, /, *, name: str | None = None,
              retries: Retry | None = None, timeout: float | None = None,
-             when: Callable[..., Any] | None = None, after: After = ()) -> StepDecorator: ...
+             when: Callable[..., Any] | None = None, after: After = (),
+             gates: Sequence[Any] = ()) -> StepDecorator: ...
 
     def step(self, fn: Any = None, /, *, name: str | None = None, retries: Retry | None = None,
              timeout: float | None = None, when: Callable[..., Any] | None = None,
-             after: After = ()) -> Any:
+             after: After = (), gates: Sequence[Any] = ()) -> Any:
         """Declare a step. Its parameters name the inputs and earlier steps it needs."""
 
         def decorate(f: Any) -> Any:
             return self._declare(f, StepKind.STEP, name=name, retries=retries, timeout=timeout,
-                                 when=when, after=after)
+                                 when=when, after=after, gates=gates)
 
         return decorate(fn) if fn is not None else decorate
 
@@ -152,18 +157,19 @@ class Reactor(RunMethods):
     @overload
     def async_step(self, fn: None = None, /, *, name: str | None = None,
                    retries: Retry | None = None, timeout: float | None = None,
-                   when: Callable[..., Any] | None = None, after: After = ()
-                   ) -> StepDecorator: ...
+                   when: Callable[..., Any] | None = None, after: After = (),
+                   gates: Sequence[Any] = ()) -> StepDecorator: ...
 
     def async_step(self, fn: Any = None, /, *, name: str | None = None,
                    retries: Retry | None = None, timeout: float | None = None,
-                   when: Callable[..., Any] | None = None, after: After = ()) -> Any:
+                   when: Callable[..., Any] | None = None, after: After = (),
+                   gates: Sequence[Any] = ()) -> Any:
         """Declare a step that runs in a worker while the run goes on; steps that read its
         result wait for it (annotate `rf.Outcome[T]` to receive a failure as a value)."""
 
         def decorate(f: Any) -> Any:
             return self._declare(f, StepKind.ASYNC_STEP, name=name, retries=retries,
-                                 timeout=timeout, when=when, after=after)
+                                 timeout=timeout, when=when, after=after, gates=gates)
 
         return decorate(fn) if fn is not None else decorate
 
@@ -180,8 +186,13 @@ class Reactor(RunMethods):
                   correlation_id: str | Callable[..., str] | None = None,
                   timeout: float | None = None, max_attempts: int | None = None,
                   resume: ResumeMode = "inline", when: Callable[..., Any] | None = None,
-                  after: After = ()) -> Any:
+                  after: After = (), gates: Any = None) -> Any:
         """Declare a pause point: the run waits here for a payload given to `continue_`."""
+        if gates is not None:
+            raise DefinitionError(
+                f"reactor {self.name!r}: an interrupt cannot take gates= (it holds nothing while "
+                "it waits); declare the gates on the step that reads its payload",
+                reactor=self.name, step=name)
         options = dict(correlation_id=correlation_id, timeout=timeout,
                        max_attempts=max_attempts, resume=resume)
 
@@ -193,13 +204,13 @@ class Reactor(RunMethods):
 
     def compose(self, child: Reactor, *, name: str | None = None,
                 when: Callable[..., Any] | None = None, after: After = (),
-                **unsupported: Any) -> StepDecorator:
+                gates: Sequence[Any] = (), **unsupported: Any) -> StepDecorator:
         """Declare a step that runs `child` inline; the function maps arguments to its inputs."""
         self._check_child(child, "compose", unsupported, nested=True)
 
         def decorate(f: Any) -> Any:
             return self._declare(f, StepKind.COMPOSE, name=name, when=when, after=after,
-                                 child=child)
+                                 child=child, gates=gates)
 
         return decorate
 
@@ -207,7 +218,7 @@ class Reactor(RunMethods):
                  fan_out: bool = False, atomic: bool = True, reactor: Reactor | None = None,
                  name: str | None = None, retries: Retry | None = None,
                  timeout: float | None = None, when: Callable[..., Any] | None = None,
-                 after: After = ()) -> MapDecorator:
+                 after: After = (), gates: Sequence[Any] = ()) -> MapDecorator:
         """Declare a step that runs its function once per element of `over` (an input field or
         an earlier step whose value is a list/tuple); the first parameter receives the element.
 
@@ -229,20 +240,21 @@ class Reactor(RunMethods):
 
         def decorate(f: Any) -> Any:
             return self._declare(f, StepKind.MAP, name=name, retries=retries, timeout=timeout,
-                                 when=when, after=after, child=reactor, mapping=options)
+                                 when=when, after=after, child=reactor, mapping=options,
+                                 gates=gates)
 
         return decorate
 
     def async_reactor(self, child: Reactor, *, name: str | None = None,
                       when: Callable[..., Any] | None = None, after: After = (),
-                      **unsupported: Any) -> StepDecorator:
+                      gates: Sequence[Any] = (), **unsupported: Any) -> StepDecorator:
         """Declare a step that starts `child` as a run of its own in a worker (linked to this
         run, never rolled back with it); the function maps arguments to the child's inputs."""
         self._check_child(child, "async_reactor", unsupported, nested=False)
 
         def decorate(f: Any) -> Any:
             return self._declare(f, StepKind.ASYNC_REACTOR, name=name, when=when, after=after,
-                                 child=child)
+                                 child=child, gates=gates)
 
         return decorate
 
@@ -287,7 +299,7 @@ class Reactor(RunMethods):
             hint = (" A child reactor is never retried as a whole: declare retries on its steps."
                     if "retries" in unsupported else "")
             raise DefinitionError(
-                f"reactor {self.name!r}: {what}() takes name, when and after; got "
+                f"reactor {self.name!r}: {what}() takes name, when, after and gates; got "
                 f"{', '.join(sorted(unsupported))}.{hint}",
                 reactor=self.name,
             )
@@ -303,7 +315,8 @@ class Reactor(RunMethods):
                  when: Callable[..., Any] | None = None, after: After = (),
                  interrupt: dict[str, Any] | None = None,
                  child: Reactor | None = None,
-                 mapping: dict[str, Any] | None = None) -> Step[Any, Any]:
+                 mapping: dict[str, Any] | None = None,
+                 gates: Sequence[Any] = ()) -> Step[Any, Any]:
         step_name = name if name is not None else getattr(fn, "__name__", None)
         where = f"{kind.value} {step_name!r} of reactor {self.name!r}"
         ensure_async(fn, where=where, reactor=self.name)
@@ -344,6 +357,7 @@ class Reactor(RunMethods):
                 "be running when the run ends; read it in a plain step and return that one",
                 reactor=self.name, step=step_name)
         deps = tuple(dict.fromkeys([*data_deps, *after_names]))
+        bound = bind(gates, where=where, available=arg_names, reactor=self.name, step=step_name)
         options = None
         if interrupt is not None:
             options = checks.interrupt_options(self, interrupt, params, where,
@@ -353,6 +367,7 @@ class Reactor(RunMethods):
             return_type=signature.return_type, deps=deps,
             after=after_names, retry=retries, timeout=seconds, when=when,
             when_names=when_names, interrupt=options, child=child, map=map_options,
+            gates=bound,
         )
         registry.bump()
         if map_options is not None:

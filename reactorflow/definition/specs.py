@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
+from reactorflow.definition.gates import BoundGate
 from reactorflow.definition.params import HandlerSignature, Param
 from reactorflow.retry import Retry
 
@@ -73,3 +74,4 @@ class StepSpec:
     interrupt: InterruptOptions | None = None
     child: Reactor | None = field(default=None, compare=False)
     map: MapOptions | None = None
+    gates: tuple[BoundGate, ...] = ()

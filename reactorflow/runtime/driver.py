@@ -10,17 +10,22 @@ interruption propagates.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from typing import TYPE_CHECKING, assert_never
 
 import anyio
 import msgspec
 
-from reactorflow.errors import LockLost, RecordedError, StorageError
+from reactorflow import config
+from reactorflow.errors import GateBusy, LockLost, RecordedError, StorageError
 from reactorflow.middleware import RunEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, RunError, StepRecord
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.forward import Ending, Forward, Verdict
+from reactorflow.runtime.gates import levels
+from reactorflow.runtime.gates import runs as gates
+from reactorflow.runtime.lockkeeper import keeper
 from reactorflow.runtime.parking import park
 from reactorflow.runtime.rollback import collected_failures, roll_back
 from reactorflow.status import RollbackTrigger, Status, StepStatus
@@ -37,7 +42,11 @@ async def drive(ex: Execution) -> None:
     if hooks:
         hooks.call("before_run", RunEvent(ex.run_id, ex.reactor))
     forward: Forward | None = None
+    if ex.hold is not None:
+        keeper.attach(ex.hold, ex.gates)  # the gate places are renewed with the run's lock
     try:
+        if not await _admitted(ex):
+            return
         if ex.state.status == Status.ROLLING_BACK:
             await finish_rollback(ex)
         else:
@@ -60,6 +69,8 @@ async def drive(ex: Execution) -> None:
             await _abort(ex, forward, exc)
         raise
     finally:
+        with anyio.CancelScope(shield=True):
+            await _release_gates(ex)
         if hooks:
             hooks.call("after_run", RunEvent(ex.run_id, ex.reactor, ex.state.status,
                                              ex.state.error))
@@ -72,6 +83,67 @@ async def _claims_arrived(ex: Execution, verdict: Verdict) -> bool:
     fresh = {k: claims[k] for k in verdict.waiting if k in claims and k not in ex.claims}
     ex.claims.update(fresh)
     return bool(fresh)
+
+
+async def _admitted(ex: Execution) -> bool:
+    """Take the reactor's gates for this execution (`gates.admit`); when it may not drive the
+    run, save what that means (halted by a period, failed by a bad key, snoozed or handed to a
+    worker while a gate is busy) and return False."""
+    admission, error = await gates.admit(ex)
+    if admission is gates.Admission.ADMITTED and ex.state.status != Status.ROLLING_BACK:
+        refused = await levels.retake(ex)
+        if refused is not None and refused.busy is not None:
+            admission, error = gates.Admission.BUSY, refused.busy
+    match admission:
+        case gates.Admission.ADMITTED:
+            ex.state.gate_waits = {}
+            return True
+        case gates.Admission.PERIOD:
+            await conclude(ex, Verdict(Ending.HALTED, halt_reason="period"))
+        case gates.Admission.BAD_KEY:
+            assert error is not None
+            record = ErrorRecord.from_exception(error)
+            await fail_with_rollback(ex, RunError(None, record.type, record.message))
+        case gates.Admission.BUSY:
+            assert isinstance(error, GateBusy)
+            await snooze(ex, error)
+        case _:
+            assert_never(admission)
+    return False
+
+
+async def _release_gates(ex: Execution) -> None:
+    try:
+        await levels.release_all(ex)
+        await gates.release(ex)
+    except Exception:  # the places lapse after their TTL
+        log.warning("reactorflow.gate.release_failed run_id=%s", ex.run_id, exc_info=True)
+
+
+async def snooze(ex: Execution, busy: GateBusy, step: str | None = None) -> None:
+    """A gate is busy: save the run as it is (a paused run whose payload arrived becomes
+    `running`), holding nothing, and have a worker take it again a little later (at most
+    `gate_snooze` seconds). In a worker each snooze counts; past `gate_snooze_limit` the run
+    fails with the busy gate's error. A snooze never consumes a step's retries."""
+    settings = config.settings()
+    count = ex.state.gate_snoozes + (1 if ex.in_worker else 0)
+    if count > settings.gate_snooze_limit:
+        message = (f"{busy.message} (still busy after {count - 1} snoozes; raise "
+                   "gate_snooze_limit to wait longer)")
+        await fail_with_rollback(ex, RunError(step, "GateBusy", message))
+        return
+    status = Status(ex.state.status)
+    if status is Status.PAUSED:
+        status = Status.RUNNING
+    waits = dict(ex.state.gate_waits)
+    if step is not None:
+        waits[step] = f"{busy.gate} {busy.key!r}"
+    await ex.save_state(status, final=True, gate_snoozes=count, gate_waits=waits,
+                        events=[event("run.snoozed", step or "", detail=busy.message)])
+    ex.enqueue_after_release = True
+    ex.enqueue_delay = settings.gate_snooze * (0.5 + random.random() / 2)
+    log.info("reactorflow.gate.snoozed run_id=%s reactor=%s gate=%s key=%s step=%s snoozes=%d",
+             ex.run_id, ex.reactor, busy.gate, busy.key, step or "-", count)
 
 
 def run_error(key: str, error: BaseException) -> RunError:
@@ -100,6 +172,9 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
                                 timeout_at=min(deadlines.values()) if deadlines else None)
         case Ending.PARKED:
             await park(ex, verdict.parked, verdict.wake_at)
+            return
+        case Ending.SNOOZED:
+            await snooze(ex, verdict.snoozed[0][1], verdict.snoozed[0][0])
             return
         case Ending.HANDOFF:
             await ex.save_state(Status.RUNNING, final=True, events=[event("run.handed_off")],

@@ -20,6 +20,7 @@ from reactorflow.definition.params import MapRead
 from reactorflow.errors import CorruptRecord, DefinitionChanged, StorageError
 from reactorflow.middleware import Hooks
 from reactorflow.records import Control, Event, RunMeta, RunState, StepRecord
+from reactorflow.runtime.gates.scope import Entry, GateHolds
 from reactorflow.runtime.lockkeeper import Hold
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage, StoredRun
@@ -58,8 +59,13 @@ class Execution:
         self.seq = max((r.seq for r in steps.values()), default=0)
         self.stored_status = state.status
         self.control: Control | None = None
-        self.enqueue_after_release = False  # set by a background hand-off
+        self.enqueue_after_release = False  # set by a background hand-off, or a snooze
+        self.enqueue_delay: float | None = None  # ...after this many seconds
+        self.gates = GateHolds(storage, meta.id)  # the gate places this execution holds
+        self.run_entry: Entry | None = None  # the reactor's own gates, while held
+        self.level_entries: dict[str, Entry] = {}  # open composed children's gates
         self.parks = False  # in a worker: wait for async units parked, not holding the run
+        self.never_waits = False  # an async unit in a worker: a busy gate snoozes the unit
         self.parked_since: dict[str, float] = {}  # unit key -> since when (when it parked)
         self.hold: Hold | None = None  # the lock hold of the owning execution, when it drives
         self.history: list[Event] | None = None  # events written here, when all are known...
@@ -106,6 +112,11 @@ class Execution:
             raise CorruptRecord(head.run_id, f"stored inputs cannot be decoded: {exc}") from exc
 
     # -- reading -------------------------------------------------------------------------------
+
+    @property
+    def in_worker(self) -> bool:
+        """Runs in a worker: a busy gate snoozes (the job is put back), never waits."""
+        return self.parks or self.never_waits
 
     def status_of(self, key: str) -> StepStatus:
         record = self.records.get(key)

@@ -30,11 +30,15 @@ from reactorflow.errors import (
     ArgumentError,
     AsyncWaitTimeout,
     CorrelationConflict,
+    GateBusy,
     InputValidationError,
     SerializationError,
 )
 from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
+from reactorflow.runtime.gates.levels import close_level, has_gates, open_level
+from reactorflow.runtime.gates.scope import Entry
+from reactorflow.runtime.gates.steps import call_gated, deadlock
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.maps.drive import run_map
 from reactorflow.runtime.maps.reading import map_value_raw, prepare_readers, reads_maps
@@ -68,6 +72,7 @@ class Ending(StrEnum):
     COMPLETED = "completed"
     PAUSED = "paused"  # interrupts wait for payloads
     PARKED = "parked"  # steps wait for async units; the run is re-enqueued when they finish
+    SNOOZED = "snoozed"  # a step's gate was busy in a worker: the run is put back for later
     FAILED = "failed"
     HALTED = "halted"
     CANCELLED = "cancelled"
@@ -85,6 +90,7 @@ class Verdict:
     waiting: list[str] = field(default_factory=list)
     parked: dict[str, float] = field(default_factory=dict)  # unit key -> waited on since
     wake_at: float | None = None  # PARKED: when the first step's next attempt is due
+    snoozed: list[tuple[str, GateBusy]] = field(default_factory=list)  # step key -> busy gate
 
 
 class Forward:
@@ -128,6 +134,8 @@ class Forward:
                                   else Ending.FAILED)
             elif self.handing_off:
                 verdict.status = Ending.HANDOFF
+            elif verdict.snoozed:
+                verdict.status = Ending.SNOOZED
             elif self.parked or self.retrying:
                 verdict.status = Ending.PARKED
                 verdict.parked = dict(self.parked)
@@ -262,7 +270,10 @@ class Forward:
             except SerializationError as exc:
                 await self._fail_step(node, exc, detail=str(exc))
                 return
-        out = await call_step(ex, node, payload)
+        if node.spec.gates:
+            out = await call_gated(ex, node, payload)
+        else:
+            out = await call_step(ex, node, payload)
         match out.status:
             case StepEnd.COMPLETED:
                 ex.values[node.key] = out.value
@@ -286,6 +297,10 @@ class Forward:
                 await ex.checkpoint(node.key, halted, out.events)
             case StepEnd.RETRYING:
                 await self._retry_later(node, out)
+            case StepEnd.SNOOZED:
+                assert isinstance(out.error, GateBusy)
+                self.verdict.snoozed.append((node.key, out.error))
+                self._stop()  # steps in flight finish; the run is put back as it is
             case StepEnd.FAILED:
                 assert out.error is not None
                 await self._fail_step(node, out.error, events=out.events,
@@ -407,6 +422,9 @@ class Forward:
                 assert node.spec.child is not None
                 child_inputs = validate_inputs(node.spec.child, await node.spec.fn(**kwargs),
                                                step=node.key)
+            refused = deadlock(ex, node, kwargs, child_inputs)
+            if refused is not None:
+                raise refused
         except Exception as exc:
             await self._fail_step(node, exc, detail=summary(exc))
             return
@@ -471,6 +489,11 @@ class Forward:
             child = self.plan.levels[key].reactor
             child_inputs = validate_inputs(child, mapped, step=key)
             raw = records.raw(child_inputs)
+            if has_gates(node):
+                entry = await open_level(ex, node, kwargs, child_inputs)
+                if not entry.admitted:
+                    await self._refused(node, entry)
+                    return
         except (ArgumentError, InputValidationError, SerializationError, TypeError) as exc:
             await self._fail_step(node, exc, detail=describe(exc), started_at=started)
             return
@@ -499,6 +522,20 @@ class Forward:
                           raw, seq=ex.next_seq(), child_inputs=record.child_inputs,
                           child_opened=record.child_opened)
         await self._finish(node, done, [event("step.completed", node.key)])
+        await close_level(ex, node.key, completed=True)
+
+    async def _refused(self, node: Node, entry: Entry) -> None:
+        """A composed child's gates refused it: a used period skips the compose step; a busy
+        gate fails it (in a caller) or snoozes the run (in a worker)."""
+        if entry.period_done is not None:
+            await self._skip(node, f"period {entry.period_done.key!r} already used")
+        elif self.ex.in_worker:
+            assert entry.busy is not None
+            self.verdict.snoozed.append((node.key, entry.busy))
+            self._stop()
+        else:
+            assert entry.busy is not None
+            await self._fail_step(node, entry.busy, detail=str(entry.busy))
 
     # -- interrupts ----------------------------------------------------------------------------
 

@@ -25,6 +25,9 @@ from reactorflow.errors import CorruptRecord, DefinitionChanged, ReactorflowErro
 from reactorflow.records import ElementRecord, ErrorRecord, StepRecord, summary
 from reactorflow.runtime import operations, queue
 from reactorflow.runtime.execution import Execution, event
+from reactorflow.runtime.gates.scope import GateHolds
+from reactorflow.runtime.gates.steps import call_gated
+from reactorflow.runtime.lockkeeper import keeper
 from reactorflow.runtime.maps import element_job
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.queue import Job, JobKind
@@ -142,7 +145,7 @@ async def execute_unit(run_id: str, reactor_name: str, key: str) -> None:
     lock, owner = unit_lock(run_id, key), new_owner()
     if not await acquire(storage, lock, owner, settings.lock_ttl, 0.0):
         return  # another worker is running this unit right now (a duplicate message)
-    async with keep_alive(storage, lock, owner, settings.lock_ttl):
+    async with keep_alive(storage, lock, owner, settings.lock_ttl) as hold:
         stored = await storage.load_run(run_id)
         if stored is None:
             log.error("reactorflow.async.orphaned run_id=%s step=%s: the run is gone, the unit "
@@ -159,6 +162,8 @@ async def execute_unit(run_id: str, reactor_name: str, key: str) -> None:
         current = ex.records.get(key)
         if current is None or current.status in FINISHED:
             return  # never dispatched, or already done: a stray or duplicate message
+        ex.gates = GateHolds(storage, lock)  # the unit holds gates as itself, not as its run
+        keeper.attach(hold, ex.gates)
         await _run_unit(ex, key)
 
 
@@ -183,8 +188,18 @@ async def _fail_element(storage: Storage, job: Job, kind: str, reason: str) -> N
 
 async def _run_unit(ex: Execution, key: str) -> None:
     node = ex.plan.nodes[key]
-    out = await call_step(ex, node, check_when=False)
+    if node.spec.gates:
+        ex.never_waits = True  # a busy gate puts the unit back for later
+        out = await call_gated(ex, node, check_when=False)
+    else:
+        out = await call_step(ex, node, check_when=False)
     events: list[Any] = list(out.events)
+    if out.status is StepEnd.SNOOZED:
+        delay = config.settings().gate_snooze * (0.5 + random.random() / 2)
+        queue.current().enqueue(Job.unit(ex.run_id, ex.reactor, key), delay=delay)
+        log.info("reactorflow.gate.snoozed run_id=%s step=%s error=%s", ex.run_id, key,
+                 summary(out.error) if out.error is not None else "-")
+        return
     match out.status:
         case StepEnd.COMPLETED:
             record = StepRecord(StepStatus.COMPLETED, out.attempts, out.started_at,
@@ -198,7 +213,7 @@ async def _run_unit(ex: Execution, key: str) -> None:
             record = StepRecord(StepStatus.FAILED, out.attempts, out.started_at,
                                 out.finished_at, error=ErrorRecord.from_exception(out.error),
                                 rollback_error=rollback_error)
-        case StepEnd.SKIPPED | StepEnd.RETRYING:  # no when= asked; a unit's execution never parks
+        case StepEnd.SKIPPED | StepEnd.RETRYING | StepEnd.SNOOZED:  # no when=; never parks
             raise AssertionError(f"unit {key!r} ended {out.status}")
         case _:
             assert_never(out.status)

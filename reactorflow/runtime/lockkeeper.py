@@ -9,6 +9,10 @@ An extension refused because the owner released the lock meanwhile is not a loss
 unregisters its hold before it releases the lock (`ownership.keep_alive`), and marks it
 `releasing` before the final save that releases it in the same write (`Execution.save_state`);
 only a refusal while the hold is registered and not releasing logs `reactorflow.lock.lost`.
+
+A hold may carry the gate places its execution holds (`Hold.gates`): they are renewed with the
+run's lock (and the ordered-lock tickets stamped), as often as the shortest of their TTLs
+needs, so a crashed holder's places lapse after their TTL and a live one's never do.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from reactorflow.runtime.gates.scope import GateHolds
 from reactorflow.storage.base import Storage
 
 log = logging.getLogger("reactorflow.lock")
@@ -39,7 +44,14 @@ class Hold:
     due: float
     released: bool = False  # the owner's final save released the lock itself
     releasing: bool = False  # that final save is under way (it may have released it already)
+    gates: GateHolds | None = None  # gate places renewed with the lock
+    renewed: float = field(default_factory=time.monotonic)
     serial: int = field(default_factory=itertools.count().__next__)
+
+    def next_due(self) -> float:
+        """When the lock, or the shortest-lived gate place it carries, needs renewing."""
+        shortest = self.gates.shortest() if self.gates is not None else None
+        return self.due if shortest is None else min(self.due, self.renewed + shortest / 3)
 
 
 class LockKeeper:
@@ -61,6 +73,19 @@ class LockKeeper:
         if not started and ttl / 3 < IDLE_WAKE:
             self._poke()  # due before the keeper's next regular wake-up
         return hold
+
+    def attach(self, hold: Hold, gates: GateHolds) -> None:
+        """Renew `gates`' places with `hold` from now on; a place that needs renewing sooner
+        than the keeper's next wake-up wakes it."""
+        hold.gates = gates
+        gates.listener = self._nudge
+        shortest = gates.shortest()
+        if shortest is not None:  # places taken before the hold existed
+            self._nudge(shortest)
+
+    def _nudge(self, ttl: float) -> None:
+        if ttl / 3 < IDLE_WAKE:
+            self._poke()
 
     def release(self, hold: Hold) -> None:
         with self._mutex:
@@ -100,8 +125,8 @@ class LockKeeper:
             while not self._stopping:
                 now = time.monotonic()
                 with self._mutex:
-                    due = [h for h in self._holds.values() if h.due <= now]
-                    upcoming = min((h.due for h in self._holds.values()),
+                    due = [h for h in self._holds.values() if h.next_due() <= now]
+                    upcoming = min((h.next_due() for h in self._holds.values()),
                                    default=now + IDLE_WAKE)
                 storages.update(hold.storage for hold in due)
                 async with anyio.create_task_group() as tg:  # one slow extension delays none
@@ -134,7 +159,21 @@ class LockKeeper:
                 log.warning("reactorflow.lock.lost run_id=%s owner=%s", hold.run_id, hold.owner)
             self.release(hold)
             return
-        hold.due = time.monotonic() + hold.ttl / 3
+        if hold.gates is not None:
+            await self._renew_gates(hold.gates)
+        hold.renewed = time.monotonic()
+        hold.due = hold.renewed + hold.ttl / 3
+
+    async def _renew_gates(self, gates: GateHolds) -> None:
+        """Renew a hold's gate places and stamp its tickets."""
+        try:
+            for key, holder, ttl in gates.places():
+                if not await gates.storage.gate_extend(key, holder, ttl):
+                    log.warning("reactorflow.gate.lost run_id=%s key=%s", gates.run_id, key)
+            for key, ticket in gates.tickets():
+                await gates.storage.ordered_stamp(key, ticket)
+        except Exception:
+            log.warning("reactorflow.gate.extend_failed run_id=%s", gates.run_id, exc_info=True)
 
     def stop(self) -> None:
         thread = self._thread

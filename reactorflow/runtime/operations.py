@@ -9,11 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import msgspec
 
 from reactorflow import config, records
 from reactorflow.definition.graph import plan_for
 from reactorflow.errors import (
+    GateBusy,
+    GateKeyError,
     LockTimeout,
     ReactorflowError,
     RunExists,
@@ -28,6 +31,8 @@ from reactorflow.runtime import idempotency, lookup, queue
 from reactorflow.runtime.creation import create_run, release
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import Execution, event
+from reactorflow.runtime.gates import runs as run_gates
+from reactorflow.runtime.gates.scope import Entry, GateHolds
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.maps.fanout import parks_on_map
 from reactorflow.runtime.maps.reading import with_map_value
@@ -95,6 +100,8 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
     storage = config.current_storage()
     run_id = progress.run_id
     owner = new_owner()
+    holds = GateHolds(storage, run_id)
+    entry = None
     while True:
         if idempotency_key is not None:
             winner = await idempotency.claim(storage, reactor.name, idempotency_key, run_id,
@@ -102,6 +109,9 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
             if winner is not None:
                 progress.run_id, progress.stored = winner, True
                 return msgspec.structs.replace(await get(reactor, winner), replayed=True)
+        if entry is None:
+            entry = await _gates_at_start(storage, holds, reactor, value, idempotency_key,
+                                          dispatch=dispatch)
         progress.stored = None
         try:
             meta, state, started = await create_run(
@@ -109,8 +119,13 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
                 handed_off=dispatch, retried_from=retried_from)
         except RunExists:
             if idempotency_key is None:
+                await run_gates.abandon(holds, entry)
                 raise
             continue  # this start stalled and its claim was taken over: replay the new one
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await run_gates.abandon(holds, entry)
+            raise
         progress.stored = True
         break
     if dispatch:
@@ -121,8 +136,21 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
         return handed
     ex = Execution(plan=plan, storage=storage, owner=owner, meta=meta, state=state, steps={},
                    claims={}, hooks=hooks_for(reactor))
+    ex.gates, ex.run_entry = holds, entry  # taken above, held until this execution stops
     ex.history = [started]  # a fresh run: this execution sees every event
     return await snapshot(await run_owned(reactor, storage, run_id, owner, ex))
+
+
+async def _gates_at_start(storage: Storage, holds: GateHolds, reactor: Reactor, value: Any,
+                          idempotency_key: str | None, *, dispatch: bool) -> Entry | None:
+    """The reactor's gates for a run about to be stored (`gates.runs.at_start`); a refused
+    start gives back the idempotency claim it took (nothing of the run is stored)."""
+    try:
+        return await run_gates.at_start(holds, reactor, value, dispatch=dispatch)
+    except (GateBusy, GateKeyError):
+        if idempotency_key is not None:
+            await storage.release_idempotency(reactor.name, idempotency_key, holds.run_id)
+        raise
 
 
 async def mark_unrecoverable(storage: Storage, run_id: str, kind: str, reason: str) -> None:
@@ -230,7 +258,8 @@ async def after_release(reactor: Reactor, storage: Storage, ex: Execution) -> No
     ended, report to the parent."""
     if ex.enqueue_after_release:
         ex.enqueue_after_release = False
-        queue.enqueue_run(ex.run_id, reactor.name)
+        delay, ex.enqueue_delay = ex.enqueue_delay, None
+        queue.enqueue_run(ex.run_id, reactor.name, delay=delay)
     if is_parked(ex):
         await after_park(ex)
     if ex.meta.parent_run is not None:

@@ -8,6 +8,8 @@ Order, at each level of the tree (the root, then composed children inside it):
 3. undo the completed steps in reverse completion order; a completed composed child is undone
    as a unit at its place in that order, its own steps newest first.
 
+A gated step's handler runs under its locks and semaphores, taken again (waiting up to each
+gate's `wait`; a gate still busy fails the handler with `rf.GateBusy`, without running it).
 Every handler outcome is checkpointed, so a rollback cut off by a crash resumes after the last
 handler that returned (the cut-off one runs again: handlers must be idempotent). A failing
 handler is recorded and the rollback goes on.
@@ -29,6 +31,7 @@ from reactorflow.errors import RecordedError
 from reactorflow.middleware import StepEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
+from reactorflow.runtime.gates.steps import leave_rollback, rollback_places
 from reactorflow.runtime.maps.reading import prepare_readers, reads_maps
 from reactorflow.runtime.maps.undo import roll_back_map
 from reactorflow.runtime.stepcall import context_for, resolve_arguments
@@ -133,10 +136,14 @@ async def _run_handler(ex: Execution, kind: Literal[HandlerKind.UNDO, HandlerKin
         hooks.call(f"before_{kind}", StepEvent(ex.run_id, ex.reactor, key))
     started = event(f"{kind}.started", key)
     error: Exception | None = None
-    try:
-        await call_handler(ex, handler, key, first)
-    except Exception as exc:
-        error = exc
+    entry, error = await rollback_places(ex, node)  # its locks and semaphores, re-taken
+    if error is None:
+        try:
+            await call_handler(ex, handler, key, first)
+        except Exception as exc:
+            error = exc
+        finally:
+            await leave_rollback(ex, entry)
     if hooks:
         ended = StepStatus.FAILED if error else StepStatus.COMPLETED
         hooks.call(f"after_{kind}", StepEvent(ex.run_id, ex.reactor, key, status=ended,

@@ -50,6 +50,7 @@ class StepEnd(StrEnum):
     FAILED = "failed"
     HALTED = "halted"
     RETRYING = "retrying"  # in a worker: the next attempt is due at `retry_at`; the run parks
+    SNOOZED = "snoozed"  # a gate was busy in a worker: nothing ran, the run tries again later
 
 
 PARK_BACKOFF = 0.5

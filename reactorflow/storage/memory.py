@@ -34,6 +34,7 @@ from reactorflow.storage.base import (
     UnitLiveness,
     check_count,
 )
+from reactorflow.storage.memory_gates import MemoryGates
 from reactorflow.storage.memory_maps import MemoryMaps
 from reactorflow.storage.paging import decode_cursor, encode_cursor
 
@@ -91,7 +92,7 @@ class _MemorySubscription(Subscription):
         return True
 
 
-class MemoryStorage(MemoryMaps, Storage):
+class MemoryStorage(MemoryMaps, MemoryGates, Storage):
     """Everything in this process's memory; lost when the process exits."""
 
     def __init__(self, *, retention: float = DEFAULT_RETENTION,
@@ -120,6 +121,7 @@ class MemoryStorage(MemoryMaps, Storage):
         self._correlations: dict[tuple[str, str], tuple[str, float]] = {}
         self._idempotency: dict[tuple[str, str], tuple[str, float]] = {}
         self._subscribers: dict[tuple[str, str], set[_MemorySubscription]] = {}
+        self._init_gates()
         self._units: dict[tuple[str, str], float] = {}
         self._ops = 0
 

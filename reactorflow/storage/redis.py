@@ -41,6 +41,7 @@ from reactorflow.storage.base import (
 )
 from reactorflow.storage.paging import decode_cursor, encode_cursor
 from reactorflow.storage.redis_conn import Args, LoopClient, RedisConnector
+from reactorflow.storage.redis_gates import RedisGates
 from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
 from reactorflow.storage.redis_maps import RedisMaps
 from reactorflow.storage.redis_paging import IndexReader, Taken, newest_first
@@ -93,7 +94,7 @@ def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
-class RedisStorage(RedisMaps, Storage):
+class RedisStorage(RedisMaps, RedisGates, Storage):
     """Runs in Redis: durable across processes, shared by every worker of the namespace."""
 
     def __init__(self, url: str = "redis://localhost:6379/0", *, namespace: str = "rf",

@@ -1,0 +1,114 @@
+"""A reactor's own gates, held by its run.
+
+The protocol:
+
+1. `run()` takes the reactor's gates in the caller before anything is stored (`at_start`),
+   waiting up to each gate's `wait`; a busy gate raises `rf.GateBusy` and nothing is stored
+   (an idempotency claim taken for the start is given back). `dispatch()` only takes the run's
+   place in an ordered lock's line (call order is line order); a worker takes the rest.
+2. Every execution of the run (`driver.drive`) holds them while it drives: `admit` takes what
+   the execution does not hold yet (a worker never waits: a busy gate snoozes the run; a caller
+   waits, then hands the run to a worker). Periods are checked and rate limits charged only
+   before the run's first step (a charge is also remembered by storage, so a redelivery is not
+   charged again).
+3. When the execution lets go of the run (`release`): places are given back at any stop (the
+   run holds nothing while paused, parked or snoozed); its ordered turn passes on at a final
+   status only; periods are recorded when it completed.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from reactorflow.definition.gates import GateKind
+from reactorflow.errors import GateBusy, GateKeyError
+from reactorflow.runtime.gates.keys import render
+from reactorflow.runtime.gates.scope import Entry, GateHolds, Need, enter, holder_of, leave
+from reactorflow.runtime.stepcall import read_input
+from reactorflow.status import Status
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+    from reactorflow.runtime.execution import Execution
+
+
+class Admission(StrEnum):
+    """Whether an execution may drive its run (see `admit`)."""
+
+    ADMITTED = "admitted"
+    BUSY = "busy"  # a gate is busy: the run waits (snoozed, or handed to a worker)
+    PERIOD = "period"  # a period gate was used already: the run ends halted
+    BAD_KEY = "bad_key"  # a key could not be built: the run fails
+
+
+def run_needs(reactor: Reactor, inputs: Any, run_id: str) -> list[Need]:
+    """The reactor's gates with their keys built from the run's inputs.
+
+    Raises:
+        GateKeyError: a key could not be built.
+    """
+    values = {name: read_input(inputs, name) for name in reactor.input_names}
+    return [Need(b.gate, render(b, values, run_id=run_id)) for b in reactor.gates]  # type: ignore[arg-type]
+
+
+async def at_start(holds: GateHolds, reactor: Reactor, inputs: Any, *,
+                   dispatch: bool) -> Entry | None:
+    """Step 1 of the protocol, for a run about to be stored.
+
+    Raises:
+        GateBusy: a gate stayed busy past its `wait` (everything taken was given back).
+        GateKeyError: a key could not be built.
+    """
+    if not reactor.gates:
+        return None
+    needs = run_needs(reactor, inputs, holds.run_id)
+    if dispatch:
+        for need in needs:
+            if need.kind is GateKind.ORDERED_LOCK:
+                await holds.storage.ordered_enter(need.key, holder_of(holds, need, ""))
+        return None
+    entry = await enter(holds, needs, "", wait=True)
+    if entry.busy is not None:
+        raise entry.busy
+    return entry
+
+
+async def abandon(holds: GateHolds, entry: Entry | None) -> None:
+    """Give back everything a start took when its run was not stored after all."""
+    if entry is not None:
+        await leave(holds, entry, completed=False)
+
+
+async def admit(ex: Execution) -> tuple[Admission, Exception | None]:
+    """Step 2 of the protocol: the run's gates for this execution (see the module doc)."""
+    reactor = ex.plan.reactor
+    if not reactor.gates:
+        return Admission.ADMITTED, None
+    entry = ex.run_entry
+    if entry is None:
+        first = not ex.records and ex.state.status == Status.RUNNING
+        try:
+            needs = run_needs(reactor, ex.level_inputs[""], ex.run_id)
+        except GateKeyError as exc:
+            return Admission.BAD_KEY, exc
+        entry = await enter(ex.gates, needs, "", wait=not ex.in_worker, keep_turn=True,
+                            charge_rate=first, check_period=first)
+        ex.run_entry = entry
+    if entry.period_done is not None:
+        return Admission.PERIOD, None
+    if entry.busy is not None:
+        busy: GateBusy = entry.busy
+        return Admission.BUSY, busy
+    return Admission.ADMITTED, None
+
+
+async def release(ex: Execution) -> None:
+    """Step 3 of the protocol, once the execution's last write is done."""
+    entry = ex.run_entry
+    if entry is None:
+        return
+    ex.run_entry = None
+    status = Status(ex.state.status)
+    await leave(ex.gates, entry, completed=status is Status.COMPLETED,
+                keep_turn=not status.is_terminal)

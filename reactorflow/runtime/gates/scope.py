@@ -1,0 +1,245 @@
+"""Entering and leaving one gated scope: a run (its reactor's gates), or one step.
+
+Entering takes the scope's gates in their declared order (`definition.gates.bind`: for a
+reactor ordered lock, period, rate limit, lock, semaphore; for a step the rate limit comes last,
+since a charge cannot be given back), then re-checks periods under the places taken. The first
+busy gate stops it: what it took is given back (an ordered lock's place in line too, unless the
+caller keeps its turn) and the entry says which gate was busy.
+
+Who holds what (`GateHolds`, one per execution of a run):
+
+* a lock's holder is the run id, so a run re-enters its own locks (a composed child or a step
+  taking its reactor's lock proceeds); within one execution a lock is counted, and released to
+  storage when its last user leaves;
+* a semaphore's holder is `<run id>|<scope>`: not re-entrant;
+* a rate limit is charged as `<run id>|<scope>`: once per run, whatever its resumes;
+* an ordered lock's ticket is the run id for the run's own gate, `<run id>|<scope>` for a step.
+
+Every place held is kept alive by the lock keeper with the run's liveness lock (see
+`runtime.lockkeeper`), so a crashed holder's places lapse after their TTL.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from reactorflow.definition.gates import GateKind, Lock, OrderedLock, Period, RateLimit, Semaphore
+from reactorflow.errors import GateBusy
+from reactorflow.runtime.gates.keys import period_marker
+from reactorflow.runtime.gates.waiting import charge, take_place, take_turn
+from reactorflow.storage.base import GateTake, Storage
+
+log = logging.getLogger("reactorflow.gate")
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """A gate with its key built for this run (or step)."""
+
+    gate: Lock | Semaphore | RateLimit | Period | OrderedLock
+    key: str
+
+    @property
+    def kind(self) -> GateKind:
+        return self.gate.kind
+
+
+class GateHolds:
+    """The gate places one execution of a run holds (thread-safe: the keeper reads them)."""
+
+    def __init__(self, storage: Storage, run_id: str) -> None:
+        self.storage = storage
+        self.run_id = run_id
+        self._mutex = threading.Lock()
+        self._locks: dict[str, int] = {}  # lock key -> users in this execution
+        self._places: dict[tuple[str, str], float] = {}  # (key, holder) -> ttl
+        self._tickets: dict[tuple[str, str], float] = {}  # (key, ticket) -> poison timeout
+        self.exclusive: dict[str, int] = {}  # keys held exclusively -> users (deadlock guard)
+        self.listener: Callable[[float], None] | None = None  # told each new place's TTL
+
+    def places(self) -> list[tuple[str, str, float]]:
+        with self._mutex:
+            return [(k, h, ttl) for (k, h), ttl in self._places.items()]
+
+    def tickets(self) -> list[tuple[str, str]]:
+        with self._mutex:
+            return list(self._tickets)
+
+    def shortest(self) -> float | None:
+        """The shortest TTL or poison timeout held: what the keeper must renew before."""
+        with self._mutex:
+            return min([*self._places.values(), *self._tickets.values()], default=None)
+
+    def holds_exclusively(self, key: str) -> bool:
+        return self.exclusive.get(key, 0) > 0
+
+    def _add(self, key: str, holder: str, ttl: float, exclusive: bool) -> None:
+        with self._mutex:
+            self._places[(key, holder)] = ttl
+            if exclusive:
+                self.exclusive[key] = self.exclusive.get(key, 0) + 1
+        if self.listener is not None:
+            self.listener(ttl)
+
+    def _drop(self, key: str, holder: str, exclusive: bool) -> None:
+        with self._mutex:
+            self._places.pop((key, holder), None)
+            if exclusive:
+                left = self.exclusive.get(key, 0) - 1
+                if left > 0:
+                    self.exclusive[key] = left
+                else:
+                    self.exclusive.pop(key, None)
+
+    def track_ticket(self, key: str, ticket: str, poison: float, held: bool) -> None:
+        with self._mutex:
+            if held:
+                self._tickets[(key, ticket)] = poison
+            else:
+                self._tickets.pop((key, ticket), None)
+
+
+@dataclass(slots=True)
+class Entry:
+    """What entering a scope did, and what leaving it must undo."""
+
+    scope: str
+    taken: list[tuple[Need, str]] = field(default_factory=list)  # places: (need, holder)
+    tickets: list[tuple[Need, str]] = field(default_factory=list)
+    periods: list[tuple[str, float]] = field(default_factory=list)  # markers to set on success
+    busy: GateBusy | None = None
+    period_done: Need | None = None  # a period already used: the scope must not run
+
+    @property
+    def admitted(self) -> bool:
+        return self.busy is None and self.period_done is None
+
+
+def holder_of(holds: GateHolds, need: Need, scope: str) -> str:
+    if need.kind is GateKind.LOCK or (need.kind is GateKind.ORDERED_LOCK and not scope):
+        return holds.run_id
+    return f"{holds.run_id}|{scope}"
+
+
+async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bool,
+                keep_turn: bool = False, charge_rate: bool = True, check_period: bool = True,
+                step: str | None = None) -> Entry:
+    """Take `needs` in order for `scope` ("" for the run itself, else a step key).
+
+    Args:
+        wait: wait up to each gate's `wait` (a caller); False never waits (a worker).
+        keep_turn: on a busy gate keep the ordered lock's place in line (a snoozing worker).
+        charge_rate: charge rate limits (False when resuming: the run was charged already).
+        check_period: check periods (False when resuming a run that already started).
+        step: the step, for the error's fields.
+    """
+    entry = Entry(scope)
+    storage = holds.storage
+    for need in needs:
+        gate = need.gate
+        patience = gate.wait if wait else 0.0
+        holder = holder_of(holds, need, scope)
+        if isinstance(gate, OrderedLock):
+            entry.tickets.append((need, holder))
+            holds.track_ticket(need.key, holder, gate.poison_pill_timeout, True)
+            if not await take_turn(storage, need.key, holder,
+                                   poison_pill_timeout=gate.poison_pill_timeout, wait=patience):
+                entry.busy = _busy(holds, need, patience, step)
+        elif isinstance(gate, Period):
+            if not check_period:
+                continue
+            marker, ttl = period_marker(gate, need.key, time.time())
+            if await storage.period_marked(marker):
+                entry.period_done = need
+            else:
+                entry.periods.append((marker, ttl))
+        elif isinstance(gate, RateLimit):
+            if not charge_rate:
+                continue
+            windows = [(seconds, limit) for _, seconds, limit in gate.windows]
+            retry_after = await charge(storage, need.key, windows, holder, wait=patience)
+            if retry_after is not None:
+                entry.busy = _busy(holds, need, patience, step, retry_after)
+        elif not await _take(holds, need, holder, patience):
+            entry.busy = _busy(holds, need, patience, step)
+        else:
+            entry.taken.append((need, holder))
+        if not entry.admitted:
+            break
+    if entry.admitted and entry.taken:
+        for marker, _ in entry.periods:  # re-checked under the places taken: at most once
+            if await storage.period_marked(marker):
+                entry.period_done = next(n for n in needs if n.kind is GateKind.PERIOD)
+                break
+    if not entry.admitted:
+        await leave(holds, entry, completed=False, keep_turn=keep_turn)
+    return entry
+
+
+async def _take(holds: GateHolds, need: Need, holder: str, patience: float) -> bool:
+    gate = need.gate
+    assert isinstance(gate, Lock | Semaphore)
+    if isinstance(gate, Lock):
+        with holds._mutex:
+            users = holds._locks.get(need.key, 0)
+            if users:
+                holds._locks[need.key] = users + 1
+                return True
+        limit = 1
+    else:
+        limit = gate.limit
+    take = await take_place(holds.storage, need.key, holder, limit=limit, ttl=gate.ttl,
+                            wait=patience)
+    if take is GateTake.BUSY:
+        return False
+    if isinstance(gate, Lock):
+        with holds._mutex:
+            holds._locks[need.key] = holds._locks.get(need.key, 0) + 1
+    holds._add(need.key, holder, gate.ttl, gate.exclusive)
+    log.debug("reactorflow.gate.acquired run_id=%s gate=%s key=%s", holds.run_id,
+              gate.kind.value, need.key)
+    return True
+
+
+async def leave(holds: GateHolds, entry: Entry, *, completed: bool,
+                keep_turn: bool = False) -> None:
+    """Give back what `entry` took (newest first); on success set its period markers; unless
+    `keep_turn`, leave its ordered lines (the turn passes on)."""
+    storage = holds.storage
+    for need, holder in reversed(entry.taken):
+        gate = need.gate
+        release = True
+        if isinstance(gate, Lock):
+            with holds._mutex:
+                users = holds._locks.get(need.key, 0) - 1
+                if users > 0:
+                    holds._locks[need.key] = users
+                    release = False
+                else:
+                    holds._locks.pop(need.key, None)
+        holds._drop(need.key, holder, need.gate.exclusive)
+        if release:
+            await storage.gate_release(need.key, holder)
+            log.debug("reactorflow.gate.released run_id=%s gate=%s key=%s", holds.run_id,
+                      gate.kind.value, need.key)
+    entry.taken.clear()
+    if completed:
+        for marker, ttl in entry.periods:
+            await storage.mark_period(marker, ttl)
+    if not keep_turn:
+        for need, ticket in entry.tickets:
+            holds.track_ticket(need.key, ticket, 0.0, False)
+            await storage.ordered_leave(need.key, ticket)
+        entry.tickets.clear()
+
+
+def _busy(holds: GateHolds, need: Need, waited: float, step: str | None,
+          retry_after: float | None = None) -> GateBusy:
+    log.info("reactorflow.gate.busy run_id=%s gate=%s key=%s step=%s", holds.run_id,
+             need.kind.value, need.key, step or "-")
+    return GateBusy(need.kind.value, need.key, waited=waited, retry_after=retry_after,
+                    run_id=holds.run_id, step=step)

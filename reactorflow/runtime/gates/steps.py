@@ -1,0 +1,134 @@
+"""A step's own gates: taken around its attempts, re-taken (locks and semaphores only) around
+its rollback handlers, and checked against the run's holds before an async unit is dispatched.
+
+Around the attempts (`call_gated`), in order: the arguments are resolved and `when=` applied
+(a skipped step takes nothing); the gates are taken for the step's scope (its key); a used
+period skips the step; a busy gate fails the step with `rf.GateBusy` in a caller (its body
+never ran, so its compensate does not run), or snoozes it in a worker (nothing taken, no attempt
+counted); then the attempts run, retries included, under the gates; the places are given back
+(shielded) and, when the step completed, its periods recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from reactorflow.definition.gates import BoundGate
+from reactorflow.definition.params import MISSING
+from reactorflow.errors import ArgumentError, GateDeadlock, GateKeyError
+from reactorflow.records import summary
+from reactorflow.runtime.execution import event
+from reactorflow.runtime.gates.keys import is_place, render
+from reactorflow.runtime.gates.runs import run_needs
+from reactorflow.runtime.gates.scope import Entry, Need, enter, leave
+from reactorflow.runtime.stepcall import (
+    Outcome,
+    StepEnd,
+    call_step,
+    evaluate_when,
+    resolve_arguments,
+)
+
+if TYPE_CHECKING:
+    from reactorflow.definition.graph import Node
+    from reactorflow.runtime.execution import Execution
+
+
+def step_needs(ex: Execution, node: Node, kwargs: dict[str, Any],
+               gates: tuple[BoundGate, ...] | None = None) -> list[Need]:
+    """The step's gates with their keys built from its arguments (`GateKeyError` if not)."""
+    bound = node.spec.gates if gates is None else gates
+    return [Need(b.gate, render(b, kwargs, run_id=ex.run_id, step=node.key))  # type: ignore[arg-type]
+            for b in bound]
+
+
+async def call_gated(ex: Execution, node: Node, payload: Any = MISSING, *,
+                     check_when: bool = True) -> Outcome:
+    """`call_step` under the step's gates (see the module doc); SNOOZED in a worker when a
+    gate is busy."""
+    key = node.key
+    out = Outcome(StepEnd.FAILED)
+    try:
+        kwargs = resolve_arguments(ex, node, payload)
+        if check_when and node.spec.when is not None and not await evaluate_when(ex, node,
+                                                                                 kwargs):
+            out.status = StepEnd.SKIPPED
+            out.events.append(event("step.skipped", key, detail="when= was false"))
+            return out
+        needs = step_needs(ex, node, kwargs)
+    except ArgumentError as exc:
+        out.error = exc
+        out.events.append(event("step.failed", key, detail=str(exc)))
+        return out
+    entry = await enter(ex.gates, needs, key, wait=not ex.in_worker, keep_turn=ex.in_worker,
+                        step=key)
+    if entry.period_done is not None:
+        out.status = StepEnd.SKIPPED
+        out.events.append(event("step.skipped", key,
+                                detail=f"period {entry.period_done.key!r} already used"))
+        return out
+    if entry.busy is not None:
+        out.error = entry.busy
+        out.status = StepEnd.SNOOZED if ex.in_worker else StepEnd.FAILED
+        out.finished_at = time.time()
+        kind = "step.snoozed" if ex.in_worker else "step.failed"
+        out.events.append(event(kind, key, detail=summary(entry.busy)))
+        return out
+    if needs:
+        out.events.append(event("gate.acquired", key, detail=_describe(needs)))
+    result: Outcome | None = None
+    try:
+        result = await call_step(ex, node, payload, check_when=False)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await leave(ex.gates, entry, completed=result is not None
+                        and result.status is StepEnd.COMPLETED)
+    result.events[:0] = out.events
+    return result
+
+
+def _describe(needs: list[Need]) -> str:
+    return ", ".join(f"{n.kind.value} {n.key!r}" for n in needs)
+
+
+async def rollback_places(ex: Execution, node: Node) -> tuple[Entry | None, Exception | None]:
+    """Re-take the step's locks and semaphores for its undo or compensate (waiting up to each
+    gate's `wait`, never snoozing: a rollback does not park). Returns the entry to `leave`, or
+    the error that keeps the handler from running (`GateBusy`, `GateKeyError`)."""
+    places = tuple(b for b in node.spec.gates if is_place(b))
+    if not places:
+        return None, None
+    try:
+        needs = step_needs(ex, node, resolve_arguments(ex, node), places)
+    except ArgumentError as exc:
+        return None, exc
+    entry = await enter(ex.gates, needs, f"{node.key}:rollback", wait=True, step=node.key)
+    if entry.busy is not None:
+        return None, entry.busy
+    return entry, None
+
+
+async def leave_rollback(ex: Execution, entry: Entry | None) -> None:
+    if entry is not None:
+        with anyio.CancelScope(shield=True):
+            await leave(ex.gates, entry, completed=False)
+
+
+def deadlock(ex: Execution, node: Node, kwargs: dict[str, Any],
+             child_inputs: Any = None) -> GateDeadlock | GateKeyError | None:
+    """Before dispatching an async unit: the error if one of its exclusive gates (on the
+    decorator, or on the child reactor itself) has a key this run holds."""
+    try:
+        needs = [n for n in step_needs(ex, node, kwargs) if n.gate.exclusive]
+        child = node.spec.child
+        if child is not None and child.gates:
+            needs += [n for n in run_needs(child, child_inputs, ex.run_id) if n.gate.exclusive]
+    except GateKeyError as exc:
+        return exc
+    for need in needs:
+        if ex.gates.holds_exclusively(need.key):
+            return GateDeadlock(need.kind.value, need.key, run_id=ex.run_id, step=node.key)
+    return None

@@ -1,0 +1,71 @@
+"""Waiting for a gate: try, and while busy wait for the gate's channel (a release, a turn passed
+on) up to a deadline, re-trying once per notification.
+
+Pub/sub is how a waiter learns that a place freed; a re-check every `RECHECK` seconds covers
+what sends no notification (a crashed holder's TTL running out, a poison pill's timeout).
+Rate-limit windows free by time alone: a refused caller sleeps until the window it needs ends.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import anyio
+
+from reactorflow.storage.base import GateTake, Storage
+
+RECHECK = 1.0
+"""Seconds between re-checks of a busy gate while waiting for its notification."""
+
+
+async def take_place(storage: Storage, key: str, holder: str, *, limit: int, ttl: float,
+                     wait: float) -> GateTake:
+    """Take a place of gate `key`, waiting up to `wait` seconds; BUSY when none freed."""
+    take = await storage.gate_acquire(key, holder, limit=limit, ttl=ttl)
+    if take is not GateTake.BUSY or wait <= 0:
+        return take
+    deadline = time.monotonic() + wait
+    async with storage.subscribe_gate(key) as subscription:
+        while True:
+            take = await storage.gate_acquire(key, holder, limit=limit, ttl=ttl)
+            remaining = deadline - time.monotonic()
+            if take is not GateTake.BUSY or remaining <= 0:
+                return take
+            await subscription.wait(min(remaining, RECHECK))
+
+
+async def take_turn(storage: Storage, key: str, ticket: str, *, poison_pill_timeout: float,
+                    wait: float) -> bool:
+    """Wait up to `wait` seconds for `ticket`'s turn in ordered lock `key` (entering the line
+    first if it is not in it)."""
+    turn = await storage.ordered_turn(key, ticket, poison_pill_timeout)
+    if turn is None:
+        await storage.ordered_enter(key, ticket)
+        turn = await storage.ordered_turn(key, ticket, poison_pill_timeout)
+    if turn or wait <= 0:
+        return bool(turn)
+    deadline = time.monotonic() + wait
+    async with storage.subscribe_gate(key) as subscription:
+        while True:
+            turn = await storage.ordered_turn(key, ticket, poison_pill_timeout)
+            remaining = deadline - time.monotonic()
+            if turn or remaining <= 0:
+                return bool(turn)
+            await subscription.wait(min(remaining, RECHECK, poison_pill_timeout))
+
+
+async def charge(storage: Storage, key: str, windows: list[tuple[int, int]], charge_id: str,
+                 *, wait: float) -> float | None:
+    """Charge a rate limit once for `charge_id`, sleeping until a window frees for up to `wait`
+    seconds; None when admitted, else the seconds until a window frees."""
+    deadline = time.monotonic() + wait
+    while True:
+        retry_after = await storage.rate_charge(key, windows, charge_id)
+        if retry_after is None:
+            return None
+        remaining = deadline - time.monotonic()
+        if remaining < retry_after:
+            return retry_after
+        # a little jitter after the boundary spreads the callers that all wait for it
+        await anyio.sleep(retry_after + random.random() * 0.001)

@@ -1,0 +1,213 @@
+"""The gate primitives of `MemoryStorage` (see the gates section of `storage/base.py`).
+
+Mixed into `MemoryStorage`: every method runs under its one mutex, so each is atomic. The clock
+is `time.time()`, as Redis's `TIME` is for `RedisStorage`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from reactorflow.storage.base import GateTake, Subscription
+
+CHARGE_MEMORY = 86_400.0
+"""Seconds a rate-limit charge is remembered at least (twice the longest window if longer)."""
+LINE_TTL = 86_400.0
+"""Seconds an ordered-lock line is kept after its last change."""
+
+
+@dataclass(slots=True)
+class _Line:
+    seq: int = 0
+    cursor: int = 0  # every number up to here is finished or passed over
+    tickets: dict[str, int] = field(default_factory=dict)
+    stamps: dict[int, float] = field(default_factory=dict)
+    done: set[int] = field(default_factory=set)  # finished numbers after the cursor
+    expires: float = 0.0
+
+
+def advance(line: _Line) -> None:
+    """Move the cursor over finished numbers (shared with the Redis scripts' algorithm)."""
+    while line.cursor + 1 in line.done:
+        line.cursor += 1
+        line.done.discard(line.cursor)
+        line.stamps.pop(line.cursor, None)
+
+
+class MemoryGates:
+    """Gate holders, rate windows, period markers and ordered-lock lines, in memory."""
+
+    _mutex: threading.Lock
+    _subscription: Callable[[tuple[str, str]], AbstractAsyncContextManager[Subscription]]
+    _subscribers: dict[tuple[str, str], set[Any]]
+
+    def _init_gates(self) -> None:
+        self._holders: dict[str, dict[str, float]] = {}  # key -> holder -> expires
+        self._windows: dict[tuple[str, int], tuple[int, int]] = {}  # -> (bucket, count)
+        self._charges: dict[tuple[str, str], float] = {}  # (key, charge) -> expires
+        self._periods: dict[str, float] = {}
+        self._lines: dict[str, _Line] = {}
+
+    def _notify_gate(self, key: str) -> None:
+        with self._mutex:
+            subs = list(self._subscribers.get(("\0gate", key), ()))
+        for sub in subs:
+            sub.notify(b"1")
+
+    def subscribe_gate(self, key: str) -> AbstractAsyncContextManager[Subscription]:
+        return self._subscription(("\0gate", key))
+
+    # -- holders -------------------------------------------------------------------------------
+
+    def _live_holders(self, key: str, now: float) -> dict[str, float]:
+        holders = self._holders.setdefault(key, {})
+        for holder in [h for h, expires in holders.items() if expires <= now]:
+            del holders[holder]
+        return holders
+
+    async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float) -> GateTake:
+        now = time.time()
+        with self._mutex:
+            holders = self._live_holders(key, now)
+            if holder in holders:
+                holders[holder] = now + ttl
+                return GateTake.HELD
+            if len(holders) >= limit:
+                return GateTake.BUSY
+            holders[holder] = now + ttl
+            return GateTake.ACQUIRED
+
+    async def gate_release(self, key: str, holder: str) -> bool:
+        with self._mutex:
+            holders = self._holders.get(key, {})
+            released = holders.pop(holder, None) is not None
+            if not holders:
+                self._holders.pop(key, None)
+        if released:
+            self._notify_gate(key)
+        return released
+
+    async def gate_extend(self, key: str, holder: str, ttl: float) -> bool:
+        now = time.time()
+        with self._mutex:
+            holders = self._live_holders(key, now)
+            if holder not in holders:
+                return False
+            holders[holder] = now + ttl
+            return True
+
+    async def gate_holders(self, key: str) -> list[str]:
+        with self._mutex:
+            return list(self._live_holders(key, time.time()))
+
+    # -- rate limits and periods ---------------------------------------------------------------
+
+    async def rate_charge(self, key: str, windows: Sequence[tuple[int, int]], charge: str,
+                          ) -> float | None:
+        now = time.time()
+        memory = max(CHARGE_MEMORY, 2.0 * max(seconds for seconds, _ in windows))
+        with self._mutex:
+            if self._charges.get((key, charge), 0.0) > now:
+                return None
+            counts: list[tuple[tuple[str, int], int, int]] = []
+            wait: float | None = None
+            for seconds, limit in windows:
+                bucket = math.floor(now / seconds)
+                stored = self._windows.get((key, seconds))
+                count = stored[1] if stored is not None and stored[0] == bucket else 0
+                if count >= limit:
+                    frees = (bucket + 1) * seconds - now
+                    wait = frees if wait is None else max(wait, frees)
+                counts.append(((key, seconds), bucket, count))
+            if wait is not None:
+                return wait
+            for slot, bucket, count in counts:
+                self._windows[slot] = (bucket, count + 1)
+            self._charges[(key, charge)] = now + memory
+            if len(self._charges) > 4096:
+                for stale in [c for c, expires in self._charges.items() if expires <= now]:
+                    del self._charges[stale]
+            return None
+
+    async def period_marked(self, key: str) -> bool:
+        with self._mutex:
+            return self._periods.get(key, 0.0) > time.time()
+
+    async def mark_period(self, key: str, ttl: float) -> bool:
+        now = time.time()
+        with self._mutex:
+            if self._periods.get(key, 0.0) > now:
+                return False
+            self._periods[key] = now + ttl
+            return True
+
+    # -- ordered locks -------------------------------------------------------------------------
+
+    def _line(self, key: str, now: float) -> _Line | None:
+        line = self._lines.get(key)
+        if line is not None and line.expires <= now:
+            del self._lines[key]
+            return None
+        return line
+
+    async def ordered_enter(self, key: str, ticket: str) -> int:
+        now = time.time()
+        with self._mutex:
+            line = self._line(key, now) or self._lines.setdefault(key, _Line())
+            line.expires = now + LINE_TTL
+            number = line.tickets.get(ticket)
+            if number is None:
+                line.seq += 1
+                number = line.tickets[ticket] = line.seq
+            line.stamps[number] = now
+            return number
+
+    async def ordered_turn(self, key: str, ticket: str, poison_pill_timeout: float) -> bool | None:
+        now = time.time()
+        with self._mutex:
+            line = self._line(key, now)
+            if line is None or ticket not in line.tickets:
+                return None
+            number = line.tickets[ticket]
+            line.expires = now + LINE_TTL
+            line.stamps[number] = now  # its holder is alive: it asks
+            while True:
+                advance(line)
+                first = line.cursor + 1
+                if number <= first:
+                    return True
+                if now - line.stamps.get(first, 0.0) > poison_pill_timeout:
+                    line.done.add(first)  # passed over: its holder stopped making progress
+                    continue
+                return False
+
+    async def ordered_stamp(self, key: str, ticket: str) -> bool:
+        now = time.time()
+        with self._mutex:
+            line = self._line(key, now)
+            if line is None or ticket not in line.tickets:
+                return False
+            line.stamps[line.tickets[ticket]] = now
+            return True
+
+    async def ordered_leave(self, key: str, ticket: str) -> bool:
+        now = time.time()
+        with self._mutex:
+            line = self._line(key, now)
+            number = None if line is None else line.tickets.pop(ticket, None)
+            if line is None or number is None:
+                return False
+            if number > line.cursor:
+                line.done.add(number)
+            advance(line)
+            if line.cursor >= line.seq and not line.tickets:
+                del self._lines[key]  # drained: numbering starts again
+        self._notify_gate(key)
+        return True
+

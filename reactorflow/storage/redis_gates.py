@@ -1,0 +1,123 @@
+"""The gate primitives of `RedisStorage` (see the gates section of `storage/base.py`).
+
+Every operation is one Lua script (one file each in `scripts/`, with its KEYS/ARGV header) over
+the keys of one gate, which share the hash tag `{g:<digest of the gate key>}` (one Redis
+Cluster slot per gate; any text is a safe key). Times come from the server's clock (`TIME`), so
+every process sees the same windows and expiries. Key layout (also in
+docs/reference/redis-keys.md):
+
+* `<ns>:gate:{g:<d>}:holders` — sorted set, holder -> expiry (ms): locks and semaphores;
+* `<ns>:gate:{g:<d>}:rate`, `:charges` — rate-limit windows (hash) and admitted charges (zset);
+* `<ns>:gate:{g:<d>}:period` — a period marker (the key includes the bucket);
+* `<ns>:gate:{g:<d>}:line`, `:tickets`, `:stamps`, `:done` — an ordered lock's line;
+* channel `<ns>:gate:{g:<d>}` — notified when a place frees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from reactorflow.storage.base import GateTake, Subscription
+from reactorflow.storage.redis_conn import RedisConnector
+
+CHARGE_MEMORY = 86_400.0
+"""Seconds a rate-limit charge is remembered at least (twice the longest window if longer)."""
+LINE_TTL = 86_400.0
+"""Seconds an ordered-lock line is kept after its last change."""
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+class RedisGates:
+    """Gate holders, rate windows, period markers and ordered-lock lines, in Redis."""
+
+    _redis: RedisConnector
+    _keys: Any  # RedisKeys
+
+    def _gate(self, key: str, part: str = "") -> str:
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        base = f"{self._keys.ns}:gate:{{g:{digest}}}"
+        return f"{base}:{part}" if part else base
+
+    def _line_keys(self, key: str) -> list[str]:
+        return [self._gate(key, part) for part in ("line", "tickets", "stamps", "done")]
+
+    async def _run(self, script: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        conn = await self._redis.get()
+        with self._redis.errors():
+            return await conn.script(script, keys, args)
+
+    def subscribe_gate(self, key: str) -> AbstractAsyncContextManager[Subscription]:
+        return self._redis.subscription(self._gate(key))
+
+    # -- holders -------------------------------------------------------------------------------
+
+    async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float) -> GateTake:
+        verdict = await self._run("gate_acquire", [self._gate(key, "holders")],
+                                  [holder, limit, _ms(ttl)])
+        text = verdict.decode() if isinstance(verdict, bytes) else str(verdict)
+        return GateTake(text)
+
+    async def gate_release(self, key: str, holder: str) -> bool:
+        released = await self._run("gate_release", [self._gate(key, "holders")],
+                                   [holder, self._gate(key)])
+        return bool(released == 1)
+
+    async def gate_extend(self, key: str, holder: str, ttl: float) -> bool:
+        kept = await self._run("gate_extend", [self._gate(key, "holders")], [holder, _ms(ttl)])
+        return bool(kept == 1)
+
+    async def gate_holders(self, key: str) -> list[str]:
+        conn = await self._redis.get()
+        with self._redis.errors():
+            t = await conn.client.time()
+            now = t[0] * 1000 + t[1] // 1000
+            found = await conn.client.zrangebyscore(self._gate(key, "holders"), now + 1, "+inf")
+        return [h.decode() if isinstance(h, bytes) else str(h) for h in found]
+
+    # -- rate limits and periods ---------------------------------------------------------------
+
+    async def rate_charge(self, key: str, windows: Sequence[tuple[int, int]], charge: str,
+                          ) -> float | None:
+        memory = max(CHARGE_MEMORY, 2.0 * max(seconds for seconds, _ in windows))
+        args: list[Any] = [charge, _ms(memory)]
+        for seconds, limit in windows:
+            args += [seconds, limit]
+        wait = int(await self._run("rate_charge", [self._gate(key, "rate"),
+                                                   self._gate(key, "charges")], args))
+        return None if wait < 0 else wait / 1000
+
+    async def period_marked(self, key: str) -> bool:
+        conn = await self._redis.get()
+        with self._redis.errors():
+            return bool(await conn.client.exists(self._gate(key, "period")))
+
+    async def mark_period(self, key: str, ttl: float) -> bool:
+        conn = await self._redis.get()
+        with self._redis.errors():
+            return bool(await conn.client.set(self._gate(key, "period"), b"1", nx=True,
+                                              px=_ms(ttl)))
+
+    # -- ordered locks -------------------------------------------------------------------------
+
+    async def ordered_enter(self, key: str, ticket: str) -> int:
+        return int(await self._run("ordered_enter", self._line_keys(key),
+                                   [ticket, _ms(LINE_TTL)]))
+
+    async def ordered_turn(self, key: str, ticket: str, poison_pill_timeout: float) -> bool | None:
+        verdict = int(await self._run("ordered_turn", self._line_keys(key),
+                                      [ticket, _ms(poison_pill_timeout), _ms(LINE_TTL)]))
+        return None if verdict < 0 else verdict == 1
+
+    async def ordered_stamp(self, key: str, ticket: str) -> bool:
+        keys = self._line_keys(key)
+        return bool(await self._run("ordered_stamp", keys[1:3], [ticket]) == 1)
+
+    async def ordered_leave(self, key: str, ticket: str) -> bool:
+        left = await self._run("ordered_leave", self._line_keys(key), [ticket, self._gate(key)])
+        return bool(left == 1)

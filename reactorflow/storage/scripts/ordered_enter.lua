@@ -1,0 +1,17 @@
+-- ordered_enter: take a place in an ordered lock's line (idempotent per ticket).
+--
+-- KEYS: 1 line (hash: seq = last number given, cursor = every number up to it is finished)
+--       2 tickets (hash: ticket -> number)  3 stamps (hash: number -> ms of its last progress)
+--       4 done (set: finished numbers after the cursor)
+-- ARGV: 1 ticket  2 line ttl (ms)
+-- Returns: the ticket's number (a ticket already in line keeps its number; its stamp renewed).
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local number = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
+if not number then
+  number = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+  redis.call('HSET', KEYS[2], ARGV[1], number)
+end
+redis.call('HSET', KEYS[3], number, now)
+for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
+return number

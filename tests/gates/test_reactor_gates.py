@@ -1,0 +1,254 @@
+"""A reactor's own gates, taken by `run()` in its caller, on both storage backends."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import msgspec
+import pytest
+
+import reactorflow as rf
+from reactorflow.runtime.gates import waiting
+from tests.helpers import unique
+
+
+class Account(msgspec.Struct):
+    account_id: str
+
+
+async def test_fifty_concurrent_runs_hold_a_lock_one_at_a_time(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("mutex"), inputs=Account,
+                      gates=[rf.Lock("acct:{account_id}", wait=60)])
+    in_flight = peak = 0
+
+    @flow.step
+    async def work(account_id: str) -> int:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await anyio.sleep(0.001)  # a chance for another run to overlap, if the lock let it
+        in_flight -= 1
+        return 1
+
+    runs: list[rf.Run] = []
+
+    async def one() -> None:
+        runs.append(await flow.run(account_id="A1"))
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            for _ in range(50):
+                tg.start_soon(one)
+    assert [r.status for r in runs] == [rf.Status.COMPLETED] * 50
+    assert peak == 1
+    assert await storage.gate_holders("acct:A1") == []
+
+
+async def test_a_semaphore_admits_exactly_its_limit(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("pool"), inputs=Account,
+                      gates=[rf.Semaphore("pool:{account_id}", limit=3, wait=60)])
+    in_flight = peak = 0
+    full = anyio.Event()
+
+    @flow.step
+    async def work(account_id: str) -> int:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        if in_flight == 3:
+            full.set()
+        await full.wait()  # the first three meet here: proof that three may run at once
+        await anyio.sleep(0.001)
+        in_flight -= 1
+        return 1
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            for _ in range(50):
+                tg.start_soon(lambda: flow.run(account_id="A1"))
+    assert peak == 3
+
+
+async def test_a_busy_lock_raises_gate_busy_and_stores_nothing(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("busy"), inputs=Account,
+                      gates=[rf.Lock("acct:{account_id}", wait=0)])
+    entered, leave = anyio.Event(), anyio.Event()
+
+    @flow.step
+    async def work(account_id: str) -> str:
+        if account_id == "A1":
+            entered.set()
+            await leave.wait()
+        return account_id
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: flow.run(account_id="A1"))
+            await entered.wait()
+            with pytest.raises(rf.GateBusy) as caught:
+                await flow.run(account_id="A1")
+            other = await flow.run(account_id="B2")  # another key is free
+            leave.set()
+    busy = caught.value
+    assert (busy.gate, busy.key, busy.retry_after) == ("lock", "acct:A1", None)
+    assert "acct:A1" in str(busy)
+    assert other.status is rf.Status.COMPLETED
+    page = await flow.list_runs(limit=10)
+    assert len(page.runs) == 2  # the refused start stored nothing
+
+
+async def test_a_waiting_caller_is_woken_by_the_release(storage: rf.Storage,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(waiting, "RECHECK", 600.0)  # only the notification can wake it in time
+    flow = rf.Reactor(unique("wake"), inputs=Account,
+                      gates=[rf.Lock("acct:{account_id}", wait=300)])
+    entered, leave = anyio.Event(), anyio.Event()
+    order: list[str] = []
+
+    @flow.step
+    async def work(account_id: str) -> str:
+        order.append("start")
+        entered.set()
+        if len(order) == 1:
+            await leave.wait()
+        return account_id
+
+    async def second() -> None:
+        await flow.run(account_id="A1")
+        order.append("second done")
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: flow.run(account_id="A1"))
+            await entered.wait()
+            tg.start_soon(second)
+            await anyio.sleep(0.05)
+            assert order == ["start"]  # the second waits...
+            leave.set()  # ...until the first releases
+    assert order == ["start", "start", "second done"]
+
+
+async def test_released_on_failure_and_while_paused(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("release"), inputs=Account,
+                      gates=[rf.Lock("acct:{account_id}")])
+
+    @flow.interrupt
+    async def approve(payload: bool) -> bool:
+        return payload
+
+    @flow.step
+    async def settle(approve: bool) -> str:
+        if not approve:
+            raise ValueError("declined")
+        return "ok"
+
+    first = await flow.run(account_id="A1")
+    assert first.status is rf.Status.PAUSED
+    assert await storage.gate_holders("acct:A1") == []
+    second = await flow.run(account_id="A1")  # the paused run does not hold the lock
+    assert second.status is rf.Status.PAUSED
+    done = await flow.continue_(first.id, step="approve", payload=True)
+    assert done.status is rf.Status.COMPLETED
+    failed = await flow.continue_(second.id, step="approve", payload=False)
+    assert failed.status is rf.Status.FAILED
+    assert await storage.gate_holders("acct:A1") == []
+
+
+async def test_a_paused_run_whose_lock_is_busy_is_resumed_by_a_worker(
+        storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("retake"), inputs=Account,
+                      gates=[rf.Lock("acct:{account_id}", wait=0)])
+
+    @flow.interrupt
+    async def approve(payload: bool) -> bool:
+        return payload
+
+    @flow.step
+    async def settle(approve: bool) -> bool:
+        return approve
+
+    paused = await flow.run(account_id="A1")
+    await storage.gate_acquire("acct:A1", "someone-else", limit=1, ttl=60)
+    resumed = await flow.continue_(paused.id, step="approve", payload=True)
+    assert resumed.status is rf.Status.RUNNING  # the lock is busy: a worker finishes it
+    await storage.gate_release("acct:A1", "someone-else")
+    with anyio.fail_after(30):
+        done = await flow.wait(paused.id, timeout=30)
+    assert done.status is rf.Status.COMPLETED and done.value is True
+
+
+async def test_cancelled_runs_release(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("cancel"), inputs=Account, gates=[rf.Lock("acct:{account_id}")])
+    entered, leave = anyio.Event(), anyio.Event()
+
+    @flow.step
+    async def first(account_id: str) -> str:
+        entered.set()
+        await leave.wait()
+        return account_id
+
+    @flow.step
+    async def second(first: str) -> str:
+        return first
+
+    result: list[rf.Run] = []
+
+    async def start() -> None:
+        result.append(await flow.run(account_id="A1"))
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(start)
+            await entered.wait()
+            run_id = (await flow.list_runs(limit=1)).runs[0].id
+            await flow.cancel(run_id, reason="stop")
+            leave.set()
+    assert result[0].status is rf.Status.CANCELLED
+    assert await storage.gate_holders("acct:A1") == []
+
+
+async def test_a_crashed_holders_lock_lapses_after_its_ttl(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("lapse"), inputs=Account,
+                      gates=[rf.Lock("acct:{account_id}", ttl=1, wait=30)])
+
+    @flow.step
+    async def work(account_id: str) -> str:
+        return account_id
+
+    await storage.gate_acquire("acct:A1", "crashed-run", limit=1, ttl=1)  # it never releases
+    with anyio.fail_after(30):
+        run = await flow.run(account_id="A1")
+    assert run.status is rf.Status.COMPLETED
+
+
+async def test_a_live_holder_keeps_its_lock_past_the_ttl(storage: rf.Storage) -> None:
+    rf.configure(lock_ttl=3)
+    flow = rf.Reactor(unique("alive"), inputs=Account,
+                      gates=[rf.Lock("acct:{account_id}", ttl=0.6)])
+    held: list[list[str]] = []
+
+    @flow.step
+    async def work(account_id: str) -> str:
+        until = time.monotonic() + 2.0  # more than three TTLs
+        while time.monotonic() < until:
+            held.append(await storage.gate_holders("acct:A1"))
+            await anyio.sleep(0.1)
+        return account_id
+
+    run = await flow.run(account_id="A1")
+    assert run.status is rf.Status.COMPLETED
+    assert len(held) > 10 and all(h == [run.id] for h in held)
+
+
+async def test_a_key_rendering_empty_is_an_error_naming_the_gate(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("empty"), inputs=Account, gates=[rf.Lock("{account_id}")])
+
+    @flow.step
+    async def work(account_id: str) -> str:
+        return account_id
+
+    with pytest.raises(rf.GateKeyError) as caught:
+        await flow.run(account_id="")
+    assert "lock" in str(caught.value) and "'{account_id}'" in str(caught.value)
+    assert "empty" in str(caught.value)

@@ -1,0 +1,147 @@
+"""The gate primitives of the storage contract, on every backend (memory and Redis)."""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+
+import anyio
+import pytest
+
+from reactorflow.storage.base import GateTake, Storage
+
+
+def gate() -> str:
+    return f"gate:{uuid.uuid4().hex[:10]}"
+
+
+async def test_a_lock_has_one_holder_and_re_entry_is_held(storage: Storage) -> None:
+    key = gate()
+    assert await storage.gate_acquire(key, "a", limit=1, ttl=10) is GateTake.ACQUIRED
+    assert await storage.gate_acquire(key, "a", limit=1, ttl=10) is GateTake.HELD
+    assert await storage.gate_acquire(key, "b", limit=1, ttl=10) is GateTake.BUSY
+    assert await storage.gate_holders(key) == ["a"]
+    assert await storage.gate_release(key, "a") is True
+    assert await storage.gate_release(key, "a") is False  # twice is harmless
+    assert await storage.gate_acquire(key, "b", limit=1, ttl=10) is GateTake.ACQUIRED
+
+
+async def test_a_semaphore_admits_limit_holders(storage: Storage) -> None:
+    key = gate()
+    takes = [await storage.gate_acquire(key, f"h{i}", limit=3, ttl=10) for i in range(5)]
+    assert takes == [GateTake.ACQUIRED] * 3 + [GateTake.BUSY] * 2
+    assert sorted(await storage.gate_holders(key)) == ["h0", "h1", "h2"]
+    assert await storage.gate_release(key, "h9") is False  # a stranger's release frees nothing
+    assert await storage.gate_acquire(key, "h3", limit=3, ttl=10) is GateTake.BUSY
+    await storage.gate_release(key, "h1")
+    assert await storage.gate_acquire(key, "h3", limit=3, ttl=10) is GateTake.ACQUIRED
+
+
+async def test_concurrent_acquires_never_exceed_the_limit(storage: Storage) -> None:
+    key = gate()
+    results: list[GateTake] = []
+
+    async def take(i: int) -> None:
+        results.append(await storage.gate_acquire(key, f"h{i}", limit=2, ttl=10))
+
+    async with anyio.create_task_group() as tg:
+        for i in range(30):
+            tg.start_soon(take, i)
+    assert results.count(GateTake.ACQUIRED) == 2
+    assert len(await storage.gate_holders(key)) == 2
+
+
+async def test_a_holder_lapses_after_its_ttl_unless_extended(storage: Storage) -> None:
+    key = gate()
+    await storage.gate_acquire(key, "a", limit=1, ttl=0.3)
+    await storage.gate_acquire(key, "k", limit=2, ttl=0.3)
+    assert await storage.gate_extend(key, "k", 30) is True
+    with anyio.fail_after(10):
+        while await storage.gate_acquire(key, "b", limit=2, ttl=10) is GateTake.BUSY:
+            await anyio.sleep(0.05)
+    assert sorted(await storage.gate_holders(key)) == ["b", "k"]
+    assert await storage.gate_extend(key, "a", 10) is False
+
+
+async def test_a_release_notifies_the_gate_channel(storage: Storage) -> None:
+    key = gate()
+    await storage.gate_acquire(key, "a", limit=1, ttl=10)
+    async with storage.subscribe_gate(key) as subscription:
+        assert await subscription.wait(0.05) is False
+        await storage.gate_release(key, "a")
+        assert await subscription.wait(10) is True
+
+
+async def test_rate_windows_are_charged_all_or_nothing(storage: Storage) -> None:
+    key = gate()
+    windows = [(1, 1000), (3600, 3)]
+    for i in range(3):
+        assert await storage.rate_charge(key, windows, f"c{i}") is None
+    wait = await storage.rate_charge(key, windows, "c3")
+    assert wait is not None and 0 < wait <= 3600
+    # the refused call charged nothing: a tighter per-second window still has room for it
+    assert await storage.rate_charge(key, [(1, 1000)], "c4") is None
+
+
+async def test_a_charge_is_counted_once(storage: Storage) -> None:
+    key = gate()
+    assert await storage.rate_charge(key, [(3600, 1)], "run-1") is None
+    assert await storage.rate_charge(key, [(3600, 1)], "run-1") is None  # the same run again
+    assert await storage.rate_charge(key, [(3600, 1)], "run-2") is not None
+
+
+async def test_a_refused_charge_says_when_the_window_frees(storage: Storage) -> None:
+    key = gate()
+    assert await storage.rate_charge(key, [(60, 1)], "a") is None
+    before = time.time()
+    wait = await storage.rate_charge(key, [(60, 1)], "b")
+    assert wait is not None
+    expected = (math.floor(before / 60) + 1) * 60 - before
+    assert wait == pytest.approx(expected, abs=1.0)
+
+
+async def test_period_markers_are_first_wins(storage: Storage) -> None:
+    key = gate()
+    assert await storage.period_marked(key) is False
+    assert await storage.mark_period(key, 10) is True
+    assert await storage.mark_period(key, 10) is False
+    assert await storage.period_marked(key) is True
+
+
+async def test_an_ordered_line_gives_turns_in_entry_order(storage: Storage) -> None:
+    key = gate()
+    numbers = [await storage.ordered_enter(key, t) for t in ("a", "b", "c")]
+    assert numbers == [1, 2, 3]
+    assert await storage.ordered_enter(key, "b") == 2  # idempotent
+    assert await storage.ordered_turn(key, "b", 600) is False
+    assert await storage.ordered_turn(key, "a", 600) is True
+    assert await storage.ordered_turn(key, "zz", 600) is None
+    async with storage.subscribe_gate(key) as subscription:
+        assert await storage.ordered_leave(key, "a") is True
+        assert await subscription.wait(10) is True
+    assert await storage.ordered_turn(key, "b", 600) is True
+    assert await storage.ordered_turn(key, "c", 600) is False
+    # c finishing early (it was passed over elsewhere) does not let a later ticket jump b
+    await storage.ordered_enter(key, "d")
+    await storage.ordered_leave(key, "c")
+    assert await storage.ordered_turn(key, "d", 600) is False
+    await storage.ordered_leave(key, "b")
+    assert await storage.ordered_turn(key, "d", 600) is True
+    await storage.ordered_leave(key, "d")
+    assert await storage.ordered_leave(key, "d") is False
+    assert await storage.ordered_enter(key, "e") == 1  # drained: numbering starts again
+
+
+async def test_a_stale_predecessor_is_passed_over(storage: Storage) -> None:
+    key = gate()
+    for ticket in ("dead", "also-dead", "alive"):
+        await storage.ordered_enter(key, ticket)
+    await anyio.sleep(0.3)
+    assert await storage.ordered_stamp(key, "alive") is True
+    assert await storage.ordered_turn(key, "alive", 0.2) is True  # both passed in one call
+    assert await storage.ordered_turn(key, "dead", 0.2) is True  # passed over: not blocked
+    fresh = gate()
+    await storage.ordered_enter(fresh, "slow")
+    await storage.ordered_enter(fresh, "next")
+    assert await storage.ordered_turn(fresh, "next", 30) is False  # alive within the timeout
