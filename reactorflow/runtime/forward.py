@@ -38,7 +38,7 @@ from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summar
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.gates.levels import close_level, has_gates, open_level
 from reactorflow.runtime.gates.scope import Entry
-from reactorflow.runtime.gates.steps import call_gated, deadlock
+from reactorflow.runtime.gates.steps import call_gated, deadlock, enter_whole, leave_whole
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.maps.drive import run_map
 from reactorflow.runtime.maps.reading import map_value_raw, prepare_readers, reads_maps
@@ -457,7 +457,15 @@ class Forward:
             if (ex.status_of(node.key) != StepStatus.RUNNING
                     and await self._skipped_by_when(node, kwargs)):
                 return
-            end = await run_map(ex, node, kwargs)
+            entry = await enter_whole(ex, node, kwargs) if node.spec.gates else None
+            if entry is not None and not entry.admitted:
+                await self._refused(node, entry)
+                return
+            end = None
+            try:
+                end = await run_map(ex, node, kwargs)
+            finally:
+                await leave_whole(ex, entry, completed=end is not None and end.record is not None)
         except ArgumentError as exc:
             await self._fail_step(node, exc, detail=str(exc))
             return
@@ -525,8 +533,8 @@ class Forward:
         await close_level(ex, node.key, completed=True)
 
     async def _refused(self, node: Node, entry: Entry) -> None:
-        """A composed child's gates refused it: a used period skips the compose step; a busy
-        gate fails it (in a caller) or snoozes the run (in a worker)."""
+        """A composed child's (or a map's) gates refused it: a used period skips the step; a
+        busy gate fails it (in a caller) or snoozes the run (in a worker)."""
         if entry.period_done is not None:
             await self._skip(node, f"period {entry.period_done.key!r} already used")
         elif self.ex.in_worker:

@@ -334,3 +334,25 @@ async def test_a_composed_childs_own_lock_excludes_other_runs(storage: rf.Storag
     refused = await flow.run(account_id="A1")
     assert refused.error is not None
     assert (refused.error.step, refused.error.type) == ("nested", "GateBusy")
+
+
+async def test_a_map_holds_its_gates_while_its_elements_run(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("mapgate"), inputs=Account)
+    seen: list[list[str]] = []
+
+    @flow.step
+    async def letters(account_id: str) -> list[str]:
+        return list(account_id)
+
+    @flow.map_step(over="letters", gates=[rf.Lock("map:{account_id}")])
+    async def each(letter: str, account_id: str) -> str:
+        seen.append(await storage.gate_holders(f"map:{account_id}"))
+        return letter
+
+    run = await flow.run(account_id="AB")
+    assert run.status is rf.Status.COMPLETED
+    assert seen == [[run.id], [run.id]]
+    assert await storage.gate_holders("map:AB") == []
+    await storage.gate_acquire("map:AB", "other", limit=1, ttl=60)
+    refused = await flow.run(account_id="AB")
+    assert refused.error is not None and refused.error.type == "GateBusy"

@@ -90,6 +90,19 @@ async def call_gated(ex: Execution, node: Node, payload: Any = MISSING, *,
     return result
 
 
+async def enter_whole(ex: Execution, node: Node, kwargs: dict[str, Any]) -> Entry:
+    """Take a map step's gates for the whole map (its elements run under them); `leave_whole`
+    gives them back. `GateKeyError` when a key cannot be built."""
+    return await enter(ex.gates, step_needs(ex, node, kwargs), node.key, wait=not ex.parks,
+                       keep_turn=ex.parks, step=node.key)
+
+
+async def leave_whole(ex: Execution, entry: Entry | None, *, completed: bool) -> None:
+    if entry is not None:
+        with anyio.CancelScope(shield=True):
+            await leave(ex.gates, entry, completed=completed)
+
+
 def _describe(needs: list[Need]) -> str:
     return ", ".join(f"{n.kind.value} {n.key!r}" for n in needs)
 
