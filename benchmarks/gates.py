@@ -157,10 +157,10 @@ async def _hand_over(ctx: Context, storage: rf.RedisStorage, url: str) -> None:
                 while gate.get("hold") is not None:  # until the holder's step runs
                     await anyio.sleep(0.001)
 
-                async def waiter() -> None:
-                    results.append(await flow.run(account_id="k"))
+                async def waiter(into: list[rf.Run]) -> None:
+                    into.append(await flow.run(account_id="k"))
 
-                tg.start_soon(waiter)
+                tg.start_soon(waiter, results)
                 await anyio.sleep(0.05)  # the waiter subscribed and found the lock busy
                 hold.set()
             assert results and released

@@ -43,7 +43,7 @@ from reactorflow.errors import (
 )
 from reactorflow.mapresults import MapResults
 from reactorflow.markers import Input, Outcome, Result, StepContext
-from reactorflow.middleware import Middleware, RunEvent, StepEvent
+from reactorflow.middleware import GateEvent, Middleware, RunEvent, StepEvent
 from reactorflow.records import Event, RollbackFailure, RunError
 from reactorflow.retry import Retry
 from reactorflow.runtime import queue as _queue
@@ -77,6 +77,7 @@ __all__ = [
     "Event",
     "GateBusy",
     "GateDeadlock",
+    "GateEvent",
     "GateKeyError",
     "Halt",
     "Input",

@@ -34,6 +34,19 @@ class StepEvent:
     delay: float = 0.0  # retries: seconds until the next attempt
 
 
+@dataclass(frozen=True, slots=True)
+class GateEvent:
+    """A gate of a run (`step` "" for the reactor's own) was acquired, found busy (the caller
+    waits no longer, or a worker snoozes), or released."""
+
+    run_id: str
+    reactor: str
+    step: str
+    gate: str  # "lock", "semaphore", "rate_limit", "period", "ordered_lock"
+    key: str
+    action: str  # "acquired", "busy", "snoozed", "released"
+
+
 class Middleware:
     """Base class with no-op hooks."""
 
@@ -47,6 +60,7 @@ class Middleware:
     def after_undo(self, event: StepEvent) -> None: ...
     def before_retry(self, event: StepEvent) -> None: ...
     def after_retry(self, event: StepEvent) -> None: ...
+    def on_gate(self, event: GateEvent) -> None: ...
 
 
 class Hooks:
@@ -60,7 +74,7 @@ class Hooks:
     def __bool__(self) -> bool:
         return bool(self._chain)
 
-    def call(self, hook: str, event: RunEvent | StepEvent) -> None:
+    def call(self, hook: str, event: RunEvent | StepEvent | GateEvent) -> None:
         for middleware in self._chain:
             try:
                 getattr(middleware, hook)(event)

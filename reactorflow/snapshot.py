@@ -27,6 +27,7 @@ class StepState(msgspec.Struct, frozen=True, dict=True):
     started_at: float | None = None
     finished_at: float | None = None
     error: str | None = None  # "Type: message" when the step failed or its rollback did
+    gate: str | None = None  # a pending step put back because this gate was busy: "lock 'k'"
 
     @property
     def result(self) -> Any:

@@ -19,7 +19,7 @@ import msgspec
 
 from reactorflow import config
 from reactorflow.errors import GateBusy, LockLost, RecordedError, StorageError
-from reactorflow.middleware import RunEvent
+from reactorflow.middleware import GateEvent, RunEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, RunError, StepRecord
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.forward import Ending, Forward, Verdict
@@ -142,6 +142,9 @@ async def snooze(ex: Execution, busy: GateBusy, step: str | None = None) -> None
                         events=[event("run.snoozed", step or "", detail=busy.message)])
     ex.enqueue_after_release = True
     ex.enqueue_delay = settings.gate_snooze * (0.5 + random.random() / 2)
+    if ex.hooks:
+        ex.hooks.call("on_gate", GateEvent(ex.run_id, ex.reactor, step or "", busy.gate,
+                                           busy.key, "snoozed"))
     log.info("reactorflow.gate.snoozed run_id=%s reactor=%s gate=%s key=%s step=%s snoozes=%d",
              ex.run_id, ex.reactor, busy.gate, busy.key, step or "-", count)
 

@@ -162,7 +162,7 @@ async def execute_unit(run_id: str, reactor_name: str, key: str) -> None:
         current = ex.records.get(key)
         if current is None or current.status in FINISHED:
             return  # never dispatched, or already done: a stray or duplicate message
-        ex.gates = GateHolds(storage, lock)  # the unit holds gates as itself, not as its run
+        ex.gates = GateHolds(storage, lock, hooks=ex.hooks, reactor=ex.reactor)  # as itself
         keeper.attach(hold, ex.gates)
         await _run_unit(ex, key)
 

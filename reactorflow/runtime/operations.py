@@ -100,7 +100,7 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
     storage = config.current_storage()
     run_id = progress.run_id
     owner = new_owner()
-    holds = GateHolds(storage, run_id)
+    holds = GateHolds(storage, run_id, hooks=hooks_for(reactor), reactor=reactor.name)
     entry = None
     while True:
         if idempotency_key is not None:

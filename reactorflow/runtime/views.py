@@ -153,6 +153,10 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
     for key, record in steps.items():
         if key not in states:
             states[key] = _step_state(plan, run_id, key, record, values)
+    for key, gate in state.gate_waits.items():  # steps a worker put back for a busy gate
+        pending = states.get(key)
+        if pending is not None and pending.status == StepStatus.PENDING:
+            states[key] = msgspec.structs.replace(pending, gate=gate)
     value = None
     if status is Status.COMPLETED and plan is not None:
         value_state = states.get(plan.levels[""].value_key or "")

@@ -252,3 +252,42 @@ async def test_a_key_rendering_empty_is_an_error_naming_the_gate(storage: rf.Sto
         await flow.run(account_id="")
     assert "lock" in str(caught.value) and "'{account_id}'" in str(caught.value)
     assert "empty" in str(caught.value)
+
+
+async def test_a_worker_snoozes_until_the_cap_then_fails_the_run(storage: rf.Storage) -> None:
+    rf.configure(gate_snooze=0.05, gate_snooze_limit=3)
+    flow = rf.Reactor(unique("capped"), inputs=Account,
+                      gates=[rf.Lock("acct:{account_id}", wait=60)])
+    ran: list[str] = []
+
+    @flow.step
+    async def work(account_id: str) -> str:
+        ran.append(account_id)
+        return account_id
+
+    await storage.gate_acquire("acct:A1", "someone-else", limit=1, ttl=60)
+    started = await flow.dispatch(account_id="A1")
+    with anyio.fail_after(30):
+        done = await flow.wait(started.id, timeout=30)
+    assert done.status is rf.Status.FAILED and ran == []
+    assert done.error is not None and done.error.type == "GateBusy"
+    assert "3 snoozes" in done.error.message and "gate_snooze_limit" in done.error.message
+    assert sum(1 for e in done.history if e.kind == "run.snoozed") == 3
+
+
+async def test_a_dispatched_run_waits_in_a_worker_without_failing(storage: rf.Storage) -> None:
+    rf.configure(gate_snooze=0.05)
+    flow = rf.Reactor(unique("snoozes"), inputs=Account, gates=[rf.Lock("acct:{account_id}")])
+
+    @flow.step
+    async def work(account_id: str) -> str:
+        return account_id
+
+    await storage.gate_acquire("acct:A1", "someone-else", limit=1, ttl=60)
+    started = await flow.dispatch(account_id="A1")
+    with anyio.fail_after(30):
+        while not any(e.kind == "run.snoozed" for e in (await flow.get(started.id)).history):
+            await anyio.sleep(0.02)
+    await storage.gate_release("acct:A1", "someone-else")
+    done = await flow.wait(started.id, timeout=30)
+    assert done.status is rf.Status.COMPLETED

@@ -356,3 +356,55 @@ async def test_a_map_holds_its_gates_while_its_elements_run(storage: rf.Storage)
     await storage.gate_acquire("map:AB", "other", limit=1, ttl=60)
     refused = await flow.run(account_id="AB")
     assert refused.error is not None and refused.error.type == "GateBusy"
+
+
+class GateRecorder(rf.Middleware):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, str]] = []
+
+    def on_gate(self, event: rf.GateEvent) -> None:
+        self.events.append((event.action, event.gate, event.key, event.step))
+
+
+async def test_middleware_sees_every_acquire_contention_and_release(
+        storage: rf.Storage) -> None:
+    recorder = GateRecorder()
+    flow = rf.Reactor(unique("observed"), inputs=Account, middleware=[recorder],
+                      gates=[rf.Lock("acct:{account_id}")])
+
+    @flow.step(gates=[rf.Semaphore("pool:{account_id}", limit=1)])
+    async def work(account_id: str) -> str:
+        return account_id
+
+    await flow.run(account_id="A1")
+    assert recorder.events == [
+        ("acquired", "lock", "acct:A1", ""),
+        ("acquired", "semaphore", "pool:A1", "work"),
+        ("released", "semaphore", "pool:A1", "work"),
+        ("released", "lock", "acct:A1", ""),
+    ]
+    recorder.events.clear()
+    await storage.gate_acquire("acct:A2", "other", limit=1, ttl=60)
+    with pytest.raises(rf.GateBusy):
+        await flow.run(account_id="A2")
+    assert recorder.events == [("busy", "lock", "acct:A2", "")]
+
+
+async def test_a_step_put_back_for_a_gate_says_so_in_run_steps(storage: rf.Storage) -> None:
+    rf.configure(gate_snooze=0.05)
+    flow = rf.Reactor(unique("shows"), inputs=Account)
+
+    @flow.step(gates=[rf.Lock("acct:{account_id}")])
+    async def work(account_id: str) -> str:
+        return account_id
+
+    await storage.gate_acquire("acct:A1", "other", limit=1, ttl=60)
+    started = await flow.dispatch(account_id="A1")
+    with anyio.fail_after(30):
+        while (run := await flow.get(started.id)).steps["work"].gate is None:
+            await anyio.sleep(0.02)
+    assert run.steps["work"].status == "pending"
+    assert run.steps["work"].gate == "lock 'acct:A1'"
+    await storage.gate_release("acct:A1", "other")
+    done = await flow.wait(started.id, timeout=30)
+    assert done.status is rf.Status.COMPLETED and done.steps["work"].gate is None

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from reactorflow.definition.gates import GateKind, Lock, OrderedLock, Period, RateLimit, Semaphore
 from reactorflow.errors import GateBusy
+from reactorflow.middleware import GateEvent, Hooks
 from reactorflow.runtime.gates.keys import period_marker
 from reactorflow.runtime.gates.waiting import charge, take_place, take_turn
 from reactorflow.storage.base import GateTake, Storage
@@ -51,9 +52,12 @@ class Need:
 class GateHolds:
     """The gate places one execution of a run holds (thread-safe: the keeper reads them)."""
 
-    def __init__(self, storage: Storage, run_id: str) -> None:
+    def __init__(self, storage: Storage, run_id: str, *, hooks: Hooks | None = None,
+                 reactor: str = "") -> None:
         self.storage = storage
         self.run_id = run_id
+        self.hooks = hooks
+        self.reactor = reactor
         self._mutex = threading.Lock()
         self._locks: dict[str, int] = {}  # lock key -> users in this execution
         self._places: dict[tuple[str, str], float] = {}  # (key, holder) -> ttl
@@ -73,6 +77,16 @@ class GateHolds:
         """The shortest TTL or poison timeout held: what the keeper must renew before."""
         with self._mutex:
             return min([*self._places.values(), *self._tickets.values()], default=None)
+
+    def tell(self, action: str, need: Need, step: str | None) -> None:
+        """Middleware `on_gate` hooks, and the log line of `action`."""
+        level = logging.INFO if action in ("busy", "snoozed") else logging.DEBUG
+        if log.isEnabledFor(level):
+            log.log(level, "reactorflow.gate.%s run_id=%s gate=%s key=%s step=%s", action,
+                    self.run_id, need.kind.value, need.key, step or "-")
+        if self.hooks:
+            self.hooks.call("on_gate", GateEvent(self.run_id, self.reactor, step or "",
+                                                 need.kind.value, need.key, action))
 
     def holds_exclusively(self, key: str) -> bool:
         return self.exclusive.get(key, 0) > 0
@@ -149,6 +163,8 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
             if not await take_turn(storage, need.key, holder,
                                    poison_pill_timeout=gate.poison_pill_timeout, wait=patience):
                 entry.busy = _busy(holds, need, patience, step)
+            else:
+                holds.tell("acquired", need, step)
         elif isinstance(gate, Period):
             if not check_period:
                 continue
@@ -164,10 +180,13 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
             retry_after = await charge(storage, need.key, windows, holder, wait=patience)
             if retry_after is not None:
                 entry.busy = _busy(holds, need, patience, step, retry_after)
+            else:
+                holds.tell("acquired", need, step)
         elif not await _take(holds, need, holder, patience):
             entry.busy = _busy(holds, need, patience, step)
         else:
             entry.taken.append((need, holder))
+            holds.tell("acquired", need, step)
         if not entry.admitted:
             break
     if entry.admitted and entry.taken:
@@ -200,13 +219,11 @@ async def _take(holds: GateHolds, need: Need, holder: str, patience: float) -> b
         with holds._mutex:
             holds._locks[need.key] = holds._locks.get(need.key, 0) + 1
     holds._add(need.key, holder, gate.ttl, gate.exclusive)
-    log.debug("reactorflow.gate.acquired run_id=%s gate=%s key=%s", holds.run_id,
-              gate.kind.value, need.key)
     return True
 
 
 async def leave(holds: GateHolds, entry: Entry, *, completed: bool,
-                keep_turn: bool = False) -> None:
+                keep_turn: bool = False, step: str | None = None) -> None:
     """Give back what `entry` took (newest first); on success set its period markers; unless
     `keep_turn`, leave its ordered lines (the turn passes on)."""
     storage = holds.storage
@@ -224,8 +241,7 @@ async def leave(holds: GateHolds, entry: Entry, *, completed: bool,
         holds._drop(need.key, holder, need.gate.exclusive)
         if release:
             await storage.gate_release(need.key, holder)
-            log.debug("reactorflow.gate.released run_id=%s gate=%s key=%s", holds.run_id,
-                      gate.kind.value, need.key)
+            holds.tell("released", need, step or (entry.scope or None))
     entry.taken.clear()
     if completed:
         for marker, ttl in entry.periods:
@@ -234,12 +250,12 @@ async def leave(holds: GateHolds, entry: Entry, *, completed: bool,
         for need, ticket in entry.tickets:
             holds.track_ticket(need.key, ticket, 0.0, False)
             await storage.ordered_leave(need.key, ticket)
+            holds.tell("released", need, step or (entry.scope or None))
         entry.tickets.clear()
 
 
 def _busy(holds: GateHolds, need: Need, waited: float, step: str | None,
           retry_after: float | None = None) -> GateBusy:
-    log.info("reactorflow.gate.busy run_id=%s gate=%s key=%s step=%s", holds.run_id,
-             need.kind.value, need.key, step or "-")
+    holds.tell("busy", need, step)
     return GateBusy(need.kind.value, need.key, waited=waited, retry_after=retry_after,
                     run_id=holds.run_id, step=step)
