@@ -15,7 +15,7 @@ import reactorflow as rf
 URL = os.environ["REACTORFLOW_REDIS_URL"]
 NAMESPACE = os.environ.get("RF_BENCH_NAMESPACE", "rfbench-mapfan")
 DONE_KEY = f"{NAMESPACE}:raw-done"
-BATCH_SIZE = 100
+BATCH_SIZE = int(os.environ.get("RF_BENCH_MAP_BATCH", "500"))
 
 broker = RedisBroker(url=URL)
 rf.configure(storage=rf.RedisStorage.from_url(URL, namespace=NAMESPACE), broker=broker)

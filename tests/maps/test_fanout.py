@@ -8,7 +8,8 @@ import anyio
 import pytest
 
 import reactorflow as rf
-from tests.maps.flows import Window, saga
+from tests.helpers import unique
+from tests.maps.flows import Batch, Window, saga
 
 
 def fanned(*, batch_size: int = 3, atomic: bool = True, undo_all: bool = False
@@ -178,3 +179,31 @@ async def test_an_owner_never_resumed_is_resumed_by_the_sweeper(storage: rf.Stor
     assert done.status is rf.Status.COMPLETED
     assert done.value == 1 + 4 + 9 + 16
     assert lost  # the signal (and the delayed re-check) were lost
+
+
+async def test_fan_out_rollback_undoes_batch_size_at_a_time_highest_first(
+        storage: rf.Storage) -> None:
+    import anyio as _anyio
+
+    flow = rf.Reactor(unique("fanundo"), inputs=Batch)
+    window = Window()
+    started: list[int] = []
+
+    @flow.map_step(over="items", fan_out=True, batch_size=3)
+    async def each(item: int) -> int:
+        return item
+
+    @each.undo
+    async def back(result: int) -> None:
+        started.append(result)
+        await window.enter(result)
+        await _anyio.sleep(0.01)
+
+    @flow.step
+    async def boom(each: list[int]) -> None:
+        raise RuntimeError("boom")
+
+    run = await flow.wait((await flow.run(tag="b", items=list(range(10)))).id, timeout=30)
+    assert run.status is rf.Status.FAILED
+    assert started == list(range(9, -1, -1))  # started highest index first
+    assert 1 < window.peak <= 3  # concurrent, at most batch_size

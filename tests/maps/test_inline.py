@@ -215,16 +215,6 @@ async def test_a_later_failure_undoes_every_element(storage: rf.Storage) -> None
     assert run.steps["square"].status == "undone"
 
 
-async def test_manual_undo_of_a_completed_run_undoes_the_map(storage: rf.Storage) -> None:
-    flow, log, _window = mapping(batch_size=2)
-    run = await flow.run(tag="m", items=[1, 2, 3])
-    assert run.status is rf.Status.COMPLETED
-    undone = await flow.undo(run.id)
-    assert undone.status is rf.Status.CANCELLED
-    assert [e for e in log if e.startswith("undo")] == ["undo:3:9", "undo:2:4", "undo:1:1"]
-    assert log[-1] == "unprepare:p-m"
-
-
 async def test_a_failing_element_undo_is_recorded_and_the_rollback_goes_on(
         storage: rf.Storage) -> None:
     flow = rf.Reactor(unique("undofail"), inputs=Batch)
@@ -250,25 +240,6 @@ async def test_a_failing_element_undo_is_recorded_and_the_rollback_goes_on(
     failures = run.error.rollback_failures
     assert [(f.step, f.kind) for f in failures] == [("each", "undo")]
     assert "cannot undo 2" in failures[0].message and "element 1" in failures[0].message
-
-
-async def test_element_retries_share_one_idempotency_key(storage: rf.Storage) -> None:
-    flow = rf.Reactor(unique("retry"), inputs=Batch)
-    seen: dict[int, list[tuple[int, str]]] = {}
-
-    @flow.map_step(over="items", retries=rf.Retry(3, backoff=0))
-    async def flaky(item: int, ctx: rf.StepContext) -> int:
-        seen.setdefault(item, []).append((ctx.attempt, ctx.idempotency_key))
-        if ctx.attempt < 3 and item % 2:
-            raise ConnectionError("flaky")
-        return item
-
-    run = await flow.run(tag="r", items=[0, 1, 2, 3])
-    assert run.status is rf.Status.COMPLETED
-    assert run.value == [0, 1, 2, 3]
-    for item, calls in seen.items():
-        assert {key for _, key in calls} == {f"{run.id}:flaky:{item}"}
-        assert [attempt for attempt, _ in calls] == ([1, 2, 3] if item % 2 else [1])
 
 
 async def test_element_timeout_fails_that_element(storage: rf.Storage) -> None:
@@ -329,39 +300,6 @@ async def test_a_non_encodable_element_result_names_the_map_and_index(
     assert run.status is rf.Status.FAILED and run.error is not None
     assert run.error.type == "SerializationError"
     assert "map 'each', element 1" in run.error.message
-
-
-async def test_a_map_inside_a_composed_child_behaves_as_in_the_root(
-        storage: rf.Storage) -> None:
-    child = rf.Reactor(unique("child"), inputs=Batch)
-    log: list[str] = []
-
-    @child.map_step(over="items", batch_size=2)
-    async def inner(item: int, tag: str) -> str:
-        return f"{tag}{item}"
-
-    @inner.undo
-    async def uninner(result: str) -> None:
-        log.append(f"undo:{result}")
-
-    parent = rf.Reactor(unique("parent"), inputs=Batch)
-
-    @parent.compose(child)
-    async def sub(tag: str, items: list[int]) -> Batch:
-        return Batch(tag=tag, items=items)
-
-    @parent.step
-    async def after(sub: list[str], late: bool) -> list[str]:
-        if late:
-            raise RuntimeError("late")
-        return sub
-
-    run = await parent.run(tag="c", items=[1, 2, 3])
-    assert run.status is rf.Status.COMPLETED, run.error
-    assert run.value == ["c1", "c2", "c3"]
-    failed = await parent.run(tag="d", items=[1, 2], late=True)
-    assert failed.status is rf.Status.FAILED
-    assert log == ["undo:d2", "undo:d1"]
 
 
 async def test_a_map_over_another_map(storage: rf.Storage) -> None:

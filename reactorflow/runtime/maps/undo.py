@@ -17,6 +17,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import msgspec
 
 from reactorflow import records
@@ -88,24 +89,37 @@ async def _undo_children(ex: Execution, node: Node, count: int) -> list[Rollback
 async def _undo_completed(ex: Execution, node: Node, count: int,
                           undo_one: Callable[[int, ElementRecord], Awaitable[None]]
                           ) -> list[RollbackFailure]:
-    """Undo the completed elements one at a time, highest index first, storing each outcome
-    in the element's slot before the next starts; a failure is recorded and the rest goes on."""
-    failures: list[RollbackFailure] = []
-    async for index, record in walk(ex.storage, ex.run_id, node.key, count, backwards=True):
-        if record.status is not StepStatus.COMPLETED or record.rollback_error is not None:
-            continue
+    """Undo the completed elements, started highest index first: one at a time inline, at most
+    `batch_size` at a time for a fanned-out map. Each outcome is stored in the element's slot
+    as it returns; a failure is recorded and the rest goes on."""
+    options = node.spec.map
+    assert options is not None
+    failures: list[tuple[int, RollbackFailure]] = []
+    limiter = anyio.CapacityLimiter(options.batch_size if options.fan_out else 1)
+
+    async def one(index: int, record: ElementRecord) -> None:
         try:
-            await undo_one(index, record)
-        except Exception as exc:
-            log.warning("reactorflow.undo.failed run_id=%s step=%s index=%d error=%s",
-                        ex.run_id, node.key, index, summary(exc))
-            record.rollback_error = ErrorRecord.from_exception(exc)
-            failures.append(_failure(node.key, index, HandlerKind.UNDO, record.rollback_error))
-        else:
-            record.status = StepStatus.UNDONE
-        await ex.storage.save_elements(ex.run_id, node.key, {index: records.encode(record)},
-                                       replace=True)
-    return failures
+            try:
+                await undo_one(index, record)
+            except Exception as exc:
+                log.warning("reactorflow.undo.failed run_id=%s step=%s index=%d error=%s",
+                            ex.run_id, node.key, index, summary(exc))
+                record.rollback_error = ErrorRecord.from_exception(exc)
+                failures.append((index, _failure(node.key, index, HandlerKind.UNDO,
+                                                 record.rollback_error)))
+            else:
+                record.status = StepStatus.UNDONE
+            await ex.storage.save_elements(ex.run_id, node.key,
+                                           {index: records.encode(record)}, replace=True)
+        finally:
+            limiter.release_on_behalf_of(index)
+
+    async with anyio.create_task_group() as tg:
+        async for index, record in walk(ex.storage, ex.run_id, node.key, count, backwards=True):
+            if record.status is StepStatus.COMPLETED and record.rollback_error is None:
+                await limiter.acquire_on_behalf_of(index)
+                tg.start_soon(one, index, record)
+    return [failure for _, failure in sorted(failures, key=lambda f: -f[0])]
 
 
 def _base_arguments(ex: Execution, node: Node) -> dict[str, Any]:
