@@ -27,6 +27,22 @@ WORKER_MODULES_ENV = "REACTORFLOW_WORKER_MODULES"  # set by `reactorflow worker`
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """The current settings (frozen): what `rf.configure` returns.
+
+    Attributes:
+        storage: Where runs are stored (`None`: the embedded default, an in-memory store).
+        broker: The Dramatiq broker that carries work to the workers (`None`:
+            `REACTORFLOW_REDIS_URL`'s Redis when set, else the embedded `StubBroker` and an
+            in-process worker).
+        lock_ttl: Seconds the run liveness lock lives unless extended (extended every
+            `lock_ttl / 3`).
+        stall_timeout: A `running` run with no lock holder, untouched this long, is recovered by
+            the sweeper.
+        async_wait_timeout: Seconds a step reading an async unit's result waits for it.
+        lock_wait: Seconds undo/cancel/continue wait for a run's lock before giving up.
+        middleware: `rf.Middleware` applied to every reactor's runs.
+    """
+
     storage: Storage | None = None
     broker: Any = None
     lock_ttl: float = 30.0
@@ -71,7 +87,27 @@ def configure(
     gate_snooze_limit: int = _UNSET,
     **unknown: Any,
 ) -> Settings:
-    """Replace the named settings (others keep their values); returns the new settings."""
+    """Replace the named settings (others keep their values); returns the new `rf.Settings`.
+
+    Keyword-only. See [Concepts](concepts.md#configuration) for every option and its default, and
+    [Workers](workers.md) for the broker.
+
+    Args:
+        storage: Where runs are stored (`None`: the embedded default, an in-memory store).
+        broker: The Dramatiq broker that carries work to the workers (`None`:
+            `REACTORFLOW_REDIS_URL`'s Redis when set, else the embedded `StubBroker` and an
+            in-process worker).
+        lock_ttl: Seconds the run liveness lock lives unless extended (extended every
+            `lock_ttl / 3`).
+        stall_timeout: A `running` run with no lock holder, untouched this long, is recovered by
+            the sweeper.
+        async_wait_timeout: Seconds a step reading an async unit's result waits for it.
+        lock_wait: Seconds undo/cancel/continue wait for a run's lock before giving up.
+        middleware: `rf.Middleware` applied to every reactor's runs.
+
+    Raises:
+        ConfigurationError: An unknown option or a bad value (naming the option).
+    """
     global _current
     if unknown:
         raise ConfigurationError(

@@ -30,7 +30,14 @@ def shown(value: str) -> str:
 
 
 class ReactorflowError(Exception):
-    """Root of every error raised by reactorflow."""
+    """Root of every error raised by reactorflow.
+
+    Attributes:
+        message: What went wrong and what to do about it (also `str(error)`).
+        run_id: The run concerned, or `None`.
+        step: The step concerned (a nested interrupt's path joined with `.`), or `None`.
+        cause: The underlying exception (also `__cause__`), or `None`.
+    """
 
     def __init__(
         self,
@@ -60,7 +67,11 @@ def _rebuild(cls: type[ReactorflowError], message: str, state: dict[str, Any]) -
 
 
 class DefinitionError(ReactorflowError):
-    """A reactor, step or handler was declared wrongly (raised at the decorator line)."""
+    """A reactor, step or handler was declared wrongly (raised at the decorator line).
+
+    Attributes:
+        reactor: The reactor being declared, or `None`.
+    """
 
     def __init__(self, message: str, *, reactor: str | None = None,
                  step: str | None = None) -> None:
@@ -69,7 +80,11 @@ class DefinitionError(ReactorflowError):
 
 
 class ConfigurationError(ReactorflowError):
-    """`rf.configure` (or the environment) named an unknown option or a bad value."""
+    """`rf.configure` (or the environment) named an unknown option or a bad value.
+
+    Attributes:
+        option: The option at fault, or `None`.
+    """
 
     def __init__(self, message: str, *, option: str | None = None) -> None:
         super().__init__(message)
@@ -77,7 +92,12 @@ class ConfigurationError(ReactorflowError):
 
 
 class DefinitionChanged(ReactorflowError):
-    """A stored run was made by a graph that the current code changed incompatibly."""
+    """A stored run was made by a graph that the current code changed incompatibly.
+
+    Attributes:
+        reactor: The run's reactor.
+        differences: What the current graph changed (one line each).
+    """
 
     def __init__(self, run_id: str, reactor: str, differences: Sequence[str]) -> None:
         listed = "; ".join(differences)
@@ -93,7 +113,13 @@ class DefinitionChanged(ReactorflowError):
 
 class InputValidationError(ReactorflowError):
     """The inputs of a run failed validation: nothing was stored. For a child's inputs mapped by
-    a step (`step` is set), that step failed and its run rolls back."""
+    a step (`step` is set), that step failed and its run rolls back.
+
+    Attributes:
+        reactor: The reactor whose inputs were refused.
+        field: The field at fault (a dotted path for nested fields).
+        reason: Why it was refused.
+    """
 
     def __init__(self, reactor: str, field: str, reason: str, *,
                  step: str | None = None) -> None:
@@ -112,7 +138,17 @@ class InputValidationError(ReactorflowError):
 
 
 class PayloadValidationError(ReactorflowError):
-    """An interrupt payload failed validation; the attempt was counted."""
+    """An interrupt payload failed validation; the attempt was counted.
+
+    Attributes:
+        label: The interrupt's name, or its path inside composed children (`step` is the
+            path joined with `.`).
+        field: The payload field at fault.
+        reason: Why it was refused.
+        attempts: The attempts counted so far, this one included.
+        max_attempts: The interrupt's `max_attempts` (`None`: no limit).
+        exhausted: This was the last attempt: the run was rolled back and is failed.
+    """
 
     def __init__(
         self,
@@ -152,7 +188,13 @@ class PayloadValidationError(ReactorflowError):
 
 class RunNotFound(ReactorflowError):
     """No run with that id exists for this reactor (or at all, when `reactor` is None; or it
-    expired)."""
+    expired).
+
+    Attributes:
+        reactor: The reactor that was asked, or `None` for a lookup across reactors.
+        other_reactor: The reactor the run belongs to, when it is another one.
+        correlation_id: The correlation id that was looked up, or `None`.
+    """
 
     def __init__(self, run_id: str, reactor: str | None = None, *,
                  other_reactor: str | None = None,
@@ -180,7 +222,11 @@ class RunNotFound(ReactorflowError):
 
 
 class ReactorNotDeclared(ReactorflowError):
-    """A stored run's reactor is not declared in this process, so its steps cannot run here."""
+    """A stored run's reactor is not declared in this process, so its steps cannot run here.
+
+    Attributes:
+        reactor: The stored run's reactor name.
+    """
 
     def __init__(self, run_id: str, reactor: str) -> None:
         super().__init__(
@@ -255,7 +301,15 @@ def refusal_advice(operation: str, status: str) -> str:
 
 class RunStateError(ReactorflowError):
     """The run's status does not allow the requested operation; the message says what is
-    possible for that status instead."""
+    possible for that status instead.
+
+    Args:
+        hint: What to do instead (default: the advice for that operation and status).
+
+    Attributes:
+        status: The run's status.
+        operation: The refused operation (`cancel`, `undo`, `continue`, `retry`, ...).
+    """
 
     def __init__(self, run_id: str, status: str, operation: str,
                  hint: str | None = None) -> None:
@@ -268,14 +322,22 @@ class RunStateError(ReactorflowError):
 
 
 class NotPaused(RunStateError):
-    """`continue_` on a run that is not waiting for a payload."""
+    """`continue_` on a run that is not waiting for a payload.
+
+    Attributes:
+        status: The run's status.
+    """
 
     def __init__(self, run_id: str, status: str) -> None:
         super().__init__(run_id, status, "continue")
 
 
 class AlreadyResumed(ReactorflowError):
-    """That interrupt of that run already accepted its one payload."""
+    """That interrupt of that run already accepted its one payload.
+
+    Attributes:
+        label: The interrupt's name, or its path inside composed children.
+    """
 
     def __init__(self, run_id: str, step: StepLabel) -> None:
         super().__init__(
@@ -288,7 +350,12 @@ class AlreadyResumed(ReactorflowError):
 
 
 class InterruptNotPending(ReactorflowError):
-    """The named step is not an interrupt the run is waiting on."""
+    """The named step is not an interrupt the run is waiting on.
+
+    Attributes:
+        label: The step that was named (a name, or a path).
+        pending: The interrupts the run does wait on.
+    """
 
     def __init__(self, run_id: str, step: StepLabel, pending: Sequence[StepLabel]) -> None:
         listed = ", ".join(repr(p) for p in pending) if pending else "none"
@@ -303,7 +370,12 @@ class InterruptNotPending(ReactorflowError):
 
 
 class InterruptExpired(ReactorflowError):
-    """The interrupt's timeout passed before a payload arrived; the run was rolled back."""
+    """The interrupt's timeout passed before a payload arrived; the run was rolled back.
+
+    Attributes:
+        label: The interrupt's name, or its path inside composed children.
+        timeout_at: The deadline that passed (seconds since the epoch).
+    """
 
     def __init__(self, run_id: str, step: StepLabel, timeout_at: float) -> None:
         super().__init__(
@@ -318,7 +390,13 @@ class InterruptExpired(ReactorflowError):
 
 class WaitTimeout(ReactorflowError, TimeoutError):
     """`wait` gave up before the run reached a terminal or paused status. `unclaimed`: the run
-    was handed to a worker and no worker has taken it since."""
+    was handed to a worker and no worker has taken it since.
+
+    Attributes:
+        timeout: The seconds waited.
+        status: The run's status when `wait` gave up.
+        unclaimed: The run was handed to a worker and no worker has taken it.
+    """
 
     def __init__(self, run_id: str, timeout: float, status: str, *,
                  unclaimed: bool = False) -> None:
@@ -338,7 +416,11 @@ class WaitTimeout(ReactorflowError, TimeoutError):
 
 
 class SerializationError(ReactorflowError):
-    """A value could not be encoded or decoded by msgspec."""
+    """A value could not be encoded or decoded by msgspec.
+
+    Attributes:
+        type_name: The type that could not be encoded or decoded, or `None`.
+    """
 
     def __init__(self, message: str, *, run_id: str | None = None, step: str | None = None,
                  type_name: str | None = None, cause: BaseException | None = None) -> None:
@@ -351,7 +433,11 @@ class ArgumentError(ReactorflowError):
 
 
 class StepTimeout(ReactorflowError, TimeoutError):
-    """A step attempt ran past its `timeout=`."""
+    """A step attempt ran past its `timeout=`.
+
+    Attributes:
+        timeout: The step's `timeout=` in seconds.
+    """
 
     def __init__(self, run_id: str, step: str, timeout: float) -> None:
         super().__init__(
@@ -363,7 +449,12 @@ class StepTimeout(ReactorflowError, TimeoutError):
 
 
 class AsyncWaitTimeout(ReactorflowError, TimeoutError):
-    """A step waited longer than `async_wait_timeout` for an async unit's result."""
+    """A step waited longer than `async_wait_timeout` for an async unit's result.
+
+    Attributes:
+        unit: The async unit waited for.
+        timeout: The seconds waited (`async_wait_timeout`).
+    """
 
     def __init__(self, run_id: str, step: str, unit: str, timeout: float) -> None:
         super().__init__(
@@ -378,7 +469,12 @@ class AsyncWaitTimeout(ReactorflowError, TimeoutError):
 
 
 class AsyncUnitFailed(ArgumentError):
-    """An async unit read by a step (annotated with its plain type) failed."""
+    """An async unit read by a step (annotated with its plain type) failed.
+
+    Attributes:
+        unit: The async unit that failed.
+        reason: Why it failed.
+    """
 
     def __init__(self, run_id: str, step: str, unit: str, reason: str) -> None:
         super().__init__(
@@ -392,7 +488,12 @@ class AsyncUnitFailed(ArgumentError):
 
 
 class CorrelationConflict(ReactorflowError):
-    """A correlation id is already mapped to a different run."""
+    """A correlation id is already mapped to a different run.
+
+    Attributes:
+        correlation_id: The correlation id.
+        existing_run: The run that holds it.
+    """
 
     def __init__(self, correlation_id: str, existing_run: str, run_id: str) -> None:
         super().__init__(
@@ -414,7 +515,13 @@ class StorageConnectionError(StorageError):
     Raised while starting a run, it says whether that run was stored: `run_id` is the id the
     run has (or would have had), and `stored` is True (it is stored: the sweeper finishes it
     once storage is back; do not start it again), False (nothing of it was stored) or None (the
-    store was sent but its answer was lost: `get(run_id)` tells once storage is back)."""
+    store was sent but its answer was lost: `get(run_id)` tells once storage is back).
+
+    Attributes:
+        url: The storage URL (without credentials).
+        reason: Why it could not be reached.
+        stored: Whether the run being started was stored (see above), or `None`.
+    """
 
     def __init__(self, url: str, reason: str, *, cause: BaseException | None = None,
                  run_id: str | None = None, stored: bool | None = None) -> None:
@@ -428,7 +535,12 @@ class StorageConnectionError(StorageError):
         self.stored = stored
 
     def starting(self, run_id: str, *, stored: bool | None) -> StorageConnectionError:
-        """This error, raised while starting run `run_id`: says whether the run was stored."""
+        """This error, raised while starting run `run_id`: says whether the run was stored.
+
+        Args:
+            run_id: The run being started.
+            stored: Whether it was stored (`None`: unknown, the answer was lost).
+        """
         return StorageConnectionError(self.url, self.reason, cause=self.cause or self,
                                       run_id=run_id, stored=stored)
 
@@ -446,7 +558,13 @@ def _stored_note(run_id: str, stored: bool | None) -> str:
 
 class StoragePoolExhausted(StorageError):
     """Every connection of this process's pool to the storage server stayed busy for the pool
-    timeout: more storage calls at once than connections (the server itself is reachable)."""
+    timeout: more storage calls at once than connections (the server itself is reachable).
+
+    Attributes:
+        url: The storage URL (without credentials).
+        max_connections: The pool's size.
+        waited: The seconds waited for a connection.
+    """
 
     def __init__(self, url: str, max_connections: int, waited: float, *,
                  cause: BaseException | None = None) -> None:
@@ -463,7 +581,11 @@ class StoragePoolExhausted(StorageError):
 
 
 class LockLost(StorageError):
-    """A fenced write was refused: this execution no longer owns the run."""
+    """A fenced write was refused: this execution no longer owns the run.
+
+    Attributes:
+        owner: The lock owner this execution wrote as.
+    """
 
     def __init__(self, run_id: str, owner: str) -> None:
         super().__init__(
@@ -477,7 +599,11 @@ class LockLost(StorageError):
 
 
 class CorruptRecord(StorageError):
-    """A stored record could not be decoded (corrupt, or an unknown schema version)."""
+    """A stored record could not be decoded (corrupt, or an unknown schema version).
+
+    Attributes:
+        reason: Why the record cannot be read.
+    """
 
     def __init__(self, run_id: str, reason: str) -> None:
         super().__init__(f"stored record of run {run_id!r} cannot be read: {reason}", run_id=run_id)
@@ -485,7 +611,12 @@ class CorruptRecord(StorageError):
 
 
 class LockTimeout(ReactorflowError):
-    """The run's lock could not be taken in time: another execution holds it."""
+    """The run's lock could not be taken in time: another execution holds it.
+
+    Attributes:
+        waited: The seconds waited for the lock.
+        operation: The operation that needed it.
+    """
 
     def __init__(self, run_id: str, waited: float, operation: str) -> None:
         super().__init__(
@@ -546,7 +677,12 @@ class GateDeadlock(ReactorflowError):
 
 
 class RecordedError(ReactorflowError):
-    """A failure rebuilt from storage, handed to a compensate that runs in another process."""
+    """A failure rebuilt from storage, handed to a compensate that runs in another process.
+
+    Attributes:
+        type: The original exception's type name.
+        message: The original exception's message.
+    """
 
     def __init__(self, type: str, message: str, *, step: str | None = None) -> None:
         super().__init__(f"{type}: {message}", step=step)
@@ -558,7 +694,11 @@ class Halt(Exception):
     """Raise from a step to stop the run cleanly: status `halted`, nothing rolled back.
 
     The reason is stored as text: a non-`str` reason is converted with `str()` (`Halt(404)` has
-    the reason `"404"`)."""
+    the reason `"404"`).
+
+    Attributes:
+        reason: Why the run was halted (stored with the run).
+    """
 
     def __init__(self, reason: str = "") -> None:
         reason = halt_text(reason)

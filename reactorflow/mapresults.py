@@ -23,7 +23,19 @@ PageLoader = Callable[[int, int], Awaitable[Sequence[Outcome[T]]]]
 
 class MapResults(Generic[T]):
     """The outcomes of a map's elements, in element order, read lazily (may be iterated more
-    than once). Each item is an `rf.Outcome[T]`: `ok`, `value`, `error`."""
+    than once). Each item is an `rf.Outcome[T]`: `ok`, `value`, `error`.
+
+    Annotate a parameter that reads a map step `rf.MapResults[T]` to receive this: `len()` is
+    the element count; `async for outcome in results` walks every element's outcome, paged from
+    storage; `values()` iterates the completed elements' results only. The engine builds it;
+    see [Maps](maps.md#reading-a-maps-results).
+
+    Args:
+        step: The map step's name.
+        length: The number of elements.
+        load: Reads `count` outcomes starting at element `start`.
+        page_size: Outcomes read per storage round trip.
+    """
 
     __slots__ = ("_length", "_load", "_page_size", "step")
 

@@ -19,7 +19,15 @@ def _split_path(path: str | None) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True, init=False)
 class Input:
-    """`Annotated[str, rf.Input("order_id")]`: take a reactor input (optionally a path into it)."""
+    """`Annotated[str, rf.Input("order_id")]`: take a reactor input (optionally a path into it).
+
+    The parameter receives the input field `name`, or the value at the dotted `path` inside it
+    (`rf.Input("address", "city")`).
+
+    Args:
+        name: The input field.
+        path: A dotted path into the field's value (kept as a tuple of parts).
+    """
 
     name: str
     path: tuple[str, ...]
@@ -33,7 +41,12 @@ class Input:
 class Result:
     """`Annotated[str, rf.Result("charge", "charge_id")]`: take a step's result, or a path into it.
 
-    A path is dotted: `"address.city"`, `"lines.0.sku"` (a number indexes a list).
+    A path is dotted: `"address.city"`, `"lines.0.sku"`; it walks mappings by key, objects by
+    attribute and lists by index.
+
+    Args:
+        step: The earlier step whose result the parameter receives.
+        path: A dotted path into the result (kept as a tuple of parts).
     """
 
     step: str
@@ -49,7 +62,15 @@ class StepContext:
     """What a step knows about its own execution; declare a parameter annotated `rf.StepContext`.
 
     `idempotency_key` is the same on every retry and every re-run of this step of this run (for
-    example after a crash), so pass it to the systems the step calls.
+    example after a crash), so pass it to the systems the step calls. Injected in steps, and in
+    undo and compensate handlers.
+
+    Attributes:
+        run_id: The run's id.
+        reactor: The name of the reactor that declares the step.
+        step: The step's key (dotted inside a composed child).
+        attempt: 1 on the first try.
+        idempotency_key: `"<run id>:<step key>"`, the same on every retry and re-run.
     """
 
     run_id: str
@@ -62,7 +83,16 @@ class StepContext:
 @dataclass(frozen=True, slots=True)
 class Outcome(Generic[T]):
     """What a step annotated `rf.Outcome[T]` receives from an async unit it reads: success or
-    failure as a value (`ok`, `value`, `error`), instead of failing when the unit failed."""
+    failure as a value, instead of failing with `rf.AsyncUnitFailed` when the unit failed.
+
+    Annotating a parameter that reads anything but an async unit `rf.Outcome` is a
+    `DefinitionError`. See [Workers](workers.md#async-steps).
+
+    Attributes:
+        ok: The unit succeeded.
+        value: The unit's result (a `T`) when `ok`, else `None`.
+        error: An `rf.RunError` naming the unit when not `ok`, else `None`.
+    """
 
     ok: bool
     value: T | None = None

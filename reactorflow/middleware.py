@@ -17,6 +17,15 @@ log = logging.getLogger("reactorflow.middleware")
 
 @dataclass(frozen=True, slots=True)
 class RunEvent:
+    """What run hooks (`before_run`, `after_run`) receive.
+
+    Attributes:
+        run_id: The run's id.
+        reactor: The reactor's name.
+        status: The run's status.
+        error: An `rf.RunError` when the run failed, else `None`.
+    """
+
     run_id: str
     reactor: str
     status: str = "running"
@@ -25,6 +34,18 @@ class RunEvent:
 
 @dataclass(frozen=True, slots=True)
 class StepEvent:
+    """What step, retry and rollback hooks receive.
+
+    Attributes:
+        run_id: The run's id.
+        reactor: The reactor's name.
+        step: The step's key: `"charge"`, or `"fulfil.approve"` inside a composed child.
+        attempt: The attempt's number (1-based; 0 where none applies).
+        status: The step's status, where known.
+        error: The exception, if any.
+        delay: Retries: seconds until the next attempt.
+    """
+
     run_id: str
     reactor: str
     step: str  # the step's key: "charge", or "fulfil.approve" inside a composed child
@@ -37,7 +58,20 @@ class StepEvent:
 @dataclass(frozen=True, slots=True)
 class GateEvent:
     """A gate of a run (`step` "" for the reactor's own) was acquired, found busy (the caller
-    waits no longer, or a worker snoozes), or released."""
+    waits no longer, or a worker snoozes), or released: what `on_gate` receives.
+
+    The same moments are logged as `reactorflow.gate.<action>` lines (busy and snoozed at INFO,
+    the others at DEBUG).
+
+    Attributes:
+        run_id: The run's id.
+        reactor: The reactor's name.
+        step: The step's key, or `""` for the reactor's own gates.
+        gate: What gate: `"lock"`, `"semaphore"`, `"rate_limit"`, `"period"`,
+            `"ordered_lock"`.
+        key: The gate's key as built.
+        action: `"acquired"`, `"busy"`, `"snoozed"` or `"released"`.
+    """
 
     run_id: str
     reactor: str
@@ -48,19 +82,90 @@ class GateEvent:
 
 
 class Middleware:
-    """Base class with no-op hooks."""
+    """The base class of observers: every hook is a no-op to override.
 
-    def before_run(self, event: RunEvent) -> None: ...
-    def after_run(self, event: RunEvent) -> None: ...
-    def before_step(self, event: StepEvent) -> None: ...
-    def after_step(self, event: StepEvent) -> None: ...
-    def before_compensate(self, event: StepEvent) -> None: ...
-    def after_compensate(self, event: StepEvent) -> None: ...
-    def before_undo(self, event: StepEvent) -> None: ...
-    def after_undo(self, event: StepEvent) -> None: ...
-    def before_retry(self, event: StepEvent) -> None: ...
-    def after_retry(self, event: StepEvent) -> None: ...
-    def on_gate(self, event: GateEvent) -> None: ...
+    Hooks are called in the event loop and must not block; their return values are ignored, and
+    an exception raised by a hook is logged and swallowed. Pass instances to
+    `rf.configure(middleware=...)` or `rf.Reactor(..., middleware=...)`. See
+    [Concepts](concepts.md#middleware-and-logs).
+    """
+
+    def before_run(self, event: RunEvent) -> None:
+        """Called before a run starts executing in this process (a start, a resume, a retry).
+
+        Args:
+            event: The run concerned.
+        """
+
+    def after_run(self, event: RunEvent) -> None:
+        """Called after a run settles here (completed, failed, paused, halted, cancelled...).
+
+        Args:
+            event: The run concerned.
+        """
+
+    def before_step(self, event: StepEvent) -> None:
+        """Called before each attempt of a step.
+
+        Args:
+            event: The run's step concerned.
+        """
+
+    def after_step(self, event: StepEvent) -> None:
+        """Called after each attempt of a step (its `status` and `error` say how it ended).
+
+        Args:
+            event: The run's step concerned.
+        """
+
+    def before_compensate(self, event: StepEvent) -> None:
+        """Called before a failed step's compensate handler runs.
+
+        Args:
+            event: The run's step concerned.
+        """
+
+    def after_compensate(self, event: StepEvent) -> None:
+        """Called after a failed step's compensate handler ran.
+
+        Args:
+            event: The run's step concerned.
+        """
+
+    def before_undo(self, event: StepEvent) -> None:
+        """Called before a completed step's undo handler runs (rollback).
+
+        Args:
+            event: The run's step concerned.
+        """
+
+    def after_undo(self, event: StepEvent) -> None:
+        """Called after a completed step's undo handler ran.
+
+        Args:
+            event: The run's step concerned.
+        """
+
+    def before_retry(self, event: StepEvent) -> None:
+        """Called when a failed attempt will be retried (`delay`: seconds until the next).
+
+        Args:
+            event: The run's step concerned.
+        """
+
+    def after_retry(self, event: StepEvent) -> None:
+        """Called when the retried attempt starts, after the delay.
+
+        Args:
+            event: The run's step concerned.
+        """
+
+    def on_gate(self, event: GateEvent) -> None:
+        """Called when a gate of a run is acquired, found busy, snoozed on or released.
+
+        Args:
+            event: The gate and what happened to it.
+        """
 
 
 class Hooks:

@@ -19,7 +19,20 @@ class Retry:
     `strategy` spaces the tries: exponential (base, 2·base, 4·base…), linear (base, 2·base,
     3·base…) or fixed. `max_delay` caps one delay, `jitter` adds up to that fraction of it at
     random. An exception retries when it is an instance of `retry_on` and of none of
-    `never_retry`.
+    `never_retry`. See [Concepts](concepts.md#retries).
+
+    Args:
+        attempts: Tries in all, the first one included (>= 1).
+        backoff: The base delay in seconds (>= 0).
+        strategy: `"exponential"`, `"linear"` or `"fixed"`.
+        max_delay: The longest one delay may be, in seconds (`None`: no cap).
+        jitter: A fraction from 0 to 1: up to that much of a delay is added at random.
+        retry_on: Exception classes that are retried.
+        never_retry: Exception classes that are never retried (checked first).
+
+    Raises:
+        DefinitionError: A value out of range, an unknown strategy, or something that is not an
+            exception class in `retry_on`/`never_retry`.
     """
 
     __slots__ = (
@@ -69,7 +82,12 @@ class Retry:
         self.never_retry = tuple(never_retry)
 
     def should_retry(self, error: BaseException, attempt: int) -> bool:
-        """Whether `error`, raised by try number `attempt` (1-based), earns another try."""
+        """Whether `error`, raised by try number `attempt`, earns another try.
+
+        Args:
+            error: The exception the try raised.
+            attempt: The try's number, 1-based.
+        """
         if attempt >= self.attempts:
             return False
         if self.never_retry and isinstance(error, self.never_retry):
@@ -77,7 +95,11 @@ class Retry:
         return isinstance(error, self.retry_on)
 
     def delay(self, attempt: int) -> float:
-        """Seconds to wait after failed try number `attempt` (1-based) before the next one."""
+        """Seconds to wait after failed try number `attempt` before the next one.
+
+        Args:
+            attempt: The failed try's number, 1-based.
+        """
         if self.strategy == "exponential":
             delay = self.backoff * 2.0 ** (attempt - 1)
         elif self.strategy == "linear":

@@ -31,6 +31,7 @@ class StepState(msgspec.Struct, frozen=True, dict=True):
 
     @property
     def result(self) -> Any:
+        """The step's result (decoded from storage on first read), or `None`."""
         known = self.__dict__.get("_result", _UNSET)
         if known is not _UNSET:
             return known

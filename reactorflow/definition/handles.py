@@ -16,7 +16,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Step(Generic[P, R]):
-    """A declared step. Awaiting a call runs the plain function (no engine), for unit tests."""
+    """A declared step, as returned by `@flow.step` and the other step decorators.
+
+    Awaiting a call runs the plain function (no engine), for unit tests.
+
+    Args:
+        fn: The step's function.
+
+    Attributes:
+        reactor: The reactor that declares the step.
+        name: The step's name.
+    """
 
     __slots__ = ("__dict__", "_fn", "name", "reactor")
 
@@ -36,12 +46,34 @@ class Step(Generic[P, R]):
         return self.reactor.steps[self.name]
 
     def undo(self, fn: F) -> F:
-        """Declare what undoes this step after it succeeded (its result comes first)."""
+        """Declare what undoes this step after it succeeded: `@step.undo`.
+
+        Args:
+            fn: The handler, an `async def`; its parameters wire like the step's, plus
+                the step's result as the first argument.
+
+        Returns:
+            `fn` itself (the decorator records, it does not wrap).
+
+        Raises:
+            DefinitionError: The handler's parameters cannot be wired, or one is declared twice.
+        """
         self.reactor._attach_handler(self.name, "undo", fn)
         return fn
 
     def compensate(self, fn: F) -> F:
-        """Declare what cleans up when this step itself failed (the failure comes first)."""
+        """Declare what cleans up when this step itself failed: `@step.compensate`.
+
+        Args:
+            fn: The handler, an `async def`; its parameters wire like the step's, plus
+                the failure as the first argument.
+
+        Returns:
+            `fn` itself (the decorator records, it does not wrap).
+
+        Raises:
+            DefinitionError: The handler's parameters cannot be wired, or one is declared twice.
+        """
         self.reactor._attach_handler(self.name, "compensate", fn)
         return fn
 
@@ -56,7 +88,18 @@ class MapStep(Step[P, R]):
 
     def undo_all(self, fn: F) -> F:
         """Declare a bulk undo of the map: called once per rollback with a lazy async iterator
-        of the completed elements' results in element order (replaces per-element `undo`)."""
+        of the completed elements' results in element order (replaces per-element `undo`).
+
+        Args:
+            fn: The handler, an `async def`; its parameters wire like the step's, plus
+                that iterator as the first argument.
+
+        Returns:
+            `fn` itself (the decorator records, it does not wrap).
+
+        Raises:
+            DefinitionError: The handler's parameters cannot be wired, or one is declared twice.
+        """
         self.reactor._attach_handler(self.name, "undo_all", fn)
         return fn
 

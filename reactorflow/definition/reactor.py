@@ -56,7 +56,28 @@ class Reactor(RunMethods):
 
     `name` is the reactor's durable identity (stored with every run, used by workers to find
     the reactor) and must be unique among the reactors alive in a process; declaring it again
-    from the same place (a notebook cell run twice, a module reloaded) replaces the earlier one.
+    from the same place (a notebook cell run twice, a module reloaded) replaces the earlier one,
+    declaring it from another place is a `DefinitionError` naming both places.
+
+    Besides the arguments below, a reactor exposes `handoff` (the declared hand-off point,
+    `("after" | "before", step name)`, or `None`), `steps` and `value_step`.
+
+    Args:
+        name: The durable identity: letters, digits, `_`, `-`, `.` and `:`.
+        inputs: A `msgspec.Struct`, dataclass or `TypedDict` type, or `None` for a reactor
+            without inputs.
+        returns: The step whose result is the reactor's value (default: the last declared step
+            that is not an async unit; naming an async unit is a `DefinitionError`).
+        max_concurrency: The most steps in flight per run (`None`: no limit).
+        middleware: `rf.Middleware` for this reactor's runs (after the configured ones).
+        always_dispatch: Make every `run` behave like `dispatch`: the whole run executes in a
+            worker (see [Workers](workers.md#dispatching-a-whole-run)).
+        gates: Gates every run of this reactor holds, taken by `run()` in the caller (a busy
+            one raises `rf.GateBusy` with nothing stored); see [Gates](gates.md).
+
+    Raises:
+        DefinitionError: A bad name, `max_concurrency` or `returns`, or the name already
+            declared from another place.
     """
 
     def __init__(
@@ -123,7 +144,16 @@ class Reactor(RunMethods):
         return mermaid.render(self)
 
     def interrupt_schema(self, step: str | Sequence[str]) -> dict[str, Any]:
-        """The JSON Schema of an interrupt's payload (a nested one by its path)."""
+        """The JSON Schema of an interrupt's payload (a nested one by its path).
+
+        Args:
+            step: The interrupt's name, or its path (a sequence of step names) inside composed
+                children.
+
+        Raises:
+            DefinitionError: The reactor's graph is invalid.
+            ReactorflowError: No interrupt has that name or path.
+        """
         spec = plan_for(self).interrupt_spec(step)
         assert spec.interrupt is not None
         return msgspec.json.schema(spec.interrupt.payload_type)
@@ -144,7 +174,27 @@ class Reactor(RunMethods):
     def step(self, fn: Any = None, /, *, name: str | None = None, retries: Retry | None = None,
              timeout: float | None = None, when: Callable[..., Any] | None = None,
              after: After = (), gates: Sequence[Any] = ()) -> Any:
-        """Declare a step. Its parameters name the inputs and earlier steps it needs."""
+        """Declare a step: `@flow.step` or `@flow.step(...)`.
+
+        The function's parameters name the inputs and earlier steps it needs (see
+        [Concepts](concepts.md#wiring)). Returns an `rf.Step` (or, called with options, a
+        decorator that makes one).
+
+        Args:
+            fn: The step's `async def` function (when used as a bare decorator).
+            name: The step's name (default: the function's name).
+            retries: An `rf.Retry` policy (`None`: one attempt).
+            timeout: Seconds each attempt may take (`rf.StepTimeout` after that).
+            when: A predicate wired like a step (its parameters name inputs and earlier steps);
+                the step is `skipped` when it returns false.
+            after: Ordering-only dependencies: step names or `rf.Step` handles.
+            gates: Gates the step holds while it runs (`rf.Lock`, `rf.Semaphore`,
+                `rf.RateLimit`, `rf.Period`, `rf.OrderedLock`); see [Gates](gates.md).
+
+        Raises:
+            DefinitionError: A bad name or option, a parameter that names no input or earlier
+                step, or a name declared twice.
+        """
 
         def decorate(f: Any) -> Any:
             return self._declare(f, StepKind.STEP, name=name, retries=retries, timeout=timeout,
@@ -164,8 +214,27 @@ class Reactor(RunMethods):
                    retries: Retry | None = None, timeout: float | None = None,
                    when: Callable[..., Any] | None = None, after: After = (),
                    gates: Sequence[Any] = ()) -> Any:
-        """Declare a step that runs in a worker while the run goes on; steps that read its
-        result wait for it (annotate `rf.Outcome[T]` to receive a failure as a value)."""
+        """Declare a step that runs in a worker while the run goes on.
+
+        Steps that read its result wait for it (annotate them `rf.Outcome[T]` to receive a
+        failure as a value). It takes a `compensate` handler (run once by the worker after its
+        last failed attempt), never an `undo`; the run's rollback never touches it. See
+        [Workers](workers.md#async-steps).
+
+        Args:
+            fn: The step's `async def` function (when used as a bare decorator).
+            name: The step's name (default: the function's name).
+            retries: An `rf.Retry` policy (`None`: one attempt).
+            timeout: Seconds each attempt may take (`rf.StepTimeout` after that).
+            when: A predicate wired like a step (its parameters name inputs and earlier steps);
+                the step is `skipped` when it returns false.
+            after: Ordering-only dependencies: step names or `rf.Step` handles.
+            gates: Gates the step holds while it runs (`rf.Lock`, `rf.Semaphore`,
+                `rf.RateLimit`, `rf.Period`, `rf.OrderedLock`); see [Gates](gates.md).
+
+        Raises:
+            DefinitionError: As for `step`.
+        """
 
         def decorate(f: Any) -> Any:
             return self._declare(f, StepKind.ASYNC_STEP, name=name, retries=retries,
@@ -187,7 +256,30 @@ class Reactor(RunMethods):
                   timeout: float | None = None, max_attempts: int | None = None,
                   resume: ResumeMode = "inline", when: Callable[..., Any] | None = None,
                   after: After = (), gates: Any = None) -> Any:
-        """Declare a pause point: the run waits here for a payload given to `continue_`."""
+        """Declare a pause point: the run waits here for a payload given to `continue_`.
+
+        The function's `payload` parameter's annotation is the payload's schema. See
+        [Interrupts](interrupts.md).
+
+        Args:
+            fn: The interrupt's `async def` function (when used as a bare decorator).
+            name: The step's name (default: the function's name).
+            correlation_id: A fixed id, or a function wired like a step that computes it, by
+                which `continue_by_correlation_id` finds the run.
+            timeout: Seconds the run may wait; then the interrupt expires
+                (`rf.InterruptExpired`).
+            max_attempts: Invalid payloads accepted before the run fails (`None`: no limit).
+            resume: `"inline"` (the caller of `continue_` runs the rest) or `"background"`
+                (a worker does).
+            when: A predicate wired like a step; the interrupt is `skipped` when it is false.
+            after: Ordering-only dependencies: step names or `rf.Step` handles.
+            gates: Refused: an interrupt holds nothing while it waits (a
+                `DefinitionError`); declare gates on the step that reads its payload.
+
+        Raises:
+            DefinitionError: A bad option, `gates=`, no `payload` parameter, or a name declared
+                twice.
+        """
         if gates is not None:
             raise DefinitionError(
                 f"reactor {self.name!r}: an interrupt cannot take gates= (it holds nothing while "
@@ -205,7 +297,23 @@ class Reactor(RunMethods):
     def compose(self, child: Reactor, *, name: str | None = None,
                 when: Callable[..., Any] | None = None, after: After = (),
                 gates: Sequence[Any] = (), **unsupported: Any) -> StepDecorator:
-        """Declare a step that runs `child` inline; the function maps arguments to its inputs."""
+        """Declare a step that runs the reactor `child` inline, inside this run.
+
+        The decorated function returns the child's inputs; the step's result is the child's
+        value. See [Composition](composition.md).
+
+        Args:
+            child: The reactor to run.
+            name: The step's name (default: the function's name).
+            when: A predicate wired like a step; the step is `skipped` when it is false.
+            after: Ordering-only dependencies: step names or `rf.Step` handles.
+            gates: Gates the step holds while it runs (`rf.Lock`, `rf.Semaphore`,
+                `rf.RateLimit`, `rf.Period`, `rf.OrderedLock`); see [Gates](gates.md).
+
+        Raises:
+            DefinitionError: `child` is not a reactor, is this reactor, or an option this
+                kind of step does not take was given.
+        """
         self._check_child(child, "compose", unsupported, nested=True)
 
         def decorate(f: Any) -> Any:
@@ -226,7 +334,28 @@ class Reactor(RunMethods):
         or one worker job each with `fan_out=True`. `atomic=True`: an element's failure fails the
         map and rolls back the completed elements; `atomic=False`: the map completes with every
         element's outcome. With `reactor=`, each element runs that child reactor (the function
-        returns the element's child inputs). `retries` and `timeout` apply per element."""
+        returns the element's child inputs). See [Maps](maps.md). Returns a decorator that
+        makes an `rf.MapStep`.
+
+        Args:
+            over: An input field's name, or an earlier step (name or handle) whose value is a
+                list or tuple.
+            batch_size: The most elements in flight at once.
+            fan_out: Run each element as a worker job instead of inline.
+            atomic: Fail the map on an element's failure (rolling back the completed
+                elements); `False` completes it with every element's outcome.
+            reactor: A child reactor run once per element, as a run of its own.
+            name: The step's name (default: the function's name).
+            retries: An `rf.Retry` policy per element (not with `reactor=`).
+            timeout: Seconds each element's attempt may take (not with `reactor=`).
+            when: A predicate wired like a step; the map is `skipped` when it is false.
+            after: Ordering-only dependencies: step names or `rf.Step` handles.
+            gates: Gates the map holds while its elements run; see [Gates](gates.md).
+
+        Raises:
+            DefinitionError: A bad option, `reactor=` that is not a reactor, or `reactor=`
+                with `retries` or `timeout`.
+        """
         if reactor is not None and not isinstance(reactor, Reactor):
             raise DefinitionError(f"reactor {self.name!r}: map_step(reactor={reactor!r}) must "
                                   "be a rf.Reactor, or None", reactor=self.name)
@@ -248,8 +377,24 @@ class Reactor(RunMethods):
     def async_reactor(self, child: Reactor, *, name: str | None = None,
                       when: Callable[..., Any] | None = None, after: After = (),
                       gates: Sequence[Any] = (), **unsupported: Any) -> StepDecorator:
-        """Declare a step that starts `child` as a run of its own in a worker (linked to this
-        run, never rolled back with it); the function maps arguments to the child's inputs."""
+        """Declare a step that starts `child` as a run of its own in a worker.
+
+        The child run has the id `<run id>-<step>`, is linked to this run and never rolled back
+        with it; the function returns the child's inputs (validated at dispatch), the step's
+        result is the child's value. See [Workers](workers.md#async-child-reactors).
+
+        Args:
+            child: The reactor to start.
+            name: The step's name (default: the function's name).
+            when: A predicate wired like a step; the step is `skipped` when it is false.
+            after: Ordering-only dependencies: step names or `rf.Step` handles.
+            gates: Gates the step holds while it runs (`rf.Lock`, `rf.Semaphore`,
+                `rf.RateLimit`, `rf.Period`, `rf.OrderedLock`); see [Gates](gates.md).
+
+        Raises:
+            DefinitionError: `child` is not a reactor, or an option this kind of step does not
+                take was given.
+        """
         self._check_child(child, "async_reactor", unsupported, nested=False)
 
         def decorate(f: Any) -> Any:
@@ -261,8 +406,17 @@ class Reactor(RunMethods):
     def background(self, *, after: str | Step[Any, Any] | None = None,
                    before: str | Step[Any, Any] | None = None) -> None:
         """Declare this reactor's one hand-off point: from there on the run continues in a
-        worker. `after=x`: x is the last step run by the caller; `before=x`: x is the first
-        step run by the worker."""
+        worker. See [Workers](workers.md#a-hand-off-point-background).
+
+        Args:
+            after: Once this step completes, the caller starts nothing new.
+            before: The caller stops when this step is ready, and the worker runs it.
+
+        Raises:
+            DefinitionError: Not exactly one of `after`/`before`, a step not declared before
+                the call or that is an interrupt, with `always_dispatch=True`, or a second,
+                different hand-off point (declaring the same one again is accepted).
+        """
         where = f"reactor {self.name!r}: background()"
         if (after is None) == (before is None):
             raise DefinitionError(f"{where} takes exactly one of after= or before=",

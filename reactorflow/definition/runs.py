@@ -73,8 +73,22 @@ class RunMethods:
                   **fields: Any) -> Run:
         """Validate the inputs, store the run, execute it here, and return its snapshot.
 
-        A reactor declared with `always_dispatch=True` hands the run to a worker instead (as
-        `dispatch`). A second run with the same `idempotency_key` returns the first run.
+        A reactor declared with `always_dispatch=True`, or a run that reaches the `background`
+        hand-off point, returns with status `running` while a worker goes on. With an
+        `idempotency_key`, a second `run` with the same key waits while the first start is still
+        storing its run; if that start died first, the key is taken over once its liveness lock
+        has lapsed, so a key never names a run that does not exist.
+
+        Args:
+            inputs: One instance of the reactor's inputs type (or `None`).
+            idempotency_key: A second start of this reactor with the same key returns the first
+                run (its snapshot has `replayed=True`) instead of starting another.
+            **fields: The inputs as keyword arguments, instead of `inputs`.
+
+        Raises:
+            InputValidationError: The inputs do not match the inputs type (nothing is stored).
+            DefinitionError: The reactor's graph is invalid.
+            ReactorflowError: A non-`str` `idempotency_key`.
         """
         return await _bound().start(self._self(), inputs, fields,
                                     idempotency_key=idempotency_key)
@@ -83,25 +97,76 @@ class RunMethods:
                        **fields: Any) -> Run:
         """Validate the inputs here, store the run, and hand all of it to a worker.
 
-        Returns at once with status `running`; `wait(run.id)` follows it.
+        Returns at once with status `running`; `wait(run.id)` follows it. See
+        [Workers](workers.md#dispatching-a-whole-run).
+
+        Args:
+            inputs: One instance of the reactor's inputs type (or `None`).
+            idempotency_key: A second start of this reactor with the same key returns the first
+                run (its snapshot has `replayed=True`) instead of starting another.
+            **fields: The inputs as keyword arguments, instead of `inputs`.
+
+        Raises:
+            InputValidationError: The inputs do not match the inputs type (nothing is stored).
+            DefinitionError: The reactor's graph is invalid.
         """
         return await _bound().start(self._self(), inputs, fields,
                                     idempotency_key=idempotency_key, dispatch=True)
 
     async def get(self, run_id: str) -> Run:
-        """The run's snapshot as stored (raises `rf.RunNotFound`)."""
+        """The run's snapshot as stored.
+
+        Args:
+            run_id: The id of a run of this reactor.
+
+        Raises:
+            RunNotFound: No such run of this reactor.
+        """
         return await _bound().get(self._self(), run_id)
 
     async def wait(self, run_id: str, *, timeout: float | None = None) -> Run:
-        """Wait (notified, not polled) until the run is terminal or paused."""
+        """Wait until the run is terminal or paused (notified, with a fallback re-check).
+
+        Args:
+            run_id: The id of a run of this reactor.
+            timeout: Seconds to wait at most (`None`: no limit).
+
+        Raises:
+            RunNotFound: No such run of this reactor.
+            WaitTimeout: The run was still running after `timeout` seconds.
+        """
         return await _bound().wait(self._self(), run_id, timeout=timeout)
 
     async def undo(self, run_id: str) -> Run:
-        """Roll back every completed step of the run (newest first); it ends `cancelled`."""
+        """Roll back every completed step of the run, newest first; it ends `cancelled`.
+
+        Finishes an aborted run's compensations too.
+
+        Args:
+            run_id: The id of a run of this reactor.
+
+        Raises:
+            RunNotFound: No such run of this reactor.
+            RunStateError: The run cannot be undone in its status (running, or already
+                cancelled).
+            LockTimeout: Another process held the run for longer than `lock_wait`.
+        """
         return await _bound().undo(self._self(), run_id)
 
     async def cancel(self, run_id: str, *, reason: str = "") -> Run:
-        """Stop the run without rollback; a running run stops at its next step boundary."""
+        """Stop a running or paused run without rollback.
+
+        A running run stops at its next step boundary.
+
+        Args:
+            run_id: The id of a run of this reactor.
+            reason: Why, recorded in the run's history (a `str`).
+
+        Raises:
+            RunNotFound: No such run of this reactor.
+            RunStateError: The run is already terminal.
+            ReactorflowError: A non-`str` `reason` (nothing changes).
+        """
         return await _bound().cancel(self._self(), run_id, reason=reason)
 
     async def retry(self, run_id: str) -> Run:
@@ -111,32 +176,75 @@ class RunMethods:
         records `retried_from=run_id`; the old run is left untouched.
 
         Args:
-            run_id: the id of a run of this reactor that is failed, cancelled or aborted.
+            run_id: The id of a run of this reactor that is failed, cancelled or aborted.
 
         Raises:
-            RunNotFound: no such run of this reactor.
-            RunStateError: the run is not failed, cancelled or aborted.
-            InputValidationError: the current inputs type refuses the stored inputs.
+            RunNotFound: No such run of this reactor.
+            RunStateError: The run is not failed, cancelled or aborted.
+            InputValidationError: The current inputs type refuses the stored inputs.
         """
         return await _bound().retry(self._self(), run_id)
 
     async def list_runs(self, *, status: str | None = None, limit: int = 50,
                         cursor: str | None = None) -> RunPage:
-        """Runs of this reactor, newest first, a page at a time."""
+        """Runs of this reactor, newest first, a page at a time (`rf.list_runs`: all reactors).
+
+        Args:
+            status: Only runs of this status (an `rf.Status` or its value).
+            limit: Runs per page, from 1 to 1000.
+            cursor: The previous page's `next_cursor`, for the next page.
+
+        Raises:
+            ReactorflowError: An unknown status, a limit out of range, or a bad cursor.
+        """
         return await _bound().list_runs(self._self(), status=status, limit=limit,
                                         cursor=cursor)
 
     async def continue_(self, run_id: str, *, step: str | Sequence[str], payload: Any) -> Run:
-        """Deliver the payload a paused run waits for at interrupt `step` (a path if nested)."""
+        """Deliver the payload a paused run waits for at an interrupt.
+
+        For an interrupt declared `resume="background"` the payload is validated here and the
+        rest of the run goes to a worker: the call returns the run `running`.
+
+        Args:
+            run_id: The id of a run of this reactor.
+            step: The interrupt's name, or its path (a tuple or list) inside composed children.
+            payload: The payload, validated against the interrupt's `payload` annotation.
+
+        Raises:
+            RunNotFound: No such run of this reactor.
+            NotPaused: The run is not paused.
+            InterruptNotPending: The run does not wait at `step`.
+            AlreadyResumed: Another caller delivered that interrupt's payload first.
+            InterruptExpired: The interrupt's timeout has passed.
+            PayloadValidationError: The payload does not match the schema.
+        """
         return await _bound().continue_run(self._self(), run_id, step=step, payload=payload)
 
     async def continue_by_correlation_id(self, correlation_id: str, *,
                                          step: str | Sequence[str], payload: Any) -> Run:
-        """`continue_` for the run that registered this correlation id."""
+        """`continue_` for the run that registered this correlation id.
+
+        Args:
+            correlation_id: The id the interrupt registered (its `correlation_id` option).
+            step: The interrupt's name, or its path (a tuple or list) inside composed children.
+            payload: The payload, validated against the interrupt's `payload` annotation.
+
+        Raises:
+            RunNotFound: No run registered that correlation id.
+            ReactorflowError: As for `continue_`.
+        """
         return await _bound().continue_by_correlation(self._self(), correlation_id, step=step,
                                                       payload=payload)
 
     async def ready_interrupts(self, run_id: str) -> list[str | tuple[str, ...]]:
-        """The interrupts the run waits on: names at the root, paths inside composed children."""
+        """The interrupts the run waits on: names at the root, paths inside composed children.
+
+        Args:
+            run_id: The id of a run of this reactor.
+
+        Raises:
+            RunNotFound: No such run of this reactor.
+        """
         run = await self.get(run_id)
         return list(run.waiting_on)

@@ -68,7 +68,18 @@ BACKOFF_CAP = 60.0
 
 @dataclass(slots=True)
 class SweepReport:
-    """What one sweep did, by run id."""
+    """What one sweep did, as lists of run ids (an async unit as `"<run id>:<step key>"`).
+
+    Attributes:
+        recovered: Re-driven in this process: stalled runs, paused runs with an unapplied
+            claim, lost units.
+        expired: An overdue interrupt failed the run.
+        failed: Unreadable or changed graph: marked failed.
+        skipped: The reactor is not declared in this process.
+        enqueued: Handed to the workers (when a shared broker is configured).
+        unreadable: A record that cannot be read at all: left as it is and logged; the sweep
+            went on with the others.
+    """
 
     recovered: list[str] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)

@@ -188,17 +188,47 @@ class Storage(abc.ABC):
         comes back late can no longer create its run). A retry of a call that did create the run
         still returns True; a lock `owner` already holds is taken over (count 1). Adds the run
         to the reactor's index.
+
+        Args:
+            run_id: The run's id.
+            reactor: The reactor's name.
+            status: The run's first status.
+            meta: The encoded run metadata, written once.
+            state: The encoded run state.
+            created_at: Creation time, seconds since the epoch (orders the indexes).
+            owner: The lock owner that creates the run and holds its lock.
+            lock_ttl: The lock's time to live, in seconds.
+            events: Encoded history events to store with it.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
 
     @abc.abstractmethod
     async def load_run(self, run_id: str, *, history: bool = False,
                        claims: bool = False) -> StoredRun | None:
         """The run's head and every step record, with its history and claims when asked for,
-        read atomically (one snapshot, one round trip)."""
+        read atomically (one snapshot, one round trip).
+
+        Args:
+            run_id: The run's id.
+            history: Read the run's history too.
+            claims: Read the run's interrupt claims too.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def load_head(self, run_id: str) -> RunHead | None:
-        """The run's head without its steps."""
+        """The run's head without its steps.
+
+        Args:
+            run_id: The run's id.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def save_step(
@@ -212,11 +242,31 @@ class Storage(abc.ABC):
         request (see `request_control`), if any. `unit=True` marks the dispatch of an async
         unit: (run, key) also enters the unit index read by `scan_units` (an index entry is a
         hint, removed by `save_unit`).
+
+        Args:
+            run_id: The run's id.
+            owner: The lock owner making the write (fenced: it must hold the run's lock).
+            key: The step's key (dotted inside a composed child).
+            record: The encoded step record.
+            events: Encoded history events to append.
+            unit: This write dispatches an async unit: also enter it in the unit index.
+
+        Raises:
+            LockLost: `owner` does not hold the run's lock (nothing was written).
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
 
     @abc.abstractmethod
     async def load_step(self, run_id: str, key: str) -> bytes | None:
-        """One step record of a run (None when the run or the record does not exist)."""
+        """One step record of a run (None when the run or the record does not exist).
+
+        Args:
+            run_id: The run's id.
+            key: The step's key (dotted inside a composed child).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def save_state(
@@ -239,11 +289,35 @@ class Storage(abc.ABC):
         run between status indexes (index entries are hints that readers verify against the
         record). With `clear_control` the pending control request is removed; with `publish`,
         the run's completion channel is notified after the write. Returns the pending control
-        request (None when cleared)."""
+        request (None when cleared).
+
+        Args:
+            run_id: The run's id.
+            owner: The lock owner making the write (fenced: it must hold the run's lock).
+            status: The new status.
+            previous_status: The status the writer read (moves the run between status indexes).
+            state: The encoded run state.
+            steps: Step records (key -> record) written with it.
+            events: Encoded history events to append.
+            clear_control: Remove the pending control request.
+            publish: Notify the run's completion channel after the write.
+            release: Leave the run's lock once in the same atomic write.
+
+        Raises:
+            LockLost: `owner` does not hold the run's lock (nothing was written).
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def history(self, run_id: str) -> list[bytes]:
-        """The run's events, oldest first (at most `history_limit`, the newest kept)."""
+        """The run's events, oldest first (at most `history_limit`, the newest kept).
+
+        Args:
+            run_id: The run's id.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     # -- liveness lock -------------------------------------------------------------------------
     # `run_id` names the lock: a run's own id for its liveness lock (the one fenced writes
@@ -254,20 +328,52 @@ class Storage(abc.ABC):
         """Take the run's lock, or re-enter it (count + 1) when `owner` already holds it.
 
         Sets the TTL to `ttl`. False, with nothing changed, when another owner holds it.
+
+        Args:
+            run_id: The lock's name: a run id, or `"<run id>:<step key>"` for an async unit's lock.
+            owner: Who takes it.
+            ttl: The lock's time to live, in seconds.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
 
     @abc.abstractmethod
     async def extend_lock(self, run_id: str, owner: str, ttl: float) -> bool:
-        """Reset the TTL of a lock `owner` holds; False if it does not hold it (any more)."""
+        """Reset the TTL of a lock `owner` holds; False if it does not hold it (any more).
+
+        Args:
+            run_id: The lock's name (as for `acquire_lock`).
+            owner: Who should hold it.
+            ttl: The lock's time to live, in seconds.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def release_lock(self, run_id: str, owner: str) -> int:
         """Leave the lock once (count - 1, deleted at 0). Returns the count left, or -1 when
-        `owner` did not hold it (nothing changed)."""
+        `owner` did not hold it (nothing changed).
+
+        Args:
+            run_id: The lock's name (as for `acquire_lock`).
+            owner: Who leaves it.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def lock_owner(self, run_id: str) -> str | None:
-        """Who holds the run's lock now, if anyone."""
+        """Who holds the run's lock now, if anyone.
+
+        Args:
+            run_id: The lock's name (as for `acquire_lock`).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     # -- control requests ----------------------------------------------------------------------
 
@@ -276,6 +382,13 @@ class Storage(abc.ABC):
         """Store a request (cancel, fail) for the run's owning execution; first request wins.
 
         Unfenced: anyone may ask. False when a request is already pending or the run is gone.
+
+        Args:
+            run_id: The run's id.
+            control: The encoded request.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
 
     # -- interrupts ----------------------------------------------------------------------------
@@ -288,40 +401,107 @@ class Storage(abc.ABC):
         control request (see `request_control`). The checks run in this order: a missing run is
         NOT_RESUMABLE; an existing claim is TAKEN whatever the status; then the status and
         control checks. Claims are never deleted; they expire with the run.
+
+        Args:
+            run_id: The run's id.
+            name: The interrupt's key.
+            payload: The encoded payload.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
 
     @abc.abstractmethod
     async def claims(self, run_id: str) -> dict[str, bytes]:
-        """Every claim of the run (applied or not)."""
+        """Every claim of the run (applied or not).
+
+        Args:
+            run_id: The run's id.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def incr_counter(self, run_id: str, name: str) -> int:
         """Atomically add one to the run's counter `name` and return the new value; 0 (nothing
-        written) when the run does not exist."""
+        written) when the run does not exist.
+
+        Args:
+            run_id: The run's id.
+            name: The counter's name.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def map_correlation(self, reactor: str, correlation_id: str, run_id: str) -> str:
         """Map a correlation id of `reactor` to a run, first wins (each reactor has its own
         correlation ids). Returns the run id it maps to (equal to `run_id` when this call won
-        or the mapping already was this run's; then its retention starts again)."""
+        or the mapping already was this run's; then its retention starts again).
+
+        Args:
+            reactor: The reactor's name.
+            correlation_id: The correlation id.
+            run_id: The run that asks for the id.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def resolve_correlation(self, reactor: str, correlation_id: str) -> str | None:
-        """The run a correlation id of `reactor` maps to."""
+        """The run a correlation id of `reactor` maps to.
+
+        Args:
+            reactor: The reactor's name.
+            correlation_id: The correlation id.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def release_correlation(self, reactor: str, correlation_id: str, run_id: str) -> bool:
         """Remove the mapping of a correlation id of `reactor` if it maps to `run_id` (atomic
-        compare-and-delete); True if it did. A mapping to another run is left alone."""
+        compare-and-delete); True if it did. A mapping to another run is left alone.
+
+        Args:
+            reactor: The reactor's name.
+            correlation_id: The correlation id.
+            run_id: The run the mapping must name to be removed.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def claim_idempotency(self, reactor: str, key: str, run_id: str) -> str:
-        """First-wins claim of a run idempotency key; returns the run id that holds it."""
+        """First-wins claim of a run idempotency key; returns the run id that holds it.
+
+        Args:
+            reactor: The reactor's name.
+            key: The idempotency key.
+            run_id: The run that asks for the key.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def release_idempotency(self, reactor: str, key: str, run_id: str) -> bool:
         """Remove an idempotency claim if `run_id` holds it (atomic compare-and-delete); True
-        if it did (a claim whose claimer died before storing its run is taken over this way)."""
+        if it did (a claim whose claimer died before storing its run is taken over this way).
+
+        Args:
+            reactor: The reactor's name.
+            key: The idempotency key.
+            run_id: The run the claim must name to be removed.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     # -- listing and sweeping ------------------------------------------------------------------
 
@@ -332,20 +512,46 @@ class Storage(abc.ABC):
         """Runs of a reactor (of every reactor when `reactor` is None), newest first (by
         `created_at`, then run id), optionally of one status, from the indexes (never a
         keyspace scan). `cursor` is a `next_cursor` of an earlier call (None for the first
-        page); pages neither repeat nor skip runs. Another string raises `ReactorflowError`."""
+        page); pages neither repeat nor skip runs. Another string raises `ReactorflowError`.
+
+        Args:
+            reactor: Only this reactor's runs (`None`: every reactor's).
+            status: Only runs of this status (`None`: any).
+            limit: Runs per page.
+            cursor: An earlier page's `next_cursor` (`None`: the first page).
+
+        Raises:
+            ReactorflowError: A cursor this backend did not return.
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def scan_units(self, limit: int) -> list[UnitLiveness]:
         """Dispatched async units not yet reported (from the unit index, oldest first), with
         the holder of each unit's lock ("<run id>:<key>"). One whose lock cannot be read is
-        returned with `problem` set instead of failing the scan."""
+        returned with `problem` set instead of failing the scan.
+
+        Args:
+            limit: The most units returned.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def scan_status(self, statuses: Sequence[str], limit: int) -> list[Liveness]:
         """At most `limit` runs of any reactor whose status is one of `statuses`, with lock and
         touch times, read from the status index (never a keyspace scan), in no promised
         order. A run whose record cannot be read (a field of the wrong type or value, an
-        unknown status) is returned with `problem` set instead of failing the scan."""
+        unknown status) is returned with `problem` set instead of failing the scan.
+
+        Args:
+            statuses: The statuses to look for.
+            limit: The most runs returned.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def save_unit(self, run_id: str, key: str, record: bytes,
@@ -354,7 +560,17 @@ class Storage(abc.ABC):
         unit index, then publish the record on the run's `key` topic. Unfenced: a unit never
         holds the run's lock, and the run's owner never writes a unit's record after
         dispatching it.
-        Returns False (nothing written) when the run no longer exists."""
+        Returns False (nothing written) when the run no longer exists.
+
+        Args:
+            run_id: The run's id.
+            key: The async unit's step key.
+            record: The unit's encoded record.
+            events: Encoded history events to append.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     # -- map element slots ---------------------------------------------------------------------
     # A map step's element outcomes live beside the run, one slot per element index, never in
@@ -372,36 +588,89 @@ class Storage(abc.ABC):
         element as undone). Unfenced: element jobs never hold the run's lock; safe to retry.
         Returns how many outcomes were written and how many the map now holds, or None (nothing
         written) when the run does not exist. Slots expire `retention` seconds after the map's
-        last write (memory: with the run)."""
+        last write (memory: with the run).
+
+        Args:
+            run_id: The run's id.
+            key: The map step's key.
+            outcomes: Element index -> encoded outcome.
+            replace: Overwrite outcomes already stored (a rollback).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def load_elements(self, run_id: str, key: str, start: int,
                             count: int) -> list[bytes | None]:
         """The outcomes of elements `start` .. `start + count - 1` of map `key`, in index order
-        (None for an element without one), in one round trip."""
+        (None for an element without one), in one round trip.
+
+        Args:
+            run_id: The run's id.
+            key: The map step's key.
+            start: The first element's index.
+            count: How many elements.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     async def load_element_ranges(self, run_id: str,
                                   ranges: Sequence[tuple[str, int, int]]
                                   ) -> list[list[bytes | None]]:
         """Several `load_elements` reads of one run — (key, start, count) each — in one round
-        trip where the backend can (the base class reads them one by one)."""
+        trip where the backend can (the base class reads them one by one).
+
+        Args:
+            run_id: The run's id.
+            ranges: `(map key, start, count)` for each read.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
         return [await self.load_elements(run_id, key, start, count)
                 for key, start, count in ranges]
 
     @abc.abstractmethod
     async def count_elements(self, run_id: str, key: str) -> int:
-        """How many elements of map `key` hold an outcome."""
+        """How many elements of map `key` hold an outcome.
+
+        Args:
+            run_id: The run's id.
+            key: The map step's key.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     # -- notification --------------------------------------------------------------------------
 
     @abc.abstractmethod
     def subscribe(self, run_id: str, topic: str = "") -> AbstractAsyncContextManager[Subscription]:
         """Subscribe to a run's channel: its completion (topic "") or one unit's result (topic =
-        the unit's step key). Subscribe first, then read the record, then wait."""
+        the unit's step key). Subscribe first, then read the record, then wait.
+
+        Args:
+            run_id: The run's id.
+            topic: `""` for the run's completion, or an async unit's step key for its result.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def publish(self, run_id: str, topic: str = "", message: bytes = b"1") -> None:
-        """Notify a run's channel (after the durable write it announces)."""
+        """Notify a run's channel (after the durable write it announces).
+
+        Args:
+            run_id: The run's id.
+            topic: As for `subscribe`.
+            message: The message (the subscriber reads the record itself).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     # -- gates ---------------------------------------------------------------------------------
     # A gate key is any text a user's template produced. Each gate's keys are independent of

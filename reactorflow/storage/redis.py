@@ -94,12 +94,37 @@ def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
+<<<<<<< HEAD
 class RedisStorage(RedisMaps, RedisGates, Storage):
     """Runs in Redis: durable across processes, shared by every worker of the namespace."""
+=======
+class RedisStorage(RedisMaps, Storage):
+    """Runs in Redis: durable across processes, shared by every worker of the namespace.
+
+    Selected automatically when `REACTORFLOW_REDIS_URL` is set and no storage is configured. Key
+    layout: [Redis key layout](reference/redis-keys.md).
+    """
+>>>>>>> 529456f (Args:/Raises: on every public callable reachable from rf.__all__ (the reference's prose moved into the docstrings); tests/test_docstrings.py checks them)
 
     def __init__(self, url: str = "redis://localhost:6379/0", *, namespace: str = "rf",
                  retention: float = DEFAULT_RETENTION,
                  history_limit: int = DEFAULT_HISTORY_LIMIT, **redis_options: Any) -> None:
+        """A storage on the Redis at `url` (the same as `RedisStorage.from_url`).
+
+        Args:
+            url: Where Redis is (`redis://`, `rediss://` or `unix://`); credentials in it never
+                appear in messages.
+            namespace: The prefix of every key (no braces).
+            retention: Seconds a run is kept after its last write.
+            history_limit: Events kept per run, the newest.
+            **redis_options: Passed to `redis.asyncio.Redis`, e.g. `max_connections` (64),
+                `socket_connect_timeout` (5 s), `socket_timeout` (5 s: a server that never
+                answers fails the call with `rf.StorageConnectionError` after the retries
+                instead of blocking it), `retry`.
+
+        Raises:
+            ConfigurationError: An option out of range, or a URL redis-py cannot use.
+        """
         super().__init__(retention=retention, history_limit=history_limit)
         self._retention_ms = _ms(self.retention)
         self._keys = RedisKeys(namespace)
