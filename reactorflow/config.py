@@ -41,6 +41,10 @@ class Settings:
         async_wait_timeout: Seconds a step reading an async unit's result waits for it.
         lock_wait: Seconds undo/cancel/continue wait for a run's lock before giving up.
         middleware: `rf.Middleware` applied to every reactor's runs.
+        gate_snooze: A worker that finds a gate busy puts the run back at most this many
+            seconds later.
+        gate_snooze_limit: Snoozes after which a run still waiting for a gate fails
+            (`rf.GateBusy`).
     """
 
     storage: Storage | None = None
@@ -104,6 +108,10 @@ def configure(
         async_wait_timeout: Seconds a step reading an async unit's result waits for it.
         lock_wait: Seconds undo/cancel/continue wait for a run's lock before giving up.
         middleware: `rf.Middleware` applied to every reactor's runs.
+        gate_snooze: A worker that finds a gate busy puts the run back at most this many
+            seconds later.
+        gate_snooze_limit: Snoozes after which a run still waiting for a gate fails
+            (`rf.GateBusy`).
 
     Raises:
         ConfigurationError: An unknown option or a bad value (naming the option).

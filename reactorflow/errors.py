@@ -633,7 +633,15 @@ class GateBusy(ReactorflowError):
 
     `gate` is its kind (`"lock"`, `"semaphore"`, `"rate_limit"`, `"period"`,
     `"ordered_lock"`), `key` the key as the template rendered it, `retry_after` the seconds
-    until a rate-limit window frees (`None` for the other gates)."""
+    until a rate-limit window frees (`None` for the other gates).
+
+    Attributes:
+        gate: What gate (`"lock"`, `"semaphore"`, `"rate_limit"`, `"period"`,
+            `"ordered_lock"`).
+        key: The key as built.
+        waited: The seconds waited.
+        retry_after: Seconds until a rate-limit window frees (`None` for the other gates).
+    """
 
     def __init__(self, gate: str, key: str, *, waited: float = 0.0,
                  retry_after: float | None = None, run_id: str | None = None,
@@ -652,7 +660,13 @@ class GateBusy(ReactorflowError):
 
 class GateKeyError(ArgumentError):
     """A gate's key could not be built at run time (it rendered empty, named a missing value,
-    or its callable raised or returned something other than text)."""
+    or its callable raised or returned something other than text).
+
+    Attributes:
+        gate: What gate.
+        template: The key's template (or the callable's name).
+        reason: Why the key could not be built.
+    """
 
     def __init__(self, gate: str, template: str, reason: str, *, run_id: str | None = None,
                  step: str | None = None) -> None:
@@ -665,7 +679,12 @@ class GateKeyError(ArgumentError):
 
 class GateDeadlock(ReactorflowError):
     """An async unit would need an exclusive gate that its dispatching run holds: it could
-    never run while the run waits for it, so the dispatching step fails before enqueueing."""
+    never run while the run waits for it, so the dispatching step fails before enqueueing.
+
+    Attributes:
+        gate: What gate.
+        key: The key the dispatching run holds.
+    """
 
     def __init__(self, gate: str, key: str, *, run_id: str, step: str) -> None:
         super().__init__(

@@ -108,9 +108,12 @@ def _documented(cls: type, member: str) -> Any:
     override inherits the contract's, even when a mixin outside the contract defines it)."""
     for klass in cls.__mro__:
         value = vars(klass).get(member)
+        if isinstance(value, property):
+            value = value.fget
         if inspect.isfunction(value) and value.__doc__:
             return value
-    return getattr(cls, member)
+    value = getattr(cls, member)
+    return value.fget if isinstance(value, property) else value
 
 
 def public_callables() -> Iterator[tuple[str, Any, bool]]:
@@ -127,9 +130,7 @@ def public_callables() -> Iterator[tuple[str, Any, bool]]:
                     if member.startswith("_") or member in seen:
                         continue
                     seen.add(member)
-                    if isinstance(value, property):
-                        yield f"rf.{name}.{member}", value.fget, False
-                    elif inspect.isfunction(value):
+                    if isinstance(value, property) or inspect.isfunction(value):
                         yield f"rf.{name}.{member}", _documented(obj, member), False
                     elif isinstance(value, (staticmethod, classmethod)):
                         yield f"rf.{name}.{member}", value.__func__, False

@@ -85,6 +85,7 @@ class Gate:
 
     @property
     def kind(self) -> GateKind:
+        """What gate this is (`rf.GateBusy.gate`)."""
         raise NotImplementedError
 
     @property
@@ -94,12 +95,29 @@ class Gate:
 
     @property
     def label(self) -> str:
+        """The gate as messages name it: `rf.Lock('account:{account_id}')`."""
         return _label(self.kind, self.key)
 
 
 @dataclass(frozen=True, slots=True, init=False)
 class Lock(Gate):
-    """At most one holder per key; re-entrant for the root run (see docs/gates.md)."""
+    """At most one holder per key; re-entrant for its run.
+
+    A step or composed child taking its run's lock proceeds. Renewed with the run's liveness lock
+    while its holder lives; lapses `ttl` seconds after a crash. A reactor lock is held until the
+    run's final state is saved (through its rollback), and let go while the run is paused. See
+    [Gates](gates.md).
+
+    Args:
+        key: A `str.format` template over the reactor's inputs (a reactor gate) or the step's
+            parameters (a step gate), or a callable taking any subset of them by keyword.
+        ttl: Seconds the lock outlives a crashed holder.
+        wait: Seconds a caller waits for the gate before `rf.GateBusy` (0: not at all).
+
+    Raises:
+        DefinitionError: A bad option (the message names the gate and the value), or a key that
+            is empty, not a valid template, or neither a string nor a callable.
+    """
 
     ttl: float
 
@@ -120,7 +138,19 @@ class Lock(Gate):
 
 @dataclass(frozen=True, slots=True, init=False)
 class Semaphore(Gate):
-    """At most `limit` holders per key; not re-entrant."""
+    """At most `limit` holders per key; not re-entrant. Otherwise like `rf.Lock`.
+
+    Args:
+        key: A `str.format` template over the reactor's inputs (a reactor gate) or the step's
+            parameters (a step gate), or a callable taking any subset of them by keyword.
+        limit: The most holders at once (>= 1).
+        wait: Seconds a caller waits for the gate before `rf.GateBusy` (0: not at all).
+        ttl: Seconds a place outlives a crashed holder.
+
+    Raises:
+        DefinitionError: A bad option (the message names the gate and the value), or a key that
+            is empty, not a valid template, or neither a string nor a callable.
+    """
 
     limit: int
     ttl: float
@@ -144,7 +174,24 @@ class Semaphore(Gate):
 
 @dataclass(frozen=True, slots=True, init=False)
 class RateLimit(Gate):
-    """Fixed windows, all checked and charged together; a run is charged once."""
+    """Fixed windows (at least one), all checked and charged together.
+
+    A refused call charges none. A run (or a step of a run) is charged once, never again on a
+    resume, a redelivery or a retry.
+
+    Args:
+        key: A `str.format` template over the reactor's inputs (a reactor gate) or the step's
+            parameters (a step gate), or a callable taking any subset of them by keyword.
+        second: Calls allowed per second.
+        minute: Calls allowed per minute.
+        hour: Calls allowed per hour.
+        day: Calls allowed per day.
+        wait: Seconds a caller waits for the gate before `rf.GateBusy` (0: not at all).
+
+    Raises:
+        DefinitionError: No window, a bad option (the message names the gate and the value), or
+            a bad key.
+    """
 
     windows: tuple[tuple[str, int, int], ...]  # (name, seconds, limit), shortest first
 
@@ -169,7 +216,20 @@ class RateLimit(Gate):
 
 @dataclass(frozen=True, slots=True, init=False)
 class Period(Gate):
-    """At most one successful run (or step) per key per period."""
+    """At most one successful run (or step) per key per period.
+
+    Recorded when the run (step) completes. A later run in the same period ends `halted` with
+    `halt_reason == "period"` without running a step; a later step is skipped.
+
+    Args:
+        key: A `str.format` template over the reactor's inputs (a reactor gate) or the step's
+            parameters (a step gate), or a callable taking any subset of them by keyword.
+        every: `"hour"`, `"day"`, `"week"`, `"month"` (calendar buckets in UTC) or seconds.
+
+    Raises:
+        DefinitionError: A bad option (the message names the gate and the value), or a key that
+            is empty, not a valid template, or neither a string nor a callable.
+    """
 
     every: str | float
 
@@ -193,7 +253,21 @@ class Period(Gate):
 
 @dataclass(frozen=True, slots=True, init=False)
 class OrderedLock(Gate):
-    """Runs with the same key execute one at a time, in the order they were started."""
+    """Runs with the same key execute one at a time, in the order they were started.
+
+    A paused run keeps its turn, which passes on at its final state.
+
+    Args:
+        key: A `str.format` template over the reactor's inputs (a reactor gate) or the step's
+            parameters (a step gate), or a callable taking any subset of them by keyword.
+        poison_pill_timeout: Seconds a predecessor may hold the turn without progress before it
+            is passed over.
+        wait: Seconds a caller waits for the gate before `rf.GateBusy` (0: not at all).
+
+    Raises:
+        DefinitionError: A bad option (the message names the gate and the value), or a key that
+            is empty, not a valid template, or neither a string nor a callable.
+    """
 
     poison_pill_timeout: float
 

@@ -94,17 +94,12 @@ def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
-<<<<<<< HEAD
 class RedisStorage(RedisMaps, RedisGates, Storage):
-    """Runs in Redis: durable across processes, shared by every worker of the namespace."""
-=======
-class RedisStorage(RedisMaps, Storage):
     """Runs in Redis: durable across processes, shared by every worker of the namespace.
 
     Selected automatically when `REACTORFLOW_REDIS_URL` is set and no storage is configured. Key
     layout: [Redis key layout](reference/redis-keys.md).
     """
->>>>>>> 529456f (Args:/Raises: on every public callable reachable from rf.__all__ (the reference's prose moved into the docstrings); tests/test_docstrings.py checks them)
 
     def __init__(self, url: str = "redis://localhost:6379/0", *, namespace: str = "rf",
                  retention: float = DEFAULT_RETENTION,
