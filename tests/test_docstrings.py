@@ -28,12 +28,17 @@ import inspect
 import re
 import textwrap
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import reactorflow as rf
+import reactorflow.web
 from reactorflow import errors
+
+OTHER_ENTRY_POINTS = {"reactorflow.web.create_app": reactorflow.web.create_app}
+"""Public callables outside `rf.__all__` (documented in the reference as well)."""
 
 SECTION = re.compile(r"^(\w[\w ]*):\s*$")
 ENTRY = re.compile(r"^\s+\*{0,2}(\w+)\s*(\([^)]*\))?\s*:")
@@ -136,6 +141,8 @@ def public_callables() -> Iterator[tuple[str, Any, bool]]:
                         yield f"rf.{name}.{member}", value.__func__, False
         elif inspect.isfunction(obj):
             yield f"rf.{name}", obj, False
+    for qualname, obj in OTHER_ENTRY_POINTS.items():
+        yield qualname, obj, False
 
 
 def constructor(cls: type) -> Callable[..., Any] | None:
@@ -182,8 +189,15 @@ def test_the_rules_see_the_public_surface() -> None:
     names = {qualname for qualname, _, _ in public_callables()}
     for expected in ("rf.Reactor", "rf.Reactor.step", "rf.Reactor.run", "rf.Reactor.continue_",
                      "rf.configure", "rf.get_run", "rf.list_runs", "rf.sweep_once",
-                     "rf.RedisStorage", "rf.MemoryStorage.load_run", "rf.RunNotFound"):
+                     "rf.RedisStorage", "rf.MemoryStorage.load_run", "rf.RunNotFound",
+                     "reactorflow.web.create_app"):
         assert expected in names
+
+
+def test_the_reference_documents_the_other_entry_points() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "reference.md").read_text("utf-8")
+    for qualname in OTHER_ENTRY_POINTS:
+        assert f"::: {qualname}\n" in text
 
 
 def test_the_section_parser() -> None:
