@@ -19,7 +19,14 @@ MESSAGE_LIMIT = 2_000
 
 
 class RollbackFailure(msgspec.Struct, frozen=True):
-    """An undo or compensate that raised during a rollback (the rollback went on)."""
+    """An undo or compensate that raised during a rollback (the rollback went on).
+
+    Attributes:
+        step: The step's key.
+        kind: `"undo"` or `"compensate"`.
+        message: The exception's message.
+        type: The exception's class name.
+    """
 
     step: str
     kind: HandlerKind
@@ -28,7 +35,18 @@ class RollbackFailure(msgspec.Struct, frozen=True):
 
 
 class RunError(msgspec.Struct, frozen=True):
-    """Why a run failed: the failing step and its exception, plus every rollback failure."""
+    """Why a run failed: the failing step and its exception, plus every rollback failure.
+
+    `str(error)` is a one-line summary naming the step and the message, and the number of
+    rollback failures if any.
+
+    Attributes:
+        step: The failing step's key, or `None`.
+        type: The exception's class name.
+        message: The exception's message.
+        traceback: The traceback as text (capped).
+        rollback_failures: Every `rf.RollbackFailure`.
+    """
 
     step: str | None
     type: str
@@ -89,7 +107,24 @@ class ErrorRecord(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class Event(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True):
-    """One entry of a run's history (stored as an array: append new fields at the end)."""
+    """One entry of a run's history (stored as an array: append new fields at the end).
+
+    Kinds: `run.started`, `run.paused`, `run.resumed`, `run.completed`, `run.halted`,
+    `run.cancelled`, `run.rolling_back`, `run.failed`, `run.undo_requested`, `run.undone`,
+    `run.aborted`, `run.handed_off`; `step.started`, `step.completed`, `step.failed`,
+    `step.retried`, `step.skipped`, `step.halted`; `interrupt.waiting`, `interrupt.resumed`;
+    `compose.started`; `async.dispatched` (an async unit was handed to a worker; for an async
+    reactor its detail is the child run id), `async.finished` (an async reactor's child reported
+    its end); `undo.started`, `undo.completed`, `undo.failed`, `compensate.started`,
+    `compensate.completed`, `compensate.failed`.
+
+    Attributes:
+        at: When (Unix time).
+        kind: What happened (see above).
+        step: The step's key, or `""` for run events.
+        attempt: The attempt's number, where one applies.
+        detail: Free text (an error summary, a child run id...).
+    """
 
     at: float
     kind: str  # e.g. "step.started", "step.completed", "undo.completed", "run.paused"

@@ -19,7 +19,17 @@ class StepState(msgspec.Struct, frozen=True, dict=True):
     `result` is the step's return value, decoded with its return annotation (a composed step:
     the child's value), once the step completed; it is kept when the step is later undone, and
     is None for a step with no result. It is decoded on first access, not when the snapshot is
-    built (it is not one of the fields: encoding a snapshot leaves it out).
+    built (it is not one of the fields: encoding a snapshot leaves it out). A map step's
+    `result` is its number of elements.
+
+    Attributes:
+        status: An `rf.StepStatus`.
+        attempts: Attempts made.
+        started_at: When the step started (Unix time), else `None`.
+        finished_at: When it finished (Unix time), else `None`.
+        error: `"Type: message"` when the step or its rollback handler failed, else `None`.
+        gate: For a pending step that a worker put back because one of its gates was busy,
+            that gate (`"lock 'account:A1'"`), else `None`.
     """
 
     status: StepStatus
@@ -60,7 +70,30 @@ def _restore(fields: tuple[Any, ...], result: Any) -> StepState:
 
 
 class Run(msgspec.Struct, frozen=True):
-    """A snapshot of a run. Read it again with `reactor.get(run.id)` to see later progress."""
+    """A snapshot of a run. Read it again with `reactor.get(run.id)` to see later progress.
+
+    The immutable snapshot (a `msgspec.Struct`) returned by `run`, `get`, `wait`, `continue_`,
+    `undo`, `cancel` and `retry`. Property `ok`: the run completed.
+
+    Attributes:
+        id: The run's id.
+        reactor: The reactor's name.
+        status: An `rf.Status`.
+        value: The reactor's value when completed, typed by its annotation; else `None`.
+        error: An `rf.RunError` when the run failed, else `None`.
+        waiting_on: The pending interrupts: names at the root, tuple paths inside children.
+        steps: `rf.StepState` by step key.
+        history: The run's `rf.Event`s, oldest first.
+        created_at: When the run was created (Unix time).
+        updated_at: When it was last written (Unix time).
+        timeout_at: The earliest interrupt deadline of a paused run, else `None`.
+        halt_reason: Why a step halted the run (`rf.Halt`), else `None`.
+        cancel_reason: The `reason` given to `cancel`, else `None`.
+        inputs: The run's inputs, decoded into the inputs type.
+        replayed: `True` only on what `run`/`dispatch` return for an idempotency key an earlier
+            start holds (this call started nothing).
+        retried_from: The run a `retry` started this one from, else `None`.
+    """
 
     id: str
     reactor: str
@@ -88,7 +121,17 @@ class Run(msgspec.Struct, frozen=True):
 
 
 class RunSummary(msgspec.Struct, frozen=True):
-    """One row of `list_runs`."""
+    """One row of `list_runs`.
+
+    Attributes:
+        id: The run's id.
+        reactor: The reactor's name.
+        status: An `rf.Status`.
+        created_at: When the run was created (Unix time).
+        updated_at: When it was last written (Unix time).
+        error: An `rf.RunError` when the run failed, else `None`.
+        waiting_on: The pending interrupts.
+    """
 
     id: str
     reactor: str
@@ -100,7 +143,12 @@ class RunSummary(msgspec.Struct, frozen=True):
 
 
 class RunPage(msgspec.Struct, frozen=True):
-    """A page of runs, newest first; pass `next_cursor` back for the next page (None: the end)."""
+    """A page of runs, newest first; pass `next_cursor` back for the next page (None: the end).
+
+    Attributes:
+        runs: `rf.RunSummary` rows, newest first.
+        next_cursor: Pass it back for the next page; `None` at the end.
+    """
 
     runs: list[RunSummary]
     next_cursor: str | None = None

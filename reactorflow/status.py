@@ -6,7 +6,13 @@ from enum import StrEnum
 
 
 class Status(StrEnum):
-    """The status of a run."""
+    """The status of a run.
+
+    A `StrEnum`: `RUNNING`, `PAUSED`, `COMPLETED`, `FAILED`, `HALTED`, `CANCELLED`, `ABORTED`,
+    `ROLLING_BACK`, whose values are the names in lower case (a member compares equal to its
+    value). Properties: `is_terminal` (completed, failed, halted, cancelled, aborted) and
+    `is_settled` (terminal or paused). See [Concepts](concepts.md#statuses).
+    """
 
     RUNNING = "running"
     PAUSED = "paused"
@@ -36,7 +42,11 @@ TERMINAL: frozenset[str] = _TERMINAL
 
 
 class StepStatus(StrEnum):
-    """The status of one step of a run, as of its last checkpoint."""
+    """The status of one step of a run, as of its last checkpoint.
+
+    A `StrEnum`: `PENDING`, `RUNNING`, `COMPLETED`, `FAILED`, `SKIPPED`, `WAITING`,
+    `COMPENSATED`, `UNDONE`, `HALTED`. See [Concepts](concepts.md#step-statuses).
+    """
 
     PENDING = "pending"
     RUNNING = "running"

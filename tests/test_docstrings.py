@@ -146,10 +146,12 @@ def public_callables() -> Iterator[tuple[str, Any, bool]]:
 
 
 def constructor(cls: type) -> Callable[..., Any] | None:
-    init = cls.__init__  # type: ignore[misc]
-    if init is object.__init__ or not _own(cls):
+    if not _own(cls):
         return None
-    return cls if hasattr(cls, "__struct_fields__") else init
+    if hasattr(cls, "__struct_fields__"):  # a msgspec Struct: its fields are its parameters
+        return cls
+    init = cls.__init__  # type: ignore[misc]
+    return None if init is object.__init__ else init
 
 
 def problems(qualname: str, obj: Any, is_class: bool) -> list[str]:
