@@ -82,7 +82,11 @@ class Step(Generic[P, R]):
 
 
 class MapStep(Step[P, R]):
-    """A declared map step: also carries `.undo_all`."""
+    """What `@flow.map_step` returns: an `rf.Step` whose plain call runs the function on one
+    element. `@ship.undo` undoes one completed element (its result first, then any of the map's
+    parameters, the element's included); `@ship.compensate` runs once for each failed element;
+    `@ship.undo_all` declares a bulk undo instead of per-element `undo` (declaring both is a
+    `DefinitionError`). See [Maps](maps.md#rolling-a-map-back)."""
 
     __slots__ = ()
 
