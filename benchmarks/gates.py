@@ -90,7 +90,7 @@ async def _uncontended(ctx: Context, url: str) -> None:
                f"{ratios(extra, t_set).median:.2f}x one SET round trip")
     report.row("baseline: await client.set(k, 256 B)", Spread.of(t_set).scaled(us), "µs")
     report.verdict("uncontended lock adds <= 1 round trip per run", extra_trips <= 1,
-                   f"{extra_trips} extra round trips (acquire + release), "
+                   f"{extra_trips} extra round trip(s) (the release rides in the final save), "
                    f"{Spread.of(extra).median * us:.0f} µs extra per run")
 
 

@@ -214,6 +214,7 @@ class Execution:
             {key: records.encode(self.records[key]) for key in steps} if steps else None
         )
         hold = self.hold if final and self.hold is not None and not self.hold.released else None
+        places = self.gates.places_to_release() if final else []
         if hold is not None:
             hold.releasing = True  # the keeper's extensions may now find the lock released
         try:
@@ -222,6 +223,7 @@ class Execution:
                 state=records.encode(state), steps=encoded_steps,
                 events=[records.encode(e) for e in events or ()],
                 clear_control=clear_control, publish=publish, release=hold is not None,
+                gates=places,
             )
         except BaseException:
             if hold is not None:
@@ -229,6 +231,7 @@ class Execution:
             raise
         if hold is not None:
             hold.released = True
+        self.gates.released_by_save(places)
         self._remember(events or ())
         self.stored_status = status
         if clear_control:

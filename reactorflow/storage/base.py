@@ -282,14 +282,17 @@ class Storage(abc.ABC):
         clear_control: bool = False,
         publish: bool = False,
         release: bool = False,
+        gates: Sequence[tuple[str, str]] = (),
     ) -> bytes | None:
         """Fenced write of the run's status and state, with any step records that change with
         it; atomic like `save_step`. With `release`, the same atomic write then leaves the run's
         lock once (as `release_lock`): the owner's final save and its release in one. Moves the
         run between status indexes (index entries are hints that readers verify against the
         record). With `clear_control` the pending control request is removed; with `publish`,
-        the run's completion channel is notified after the write. Returns the pending control
-        request (None when cleared).
+        the run's completion channel is notified after the write. `gates` lists (gate key,
+        holder) pairs to drop after the write, each as `gate_release` does, in the same round
+        trip (not atomic with the write: a refused write may still have dropped them). Returns
+        the pending control request (None when cleared).
 
         Args:
             run_id: The run's id.
@@ -302,6 +305,7 @@ class Storage(abc.ABC):
             clear_control: Remove the pending control request.
             publish: Notify the run's completion channel after the write.
             release: Leave the run's lock once in the same atomic write.
+            gates: (gate key, holder) pairs to drop after the write.
 
         Raises:
             LockLost: `owner` does not hold the run's lock (nothing was written).

@@ -242,7 +242,8 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
     async def save_state(self, run_id: str, owner: str, *, status: str, previous_status: str,
                          state: bytes, steps: Mapping[str, bytes] | None = None,
                          events: Sequence[bytes] = (), clear_control: bool = False,
-                         publish: bool = False, release: bool = False) -> bytes | None:
+                         publish: bool = False, release: bool = False,
+                         gates: Sequence[tuple[str, str]] = ()) -> bytes | None:
         now = time.monotonic()
         with self._mutex:
             run = self._fenced(run_id, owner, now)
@@ -260,6 +261,8 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
                 run.control = None
             self._touch(run, now)
             control = run.control
+        for key, holder in gates:
+            self._release_holder(key, holder)
         if publish:
             await self.publish(run_id)
         return control

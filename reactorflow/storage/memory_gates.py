@@ -84,6 +84,10 @@ class MemoryGates:
             return GateTake.ACQUIRED
 
     async def gate_release(self, key: str, holder: str) -> bool:
+        return self._release_holder(key, holder)
+
+    def _release_holder(self, key: str, holder: str) -> bool:
+        """`gate_release`, also called by `save_state` for the places it drops."""
         with self._mutex:
             holders = self._holders.get(key, {})
             released = holders.pop(holder, None) is not None

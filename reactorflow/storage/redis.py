@@ -256,7 +256,8 @@ class RedisStorage(RedisMaps, RedisGates, Storage):
     async def save_state(self, run_id: str, owner: str, *, status: str, previous_status: str,
                          state: bytes, steps: Mapping[str, bytes] | None = None,
                          events: Sequence[bytes] = (), clear_control: bool = False,
-                         publish: bool = False, release: bool = False) -> bytes | None:
+                         publish: bool = False, release: bool = False,
+                         gates: Sequence[tuple[str, str]] = ()) -> bytes | None:
         conn = await self._redis.get()
         pairs = [part for item in (steps or {}).items() for part in item]
         flags = ("c" if clear_control else "") + ("r" if release else "")
@@ -269,10 +270,14 @@ class RedisStorage(RedisMaps, RedisGates, Storage):
         with self._errors():
             if facts is None:  # unknown to this process: the script tells, index writes follow
                 reply = await conn.script("save_state", keys, args)
+                for key, holder in gates:
+                    await self.gate_release(key, holder)
             else:
-                reply = await conn.script_pipeline(
-                    "save_state", keys, args,
-                    lambda pipe: self._queue_index(pipe, run_id, facts, status, previous_status))
+                def extra(pipe: Pipeline) -> None:
+                    self._queue_index(pipe, run_id, facts, status, previous_status)
+                    self.queue_gate_releases(pipe, gates)
+
+                reply = await conn.script_pipeline("save_state", keys, args, extra)
             if reply[0] != 1:
                 if facts is not None and status != previous_status:  # put back what ZREM took
                     await conn.client.zadd(self._keys.by_status(facts[0], previous_status),

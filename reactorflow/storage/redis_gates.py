@@ -20,8 +20,10 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from redis.asyncio.client import Pipeline
+
 from reactorflow.storage.base import GateTake, Subscription
-from reactorflow.storage.redis_conn import RedisConnector
+from reactorflow.storage.redis_conn import SOURCES, RedisConnector
 
 CHARGE_MEMORY = 86_400.0
 """Seconds a rate-limit charge is remembered at least (twice the longest window if longer)."""
@@ -67,6 +69,13 @@ class RedisGates:
         released = await self._run("gate_release", [self._gate(key, "holders")],
                                    [holder, self._gate(key)])
         return bool(released == 1)
+
+    def queue_gate_releases(self, pipe: Pipeline, gates: Sequence[tuple[str, str]]) -> None:
+        """Queue `gate_release` of each (key, holder) on a pipeline (by source: EVAL never
+        meets NOSCRIPT), to ride in another write's round trip."""
+        for key, holder in gates:
+            pipe.eval(SOURCES["gate_release"], 1, self._gate(key, "holders"), holder,
+                      self._gate(key))
 
     async def gate_extend(self, key: str, holder: str, ttl: float) -> bool:
         kept = await self._run("gate_extend", [self._gate(key, "holders")], [holder, _ms(ttl)])

@@ -291,3 +291,29 @@ async def test_a_dispatched_run_waits_in_a_worker_without_failing(storage: rf.St
     await storage.gate_release("acct:A1", "someone-else")
     done = await flow.wait(started.id, timeout=30)
     assert done.status is rf.Status.COMPLETED
+
+
+async def test_an_uncontended_lock_is_released_by_the_final_save(
+        storage: rf.Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The release rides in the run's last write (one round trip fewer): no gate_release call
+    of its own, and the lock is free once the run is stored."""
+    flow = rf.Reactor(unique("folded"), inputs=Account, gates=[rf.Lock("acct:{account_id}")])
+
+    @flow.step
+    async def work(account_id: str) -> str:
+        return account_id
+
+    calls: list[str] = []
+    original = storage.gate_release
+
+    async def counted(key: str, holder: str) -> bool:
+        calls.append(key)
+        return await original(key, holder)
+
+    monkeypatch.setattr(storage, "gate_release", counted)
+    run = await flow.run(account_id="A1")
+    assert run.status is rf.Status.COMPLETED
+    assert calls == []
+    assert await storage.gate_holders("acct:A1") == []
+    again = await flow.run(account_id="A1")
+    assert again.status is rf.Status.COMPLETED

@@ -145,3 +145,21 @@ async def test_a_stale_predecessor_is_passed_over(storage: Storage) -> None:
     await storage.ordered_enter(fresh, "slow")
     await storage.ordered_enter(fresh, "next")
     assert await storage.ordered_turn(fresh, "next", 30) is False  # alive within the timeout
+
+
+async def test_a_final_save_drops_the_gates_it_names(storage: Storage) -> None:
+    run_id = f"run-{uuid.uuid4().hex[:10]}"
+    assert await storage.create_run(run_id, reactor="flow", status="running", meta=b"m",
+                                    state=b"s", created_at=time.time(), owner="o",
+                                    lock_ttl=10.0)
+    key, other = gate(), gate()
+    await storage.gate_acquire(key, run_id, limit=1, ttl=10)
+    await storage.gate_acquire(other, "someone", limit=1, ttl=10)
+    async with storage.subscribe_gate(key) as subscription:
+        await storage.save_state(run_id, "o", status="completed", previous_status="running",
+                                 state=b"done", release=True,
+                                 gates=[(key, run_id), (other, run_id)])
+        assert await subscription.wait(10) is True  # waiters are told, as by gate_release
+    assert await storage.gate_holders(key) == []
+    assert await storage.gate_holders(other) == ["someone"]  # another holder's place is kept
+    assert await storage.lock_owner(run_id) is None

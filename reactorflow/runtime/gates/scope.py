@@ -62,12 +62,26 @@ class GateHolds:
         self._locks: dict[str, int] = {}  # lock key -> users in this execution
         self._places: dict[tuple[str, str], float] = {}  # (key, holder) -> ttl
         self._tickets: dict[tuple[str, str], float] = {}  # (key, ticket) -> poison timeout
+        self._dropped: set[tuple[str, str]] = set()  # places a final save released already
         self.exclusive: dict[str, int] = {}  # keys held exclusively -> users (deadlock guard)
         self.listener: Callable[[float], None] | None = None  # told each new place's TTL
 
     def places(self) -> list[tuple[str, str, float]]:
+        """The places held (and not yet dropped by a final save), with their TTLs."""
         with self._mutex:
-            return [(k, h, ttl) for (k, h), ttl in self._places.items()]
+            return [(k, h, ttl) for (k, h), ttl in self._places.items()
+                    if (k, h) not in self._dropped]
+
+    def places_to_release(self) -> list[tuple[str, str]]:
+        """The places to drop with the execution's final save (its last write: it drives
+        nothing more), so that their release costs no round trip of its own."""
+        with self._mutex:
+            return [pair for pair in self._places if pair not in self._dropped]
+
+    def released_by_save(self, pairs: list[tuple[str, str]]) -> None:
+        """The final save dropped these places: `leave` only does the bookkeeping."""
+        with self._mutex:
+            self._dropped.update(pairs)
 
     def tickets(self) -> list[tuple[str, str]]:
         with self._mutex:
@@ -239,8 +253,12 @@ async def leave(holds: GateHolds, entry: Entry, *, completed: bool,
                 else:
                     holds._locks.pop(need.key, None)
         holds._drop(need.key, holder, need.gate.exclusive)
+        with holds._mutex:
+            dropped = (need.key, holder) in holds._dropped
+            holds._dropped.discard((need.key, holder))
         if release:
-            await storage.gate_release(need.key, holder)
+            if not dropped:
+                await storage.gate_release(need.key, holder)
             holds.tell("released", need, step or (entry.scope or None))
     entry.taken.clear()
     if completed:
