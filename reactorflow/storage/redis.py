@@ -275,7 +275,7 @@ class RedisStorage(RedisMaps, RedisGates, Storage):
             else:
                 def extra(pipe: Pipeline) -> None:
                     self._queue_index(pipe, run_id, facts, status, previous_status)
-                    self.queue_gate_releases(pipe, gates)
+                    self._queue_gate_releases(pipe, gates)
 
                 reply = await conn.script_pipeline("save_state", keys, args, extra)
             if reply[0] != 1:

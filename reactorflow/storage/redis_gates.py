@@ -70,7 +70,7 @@ class RedisGates:
                                    [holder, self._gate(key)])
         return bool(released == 1)
 
-    def queue_gate_releases(self, pipe: Pipeline, gates: Sequence[tuple[str, str]]) -> None:
+    def _queue_gate_releases(self, pipe: Pipeline, gates: Sequence[tuple[str, str]]) -> None:
         """Queue `gate_release` of each (key, holder) on a pipeline (by source: EVAL never
         meets NOSCRIPT), to ride in another write's round trip."""
         for key, holder in gates:
