@@ -42,7 +42,7 @@ from reactorflow.errors import (
     WaitTimeout,
 )
 from reactorflow.mapresults import MapResults
-from reactorflow.markers import Input, Outcome, Result, StepContext
+from reactorflow.markers import Input, Outcome, Redacted, Result, StepContext
 from reactorflow.middleware import GateEvent, Middleware, RunEvent, StepEvent
 from reactorflow.records import Event, RollbackFailure, RunError
 from reactorflow.retry import Retry
@@ -101,6 +101,7 @@ __all__ = [
     "ReactorNotDeclared",
     "ReactorflowError",
     "RecordedError",
+    "Redacted",
     "RedisStorage",
     "Result",
     "Retry",

@@ -57,6 +57,21 @@ class Result:
         object.__setattr__(self, "path", _split_path(path))
 
 
+class Redacted:
+    """`Annotated[str, rf.Redacted]` on an input field, a payload field or a step's return type:
+    the value is stored and the steps receive it, but every view of the run shows `"***"`
+    (snapshots, logs, error text, middleware events, the CLI and the HTTP API).
+
+    Use the class itself (`rf.Redacted`); an instance means the same."""
+
+    __slots__ = ()
+
+
+def is_redacted(metadata: object) -> bool:
+    """Whether an `Annotated` metadata item is the `rf.Redacted` marker."""
+    return metadata is Redacted or isinstance(metadata, Redacted)
+
+
 @dataclass(frozen=True, slots=True)
 class StepContext:
     """What a step knows about its own execution; declare a parameter annotated `rf.StepContext`.

@@ -3,14 +3,23 @@
 Subclass `Middleware` and override the hooks you need (all are no-ops). Hooks are called in the
 event loop and must not block; their return values are ignored, and an exception raised by a hook
 is logged and swallowed, so a broken observer never changes a run.
+
+A `StepEvent.error` is the exception the step raised, unless its message or traceback names a
+value of the run marked `rf.Redacted`: then it is an `rf.RecordedError` with the exception's
+type name and its message scrubbed (see reactorflow.redaction).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from reactorflow.errors import RecordedError
+from reactorflow.redaction import known_secrets, scrub
 
 log = logging.getLogger("reactorflow.middleware")
 
@@ -180,6 +189,8 @@ class Hooks:
         return bool(self._chain)
 
     def call(self, hook: str, event: RunEvent | StepEvent | GateEvent) -> None:
+        if isinstance(event, StepEvent) and event.error is not None:
+            event = scrubbed(event)
         for middleware in self._chain:
             try:
                 getattr(middleware, hook)(event)
@@ -188,3 +199,22 @@ class Hooks:
                     "reactorflow.middleware.failed middleware=%s hook=%s run_id=%s",
                     type(middleware).__name__, hook, event.run_id,
                 )
+
+
+def scrubbed(event: StepEvent) -> StepEvent:
+    """The event as middleware see it: an error naming a known secret of the run (in its
+    message or anywhere in its traceback) becomes an `rf.RecordedError`, its message scrubbed."""
+    error = event.error
+    assert error is not None
+    secrets = known_secrets()
+    if not secrets:
+        return event
+    try:
+        text = "".join(traceback.format_exception(error))
+        message = str(error)
+    except Exception:  # a broken __str__: nothing of it is passed on
+        text = message = ""
+    if scrub(text, secrets) == text:
+        return event
+    hidden = RecordedError(type(error).__name__, scrub(message, secrets), step=event.step)
+    return dataclasses.replace(event, error=hidden)

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from reactorflow.redaction import scrub
 from reactorflow.status import ControlKind, HandlerKind, RollbackTrigger, Status, StepStatus
 
 SCHEMA_VERSION = 1
@@ -65,12 +66,13 @@ class RunError(msgspec.Struct, frozen=True):
 
 
 def describe(error: BaseException) -> str:
-    """The message of `error` as recorded anywhere (records, events, logs, error messages).
+    """The message of `error` as recorded anywhere (records, events, logs, error messages),
+    scrubbed of the secrets of the runs executing in this context (see reactorflow.redaction).
 
     Never raises: an exception whose `__str__` raises (or returns a non-str) is described by its
     type and what went wrong, so recording an error can never fail."""
     try:
-        return str(error)
+        return scrub(str(error))
     except Exception as exc:
         return (f"<message unavailable: {type(error).__name__}.__str__ raised "
                 f"{type(exc).__name__}>")
@@ -91,13 +93,15 @@ class ErrorRecord(msgspec.Struct, frozen=True, omit_defaults=True):
 
     @classmethod
     def from_exception(cls, error: BaseException, *, with_traceback: bool = True) -> ErrorRecord:
-        """The record of `error`; never raises (see `describe`)."""
+        """The record of `error`, its message and traceback scrubbed (see `describe`); never
+        raises."""
         text = ""
         if with_traceback and error.__traceback__ is not None:
             try:
                 text = "".join(tb.format_exception(type(error), error, error.__traceback__))
             except Exception as exc:  # a broken __repr__/__str__ somewhere in the chain
                 text = f"(traceback unavailable: formatting it raised {type(exc).__name__})"
+            text = scrub(text)
             if len(text) > TRACEBACK_LIMIT:
                 text = "... (truncated)\n" + text[-TRACEBACK_LIMIT:]
         message = describe(error)
@@ -203,6 +207,8 @@ class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):
     parent_run: str | None = None  # a run started by an async_reactor step: its parent
     parent_step: str | None = None  # ... and that step's key
     retried_from: str | None = None  # a run started by `retry`: the run it retries
+    redacted_inputs: Any = None  # the mask of its redacted inputs (see definition.redaction)
+    redacted_results: dict[str, Any] = msgspec.field(default_factory=dict)  # step key -> mask
 
 
 class RunState(msgspec.Struct, omit_defaults=True):

@@ -14,6 +14,7 @@ import msgspec
 
 from reactorflow.definition import registry
 from reactorflow.definition.params import Source
+from reactorflow.definition.redaction import Redactions, mask_of
 from reactorflow.definition.specs import UNIT_KINDS, StepKind, StepSpec
 from reactorflow.errors import DefinitionError
 from reactorflow.markers import Outcome
@@ -70,6 +71,7 @@ class Plan:
         self.fingerprint: dict[str, list[str]] = {
             key: [_kind_label(node.spec), *sorted(node.deps)] for key, node in self.nodes.items()
         }
+        self.redactions = self._redactions()
 
     def _build_level(self, reactor: Reactor, level: str, stack: tuple[Reactor, ...]) -> Any:
         if reactor in stack:
@@ -136,6 +138,23 @@ class Plan:
             ),
         )
         return value_type if value_step is not None else Any
+
+    def _redactions(self) -> Redactions:
+        """Where the tree's declared types mark values `rf.Redacted` (see definition.redaction)."""
+        def found(pairs: Any) -> dict[str, Any]:
+            return {key: mask for key, tp in pairs if (mask := mask_of(tp)) is not None}
+
+        nodes = self.nodes.values()
+        return Redactions(
+            inputs=mask_of(self.reactor.inputs),
+            results=found((n.key, n.result_type) for n in nodes),
+            levels=found((key, level.reactor.inputs) for key, level in self.levels.items()
+                         if key),
+            payloads=found((n.key, n.spec.interrupt.payload_type) for n in nodes
+                           if n.spec.interrupt is not None),
+            elements=found((n.key, n.spec.map.element_type) for n in nodes
+                           if n.spec.map is not None),
+        )
 
     # -- lookups -------------------------------------------------------------------------------
 

@@ -17,15 +17,18 @@ import msgspec
 from reactorflow import records
 from reactorflow.definition.graph import Node, Plan, compare_fingerprints
 from reactorflow.definition.params import MapRead
+from reactorflow.definition.specs import UNIT_KINDS
 from reactorflow.errors import CorruptRecord, DefinitionChanged, StorageError
 from reactorflow.middleware import Hooks
 from reactorflow.records import Control, Event, RunMeta, RunState, StepRecord
+from reactorflow.redaction import secrets_in, watch
 from reactorflow.runtime.gates.scope import Entry, GateHolds
 from reactorflow.runtime.lockkeeper import Hold
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage, StoredRun
 
 log = logging.getLogger("reactorflow.run")
+_WITH_RESULT = frozenset({StepStatus.COMPLETED, StepStatus.UNDONE})
 
 
 class Execution:
@@ -73,6 +76,8 @@ class Execution:
         for key, record in steps.items():
             if record.child_started and key in plan.levels:
                 self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(record.child_inputs)
+        if plan.redactions:
+            watch(self)  # error text recorded or logged in this context is scrubbed of secrets
 
     # -- construction --------------------------------------------------------------------------
 
@@ -133,6 +138,31 @@ class Execution:
         value = node.decoder.decode(record.result)
         self.values[key] = value
         return value
+
+    def secrets(self) -> set[str]:
+        """The text forms of this run's redacted values known here: the inputs of every level,
+        completed results, claimed payloads and loaded map results (see reactorflow.redaction)."""
+        masks = self.plan.redactions
+        found: set[str] = set()
+        for level, inputs in self.level_inputs.items():
+            found.update(secrets_in(inputs, masks.levels.get(level) if level else masks.inputs))
+        for key, mask in masks.results.items():
+            node = self.plan.nodes[key]
+            if node.spec.map is None and node.kind not in UNIT_KINDS and (
+                    key in self.values or self.status_of(key) in _WITH_RESULT):
+                try:
+                    found.update(secrets_in(self.value_of(key), mask))
+                except (msgspec.DecodeError, KeyError):  # unreadable: it says nothing
+                    continue
+        for key, mask in masks.payloads.items():
+            if key in self.claims:
+                found.update(secrets_in(msgspec.msgpack.decode(self.claims[key]), mask))
+        for (key, read), items in self.map_lists.items():
+            element = masks.elements.get(key)
+            for item in items if element is not None else ():
+                found.update(secrets_in(item.value if read is MapRead.OUTCOMES else item,
+                                        element))
+        return found
 
     def record(self, key: str) -> StepRecord:
         record = self.records.get(key)

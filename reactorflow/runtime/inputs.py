@@ -10,7 +10,8 @@ The same rules hold everywhere a type is taken:
    unknown field is refused, naming it by path and listing the fields (msgspec's
    `forbid_unknown_fields` semantics).
 3. msgspec converts the value; its error is split into the field path and the reason, and a
-   missing field is reported under its own name.
+   missing field is reported under its own name. A reason that quotes a value marked
+   `rf.Redacted` in the type (msgspec names a bad enum value) has it scrubbed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from reactorflow.definition.redaction import mask_of
 from reactorflow.errors import InputValidationError
+from reactorflow.redaction import scrub, secrets_in
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -142,7 +145,11 @@ def conform(value: Any, schema: Any) -> Any:
     try:
         return msgspec.convert(value, type=schema)
     except msgspec.ValidationError as exc:
-        raise Rejected(*split_validation_error(exc)) from exc
+        field, reason = split_validation_error(exc)
+        mask = mask_of(schema)
+        if mask is None:
+            raise Rejected(field, reason) from exc
+        raise Rejected(field, scrub(reason, secrets_in(value, mask))) from None
 
 
 def validate_inputs(reactor: Reactor, value: Any, *, step: str | None = None) -> Any:

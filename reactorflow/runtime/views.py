@@ -11,8 +11,10 @@ import msgspec
 
 from reactorflow import records
 from reactorflow.definition.graph import Plan, waiting_label
+from reactorflow.definition.redaction import NONE, Redactions
 from reactorflow.errors import CorruptRecord
 from reactorflow.records import Event, RunError, RunMeta, RunState, StepRecord
+from reactorflow.redaction import masked, merge
 from reactorflow.snapshot import Run, RunSummary, StepState, attach_result
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import RunHead, StoredRun
@@ -63,9 +65,25 @@ def _decode_head(head: RunHead) -> tuple[RunMeta | None, RunState]:
 _WITH_RESULT = frozenset({StepStatus.COMPLETED, StepStatus.UNDONE})
 
 
+def redactions_of(plan: Plan | None, meta: RunMeta | None) -> Redactions:
+    """What a snapshot of the run masks: what its plan marks `rf.Redacted`, and what was
+    marked when the run started (stored in its meta: a reader without the reactor still masks,
+    and a mark removed later still hides the values stored under it)."""
+    stored = Redactions(meta.redacted_inputs, dict(meta.redacted_results)) if (
+        meta is not None) else NONE
+    if plan is None or not stored:
+        return plan.redactions if plan is not None else stored
+    current = plan.redactions
+    results = dict(current.results)
+    for key, mask in stored.results.items():
+        results[key] = merge(results.get(key), mask)
+    return Redactions(merge(current.inputs, stored.inputs), results)
+
+
 def _step_state(plan: Plan | None, run_id: str, key: str, record: StepRecord,
-                values: Mapping[str, Any] | None) -> StepState:
-    """The step as users see it; its result is decoded only when read (`StepState.result`)."""
+                values: Mapping[str, Any] | None, mask: Any) -> StepState:
+    """The step as users see it, its redacted parts masked; its result is decoded only when
+    read (`StepState.result`)."""
     error = record.rollback_error or record.error
     text = f"{error.type}: {error.message}" if error is not None else None
     state = StepState(StepStatus(record.status), record.attempts, record.started_at,
@@ -73,8 +91,13 @@ def _step_state(plan: Plan | None, run_id: str, key: str, record: StepRecord,
     if record.status not in _WITH_RESULT:
         return state
     if values is not None and key in values:  # decoded already by the execution
-        return attach_result(state, value=values[key])
-    return attach_result(state, load=partial(_decode_result, plan, run_id, key, record))
+        return attach_result(state, value=masked(values[key], mask))
+    return attach_result(state, load=partial(_masked_result, mask, plan, run_id, key, record))
+
+
+def _masked_result(mask: Any, plan: Plan | None, run_id: str, key: str,
+                   record: StepRecord) -> Any:
+    return masked(_decode_result(plan, run_id, key, record), mask)
 
 
 def _decode_result(plan: Plan | None, run_id: str, key: str, record: StepRecord) -> Any:
@@ -143,16 +166,18 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
     """A `Run` from decoded records (read back from storage, or held by an execution).
 
     History is in the order events happened: concurrent steps checkpoint over different
-    connections, so the order in which storage appended their events may differ from it."""
+    connections, so the order in which storage appended their events may differ from it.
+    Redacted inputs and results are masked (see `redactions_of`)."""
+    masks = redactions_of(plan, meta).results
     states: dict[str, StepState] = {}
     if plan is not None:
         for key in plan.nodes:
             record = steps.get(key)
-            states[key] = _step_state(plan, run_id, key, record, values) if (
+            states[key] = _step_state(plan, run_id, key, record, values, masks.get(key)) if (
                 record is not None) else StepState(StepStatus.PENDING)
     for key, record in steps.items():
         if key not in states:
-            states[key] = _step_state(plan, run_id, key, record, values)
+            states[key] = _step_state(plan, run_id, key, record, values, masks.get(key))
     for key, gate in state.gate_waits.items():  # steps a worker put back for a busy gate
         pending = states.get(key)
         if pending is not None and pending.status == StepStatus.PENDING:
@@ -169,6 +194,7 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
                       else msgspec.msgpack.decode(meta.inputs))
         except msgspec.DecodeError:
             inputs = msgspec.msgpack.decode(meta.inputs)
+        inputs = masked(inputs, redactions_of(plan, meta).inputs)
     return Run(
         id=run_id, reactor=reactor, status=status, value=value, error=state.error,
         waiting_on=[waiting_label(k) for k in state.waiting_on] if status in (

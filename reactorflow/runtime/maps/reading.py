@@ -16,6 +16,7 @@ from reactorflow.errors import CorruptRecord
 from reactorflow.mapresults import PAGE_SIZE, MapResults
 from reactorflow.markers import Outcome
 from reactorflow.records import ElementRecord, RunError, decode_element
+from reactorflow.redaction import masked
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
     from reactorflow.runtime.execution import Execution
     from reactorflow.snapshot import Run
+
 
 def element_key(key: str, index: int) -> str:
     """How an element is named in messages and idempotency keys: `ship:3`."""
@@ -122,7 +124,7 @@ async def with_map_value(run: Run, plan: Plan | None, storage: Storage) -> Run:
     assert options is not None
     read = MapRead.VALUES if options.atomic else MapRead.OUTCOMES
     value = await load_list(storage, run.id, node, run.value, read)
-    return msgspec.structs.replace(run, value=value)
+    return msgspec.structs.replace(run, value=masked(value, plan.redactions.results.get(node.key)))
 
 
 async def map_value_raw(ex: Execution, key: str) -> msgspec.Raw | None:

@@ -1,0 +1,255 @@
+"""`Annotated[T, rf.Redacted]`: stored and given to the steps as is, shown as "***" everywhere
+else (snapshots and their repr, error text and tracebacks, history, logs, middleware events),
+on both backends."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Annotated, Any, TypedDict
+
+import msgspec
+import pytest
+
+import reactorflow as rf
+from reactorflow.definition.redaction import mask_of
+from tests.helpers import redeploy, unique
+
+TOKEN = "tok-9f3b2c71"
+CVV = "cvv-318"
+CODE = "otp-77120"
+HIDDEN = "***"
+
+
+class Billing(msgspec.Struct):
+    city: str
+    cvv: Annotated[str, rf.Redacted]
+
+
+class CardStruct(msgspec.Struct):
+    holder: str
+    token: Annotated[str, rf.Redacted]
+    billing: Billing
+
+
+@dataclass
+class CardData:
+    holder: str
+    token: Annotated[str, rf.Redacted]
+    billing: Billing
+
+
+class CardDict(TypedDict):
+    holder: str
+    token: Annotated[str, rf.Redacted]
+    billing: Billing
+
+
+class Charge(msgspec.Struct):
+    charge_id: str
+    receipt: Annotated[str, rf.Redacted]
+
+
+class Code(msgspec.Struct):
+    approver: str
+    code: Annotated[str, rf.Redacted]
+
+
+def field(value: Any, name: str) -> Any:
+    return value[name] if isinstance(value, dict) else getattr(value, name)
+
+
+def card_flow(inputs: type, seen: list[Any], *, fail: bool = False) -> rf.Reactor:
+    flow = rf.Reactor(unique(f"redact-{inputs.__name__}"), inputs=inputs)
+
+    @flow.step
+    async def charge(token: str, cvv: Annotated[str, rf.Input("billing", "cvv")]) -> Charge:
+        seen.append(("charge", token, cvv))
+        return Charge("ch_1", f"rcpt-{token}")
+
+    @charge.undo
+    async def refund(charge: Charge) -> None:
+        seen.append(("refund", charge.receipt))
+
+    @flow.interrupt
+    async def approve(payload: Code, charge: Charge) -> Code:
+        seen.append(("approve", payload.code, charge.receipt))
+        return payload
+
+    @flow.step
+    async def confirm(charge: Charge, approve: Code) -> Annotated[str, rf.Redacted]:
+        seen.append(("confirm", charge.receipt, approve.code))
+        if fail:
+            raise ValueError(f"card {charge.receipt} declined for code {approve.code!r}")
+        return f"conf-{approve.code}"
+
+    return flow
+
+
+def card(inputs: type) -> Any:
+    billing = Billing("Lyon", CVV)
+    if inputs is CardDict:
+        return {"holder": "Ada", "token": TOKEN, "billing": billing}
+    return inputs("Ada", TOKEN, billing)
+
+
+def assert_masked(run: rf.Run) -> None:
+    assert field(run.inputs, "holder") == "Ada"
+    assert field(run.inputs, "token") == HIDDEN
+    assert field(run.inputs, "billing") == Billing("Lyon", HIDDEN)
+    assert run.steps["charge"].result == Charge("ch_1", HIDDEN)
+    for secret in (TOKEN, CVV, CODE):
+        assert secret not in repr(run)
+        assert secret not in repr(msgspec.to_builtins(run))
+
+
+@pytest.mark.parametrize("inputs", [CardStruct, CardData, CardDict])
+async def test_steps_get_the_real_values_and_every_snapshot_masks_them(
+        storage: rf.Storage, inputs: type) -> None:
+    seen: list[Any] = []
+    flow = card_flow(inputs, seen)
+    paused = await flow.run(card(inputs))
+    assert paused.status == "paused"
+    assert seen == [("charge", TOKEN, CVV)]
+    assert_masked(paused)
+    assert type(paused.inputs) is (dict if inputs is CardDict else inputs)
+
+    done = await flow.continue_(paused.id, step="approve", payload={"approver": "bo",
+                                                                     "code": CODE})
+    assert done.status == "completed"
+    assert seen[1:] == [("approve", CODE, f"rcpt-{TOKEN}"), ("confirm", f"rcpt-{TOKEN}", CODE)]
+    assert done.value == HIDDEN
+    assert done.steps["approve"].result == Code("bo", HIDDEN)
+    for run in (done, await flow.get(done.id), await rf.get_run(done.id)):
+        assert_masked(run)
+        assert run.value == HIDDEN
+        assert run.steps["confirm"].result == HIDDEN
+
+
+async def test_undo_and_retry_use_the_stored_real_values(storage: rf.Storage) -> None:
+    seen: list[Any] = []
+    flow = card_flow(CardStruct, seen, fail=True)
+    paused = await flow.run(card(CardStruct))
+    failed = await flow.continue_(paused.id, step="approve", payload=Code("bo", CODE))
+    assert failed.status == "failed"
+    assert ("refund", f"rcpt-{TOKEN}") in seen  # the rollback undid with the real result
+
+    seen.clear()
+    retried = await flow.retry(failed.id)
+    assert seen == [("charge", TOKEN, CVV)]  # the retry started from the real inputs
+    assert_masked(retried)
+
+    seen.clear()
+    undone = await flow.undo(retried.id)
+    assert undone.status == "cancelled"  # undoing a paused run cancels it, rolled back
+    assert seen == [("refund", f"rcpt-{TOKEN}")]
+    assert_masked(undone)
+
+
+async def test_error_text_history_and_logs_never_show_a_secret(
+        storage: rf.Storage, caplog: pytest.LogCaptureFixture) -> None:
+    seen: list[Any] = []
+    flow = card_flow(CardStruct, seen, fail=True)
+    caplog.set_level(logging.DEBUG, logger="reactorflow")
+    paused = await flow.run(card(CardStruct))
+    failed = await flow.continue_(paused.id, step="approve", payload=Code("bo", CODE))
+    assert failed.status == "failed"
+    assert failed.error is not None
+    assert failed.error.message == f"card {HIDDEN} declined for code '{HIDDEN}'"
+    assert "ValueError" in failed.error.traceback and HIDDEN in failed.error.traceback
+    for run in (failed, await flow.get(failed.id), await rf.get_run(failed.id)):
+        text = repr(run) + repr(msgspec.to_builtins(run)) + str(run.error)
+        for secret in (TOKEN, CVV, CODE):
+            assert secret not in text
+        assert run.steps["confirm"].error == f"ValueError: card {HIDDEN} declined for code " \
+                                             f"'{HIDDEN}'"
+    logged = "\n".join(f"{r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
+    assert "reactorflow.step.failed" in logged
+    for secret in (TOKEN, CVV, CODE):
+        assert secret not in logged
+
+
+class Secretive(rf.Middleware):
+    def __init__(self) -> None:
+        self.errors: list[BaseException] = []
+
+    def after_step(self, event: rf.StepEvent) -> None:
+        if event.error is not None:
+            self.errors.append(event.error)
+
+    def before_retry(self, event: rf.StepEvent) -> None:
+        assert event.error is not None
+        self.errors.append(event.error)
+
+
+class Login(msgspec.Struct):
+    user: str
+    password: Annotated[str, rf.Redacted]
+
+
+async def test_middleware_and_retries_see_errors_scrubbed(
+        storage: rf.Storage, caplog: pytest.LogCaptureFixture) -> None:
+    watcher = Secretive()
+    flow = rf.Reactor(unique("redact-mw"), inputs=Login, middleware=[watcher])
+    caplog.set_level(logging.DEBUG, logger="reactorflow")
+
+    @flow.step(retries=rf.Retry(attempts=2, backoff=0))
+    async def lookup(user: str, ctx: rf.StepContext) -> str:
+        if ctx.attempt == 1:
+            raise ValueError(f"no such user {user}")
+        return user
+
+    @flow.step(retries=rf.Retry(attempts=2, backoff=0))
+    async def login(lookup: str, password: str) -> str:
+        try:
+            raise KeyError(password)
+        except KeyError as exc:
+            raise PermissionError(f"{lookup} cannot log in with {password}") from exc
+
+    run = await flow.run(user="ada", password="hunter22")
+    assert run.status == "failed"
+    hidden = [e for e in watcher.errors if isinstance(e, rf.RecordedError)]
+    assert len(hidden) == 2  # the retry, then the failure
+    assert all(e.type == "PermissionError" for e in hidden)
+    assert str(hidden[0]) == f"PermissionError: ada cannot log in with {HIDDEN}"
+    plain_errors = [e for e in watcher.errors if isinstance(e, ValueError)]
+    assert [str(e) for e in plain_errors] == ["no such user ada"]  # nothing secret: as raised
+    retried = [e for e in run.history if e.kind == "step.retried"]
+    assert retried and all("hunter22" not in e.detail for e in run.history)
+    logged = "\n".join(f"{r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
+    assert "reactorflow.step.retry" in logged and "hunter22" not in logged
+    assert run.error is not None and "hunter22" not in run.error.traceback
+    assert "KeyError" in run.error.traceback  # the chained cause is kept, scrubbed
+
+
+async def test_a_reader_without_the_reactor_masks_from_the_stored_marks(
+        storage: rf.Storage) -> None:
+    seen: list[Any] = []
+    flow = card_flow(CardStruct, seen)
+    paused = await flow.run(card(CardStruct))
+    redeploy(flow)  # as a CLI or dashboard process that never imported the module
+    run = await rf.get_run(paused.id)
+    assert run.inputs == {"holder": "Ada", "token": HIDDEN,
+                          "billing": {"city": "Lyon", "cvv": HIDDEN}}
+    assert run.steps["charge"].result == {"charge_id": "ch_1", "receipt": HIDDEN}
+    assert TOKEN not in repr(run)
+
+
+class Inner(msgspec.Struct, rename="camel"):
+    api_key: Annotated[str, rf.Redacted]
+    note: str = ""
+
+
+class Outer(msgspec.Struct):
+    items: list[Inner]
+    by_name: dict[str, Annotated[int, rf.Redacted]]
+    maybe: Inner | None = None
+    pair: tuple[str, Annotated[str, rf.Redacted]] = ("", "")
+
+
+def test_masks_follow_nested_collections_unions_and_renames() -> None:
+    assert mask_of(Outer) == {"items": {"*": {"apiKey": True}}, "by_name": {"*": True},
+                              "maybe": {"apiKey": True}, "pair": {"*": True}}
+    assert mask_of(Inner | None) == {"apiKey": True}
+    assert mask_of(rf.Outcome[Annotated[str, rf.Redacted]]) == {"value": True}
+    assert mask_of(str) is None and mask_of(Billing) == {"cvv": True}
