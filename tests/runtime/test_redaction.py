@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import msgspec
 import pytest
@@ -253,3 +253,94 @@ def test_masks_follow_nested_collections_unions_and_renames() -> None:
     assert mask_of(Inner | None) == {"apiKey": True}
     assert mask_of(rf.Outcome[Annotated[str, rf.Redacted]]) == {"value": True}
     assert mask_of(str) is None and mask_of(Billing) == {"cvv": True}
+
+
+class Cards(msgspec.Struct):
+    numbers: list[Annotated[str, rf.Redacted]]
+
+
+GOOD, BAD = "4111-1111-1111-1111", "4000-0000-0000-0000"
+
+
+@pytest.mark.parametrize("fan_out", [False, True], ids=["inline", "fan_out"])
+async def test_map_elements_get_real_values_and_their_outcomes_are_masked(
+        storage: rf.Storage, fan_out: bool) -> None:
+    received: list[str] = []
+    flow = rf.Reactor(unique("redact-map"), inputs=Cards)
+
+    @flow.map_step(over="numbers", fan_out=fan_out, atomic=False)
+    async def tokenize(number: str) -> Annotated[str, rf.Redacted]:
+        received.append(number)
+        if number == BAD:
+            raise ValueError(f"bad card {number}")
+        return f"tok-{number}"
+
+    run = await flow.run(numbers=[GOOD, BAD])
+    if fan_out:
+        run = await flow.wait(run.id, timeout=30)
+    assert run.status == "completed", run.error
+    assert sorted(received) == sorted([GOOD, BAD])
+    assert run.inputs == Cards([HIDDEN, HIDDEN])
+    ok, failed = run.value
+    assert ok.ok and ok.value == HIDDEN
+    assert not failed.ok and failed.error.message == f"bad card {HIDDEN}"
+    for read in (run, await flow.get(run.id), await rf.get_run(run.id)):
+        assert GOOD not in repr(read) and BAD not in repr(read)
+        assert "tok-" not in repr(read)
+
+
+class Vault(msgspec.Struct):
+    owner: str
+    pin: Annotated[str, rf.Redacted]
+
+
+class Plain(msgspec.Struct):
+    user: str
+    code: str
+
+
+class Unlock(msgspec.Struct):
+    code: Annotated[Literal["alpha-1", "beta-2"], rf.Redacted]
+
+
+async def test_a_composed_childs_marks_hold_inside_the_parent(storage: rf.Storage) -> None:
+    received: list[str] = []
+    child = rf.Reactor(unique("redact-child"), inputs=Vault)
+
+    @child.step
+    async def open_vault(owner: str, pin: str) -> Annotated[str, rf.Redacted]:
+        received.append(pin)
+        return f"vault-of-{owner}-{pin}"
+
+    @child.step
+    async def audit(open_vault: str, pin: str) -> str:
+        raise RuntimeError(f"audit refused {open_vault} (pin {pin})")
+
+    parent = rf.Reactor(unique("redact-parent"), inputs=Plain)
+
+    @parent.compose(child)
+    async def vault(user: str, code: str) -> Vault:
+        return Vault(user, code)  # an unmarked value passed to a marked field of the child
+
+    run = await parent.run(user="ada", code="pw-31337")
+    assert received == ["pw-31337"]
+    assert run.status == "failed" and run.error is not None
+    assert run.error.message == f"audit refused {HIDDEN} (pin {HIDDEN})"
+    assert run.steps["vault.open_vault"].result == HIDDEN
+    assert run.inputs == Plain("ada", "pw-31337")  # the parent's own field is not marked
+    history = repr(run.history) + repr((await rf.get_run(run.id)).history)
+    assert "pw-31337" not in history + run.error.traceback
+
+
+async def test_a_rejected_payload_never_quotes_a_redacted_value(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("redact-payload"))
+
+    @flow.interrupt
+    async def unlock(payload: Unlock) -> str:
+        return "open"
+
+    paused = await flow.run()
+    with pytest.raises(rf.PayloadValidationError) as caught:
+        await flow.continue_(paused.id, step="unlock", payload={"code": "gamma-3"})
+    assert "gamma-3" not in str(caught.value) and HIDDEN in str(caught.value)
+    assert caught.value.__cause__ is None
