@@ -31,7 +31,8 @@ async def create_run(storage: Storage, reactor: Reactor, plan: Plan, run_id: str
     meta = RunMeta(records.SCHEMA_VERSION, run_id, reactor.name, now, records.raw(value),
                    plan.fingerprint, idempotency_key, parent[0] if parent else None,
                    parent[1] if parent else None, retried_from,
-                   plan.redactions.inputs, plan.redactions.results)
+                   redacted_inputs=plan.redactions.inputs,
+                   redacted_results=plan.redactions.results)
     state = new_state(Status.RUNNING)
     state.handed_off = handed_off
     started = event("run.started")
