@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from reactorflow.redaction import scrub
+
 StepLabel = str | tuple[str, ...]
 """How an interrupt is named: a bare name at the root, a path tuple inside composed children."""
 
@@ -726,10 +728,11 @@ class Halt(Exception):
 
 
 def halt_text(reason: object) -> str:
-    """A halt reason as the text stored with the run (`str()` of a non-str; never raises)."""
+    """A halt reason as the text stored with the run (`str()` of a non-str), scrubbed of the
+    redacted values of the runs executing here (see reactorflow.redaction); never raises."""
     if isinstance(reason, str):
-        return reason
+        return scrub(reason)
     try:
-        return str(reason)
+        return scrub(str(reason))
     except Exception:
         return f"<{type(reason).__name__} reason that cannot be converted to text>"

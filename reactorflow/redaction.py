@@ -168,11 +168,11 @@ def _texts(value: Any) -> Iterator[str]:
 
 
 def _replaced(value: Any, changes: dict[str, Any]) -> Any:
-    """A dataclass instance with some fields changed (a field its `__init__` does not take is
-    set on a shallow copy instead)."""
+    """A dataclass instance with some fields changed (set on a shallow copy when its `__init__`
+    refuses: a field it does not take, a `__post_init__` that rejects `"***"`)."""
     try:
         return dataclasses.replace(value, **changes)
-    except (TypeError, ValueError):
+    except Exception:
         clone = copy.copy(value)
         for name, item in changes.items():
             object.__setattr__(clone, name, item)

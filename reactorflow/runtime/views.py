@@ -168,7 +168,8 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
     History is in the order events happened: concurrent steps checkpoint over different
     connections, so the order in which storage appended their events may differ from it.
     Redacted inputs and results are masked (see `redactions_of`)."""
-    masks = redactions_of(plan, meta).results
+    redactions = redactions_of(plan, meta)
+    masks = redactions.results
     states: dict[str, StepState] = {}
     if plan is not None:
         for key in plan.nodes:
@@ -194,7 +195,7 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
                       else msgspec.msgpack.decode(meta.inputs))
         except msgspec.DecodeError:
             inputs = msgspec.msgpack.decode(meta.inputs)
-        inputs = masked(inputs, redactions_of(plan, meta).inputs)
+        inputs = masked(inputs, redactions.inputs)
     return Run(
         id=run_id, reactor=reactor, status=status, value=value, error=state.error,
         waiting_on=[waiting_label(k) for k in state.waiting_on] if status in (

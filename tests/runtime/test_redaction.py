@@ -13,6 +13,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow.definition.redaction import mask_of
+from reactorflow.redaction import masked
 from tests.helpers import redeploy, unique
 
 TOKEN = "tok-9f3b2c71"
@@ -344,3 +345,31 @@ async def test_a_rejected_payload_never_quotes_a_redacted_value(storage: rf.Stor
         await flow.continue_(paused.id, step="unlock", payload={"code": "gamma-3"})
     assert "gamma-3" not in str(caught.value) and HIDDEN in str(caught.value)
     assert caught.value.__cause__ is None
+
+
+async def test_a_halt_reason_is_scrubbed(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("redact-halt"), inputs=Login)
+
+    @flow.step
+    async def check(user: str, password: str) -> str:
+        raise rf.Halt(f"{user} used the leaked password {password}")
+
+    run = await flow.run(user="ada", password="leaked-pw-1")
+    assert run.status == "halted"
+    assert run.halt_reason == f"ada used the leaked password {HIDDEN}"
+    assert "leaked-pw-1" not in repr(run) + repr(await rf.get_run(run.id))
+
+
+@dataclass(frozen=True)
+class Checked:
+    pin: Annotated[str, rf.Redacted]
+
+    def __post_init__(self) -> None:
+        if not self.pin.isdigit():
+            raise ValueError("digits only")
+
+
+def test_masking_a_dataclass_whose_init_refuses_the_mask_copies_it() -> None:
+    original = Checked("1234")
+    shown = masked(original, mask_of(Checked))
+    assert type(shown) is Checked and shown.pin == HIDDEN and original.pin == "1234"
