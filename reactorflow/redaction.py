@@ -92,11 +92,11 @@ def merge(a: Any, b: Any) -> Any:
 
 def masked(value: Any, mask: Any) -> Any:
     """A copy of `value` with the parts `mask` marks replaced by `"***"` (`value` itself when
-    nothing is marked)."""
+    nothing is marked; None stays None: there is nothing to hide)."""
+    if value is None or not mask:
+        return value
     if mask is True:
         return REDACTED
-    if not mask or value is None:
-        return value
     parts = _record_parts(value, mask)
     if parts is not None:
         changes = {name: masked(getattr(value, name), sub) for name, sub in parts}

@@ -98,6 +98,16 @@ def _walk(tp: Any, stack: tuple[Any, ...]) -> Mask | None:
     return mask or None
 
 
+def at_path(mask: Mask | None, path: tuple[str, ...]) -> Mask | None:
+    """The mask of the value at a dotted path into a masked value (an index takes `"*"`)."""
+    for segment in path:
+        if not isinstance(mask, dict):
+            return mask
+        named = None if segment.lstrip("-").isdigit() else mask.get(segment)
+        mask = merge(named, mask.get(EVERY))
+    return mask
+
+
 @dataclass(frozen=True, slots=True)
 class Redactions:
     """The masks of a reactor tree (see the module docstring); empty when nothing is redacted.
@@ -111,6 +121,15 @@ class Redactions:
     levels: dict[str, Mask] = field(default_factory=dict)
     payloads: dict[str, Mask] = field(default_factory=dict)
     elements: dict[str, Mask] = field(default_factory=dict)
+
+    def of_source(self, level: str, ref: str, path: tuple[str, ...], *,
+                  is_step: bool) -> Mask | None:
+        """The mask of a value read from an input field or an earlier step of `level` (a
+        parameter's source, or the list a map maps over), at `path` inside it."""
+        if is_step:
+            return at_path(self.results.get(f"{level}.{ref}" if level else ref), path)
+        inputs = self.levels.get(level) if level else self.inputs
+        return at_path(inputs, (ref, *path))
 
     def __bool__(self) -> bool:
         return bool(self.inputs or self.results or self.levels or self.payloads

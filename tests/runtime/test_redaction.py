@@ -258,6 +258,7 @@ def test_masks_follow_nested_collections_unions_and_renames() -> None:
 
 class Cards(msgspec.Struct):
     numbers: list[Annotated[str, rf.Redacted]]
+    merchant_key: Annotated[str, rf.Redacted] = "mk-0451"
 
 
 GOOD, BAD = "4111-1111-1111-1111", "4000-0000-0000-0000"
@@ -270,10 +271,10 @@ async def test_map_elements_get_real_values_and_their_outcomes_are_masked(
     flow = rf.Reactor(unique("redact-map"), inputs=Cards)
 
     @flow.map_step(over="numbers", fan_out=fan_out, atomic=False)
-    async def tokenize(number: str) -> Annotated[str, rf.Redacted]:
+    async def tokenize(number: str, merchant_key: str) -> Annotated[str, rf.Redacted]:
         received.append(number)
         if number == BAD:
-            raise ValueError(f"bad card {number}")
+            raise ValueError(f"bad card {number} for {merchant_key}")
         return f"tok-{number}"
 
     run = await flow.run(numbers=[GOOD, BAD])
@@ -281,12 +282,13 @@ async def test_map_elements_get_real_values_and_their_outcomes_are_masked(
         run = await flow.wait(run.id, timeout=30)
     assert run.status == "completed", run.error
     assert sorted(received) == sorted([GOOD, BAD])
-    assert run.inputs == Cards([HIDDEN, HIDDEN])
+    assert run.inputs == Cards([HIDDEN, HIDDEN], HIDDEN)
     ok, failed = run.value
     assert ok.ok and ok.value == HIDDEN
-    assert not failed.ok and failed.error.message == f"bad card {HIDDEN}"
+    assert not failed.ok and failed.value is None  # nothing there: None stays None
+    assert failed.error.message == f"bad card {HIDDEN} for {HIDDEN}"
     for read in (run, await flow.get(run.id), await rf.get_run(run.id)):
-        assert GOOD not in repr(read) and BAD not in repr(read)
+        assert GOOD not in repr(read) and BAD not in repr(read) and "mk-0451" not in repr(read)
         assert "tok-" not in repr(read)
 
 

@@ -16,6 +16,7 @@ from reactorflow import config, records
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.params import Source
 from reactorflow.records import ElementArgs, ElementRecord
+from reactorflow.redaction import EVERY, secrets_in, watch
 from reactorflow.runtime import queue
 from reactorflow.runtime.maps.elements import JobScope, call_element
 from reactorflow.runtime.maps.fanout import ARGS, STOP, element_lock, items_key, job_key
@@ -48,6 +49,26 @@ def _arguments(storage: Storage, scope: JobScope, node: Node, shared: ElementArg
     return kwargs
 
 
+class ElementSecrets:
+    """The redacted values an element job holds, masked as where they come from: its item (an
+    item of the list the map maps over) and the map's shared arguments (see
+    reactorflow.redaction: error text of the job is scrubbed of them)."""
+
+    def __init__(self, node: Node, scope: JobScope, item: Any, kwargs: dict[str, Any]) -> None:
+        masks = scope.plan.redactions
+        options = node.spec.map
+        assert options is not None
+        over = masks.of_source(node.level, options.over, (), is_step=options.over_is_step)
+        self.held = [(item, over.get(EVERY) if isinstance(over, dict) else over)]
+        for param in node.spec.params:
+            if param.name in kwargs and param.source in (Source.INPUT, Source.RESULT):
+                self.held.append((kwargs[param.name], masks.of_source(
+                    node.level, param.ref, param.path, is_step=param.source is Source.RESULT)))
+
+    def secrets(self) -> set[str]:
+        return {text for value, mask in self.held for text in secrets_in(value, mask)}
+
+
 async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
                       index: int) -> None:
     """Run one element of a fanned-out map in a worker (see `fanout`)."""
@@ -77,6 +98,9 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
             element = node.spec.params[0]
             item = msgspec.msgpack.decode(item_raw, type=element.annotation)
             kwargs = _arguments(storage, scope, node, shared)
+            if scope.plan.redactions:
+                held = ElementSecrets(node, scope, item, kwargs)
+                watch(held)  # held here while the element runs (sources are held weakly)
             record, _ = await call_element(scope, node, kwargs, index, item)
         await settle(storage, run_id, reactor.name, key, index, record,
                      atomic=options.atomic, total=shared.count, batch_size=options.batch_size)
