@@ -120,20 +120,22 @@ async def _pubsub_floor(url: str, samples: int) -> list[float]:
 
 async def _hand_over(ctx: Context, storage: rf.RedisStorage, url: str) -> None:
     """One holder keeps the lock until a waiter is subscribed; then its step returns. The
-    hand-over is measured from the holder's `gate_release` returning to the waiter's step."""
+    hand-over is measured from the holder's final save (which releases the lock) returning to
+    the waiter's step."""
     report = ctx.report
     flow = rf.Reactor(f"bench.gates.handover.{uuid.uuid4().hex[:6]}", inputs=Account,
                       gates=[rf.Lock("handover:{account_id}", wait=30)])
     gate: dict[str, Any] = {}
     released: list[float] = []
-    original = storage.gate_release
+    original = storage.save_state
 
-    async def timed_release(key: str, holder: str) -> bool:
-        done = await original(key, holder)
-        released.append(time.perf_counter())
+    async def timed_release(run_id: str, owner: str, **kwargs: Any) -> bytes | None:
+        done = await original(run_id, owner, **kwargs)
+        if kwargs.get("gates"):  # the holder's final save: its lock is released with it
+            released.append(time.perf_counter())
         return done
 
-    storage.gate_release = timed_release  # type: ignore[method-assign]
+    storage.save_state = timed_release  # type: ignore[method-assign]
 
     @flow.step
     async def work(account_id: str) -> float:
@@ -166,7 +168,7 @@ async def _hand_over(ctx: Context, storage: rf.RedisStorage, url: str) -> None:
             assert results and released
             found.append(results[0].value - released[0])
     finally:
-        storage.gate_release = original  # type: ignore[method-assign]
+        storage.save_state = original  # type: ignore[method-assign]
     floor = await _pubsub_floor(url, samples * 4)
     us = 1e6
     p50, floor50 = percentile(found, 50), percentile(floor, 50)
