@@ -4,7 +4,9 @@
 forward until the run settles, then save the outcome; on failure roll back first. If the
 process interrupts the run (cancellation of the caller, KeyboardInterrupt, SystemExit), no
 rollback code runs: the run is saved `aborted` (shielded from the cancellation) and the
-interruption propagates.
+interruption propagates. The steps in flight whose records do not settle them are saved `failed`
+with their compensation outstanding; step checkpoints are shielded (`Execution.checkpoint`), so a
+completion being written when the abort came lands and stays (see `_abort`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, assert_never
 import anyio
 import msgspec
 
-from reactorflow import config
+from reactorflow import config, records
 from reactorflow.errors import GateBusy, LockLost, RecordedError, StorageError
 from reactorflow.middleware import GateEvent, RunEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, RunError, StepRecord
@@ -248,20 +250,31 @@ async def _settle_rollback(ex: Execution, failures: list[RollbackFailure]) -> No
 
 
 async def _abort(ex: Execution, forward: Forward | None, cause: BaseException) -> None:
-    """Store the run `aborted` with its outstanding work; never raises."""
-    cut = sorted(forward.in_flight) if forward is not None else []
+    """Store the run `aborted` with its outstanding work; never raises.
+
+    A step cut off is one still in flight whose last record did not settle it: it is saved
+    `failed` with its compensation outstanding (its body started and did not complete). A step
+    whose settling checkpoint landed keeps that record (its history says so too): a completed
+    one is undone by `undo`. A checkpoint cut off by something other than a cancellation (which
+    it is shielded from) may or may not have landed: it is read back to decide."""
+    cut: list[str] = []
     now = time.time()
-    for key in cut:
-        node = ex.plan.nodes[key]
-        previous = ex.records.get(key)
-        if previous is not None and previous.status == StepStatus.WAITING:
-            continue
-        base = previous if previous is not None else StepRecord(StepStatus.PENDING)
+    for key in sorted(forward.in_flight) if forward is not None else []:
+        base = ex.records.get(key)
+        if key in ex.unconfirmed and base is not None:
+            stored = await _stored(ex, key)
+            if stored == records.encode(base):
+                continue  # it landed
+            base = records.decode_step(stored) if stored is not None else None
+        if base is not None and base.status not in _UNSETTLED:
+            continue  # settled (a waiting interrupt stays waiting)
+        cut.append(key)
+        base = base if base is not None else StepRecord(StepStatus.PENDING)
         ex.records[key] = msgspec.structs.replace(  # keeps e.g. a composed child's flag
             base, status=StepStatus.FAILED, started_at=base.started_at or now, finished_at=now,
             error=ErrorRecord(type(cause).__name__, "aborted while running: the process "
                               "interrupted the run"),
-            compensate_pending=node.spec.compensate is not None,
+            compensate_pending=ex.plan.nodes[key].spec.compensate is not None,
         )
     try:
         await ex.save_state(Status.ABORTED, final=True, steps=cut,
@@ -271,6 +284,17 @@ async def _abort(ex: Execution, forward: Forward | None, cause: BaseException) -
                     ex.run_id, ex.reactor, type(cause).__name__, ",".join(cut) or "-")
     except Exception:
         log.exception("reactorflow.run.abort_save_failed run_id=%s", ex.run_id)
+
+
+_UNSETTLED = frozenset({StepStatus.PENDING, StepStatus.RUNNING})
+
+
+async def _stored(ex: Execution, key: str) -> bytes | None:
+    """The stored record of `key`, read back after its checkpoint was cut off."""
+    try:
+        return await ex.storage.load_step(ex.run_id, key)
+    except Exception:  # unreadable: the abort save that follows fails as well
+        return None
 
 
 def _log_end(ex: Execution) -> None:

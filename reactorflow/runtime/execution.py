@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import anyio
 import msgspec
 
 from reactorflow import records
@@ -73,6 +74,7 @@ class Execution:
         self.hold: Hold | None = None  # the lock hold of the owning execution, when it drives
         self.history: list[Event] | None = None  # events written here, when all are known...
         self.loaded_history: list[bytes] | None = None  # ...after these, read when loaded
+        self.unconfirmed: set[str] = set()  # step writes cut off: landed or not, unknown
         for key, record in steps.items():
             if record.child_started and key in plan.levels:
                 self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(record.child_inputs)
@@ -206,12 +208,20 @@ class Execution:
                          unit: bool = False) -> None:
         """Persist one step record (fenced); notes any control request that came back.
 
-        `unit=True` marks the dispatch of an async unit (indexed so a lost one is found)."""
+        The write is shielded from cancellation: once sent it is waited for, so an abort never
+        leaves a record (and its events) in storage that this execution does not know landed.
+        Only another interruption (`KeyboardInterrupt` inside the write) leaves the key in
+        `unconfirmed`: whether that write landed is then unknown (`driver._abort` reads it
+        back). `unit=True` marks the dispatch of an async unit (indexed so a lost one is
+        found)."""
         self.records[key] = record
-        control = await self.storage.save_step(
-            self.run_id, self.owner, key, records.encode(record),
-            [records.encode(e) for e in events], unit=unit,
-        )
+        self.unconfirmed.add(key)
+        with anyio.CancelScope(shield=True):
+            control = await self.storage.save_step(
+                self.run_id, self.owner, key, records.encode(record),
+                [records.encode(e) for e in events], unit=unit,
+            )
+        self.unconfirmed.discard(key)
         self._remember(events)
         if unit:  # the unit's worker appends events of its own, unseen here
             self.history = self.loaded_history = None
