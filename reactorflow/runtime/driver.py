@@ -188,13 +188,17 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
             log.info("reactorflow.run.handed_off run_id=%s reactor=%s", ex.run_id, ex.reactor)
             return
         case Ending.HALTED:
-            await ex.save_state(Status.HALTED, final=True, publish=True,
-                                events=[event("run.halted", detail=verdict.halt_reason or "")],
+            retrying, failed = ex.close_retrying("the run halted")
+            await ex.save_state(Status.HALTED, final=True, publish=True, steps=retrying,
+                                events=[*failed, event("run.halted",
+                                                       detail=verdict.halt_reason or "")],
                                 halt_reason=verdict.halt_reason, waiting_on=[])
         case Ending.CANCELLED:
             reason = ex.control.reason if ex.control is not None else ""
+            retrying, failed = ex.close_retrying("the run was cancelled")
             await ex.save_state(Status.CANCELLED, final=True, publish=True, clear_control=True,
-                                events=[event("run.cancelled", detail=reason)],
+                                steps=retrying,
+                                events=[*failed, event("run.cancelled", detail=reason)],
                                 cancel_reason=reason, waiting_on=[])
         case Ending.FAILED:
             if verdict.failed:
@@ -212,9 +216,11 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
 
 async def fail_with_rollback(ex: Execution, error: RunError,
                              live_errors: dict[str, BaseException] | None = None) -> None:
-    """Save `rolling_back`, roll everything back, save `failed` with every rollback failure."""
-    await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back",
-                                                           detail=str(error))],
+    """Save `rolling_back`, roll everything back, save `failed` with every rollback failure.
+    Steps parked between retry attempts fail with the run (`close_retrying`): compensated."""
+    retrying, failed = ex.close_retrying("the run failed")
+    await ex.save_state(Status.ROLLING_BACK, steps=retrying,
+                        events=[*failed, event("run.rolling_back", detail=str(error))],
                         error=error, rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[],
                         deadlines={})
     failures = await roll_back(ex, live_errors)

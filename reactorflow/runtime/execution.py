@@ -187,6 +187,22 @@ class Execution:
                                            correlation_id=record.correlation_id)
         return keys
 
+    def close_retrying(self, why: str) -> tuple[list[str], list[Event]]:
+        """Steps parked between retry attempts (`running` with a `retry_at`) when the run stops
+        without going on (cancelled, halted, failed): their bodies started and failed, and no
+        attempt follows, so they become `failed` with their compensation outstanding (a
+        rollback compensates them). Returns their keys and `step.failed` events, to be saved
+        together."""
+        keys = sorted(k for k, r in self.records.items()
+                      if r.status == StepStatus.RUNNING and r.retry_at is not None)
+        now = time.time()
+        for key in keys:
+            self.records[key] = msgspec.structs.replace(
+                self.records[key], status=StepStatus.FAILED, finished_at=now, retry_at=None,
+                compensate_pending=self.plan.nodes[key].spec.compensate is not None)
+        return keys, [Event(now, "step.failed", key, self.records[key].attempts,
+                            f"no further attempt: {why}") for key in keys]
+
     # -- writing -------------------------------------------------------------------------------
 
     def _remember(self, events: Iterable[Event]) -> None:

@@ -390,9 +390,11 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
         async with keep_alive(storage, run_id, owner, settings.lock_ttl):
             ex = await load_owned(reactor, storage, run_id, owner)
             if ex.state.status in (Status.PAUSED, Status.RUNNING):
-                await ex.save_state(Status.CANCELLED, events=[event("run.cancelled",
-                                                                    detail=reason)],
-                                    steps=ex.close_waiting(), publish=True, clear_control=True,
+                retrying, failed = ex.close_retrying("the run was cancelled")
+                await ex.save_state(Status.CANCELLED, events=[*failed, event("run.cancelled",
+                                                                             detail=reason)],
+                                    steps=ex.close_waiting() + retrying, publish=True,
+                                    clear_control=True, wake_at=None,
                                     cancel_reason=reason, waiting_on=[], deadlines={},
                                     timeout_at=None)
                 log.info("reactorflow.run.cancelled run_id=%s reactor=%s", run_id, reactor.name)

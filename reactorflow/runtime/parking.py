@@ -16,6 +16,10 @@ backoff) saves the run, releases it and holds nothing; a signal or a timer re-en
 5. A job for a parked run acts only if something is `due` (a run parked at a map is always
    looked at: see `maps.fanout`); an early or duplicate signal writes nothing. Should every
    signal be lost, the run is `running` with no lock holder: the sweeper recovers it.
+6. A run that ends while steps wait for their next attempt (cancelled while parked, or halted
+   or failed by another step) fails those steps (`Execution.close_retrying`): their bodies
+   started and no attempt follows, so a rollback or `undo` compensates them. A job for the
+   ended run finds nothing to do (`operations.needs_execution`) and writes nothing.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Regression tests of the executor's durable boundaries, on both storage backends: a completion
-checkpoint cut off by an abort, and a run cancelled while it is parked between retry attempts.
+"""Regression tests, on both storage backends: a step's completion checkpoint cut off by an abort
+keeps the step's record and the run's history in agreement, and `undo` does the right thing.
 
 The timing is made deterministic by a storage whose step checkpoint blocks on an event the test
 controls (the write landed, the reply has not come back), never by a sleep.
@@ -147,3 +147,4 @@ async def test_an_interrupted_completion_checkpoint_that_did_not_land_is_compens
     assert aborted.steps["sub.fast"].status is rf.StepStatus.FAILED  # the body ran: roll back
     assert undone.steps["sub.fast"].status is rf.StepStatus.COMPENSATED
     assert "compensate fast" in log and "undo fast" not in log
+
