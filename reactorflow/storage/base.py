@@ -290,9 +290,10 @@ class Storage(abc.ABC):
         run between status indexes (index entries are hints that readers verify against the
         record). With `clear_control` the pending control request is removed; with `publish`,
         the run's completion channel is notified after the write. `gates` lists (gate key,
-        holder) pairs to drop after the write, each as `gate_release` does, in the same round
-        trip (not atomic with the write: a refused write may still have dropped them). Returns
-        the pending control request (None when cleared).
+        holder) pairs to drop, each as `gate_release` does, in the same round trip and before
+        the write (whoever sees the new state finds them free; not atomic with the write: a
+        refused write may still have dropped them). Returns the pending control request (None
+        when cleared).
 
         Args:
             run_id: The run's id.
@@ -305,7 +306,7 @@ class Storage(abc.ABC):
             clear_control: Remove the pending control request.
             publish: Notify the run's completion channel after the write.
             release: Leave the run's lock once in the same atomic write.
-            gates: (gate key, holder) pairs to drop after the write.
+            gates: (gate key, holder) pairs to drop before the write.
 
         Raises:
             LockLost: `owner` does not hold the run's lock (nothing was written).

@@ -245,6 +245,8 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
                          publish: bool = False, release: bool = False,
                          gates: Sequence[tuple[str, str]] = ()) -> bytes | None:
         now = time.monotonic()
+        for key, holder in gates:  # before the write: its state shows them free
+            self._release_holder(key, holder)
         with self._mutex:
             run = self._fenced(run_id, owner, now)
             if release:
@@ -261,8 +263,6 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
                 run.control = None
             self._touch(run, now)
             control = run.control
-        for key, holder in gates:
-            self._release_holder(key, holder)
         if publish:
             await self.publish(run_id)
         return control

@@ -269,15 +269,18 @@ class RedisStorage(RedisMaps, RedisGates, Storage):
         facts = self._recall(run_id)
         with self._errors():
             if facts is None:  # unknown to this process: the script tells, index writes follow
-                reply = await conn.script("save_state", keys, args)
-                for key, holder in gates:
+                for key, holder in gates:  # before the write: its state shows them free
                     await self.gate_release(key, holder)
+                reply = await conn.script("save_state", keys, args)
             else:
-                def extra(pipe: Pipeline) -> None:
-                    self._queue_index(pipe, run_id, facts, status, previous_status)
+                def before(pipe: Pipeline) -> None:
                     self._queue_gate_releases(pipe, gates)
 
-                reply = await conn.script_pipeline("save_state", keys, args, extra)
+                def after(pipe: Pipeline) -> None:
+                    self._queue_index(pipe, run_id, facts, status, previous_status)
+
+                reply = await conn.script_pipeline("save_state", keys, args, after,
+                                                   before=before)
             if reply[0] != 1:
                 if facts is not None and status != previous_status:  # put back what ZREM took
                     await conn.client.zadd(self._keys.by_status(facts[0], previous_status),

@@ -97,24 +97,30 @@ class LoopClient:
             return await self.client.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
 
     async def script_pipeline(self, name: str, keys: Sequence[str], args: Args,
-                              extra: Callable[[Pipeline], None]) -> Any:
-        """One round trip: EVALSHA `name`, then the commands `extra` queues (other slots).
+                              extra: Callable[[Pipeline], None], *,
+                              before: Callable[[Pipeline], None] | None = None) -> Any:
+        """One round trip: the commands `before` queues, EVALSHA `name`, then the commands
+        `extra` queues (other slots); returns the script's reply.
 
         Not through `AsyncScript` in the pipeline: redis-py would send SCRIPT EXISTS first on
         every call. On NOSCRIPT (a restarted or failed-over server) the script is loaded and the
-        pipeline sent again; both halves are idempotent (the script's token, ZADD NX)."""
+        pipeline sent again; every part is idempotent (the script's token, ZADD NX, a gate
+        release)."""
         for attempt in (1, 2):
             pipe = self.client.pipeline(transaction=False)
+            if before is not None:
+                before(pipe)
+            first = len(pipe)
             pipe.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
             extra(pipe)
             results = await pipe.execute(raise_on_error=False)
-            if isinstance(results[0], NoScriptError) and attempt == 1:
+            if isinstance(results[first], NoScriptError) and attempt == 1:
                 await self.client.script_load(SOURCES[name])
                 continue
             for result in results:
                 if isinstance(result, BaseException):
                     raise result
-            return results[0]
+            return results[first]
         raise AssertionError("unreachable")
 
 

@@ -250,6 +250,9 @@ async def test_the_deadlock_guard_sees_a_child_reactors_own_lock(storage: rf.Sto
 
     run = await flow.run(account_id="A1")
     assert run.status is rf.Status.COMPLETED  # the step let go before the dispatch
+    # the async child holds "acct:A1" while it runs: its final state shows it let go
+    spawned = await child.wait(f"{run.id}-spawn", timeout=30)
+    assert spawned.status is rf.Status.COMPLETED
 
     flow2 = rf.Reactor(unique("parent2"), inputs=Account,
                        gates=[rf.Lock("acct:{account_id}")])

@@ -825,6 +825,32 @@ async def test_redis_save_step_is_one_command_writing_one_field(
     assert on_steps[1].startswith(f"PEXPIRE {steps_key}")
 
 
+@pytest.mark.parametrize("known", [True, False], ids=["facts-known", "facts-unknown"])
+async def test_redis_a_final_save_frees_its_gates_before_its_state_is_visible(
+        redis_storage: RedisStorage, redis_url: str, known: bool) -> None:
+    run_id = await new_run(redis_storage)
+    # a process that did not create the run knows nothing of it (the other save path)
+    saver = redis_storage if known else RedisStorage.from_url(
+        redis_url, namespace=redis_storage._keys.ns)
+    key = f"gate:{uuid.uuid4().hex[:10]}"
+    await redis_storage.gate_acquire(key, run_id, limit=1, ttl=10)
+    try:  # a first save loads the script (a NOSCRIPT retry would re-send the whole pipeline)
+        await saver.save_state(run_id, OWNER, status="running", previous_status="running",
+                               state=b"busy")
+        seen = await _commands_during(redis_url, lambda: saver.save_state(
+            run_id, OWNER, status="completed", previous_status="running", state=b"done",
+            release=True, publish=True, gates=[(key, run_id)]))
+    finally:
+        if saver is not redis_storage:
+            await saver.aclose()
+    in_lua = [c["command"] for c in seen if c["client_type"] == "lua"]
+    holders = redis_storage._gate(key, "holders")
+    freed = next(i for i, c in enumerate(in_lua) if holders in c)
+    written = next(i for i, c in enumerate(in_lua) if redis_storage._keys.run(run_id) in c)
+    assert freed < written, in_lua
+    assert await redis_storage.gate_holders(key) == []
+
+
 async def test_redis_keys_share_the_run_hash_tag_and_carry_ttls(
         redis_storage: RedisStorage, raw: redis.asyncio.Redis) -> None:
     ns = redis_storage._keys.ns
