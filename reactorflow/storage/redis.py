@@ -90,6 +90,11 @@ def _liveness_problem(recorded: str, indexed: str, touched: Any) -> str | None:
     return None
 
 
+def _pairs(flat: Sequence[Any]) -> dict[Any, Any]:
+    """A hash from the flat field/value list a script returns for HGETALL."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
+
+
 def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
@@ -201,14 +206,17 @@ class RedisStorage(RedisMaps, RedisGates, Storage):
                        claims: bool = False) -> StoredRun | None:
         conn = await self._redis.get()
         with self._errors():
-            pipe = conn.client.pipeline(transaction=True)  # one slot: a MULTI/EXEC snapshot
-            pipe.hmget(self._keys.run(run_id), HEAD_FIELDS)
-            pipe.hgetall(self._keys.steps(run_id))
-            if history:
-                pipe.lrange(self._keys.hist(run_id), 0, -1)
-            if claims:
-                pipe.hgetall(self._keys.claims(run_id))
-            replies = await pipe.execute()
+            if conn.cluster:  # a cluster client pipelines no MULTI/EXEC: one read script
+                replies = await self._load_run_script(conn, run_id, history, claims)
+            else:
+                pipe = conn.client.pipeline(transaction=True)  # one slot: a MULTI/EXEC snapshot
+                pipe.hmget(self._keys.run(run_id), HEAD_FIELDS)
+                pipe.hgetall(self._keys.steps(run_id))
+                if history:
+                    pipe.lrange(self._keys.hist(run_id), 0, -1)
+                if claims:
+                    pipe.hgetall(self._keys.claims(run_id))
+                replies = await pipe.execute()
         head = self._head(run_id, replies[0])
         if head is None:
             return None
@@ -217,6 +225,20 @@ class RedisStorage(RedisMaps, RedisGates, Storage):
         found = {_text(k): _bytes(v) for k, v in next(rest).items()} if claims else None
         return StoredRun(head, {_text(k): _bytes(v) for k, v in replies[1].items()}, events,
                          found)
+
+    async def _load_run_script(self, conn: LoopClient, run_id: str, history: bool,
+                               claims: bool) -> list[Any]:
+        """`load_run`'s replies (head, steps[, history][, claims]) read by one script."""
+        keys = self._keys
+        head, steps, events, found = await conn.script(
+            "load_run", [keys.run(run_id), keys.steps(run_id), keys.hist(run_id),
+                         keys.claims(run_id)], ["1" if history else "0", "1" if claims else "0"])
+        replies: list[Any] = [head, _pairs(steps)]
+        if history:
+            replies.append(events)
+        if claims:
+            replies.append(_pairs(found))
+        return replies
 
     async def load_head(self, run_id: str) -> RunHead | None:
         conn = await self._redis.get()

@@ -1,6 +1,14 @@
 """Connections of `RedisStorage`: one redis.asyncio client per running event loop, the Lua
 scripts, error translation and pub/sub subscriptions.
 
+A URL whose scheme ends in `+cluster` (`redis+cluster://`, `rediss+cluster://`) selects a Redis
+Cluster: the client is a `redis.asyncio.cluster.RedisCluster` seeded from that node (it discovers
+the others), which routes each command and each run script to the node of its keys' slot and
+splits non-transactional pipelines per node. Every run script touches the keys of one run only
+(one `{<run id>}` hash tag, one slot); cross-run indexes are written and read with single-key
+commands. Pub/sub goes over a plain connection to the seed node: a cluster forwards every
+PUBLISH to every node.
+
 A storage object may be used from several threads and event loops (a worker thread, a fresh
 loop per `anyio.run`). redis.asyncio connections belong to the loop that opened them, so each
 loop gets its own client (connection pool) and scripts; nothing loop-bound is shared. A client is
@@ -23,11 +31,12 @@ from typing import Any
 import anyio
 from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import MaxConnectionsError, NoScriptError, RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
@@ -63,25 +72,42 @@ POOL_EXHAUSTED = "No connection available."
 """The message of redis-py's error when no pool connection freed up within the pool timeout."""
 SUBSCRIBE_TIMEOUT = 5.0
 """Seconds to wait for Redis to confirm a SUBSCRIBE before the subscription's body runs."""
+CLUSTER_MAX_CONNECTIONS = 1024
+"""Connections per event loop and cluster node (unless `max_connections` is given): redis-py's
+cluster pools do not wait for a free connection, so this is a hard cap, set high."""
+CLUSTER_SUFFIX = "+cluster"
+"""Ending of a URL scheme that selects a Redis Cluster (`redis+cluster://host:port`)."""
 
 SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock", "extend_lock",
            "release_lock", "claim", "request_control", "incr_counter", "first_wins",
            "release_mapping", "save_elements", "gate_acquire", "gate_release", "gate_extend",
-           "rate_charge", "ordered_enter", "ordered_turn", "ordered_stamp", "ordered_leave")
+           "rate_charge", "ordered_enter", "ordered_turn", "ordered_stamp", "ordered_leave",
+           "load_run")
 SOURCES = {name: (files("reactorflow.storage") / "scripts" / f"{name}.lua").read_text("utf-8")
            for name in SCRIPTS}
 
 Args = Sequence[EncodableT]
+Client = Redis | RedisCluster
+
+
+def cluster_url(url: str) -> str | None:
+    """The plain URL of the seed node if `url` selects a Redis Cluster (`redis+cluster://`,
+    `rediss+cluster://`), else None."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.lower().endswith(CLUSTER_SUFFIX):
+        return f"{scheme[:-len(CLUSTER_SUFFIX)]}://{rest}"
+    return None
 
 
 @dataclass(eq=False, slots=True)
 class LoopClient:
     """The client and scripts of one event loop (never used from another loop)."""
 
-    client: Redis
+    client: Any  # Redis, or RedisCluster (the same command API; typed loosely for both)
     scripts: dict[str, AsyncScript]
     guard: AsyncGenerator[None, None] | None = None
     mux: Multiplexer | None = None  # every waiter of the loop, on one subscriber connection
+    cluster: bool = False  # a RedisCluster: no scripts in pipelines
 
     async def aclose(self) -> None:
         if self.mux is not None:
@@ -96,6 +122,13 @@ class LoopClient:
             await self.client.script_load(SOURCES[name])
             return await self.client.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
 
+    async def _pipelined(self, queue: Callable[[Pipeline], None]) -> None:
+        """The commands `queue` puts on a non-transactional pipeline, in one round trip (per
+        node on a cluster)."""
+        pipe = self.client.pipeline(transaction=False)
+        queue(pipe)
+        await pipe.execute()
+
     async def script_pipeline(self, name: str, keys: Sequence[str], args: Args,
                               extra: Callable[[Pipeline], None], *,
                               before: Callable[[Pipeline], None] | None = None) -> Any:
@@ -105,7 +138,18 @@ class LoopClient:
         Not through `AsyncScript` in the pipeline: redis-py would send SCRIPT EXISTS first on
         every call. On NOSCRIPT (a restarted or failed-over server) the script is loaded and the
         pipeline sent again; every part is idempotent (the script's token, ZADD NX, a gate
-        release)."""
+        release).
+
+        On a cluster (where redis-py pipelines no EVALSHA) three round trips, in the same
+        order: the `before` commands in a pipeline, the script, then the `extra` commands in a
+        pipeline of their own (sent even if the script failed)."""
+        if self.cluster:
+            if before is not None:
+                await self._pipelined(before)
+            try:
+                return await self.script(name, keys, args)
+            finally:
+                await self._pipelined(extra)
         for attempt in (1, 2):
             pipe = self.client.pipeline(transaction=False)
             if before is not None:
@@ -129,7 +173,9 @@ class RedisConnector:
 
     def __init__(self, url: str, redis_options: dict[str, Any]) -> None:
         self.safe_url = safe_url(url)
-        self._url = url
+        seed = cluster_url(url)
+        self.cluster = seed is not None
+        self._url = url if seed is None else seed
         self._secrets = url_secrets(url)
         options: dict[str, Any] = {
             "retry": Retry(ExponentialBackoff(cap=RETRY_BACKOFF_CAP, base=RETRY_BACKOFF_BASE),
@@ -144,11 +190,14 @@ class RedisConnector:
         # names no run (instead of failing to encode).
         options["encoding_errors"] = "surrogatepass"
         self._options = options
-        self._pool_size = int(options.get("max_connections", MAX_CONNECTIONS))
+        self._pool_size = int(options.get("max_connections", CLUSTER_MAX_CONNECTIONS
+                                          if self.cluster else MAX_CONNECTIONS))
         self._pool_timeout = float(options.get("pool_timeout", POOL_TIMEOUT))
         try:  # validate the URL now (no I/O), not at the first command
-            Redis.from_url(url, **options)
-        except ValueError as exc:
+            Redis.from_url(self._url, **options)
+            if self.cluster:
+                self._check_cluster_url()
+        except (ValueError, RedisClusterException) as exc:
             raise ConfigurationError(f"not a usable Redis URL ({self.safe_url}): "
                                      f"{self.scrub(str(exc))}", option="url") from None
         self._mutex = threading.Lock()
@@ -165,18 +214,33 @@ class RedisConnector:
             for old in [lp for lp in self._clients if lp.is_closed()]:
                 del self._clients[old]  # its loop closed without finalising: nothing to await
             client = self._new_client()
-            found = LoopClient(client, {n: client.register_script(s) for n, s in SOURCES.items()})
+            found = LoopClient(client, {n: client.register_script(s) for n, s in SOURCES.items()},
+                               cluster=self.cluster)
             self._clients[loop] = found
         found.guard = self._guard(loop, found)
         await found.guard.asend(None)  # now registered with the loop: finalised at its shutdown
         return found
 
-    def _new_client(self) -> Redis:
+    def _check_cluster_url(self) -> None:
+        """A cluster has database 0 only, and no unix sockets."""
+        if self._url.lower().startswith("unix"):
+            raise ValueError("a Redis Cluster is reached over TCP: use redis+cluster://host:port")
+        database = Redis.from_url(self._url).connection_pool.connection_kwargs.get("db", 0)
+        if int(database or 0) != 0:
+            raise ValueError(f"a Redis Cluster has database 0 only, not {database}")
+
+    def _new_client(self) -> Client:
         """A client whose pool makes callers wait for a free connection (up to
-        `POOL_TIMEOUT`) instead of failing when `MAX_CONNECTIONS` are busy."""
+        `POOL_TIMEOUT`) instead of failing when `MAX_CONNECTIONS` are busy.
+
+        On a cluster: a `RedisCluster` with up to `max_connections` per node (1024 unless
+        given; redis-py's cluster pools do not wait: a command beyond that fails at once with
+        `StoragePoolExhausted`)."""
         options = dict(self._options)
         options.pop("max_connections", None)
         options.pop("pool_timeout", None)
+        if self.cluster:
+            return RedisCluster.from_url(self._url, max_connections=self._pool_size, **options)
         pool = BlockingConnectionPool.from_url(self._url, max_connections=self._pool_size,
                                                timeout=self._pool_timeout, **options)
         client = Redis(connection_pool=pool)
@@ -215,13 +279,13 @@ class RedisConnector:
         try:
             yield
         except RedisConnectionError as exc:
-            if str(exc) != POOL_EXHAUSTED:
+            if str(exc) != POOL_EXHAUSTED and not isinstance(exc, MaxConnectionsError):
                 raise self._unreachable(exc) from exc
             raise StoragePoolExhausted(self.safe_url, self._pool_size, self._pool_timeout,
                                        cause=exc) from exc
         except (RedisTimeoutError, OSError) as exc:
             raise self._unreachable(exc) from exc
-        except RedisError as exc:
+        except (RedisError, RedisClusterException) as exc:
             raise StorageError(f"Redis at {self.safe_url} failed: {self.scrub(str(exc))}",
                                cause=exc) from exc
 
@@ -240,7 +304,8 @@ class RedisConnector:
             yield subscription
 
     def _subscriber_client(self) -> Redis:
-        """A client with a pool of its own for the loop's one pub/sub connection."""
+        """A client with a pool of its own for the loop's one pub/sub connection (on a cluster:
+        to the seed node, which hears every node's PUBLISH)."""
         options = dict(self._options)
         options.pop("max_connections", None)
         options.pop("pool_timeout", None)

@@ -36,14 +36,24 @@ class Shared:
     storage: rf.Storage
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module with `CLUSTER_LANE = True` runs on the suite's Redis Cluster too (`-m cluster`):
+    its `shared` namespace on both Redis kinds (its `storage`: see `tests.conftest.on_every`)."""
+    if getattr(metafunc.module, "CLUSTER_LANE", False) and "shared" in metafunc.fixturenames:
+        metafunc.parametrize("shared", ["redis", "cluster"], indirect=True)
+
+
 @pytest.fixture
-async def shared(redis_url: str) -> AsyncIterator[Shared]:
-    """A fresh Redis namespace, configured in this process as subprocesses configure it."""
+async def shared(request: pytest.FixtureRequest) -> AsyncIterator[Shared]:
+    """A fresh Redis namespace, configured in this process as subprocesses configure it (on
+    the suite's Redis, or its Redis Cluster in the cluster lane)."""
+    kind = getattr(request, "param", "redis")
+    url = request.getfixturevalue("redis_cluster_url" if kind == "cluster" else "redis_url")
     namespace = redis_namespace("rec")
-    storage = rf.RedisStorage.from_url(redis_url, namespace=namespace)
+    storage = rf.RedisStorage.from_url(url, namespace=namespace)
     rf.configure(storage=storage, lock_ttl=1.0, stall_timeout=0.5)
     try:
-        yield Shared(redis_url, namespace, storage)
+        yield Shared(url, namespace, storage)
     finally:
         config.reset()
         await storage.aclose()

@@ -21,6 +21,9 @@ from tests.workflows.durable import approval, chain, count, read_log
 pytestmark = pytest.mark.slow
 
 
+CLUSTER_LANE = True  # also runs on the suite's Redis Cluster (tests/recovery/conftest.py)
+
+
 def _lines(log: Path) -> list[list[str]]:
     return read_log(str(log))
 

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 
 import reactorflow as rf
 from reactorflow import records
 from reactorflow.runtime.execution import event
+from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import unique, until_lock_lapses
+
+
+@pytest.fixture(params=ALL_BACKENDS)
+async def storage(request: pytest.FixtureRequest) -> AsyncIterator[rf.Storage]:
+    """The storage on each backend in turn, the Redis Cluster included (the cluster lane)."""
+    async for backend in on_every(request):
+        yield backend
 
 
 async def _create(storage: rf.Storage, run_id: str, owner: str, ttl: float) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
@@ -19,9 +20,17 @@ from dramatiq.brokers.stub import StubBroker
 import reactorflow as rf
 from reactorflow import records
 from reactorflow.storage.base import ClaimResult
+from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import closed_port, kinds, unique, until_past
 from tests.recovery.test_corrupt import _hanging_flow, _stalled_run, _untouched
 from tests.workflows import background as bg
+
+
+@pytest.fixture(params=ALL_BACKENDS)
+async def storage(request: pytest.FixtureRequest) -> AsyncIterator[rf.Storage]:
+    """The storage on each backend in turn, the Redis Cluster included (the cluster lane)."""
+    async for backend in on_every(request):
+        yield backend
 
 
 async def _older_than(seconds: float, since: float) -> None:

@@ -28,6 +28,7 @@ from reactorflow.errors import (
 from reactorflow.storage.base import ClaimResult, Storage
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
+from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import redis_namespace, until_lock_lapses
 
 OWNER = "owner-1"
@@ -51,11 +52,20 @@ async def new_run(storage: Storage, run_id: str | None = None, *, reactor: str =
     return run_id
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=ALL_BACKENDS)
+async def storage(request: pytest.FixtureRequest) -> AsyncIterator[Storage]:
+    """The storage on each backend in turn, the Redis Cluster included (the cluster lane)."""
+    async for backend in on_every(request):
+        yield backend
+
+
+@pytest.fixture(params=ALL_BACKENDS)
 async def factory(request: pytest.FixtureRequest) -> AsyncIterator[Callable[..., Storage]]:
     """Builds storages of one backend with options (retention, history_limit)."""
     made: list[Storage] = []
-    url = request.getfixturevalue("redis_url") if request.param == "redis" else ""
+    url = ("" if request.param == "memory" else
+           request.getfixturevalue("redis_cluster_url" if request.param == "cluster"
+                                   else "redis_url"))
 
     def make(**options: Any) -> Storage:
         backend: Storage
