@@ -136,14 +136,17 @@ class RedisStorage(RedisMaps, RedisGates, Storage):
     @classmethod
     def from_url(cls, url: str, *, namespace: str = "rf", retention: float = DEFAULT_RETENTION,
                  history_limit: int = DEFAULT_HISTORY_LIMIT, **redis_options: Any) -> RedisStorage:
-        """A storage on the Redis at `url` (`redis://`, `rediss://` or `unix://`).
+        """A storage on the Redis at `url` (`redis://`, `rediss://` or `unix://`), or on the
+        Redis Cluster that node belongs to (`redis+cluster://`, `rediss+cluster://`: see
+        docs/scaling.md).
 
         Args:
             url: where Redis is; credentials in it never appear in messages.
             namespace: prefix of every key (no braces).
             retention: seconds a run is kept after its last write.
             history_limit: events kept per run, the newest.
-            redis_options: passed to `redis.asyncio.Redis`, e.g. `max_connections` (64),
+            redis_options: passed to `redis.asyncio.Redis` (`RedisCluster` on a cluster),
+                e.g. `max_connections` (64; on a cluster 1024 per node, a hard cap),
                 `socket_connect_timeout` (5 s), `socket_timeout` (5 s: the longest a command
                 waits for an answer before it is retried, then fails), `retry`.
 

@@ -207,3 +207,9 @@ async def test_fan_out_rollback_undoes_batch_size_at_a_time_highest_first(
     assert run.status is rf.Status.FAILED
     assert started == list(range(9, -1, -1))  # started highest index first
     assert 1 < window.peak <= 3  # concurrent, at most batch_size
+
+
+@pytest.mark.parametrize("storage", ["cluster"], indirect=True)
+async def test_a_fan_out_map_completes_on_a_redis_cluster(storage: rf.Storage) -> None:
+    """The cluster lane: run state and element slots in the run's slot, indexes elsewhere."""
+    await test_the_caller_gets_the_run_running_and_it_completes_in_order(storage)

@@ -20,6 +20,8 @@ GATE_ENV = "REACTORFLOW_TEST_GATE"
 LOCK_TTL_ENV = "REACTORFLOW_TEST_LOCK_TTL"
 
 NAMESPACE_ENV = "REACTORFLOW_TEST_NAMESPACE"
+AMQP_ENV = "REACTORFLOW_TEST_AMQP_URL"
+"""Set (the RabbitMQ lane): the broker is a RabbitmqBroker there instead of a RedisBroker."""
 
 if os.environ.get(LOCK_TTL_ENV):  # worker subprocesses of the tests: a short lock TTL
     rf.configure(lock_ttl=float(os.environ[LOCK_TTL_ENV]), stall_timeout=0.5)
@@ -27,7 +29,14 @@ if os.environ.get(LOCK_TTL_ENV):  # worker subprocesses of the tests: a short lo
 
 def namespaced(url: str, namespace: str) -> tuple[rf.Storage, object]:
     """Storage and broker confined to `namespace` (keys `<namespace>:*`, queues
-    `<namespace>-dramatiq:*`), as the tests and their worker subprocesses share them."""
+    `<namespace>-dramatiq:*`), as the tests and their worker subprocesses share them; with
+    REACTORFLOW_TEST_AMQP_URL set, the broker is a RabbitmqBroker on that server (whose
+    queues the RabbitMQ lane purges between tests)."""
+    amqp = os.environ.get(AMQP_ENV)
+    if amqp:
+        from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+        return rf.RedisStorage.from_url(url, namespace=namespace), RabbitmqBroker(url=amqp)
     from dramatiq.brokers.redis import RedisBroker
 
     return (rf.RedisStorage.from_url(url, namespace=namespace),
