@@ -75,6 +75,8 @@ SUBSCRIBE_TIMEOUT = 5.0
 CLUSTER_MAX_CONNECTIONS = 1024
 """Connections per event loop and cluster node (unless `max_connections` is given): redis-py's
 cluster pools do not wait for a free connection, so this is a hard cap, set high."""
+CLUSTER_UNREACHABLE = "Redis Cluster cannot be connected"
+"""How redis-py's cluster client says that none of its startup nodes answered."""
 CLUSTER_SUFFIX = "+cluster"
 """Ending of a URL scheme that selects a Redis Cluster (`redis+cluster://host:port`)."""
 
@@ -285,7 +287,12 @@ class RedisConnector:
                                        cause=exc) from exc
         except (RedisTimeoutError, OSError) as exc:
             raise self._unreachable(exc) from exc
-        except (RedisError, RedisClusterException) as exc:
+        except RedisClusterException as exc:
+            if CLUSTER_UNREACHABLE in str(exc):
+                raise self._unreachable(exc) from exc
+            raise StorageError(f"Redis at {self.safe_url} failed: {self.scrub(str(exc))}",
+                               cause=exc) from exc
+        except RedisError as exc:
             raise StorageError(f"Redis at {self.safe_url} failed: {self.scrub(str(exc))}",
                                cause=exc) from exc
 

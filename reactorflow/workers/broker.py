@@ -23,6 +23,8 @@ from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import AsyncIO, Retries
 
 from reactorflow import config
+from reactorflow.errors import ConfigurationError
+from reactorflow.storage.redis_conn import cluster_url
 from reactorflow.workers import jobs
 
 log = logging.getLogger("reactorflow.worker")
@@ -84,6 +86,12 @@ def current_broker() -> dramatiq.Broker:
         url = os.environ.get(config.REDIS_URL_ENV)
         if url:
             if _runtime.env_broker is None:
+                if cluster_url(url) is not None:
+                    raise ConfigurationError(
+                        f"{config.REDIS_URL_ENV} names a Redis Cluster, which Dramatiq's "
+                        "RedisBroker cannot use: configure a broker in code, e.g. "
+                        "rf.configure(broker=RabbitmqBroker(url=...)) or a RedisBroker on a "
+                        "plain Redis (docs/scaling.md)", option="broker")
                 _runtime.env_broker = RedisBroker(url=url)  # type: ignore[no-untyped-call]
             return _runtime.env_broker
         return _embedded_broker()

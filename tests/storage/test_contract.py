@@ -29,7 +29,7 @@ from reactorflow.storage.base import ClaimResult, Storage
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
-from tests.helpers import redis_namespace, until_lock_lapses
+from tests.helpers import closed_port, redis_namespace, until_lock_lapses
 
 OWNER = "owner-1"
 OTHER = "owner-2"
@@ -1101,3 +1101,24 @@ async def test_element_ranges_read_several_slot_ranges_at_once(storage: Storage)
     await storage.save_elements(run_id, "b", {5: b"b5"})
     assert await storage.load_element_ranges(run_id, [("a", 0, 3), ("b", 5, 1), ("c", 0, 0)]
                                              ) == [[b"a0", b"a1", None], [b"b5"], []]
+
+
+async def test_redis_unreachable_cluster_names_the_url_without_credentials() -> None:
+    port = closed_port()
+    backend = RedisStorage.from_url(f"redis+cluster://user:s3cr3t-pw@127.0.0.1:{port}/0",
+                                    namespace="refused")
+    assert "s3cr3t" not in backend.describe()
+    with pytest.raises(StorageConnectionError) as caught:
+        await backend.load_head("any")
+    assert caught.value.url == f"redis+cluster://127.0.0.1:{port}/0"
+    assert "s3cr3t" not in str(caught.value) and "s3cr3t" not in repr(caught.value)
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("redis+cluster://127.0.0.1:7000/3", "database 0 only"),
+    ("unix+cluster:///tmp/redis.sock", "over TCP"),
+])
+def test_redis_cluster_url_that_cannot_work_is_refused(url: str, says: str) -> None:
+    with pytest.raises(ConfigurationError, match=says) as caught:
+        RedisStorage.from_url(url)
+    assert caught.value.option == "url"

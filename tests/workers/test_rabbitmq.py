@@ -1,7 +1,7 @@
 """The RabbitMQ lane: `reactorflow worker` subprocesses fed by Dramatiq's `RabbitmqBroker`, on
 a `rabbitmq-server` the suite starts itself (once per session: it boots slowly), for every
-background path: dispatch, hand-off, async units, parking, delayed messages (snoozes) and a
-resume in the background. Storage is the suite's Redis.
+background path: dispatch, hand-off, async units, parking, a fanned-out map, delayed messages
+(snoozes) and a resume in the background. Storage is the suite's Redis.
 
 The server runs as a node of its own (its own node name, AMQP, distribution and epmd ports, and
 its data, logs and Erlang cookie in a temporary directory), so it never meets another RabbitMQ
@@ -158,6 +158,13 @@ async def test_every_background_path_runs_through_rabbitmq(shared: Shared,
     started = [await pk.waits.dispatch(n=n) for n in range(6)]
     finished = [await pk.waits.wait(r.id, timeout=60) for r in started]
     assert [r.value for r in finished] == [n * 10 + 1 for n in range(6)]
+    # a map fanned out over the worker: one job per element, the run resumed once
+    run = await pk.fleet.run(items=list(range(10)))
+    assert run.status is rf.Status.RUNNING  # parked at the map
+    done = await pk.fleet.wait(run.id, timeout=60)
+    assert done.value == sum(i * i for i in range(10))
+    squared_in = bg.pids(log, "square 9")
+    assert squared_in and me not in squared_in
 
 
 async def test_a_delayed_message_is_delivered_after_its_delay(shared: Shared,

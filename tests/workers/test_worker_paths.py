@@ -104,3 +104,15 @@ async def test_a_job_whose_retries_run_out_fails_its_run_and_publishes() -> None
         assert "unreachable (test)" in failed.error.message
     finally:
         config.reset()
+
+
+def test_a_cluster_url_in_the_environment_asks_for_a_broker_in_code(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dramatiq's RedisBroker cannot use a Redis Cluster: say what to configure instead."""
+    from reactorflow.errors import ConfigurationError
+    from reactorflow.workers import broker
+
+    monkeypatch.setattr(broker._runtime, "env_broker", None)
+    monkeypatch.setenv(config.REDIS_URL_ENV, "redis+cluster://127.0.0.1:7000")
+    with pytest.raises(ConfigurationError, match=r"Redis Cluster.*rf\.configure\(broker="):
+        current_broker()

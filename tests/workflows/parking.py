@@ -79,3 +79,23 @@ async def unflaky(error: Exception) -> None:
 @retrying.step
 async def after_flaky(flaky: int) -> str:
     return f"succeeded on attempt {flaky}"
+
+
+# -- a map fanned out over the workers ------------------------------------------------------------
+
+class FleetIn(msgspec.Struct):
+    items: list[int]
+
+
+fleet = rf.Reactor("tests.park.fleet", inputs=FleetIn)
+
+
+@fleet.map_step(over="items", fan_out=True, batch_size=3)
+async def square(item: int) -> int:
+    bg.note(f"square {item}")
+    return item * item
+
+
+@fleet.step
+async def total(square: list[int]) -> int:
+    return sum(square)
