@@ -207,21 +207,32 @@ class RedisConnector:
             weakref.WeakKeyDictionary())
 
     async def get(self) -> LoopClient:
-        """The current loop's client, created on first use."""
+        """The current loop's client, created on first use (on a cluster: initialised before
+        any command is sent on it, see `_ready`)."""
         loop = asyncio.get_running_loop()
-        with self._mutex:
+        with self._mutex:  # never held across an await (other coroutines of the loop need it)
             found = self._clients.get(loop)
-            if found is not None:
-                return found
-            for old in [lp for lp in self._clients if lp.is_closed()]:
-                del self._clients[old]  # its loop closed without finalising: nothing to await
-            client = self._new_client()
-            found = LoopClient(client, {n: client.register_script(s) for n, s in SOURCES.items()},
-                               cluster=self.cluster)
-            self._clients[loop] = found
-        found.guard = self._guard(loop, found)
-        await found.guard.asend(None)  # now registered with the loop: finalised at its shutdown
-        return found
+            created = found is None
+            if found is None:
+                for old in [lp for lp in self._clients if lp.is_closed()]:
+                    del self._clients[old]  # its loop closed without finalising: nothing to await
+                client = self._new_client()
+                found = LoopClient(client,
+                                   {n: client.register_script(s) for n, s in SOURCES.items()},
+                                   cluster=self.cluster)
+                self._clients[loop] = found
+        if created:
+            found.guard = self._guard(loop, found)
+            await found.guard.asend(None)  # registered with the loop: finalised at its shutdown
+        return await self._ready(found) if found.cluster else found
+
+    async def _ready(self, conn: LoopClient) -> LoopClient:
+        """`conn` once its cluster client has loaded the slot map. Commands sent while it is
+        still loading (concurrent first calls) can fail inside redis-py on connections it
+        resets; after the first call, `initialize()` only checks a flag."""
+        with self.errors():
+            await conn.client.initialize()
+        return conn
 
     def _check_cluster_url(self) -> None:
         """A cluster has database 0 only, and no unix sockets."""

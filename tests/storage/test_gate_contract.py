@@ -1,15 +1,25 @@
-"""The gate primitives of the storage contract, on every backend (memory and Redis)."""
+"""The gate primitives of the storage contract, on every backend (memory, Redis, and the Redis
+Cluster of the cluster lane)."""
 
 from __future__ import annotations
 
 import math
 import time
 import uuid
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
 
 from reactorflow.storage.base import GateTake, Storage
+from tests.conftest import ALL_BACKENDS, on_every
+
+
+@pytest.fixture(params=ALL_BACKENDS)
+async def storage(request: pytest.FixtureRequest) -> AsyncIterator[Storage]:
+    """The storage on each backend in turn, the Redis Cluster included (the cluster lane)."""
+    async for backend in on_every(request):
+        yield backend
 
 
 def gate() -> str:
