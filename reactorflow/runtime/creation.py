@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
-from reactorflow import config, records
+from reactorflow import clock, config, records
 from reactorflow.definition.graph import Plan, plan_for
 from reactorflow.errors import RunExists
 from reactorflow.records import Event, RunMeta, RunState
@@ -27,7 +26,7 @@ async def create_run(storage: Storage, reactor: Reactor, plan: Plan, run_id: str
                      parent: tuple[str, str] | None = None,
                      retried_from: str | None = None) -> tuple[RunMeta, RunState, Event]:
     """Store a new run and take its lock for `owner` (`RunExists` if the id is taken)."""
-    now = time.time()
+    now = clock.now()
     meta = RunMeta(records.SCHEMA_VERSION, run_id, reactor.name, now, records.raw(value),
                    plan.fingerprint, idempotency_key, parent[0] if parent else None,
                    parent[1] if parent else None, retried_from,

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from typing import TYPE_CHECKING, assert_never
 
 import anyio
 import msgspec
 
-from reactorflow import config, records
+from reactorflow import clock, config, records
 from reactorflow.errors import GateBusy, LockLost, RecordedError, StorageError
 from reactorflow.middleware import GateEvent, RunEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, RunError, StepRecord
@@ -264,7 +263,7 @@ async def _abort(ex: Execution, forward: Forward | None, cause: BaseException) -
     one is undone by `undo`. A checkpoint cut off by something other than a cancellation (which
     it is shielded from) may or may not have landed: it is read back to decide."""
     cut: list[str] = []
-    now = time.time()
+    now = clock.now()
     for key in sorted(forward.in_flight) if forward is not None else []:
         base = ex.records.get(key)
         if key in ex.unconfirmed and base is not None:

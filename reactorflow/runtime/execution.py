@@ -8,14 +8,13 @@ the execution's lock owner.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import anyio
 import msgspec
 
-from reactorflow import records
+from reactorflow import clock, records
 from reactorflow.definition.graph import Node, Plan, compare_fingerprints
 from reactorflow.definition.params import MapRead
 from reactorflow.definition.specs import UNIT_KINDS
@@ -183,7 +182,7 @@ class Execution:
         for key in keys:
             record = self.records[key]
             self.records[key] = StepRecord(StepStatus.SKIPPED, 0, record.started_at,
-                                           time.time(), deadline=record.deadline,
+                                           clock.now(), deadline=record.deadline,
                                            correlation_id=record.correlation_id)
         return keys
 
@@ -263,7 +262,7 @@ class Execution:
         """
         state = self.state
         state.status = status
-        state.updated_at = time.time()
+        state.updated_at = clock.now()
         for name, value in changes.items():
             setattr(state, name, value)
         encoded_steps = (
@@ -311,8 +310,8 @@ class Execution:
 
 
 def event(kind: str, step: str = "", attempt: int = 0, detail: str = "") -> Event:
-    return Event(time.time(), kind, step, attempt, detail)
+    return Event(clock.now(), kind, step, attempt, detail)
 
 
 def new_state(status: Status) -> RunState:
-    return RunState(status=status, updated_at=time.time())
+    return RunState(status=status, updated_at=clock.now())

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 import anyio
 
-from reactorflow import config, records
+from reactorflow import clock, config, records
 from reactorflow.definition.graph import Node
 from reactorflow.definition.params import MISSING
 from reactorflow.definition.specs import UNIT_KINDS, StepKind
@@ -286,7 +285,7 @@ class Forward:
                     out.events.insert(0, event("interrupt.resumed", node.key))
                 await self._finish(node, done, out.events)
             case StepEnd.SKIPPED:
-                await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=time.time()),
+                await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=clock.now()),
                                    out.events)
             case StepEnd.HALTED:
                 halted = halted_record(out)
@@ -330,7 +329,7 @@ class Forward:
         forward drive goes through here."""
         ex = self.ex
         record = StepRecord(
-            StepStatus.FAILED, attempts, started_at, finished_at or time.time(),
+            StepStatus.FAILED, attempts, started_at, finished_at or clock.now(),
             error=error_record or ErrorRecord.from_exception(error),
             compensate_pending=body_started and node.spec.compensate is not None,
         )
@@ -348,7 +347,7 @@ class Forward:
         await ex.checkpoint(node.key, record, events)
 
     async def _skip(self, node: Node, reason: str) -> None:
-        await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=time.time()),
+        await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=clock.now()),
                            [event("step.skipped", node.key, detail=reason)])
 
     async def _skipped_by_when(self, node: Node, kwargs: dict[str, Any]) -> bool:
@@ -404,7 +403,7 @@ class Forward:
         ex = self.ex
         if await unit_finished(ex, dep):
             return None
-        now = time.time()
+        now = clock.now()
         since = ex.parked_since.get(dep, now)
         timeout = config.settings().async_wait_timeout
         if now - since >= timeout:
@@ -470,7 +469,7 @@ class Forward:
             await self._fail_step(node, exc, detail=str(exc))
             return
         if end.parked:  # fanned out: the run parks until its elements settled
-            self.parked[node.key] = ex.parked_since.get(node.key, time.time())
+            self.parked[node.key] = ex.parked_since.get(node.key, clock.now())
             return
         if end.record is None:
             assert end.error is not None
@@ -488,7 +487,7 @@ class Forward:
         if record.status == StepStatus.RUNNING:
             await self._complete_compose(node, record)
             return
-        started = time.time()
+        started = clock.now()
         try:
             kwargs = resolve_arguments(ex, node)
             if await self._skipped_by_when(node, kwargs):
@@ -526,7 +525,7 @@ class Forward:
             raw = await map_value_raw(ex, value_key) or ex.records[value_key].result
             value = node.decoder.decode(raw)
         ex.values[node.key] = value
-        done = StepRecord(StepStatus.COMPLETED, record.attempts, record.started_at, time.time(),
+        done = StepRecord(StepStatus.COMPLETED, record.attempts, record.started_at, clock.now(),
                           raw, seq=ex.next_seq(), child_inputs=record.child_inputs,
                           child_opened=record.child_opened)
         await self._finish(node, done, [event("step.completed", node.key)])

@@ -18,11 +18,8 @@ The protocol of a start with a key, in order:
 from __future__ import annotations
 
 import logging
-import time
 
-import anyio
-
-from reactorflow import config
+from reactorflow import clock, config
 from reactorflow.errors import LockTimeout
 from reactorflow.storage.base import Storage
 
@@ -54,7 +51,7 @@ async def claim(storage: Storage, reactor: str, key: str, run_id: str, owner: st
     settings = config.settings()
     await storage.acquire_lock(run_id, owner, settings.lock_ttl)  # refused only if taken over
     patience = settings.lock_ttl + settings.lock_wait
-    deadline = time.monotonic() + patience
+    deadline = clock.monotonic() + patience
     delay = POLL_FIRST
     while True:
         winner = await storage.claim_idempotency(reactor, key, run_id)
@@ -66,10 +63,10 @@ async def claim(storage: Storage, reactor: str, key: str, run_id: str, owner: st
         if await storage.lock_owner(winner) is None and await _take_over(
                 storage, reactor, key, winner):
             continue
-        if time.monotonic() >= deadline:
+        if clock.monotonic() >= deadline:
             await storage.release_lock(run_id, owner)
             raise LockTimeout(winner, patience, "replay the idempotent start of")
-        await anyio.sleep(delay)
+        await clock.sleep(delay)
         delay = min(delay * 2, POLL_MAX)
 
 

@@ -15,10 +15,9 @@ import difflib
 import logging
 import os
 import random
-import time
 from typing import TYPE_CHECKING, Any, assert_never
 
-from reactorflow import config
+from reactorflow import clock, config
 from reactorflow.definition import registry
 from reactorflow.definition.graph import plan_for
 from reactorflow.errors import CorruptRecord, DefinitionChanged, ReactorflowError, RunNotFound
@@ -137,7 +136,7 @@ async def execute_unit(run_id: str, reactor_name: str, key: str) -> None:
     reactor = registry.lookup(reactor_name)
     if reactor is None:
         reason = unknown_reactor(reactor_name)
-        record = StepRecord(StepStatus.FAILED, 0, time.time(), time.time(),
+        record = StepRecord(StepStatus.FAILED, 0, clock.now(), clock.now(),
                             error=ErrorRecord("UnknownReactor", reason))
         await report(storage, run_id, key, record, [event("step.failed", key)])
         raise PermanentFailure(reason, run_id=run_id, step=key)
@@ -155,7 +154,7 @@ async def execute_unit(run_id: str, reactor_name: str, key: str) -> None:
             ex = Execution.from_stored(stored, plan=plan_for(reactor), storage=storage,
                                        owner=owner, claims={}, hooks=operations.hooks_for(reactor))
         except (CorruptRecord, DefinitionChanged) as exc:  # never retried: it cannot change
-            record = StepRecord(StepStatus.FAILED, 0, None, time.time(),
+            record = StepRecord(StepStatus.FAILED, 0, None, clock.now(),
                                 error=ErrorRecord(type(exc).__name__, exc.message))
             await report(storage, run_id, key, record, [event("step.failed", key)])
             raise PermanentFailure(exc.message, run_id=run_id, step=key) from exc
@@ -242,7 +241,7 @@ async def give_up(job: Job, reason: str) -> None:
     storage = config.current_storage()
     match job.kind:
         case JobKind.UNIT:
-            record = StepRecord(StepStatus.FAILED, 0, None, time.time(),
+            record = StepRecord(StepStatus.FAILED, 0, None, clock.now(),
                                 error=ErrorRecord("JobRetriesExhausted", reason))
             await report(storage, job.run_id, job.step, record,
                          [event("step.failed", job.step)])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from reactorflow import config, records
+from reactorflow import clock, config, records
 from reactorflow.definition.graph import plan_for
 from reactorflow.errors import (
     GateBusy,
@@ -52,7 +51,7 @@ log = logging.getLogger("reactorflow.run")
 
 def new_run_id() -> str:
     """Time-ordered: 12 hex digits of milliseconds, then 12 random ones."""
-    return f"{int(time.time() * 1000):012x}{secrets.token_hex(6)}"
+    return f"{int(clock.now() * 1000):012x}{secrets.token_hex(6)}"
 
 
 def hooks_for(reactor: Reactor) -> Hooks:
@@ -163,7 +162,7 @@ async def mark_unrecoverable(storage: Storage, run_id: str, kind: str, reason: s
     if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
         return
     async with keep_alive(storage, run_id, owner, settings.lock_ttl):
-        state = RunState(status=Status.FAILED, updated_at=time.time(),
+        state = RunState(status=Status.FAILED, updated_at=clock.now(),
                          error=RunError(None, kind, reason))
         await storage.save_state(run_id, owner, status=Status.FAILED,
                                  previous_status=head.status, state=records.encode(state),
@@ -300,7 +299,7 @@ def recheck_interval(timeout: float | None) -> float:
 
 async def wait(reactor: Reactor, run_id: str, *, timeout: float | None = None) -> Run:
     storage = config.current_storage()
-    deadline = None if timeout is None else time.monotonic() + timeout
+    deadline = None if timeout is None else clock.monotonic() + timeout
     interval = recheck_interval(timeout)
     async with storage.subscribe(run_id) as subscription:
         while True:
@@ -310,12 +309,12 @@ async def wait(reactor: Reactor, run_id: str, *, timeout: float | None = None) -
             if deadline is None:
                 await subscription.wait(interval)
                 continue
-            remaining = deadline - time.monotonic()
+            remaining = deadline - clock.monotonic()
             if remaining <= 0:
                 assert timeout is not None
                 raise WaitTimeout(run_id, timeout, run.status,
                                   unclaimed=await unclaimed(storage, run))
-            await subscription.wait(min(remaining, interval))
+            await clock.wait_signal(subscription.wait, min(remaining, interval))
 
 
 HANDED_OVER = frozenset({"run.started", "run.handed_off", "run.resumed"})

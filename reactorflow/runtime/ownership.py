@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import secrets
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
 
+from reactorflow import clock
 from reactorflow.runtime.lockkeeper import Hold, keeper
 from reactorflow.storage.base import Storage
 
@@ -22,14 +22,14 @@ def new_owner() -> str:
 
 async def acquire(storage: Storage, run_id: str, owner: str, ttl: float, wait: float) -> bool:
     """Take the run's lock, retrying with a short back-off for up to `wait` seconds."""
-    deadline = time.monotonic() + wait
+    deadline = clock.monotonic() + wait
     delay = 0.005
     while True:
         if await storage.acquire_lock(run_id, owner, ttl):
             return True
-        if time.monotonic() >= deadline:
+        if clock.monotonic() >= deadline:
             return False
-        await anyio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        await clock.sleep(min(delay, max(0.0, deadline - clock.monotonic())))
         delay = min(delay * 2, 0.1)
 
 

@@ -25,10 +25,9 @@ backoff) saves the run, releases it and holds nothing; a signal or a timer re-en
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
-from reactorflow import config
+from reactorflow import clock, config
 from reactorflow.runtime import queue
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.maps.fanout import parked_maps_settled
@@ -58,7 +57,7 @@ def _due_times(ex: Execution) -> list[float]:
     units = _units(ex)
     times = [since + timeout for since in units.values()]
     if len(units) < len(ex.state.parked_on):  # a map: re-checked every timeout
-        times.append(time.time() + timeout)
+        times.append(clock.now() + timeout)
     if ex.state.wake_at is not None:
         times.append(ex.state.wake_at)
     return times
@@ -70,7 +69,7 @@ def due(ex: Execution) -> bool:
     units = _units(ex)
     if any(ex.status_of(key) in FINISHED for key in units):
         return True
-    now = time.time()
+    now = clock.now()
     timeout = config.settings().async_wait_timeout
     if any(since + timeout <= now for since in units.values()):
         return True
@@ -94,5 +93,5 @@ async def after_park(ex: Execution) -> None:
     if due(ex) or await parked_maps_settled(ex):
         queue.enqueue_run(ex.run_id, ex.reactor)
         return
-    delay = max(0.0, min(_due_times(ex)) - time.time())
+    delay = max(0.0, min(_due_times(ex)) - clock.now())
     queue.enqueue_run(ex.run_id, ex.reactor, delay=delay)

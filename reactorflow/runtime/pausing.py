@@ -3,11 +3,11 @@ claimed, the payload decoded with its schema."""
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from reactorflow import clock
 from reactorflow.definition.graph import join
 from reactorflow.errors import ArgumentError, CorrelationConflict, SerializationError
 from reactorflow.records import StepRecord, summary
@@ -40,7 +40,7 @@ async def waiting_record(ex: Execution, node: Node) -> StepRecord:
     """
     options = node.spec.interrupt
     assert options is not None
-    now = time.time()
+    now = clock.now()
     record = ex.record(node.key)
     correlation = correlation_id(ex, node)
     if correlation is not None:

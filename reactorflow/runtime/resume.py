@@ -17,13 +17,12 @@ The protocol (the same for an interrupt nested in a composed child, named by its
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from reactorflow import config, records
+from reactorflow import clock, config, records
 from reactorflow.definition.graph import SEP, Node, compare_fingerprints, plan_for, waiting_label
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import (
@@ -92,7 +91,7 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
         raise InterruptNotPending(run_id, waiting_label(key),
                                   [waiting_label(k) for k in state.waiting_on])
     deadline = state.deadlines.get(key)
-    if deadline is not None and time.time() >= deadline:
+    if deadline is not None and clock.now() >= deadline:
         error = RunError(key, "InterruptExpired",
                          f"no payload for interrupt {waiting_label(key)!r} before its deadline")
         await fail_run(reactor, storage, run_id, error)

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import inspect
 import logging
-import time
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, assert_never
 
 import msgspec
 
+from reactorflow import clock
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import RecordedError
 from reactorflow.middleware import StepEvent
@@ -192,6 +192,6 @@ def collected_failures(ex: Execution) -> list[RollbackFailure]:
                     else HandlerKind.COMPENSATE if record.status == StepStatus.FAILED
                     else HandlerKind.UNDO)
             error = record.rollback_error
-            found.append((record.finished_at or time.time(),
+            found.append((record.finished_at or clock.now(),
                           RollbackFailure(key, kind, error.message, error.type)))
     return [f for _, f in sorted(found, key=lambda item: item[0])]

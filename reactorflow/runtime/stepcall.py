@@ -6,7 +6,6 @@ from __future__ import annotations
 import inspect
 import logging
 import math
-import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from reactorflow import records
+from reactorflow import clock, records
 from reactorflow.definition.graph import join
 from reactorflow.definition.params import MISSING, Source
 from reactorflow.definition.specs import UNIT_KINDS
@@ -246,7 +245,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
             hooks.call("after_retry", StepEvent(ex.run_id, ex.reactor, key, attempt + 1))
     while True:
         attempt += 1
-        began = time.time()
+        began = clock.now()
         if out.started_at is None:
             out.started_at = began
         if context_name is not None:
@@ -258,7 +257,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
         error: BaseException
         try:
             if timeout is not None:
-                with anyio.move_on_after(timeout) as scope:
+                with clock.move_on_after(timeout) as scope:
                     result = await fn(**kwargs)
                 if scope.cancelled_caught:
                     raise StepTimeout(ex.run_id, key, timeout)
@@ -270,7 +269,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
             out.status = StepEnd.HALTED
             out.error = halt
             out.attempts = attempt
-            out.finished_at = time.time()
+            out.finished_at = clock.now()
             events.append(Event(out.finished_at, "step.halted", key, attempt, halt.reason))
             return out
         except Exception as exc:
@@ -282,7 +281,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
         else:
             out.status = StepEnd.COMPLETED
             out.attempts = attempt
-            out.finished_at = finished = time.time()
+            out.finished_at = finished = clock.now()
             events.append(Event(finished, "step.completed", key, attempt))
             if hooks:
                 hooks.call("after_step", StepEvent(ex.run_id, ex.reactor, key, attempt,
@@ -294,16 +293,16 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
             _note_retry(ex, node, attempt, error, delay, events)
             if ex.parks and delay >= PARK_BACKOFF:
                 out.status, out.error, out.attempts = StepEnd.RETRYING, error, attempt
-                out.retry_at = time.time() + delay
+                out.retry_at = clock.now() + delay
                 return out
             if delay > 0:
-                await anyio.sleep(delay)
+                await clock.sleep(delay)
             if hooks:
                 hooks.call("after_retry", StepEvent(ex.run_id, ex.reactor, key, attempt + 1))
             continue
         out.error = error
         out.attempts = attempt
-        out.finished_at = time.time()
+        out.finished_at = clock.now()
         events.append(Event(out.finished_at, "step.failed", key, attempt, summary(error)))
         if hooks:
             hooks.call("after_step", StepEvent(ex.run_id, ex.reactor, key, attempt,
@@ -314,12 +313,12 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
 async def _retry_due(ex: Execution, retry_at: float) -> bool:
     """Whether a parked step's next attempt may start now (an execution that does not park
     sleeps until then)."""
-    wait = retry_at - time.time()
+    wait = retry_at - clock.now()
     if wait <= 0:
         return True
     if ex.parks:
         return False
-    await anyio.sleep(wait)
+    await clock.sleep(wait)
     return True
 
 

@@ -24,15 +24,13 @@ and the daemon goes on once the storage is back.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
 
-import anyio
 import msgspec
 
-from reactorflow import config, records
+from reactorflow import clock, config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import display_path, plan_for
 from reactorflow.definition.specs import StepKind
@@ -110,7 +108,7 @@ async def sweep_once(*, limit: int = DEFAULT_LIMIT) -> SweepReport:
     await _sweep_units(storage, report, limit)
     active = await storage.scan_status([Status.RUNNING, Status.ROLLING_BACK, Status.PAUSED],
                                        limit)
-    now = time.time()
+    now = clock.now()
     for live in active:
         if live.problem is not None:
             _unreadable(report, live.run_id, live.problem)
@@ -152,20 +150,20 @@ async def run_forever(*, interval: float = DEFAULT_INTERVAL, limit: int = DEFAUL
             report = await sweep_once(limit=limit)
         except Exception as exc:
             failures += 1
-            down_since = down_since or time.monotonic()
+            down_since = down_since or clock.monotonic()
             delay = min(backoff * 2 ** min(failures - 1, 30), backoff_cap)
             log.warning("reactorflow.sweep.failed attempt=%d retry_in=%.1fs error=%s: %s",
                         failures, delay, type(exc).__name__, exc,
                         exc_info=not isinstance(exc, StorageConnectionError))
-            await anyio.sleep(delay)
+            await clock.sleep(delay)
             continue
         if failures:
             log.warning("reactorflow.sweep.resumed after=%d failed sweeps (%.1fs)", failures,
-                        time.monotonic() - down_since)
+                        clock.monotonic() - down_since)
             failures, down_since = 0, 0.0
         if on_report is not None:
             on_report(report)
-        await anyio.sleep(interval)
+        await clock.sleep(interval)
 
 
 def _unreadable(report: SweepReport, label: str, reason: str) -> None:
@@ -213,7 +211,7 @@ async def _sweep_paused(storage: Storage, live: Liveness, report: SweepReport) -
         state = records.decode_state(head.state)
     except msgspec.DecodeError as exc:
         raise CorruptRecord(live.run_id, f"its state cannot be decoded: {exc}") from exc
-    now = time.time()
+    now = clock.now()
     overdue = sorted((d, k) for k, d in state.deadlines.items() if d <= now)
     if overdue:
         key = overdue[0][1]
@@ -270,7 +268,7 @@ async def _hand_over(job: Job, reactor: Reactor, report: SweepReport) -> None:
 async def _sweep_units(storage: Storage, report: SweepReport, limit: int) -> None:
     """Dispatched async units whose worker died (or whose job was lost) run again."""
     stall = config.settings().stall_timeout
-    now = time.time()
+    now = clock.now()
     for unit in await storage.scan_units(limit):
         label = f"{unit.run_id}:{unit.key}"
         if unit.problem is not None:

@@ -16,12 +16,11 @@ The parent's rollback never touches a unit.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from reactorflow import config, records
+from reactorflow import clock, config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.specs import StepKind
@@ -85,15 +84,15 @@ async def await_unit(ex: Execution, reader: Node, key: str) -> None:
         return
     storage = ex.storage
     timeout = config.settings().async_wait_timeout
-    deadline = time.monotonic() + timeout
+    deadline = clock.monotonic() + timeout
     interval = recheck_interval(timeout)
     async with storage.subscribe(ex.run_id, key) as subscription:
         record = await _finished_record(ex, key)
         while record is None:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - clock.monotonic()
             if remaining <= 0:
                 raise AsyncWaitTimeout(ex.run_id, reader.key, key, timeout)
-            notified = await subscription.wait(min(remaining, interval))
+            notified = await clock.wait_signal(subscription.wait, min(remaining, interval))
             # a unit's notification carries the record it announces (written first): use it
             record = _announced(subscription.message) if notified else None
             if record is None:
@@ -129,7 +128,7 @@ async def child_report(storage: Storage, child_id: str, node: Node,
     """The record an ended child run reports to its parent's async_reactor step."""
     stored = await storage.load_run(child_id)
     if stored is None:
-        return StepRecord(StepStatus.FAILED, 1, marker.started_at, time.time(),
+        return StepRecord(StepStatus.FAILED, 1, marker.started_at, clock.now(),
                           error=ErrorRecord("RunNotFound", f"child run {child_id!r} is gone"),
                           child_run=child_id)
     status = run_status(stored.head)
@@ -141,12 +140,12 @@ async def child_report(storage: Storage, child_id: str, node: Node,
         value_key = plan_for(node.spec.child).levels[""].value_key
         raw = stored.steps.get(value_key or "")
         result = records.decode_step(raw).result if raw is not None else records.NIL
-        return StepRecord(StepStatus.COMPLETED, 1, marker.started_at, time.time(), result,
+        return StepRecord(StepStatus.COMPLETED, 1, marker.started_at, clock.now(), result,
                           child_run=child_id)
     error = state.error
     reason = ErrorRecord(error.type, error.message, "", error.traceback) if error else \
         ErrorRecord(status.value.title(), f"child run {child_id!r} ended {status.value}")
-    return StepRecord(StepStatus.FAILED, 1, marker.started_at, time.time(), error=reason,
+    return StepRecord(StepStatus.FAILED, 1, marker.started_at, clock.now(), error=reason,
                       child_run=child_id)
 
 
@@ -156,7 +155,7 @@ async def child_report(storage: Storage, child_id: str, node: Node,
 async def dispatch(ex: Execution, node: Node, child_inputs: Any = None) -> None:
     """Write the unit's marker (checkpoint before enqueue), then enqueue it."""
     key = node.key
-    now = time.time()
+    now = clock.now()
     if node.kind is StepKind.ASYNC_REACTOR:
         child = node.spec.child
         assert child is not None

@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 
+from reactorflow import clock
 from reactorflow.errors import LockLost
 from reactorflow.status import Status
 from reactorflow.storage.base import (
@@ -170,7 +170,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
         return run
 
     def _touch(self, run: _Run, now: float) -> None:
-        run.touched_at = time.time()
+        run.touched_at = clock.now()
         run.expires = now + self.retention
         self._ops += 1
         if self._ops % 1024 == 0:
@@ -191,14 +191,14 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
     async def create_run(self, run_id: str, *, reactor: str, status: str, meta: bytes,
                          state: bytes, created_at: float, owner: str, lock_ttl: float,
                          events: Sequence[bytes] = ()) -> bool:
-        now = time.monotonic()
+        now = clock.monotonic()
         with self._mutex:
             if self._live(run_id, now) is not None:
                 return False
             lock = self._owner(run_id, now)
             if lock is not None and lock.owner != owner:
                 return False
-            run = _Run(run_id, reactor, status, meta, state, created_at, time.time(),
+            run = _Run(run_id, reactor, status, meta, state, created_at, clock.now(),
                        now + self.retention, deque(events, maxlen=self.history_limit))
             self._runs[run_id] = run
             self._set_status(run, status)
@@ -210,7 +210,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
     async def load_run(self, run_id: str, *, history: bool = False,
                        claims: bool = False) -> StoredRun | None:
         with self._mutex:
-            run = self._live(run_id, time.monotonic())
+            run = self._live(run_id, clock.monotonic())
             if run is None:
                 return None
             return StoredRun(run.head(), dict(run.steps),
@@ -219,24 +219,24 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
 
     async def load_head(self, run_id: str) -> RunHead | None:
         with self._mutex:
-            run = self._live(run_id, time.monotonic())
+            run = self._live(run_id, clock.monotonic())
             return None if run is None else run.head()
 
     async def save_step(self, run_id: str, owner: str, key: str, record: bytes,
                         events: Sequence[bytes] = (), *, unit: bool = False) -> bytes | None:
-        now = time.monotonic()
+        now = clock.monotonic()
         with self._mutex:
             run = self._fenced(run_id, owner, now)
             run.steps[key] = record
             run.history.extend(events)
             self._touch(run, now)
             if unit:
-                self._units.setdefault((run_id, key), time.time())
+                self._units.setdefault((run_id, key), clock.now())
             return run.control
 
     async def load_step(self, run_id: str, key: str) -> bytes | None:
         with self._mutex:
-            run = self._live(run_id, time.monotonic())
+            run = self._live(run_id, clock.monotonic())
             return None if run is None else run.steps.get(key)
 
     async def save_state(self, run_id: str, owner: str, *, status: str, previous_status: str,
@@ -244,7 +244,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
                          events: Sequence[bytes] = (), clear_control: bool = False,
                          publish: bool = False, release: bool = False,
                          gates: Sequence[tuple[str, str]] = ()) -> bytes | None:
-        now = time.monotonic()
+        now = clock.monotonic()
         for key, holder in gates:  # before the write: its state shows them free
             self._release_holder(key, holder)
         with self._mutex:
@@ -269,13 +269,13 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
 
     async def history(self, run_id: str) -> list[bytes]:
         with self._mutex:
-            run = self._live(run_id, time.monotonic())
+            run = self._live(run_id, clock.monotonic())
             return [] if run is None else list(run.history)
 
     # -- liveness lock -------------------------------------------------------------------------
 
     async def acquire_lock(self, run_id: str, owner: str, ttl: float) -> bool:
-        now = time.monotonic()
+        now = clock.monotonic()
         with self._mutex:
             lock = self._owner(run_id, now)
             if lock is None:
@@ -288,7 +288,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
             return True
 
     async def extend_lock(self, run_id: str, owner: str, ttl: float) -> bool:
-        now = time.monotonic()
+        now = clock.monotonic()
         with self._mutex:
             lock = self._owner(run_id, now)
             if lock is None or lock.owner != owner:
@@ -297,7 +297,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
             return True
 
     async def release_lock(self, run_id: str, owner: str) -> int:
-        now = time.monotonic()
+        now = clock.monotonic()
         with self._mutex:
             lock = self._owner(run_id, now)
             if lock is None or lock.owner != owner:
@@ -310,13 +310,13 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
 
     async def lock_owner(self, run_id: str) -> str | None:
         with self._mutex:
-            lock = self._owner(run_id, time.monotonic())
+            lock = self._owner(run_id, clock.monotonic())
             return None if lock is None else lock.owner
 
     # -- control, claims, counters -------------------------------------------------------------
 
     async def request_control(self, run_id: str, control: bytes) -> bool:
-        now = time.monotonic()
+        now = clock.monotonic()
         with self._mutex:
             run = self._live(run_id, now)
             if run is None or run.control is not None:
@@ -326,7 +326,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
             return True
 
     async def claim(self, run_id: str, name: str, payload: bytes) -> ClaimResult:
-        now = time.monotonic()
+        now = clock.monotonic()
         with self._mutex:
             run = self._live(run_id, now)
             if run is None:
@@ -341,11 +341,11 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
 
     async def claims(self, run_id: str) -> dict[str, bytes]:
         with self._mutex:
-            run = self._live(run_id, time.monotonic())
+            run = self._live(run_id, clock.monotonic())
             return {} if run is None else dict(run.claims)
 
     async def incr_counter(self, run_id: str, name: str) -> int:
-        now = time.monotonic()
+        now = clock.monotonic()
         with self._mutex:
             run = self._live(run_id, now)
             if run is None:
@@ -355,7 +355,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
             return run.counters[name]
 
     async def map_correlation(self, reactor: str, correlation_id: str, run_id: str) -> str:
-        now = time.monotonic()
+        now = clock.monotonic()
         with self._mutex:
             current = self._correlations.get((reactor, correlation_id))
             if current is not None and current[1] > now and current[0] != run_id:
@@ -366,7 +366,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
     async def resolve_correlation(self, reactor: str, correlation_id: str) -> str | None:
         with self._mutex:
             current = self._correlations.get((reactor, correlation_id))
-            if current is None or current[1] <= time.monotonic():
+            if current is None or current[1] <= clock.monotonic():
                 return None
             return current[0]
 
@@ -375,7 +375,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
                                 run_id)
 
     async def claim_idempotency(self, reactor: str, key: str, run_id: str) -> str:
-        now = time.monotonic()
+        now = clock.monotonic()
         with self._mutex:
             current = self._idempotency.get((reactor, key))
             if current is not None and current[1] > now:
@@ -390,7 +390,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
 
     async def list_runs(self, reactor: str | None, status: str | None, limit: int,
                         cursor: str | None) -> RunPageData:
-        now = time.monotonic()
+        now = clock.monotonic()
         after = decode_cursor(cursor)
         with self._mutex:
             indexes = (list(self._by_reactor.values()) if reactor is None
@@ -413,7 +413,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
         return RunPageData(heads, next_cursor)
 
     async def scan_units(self, limit: int) -> list[UnitLiveness]:
-        now = time.monotonic()
+        now = clock.monotonic()
         found: list[UnitLiveness] = []
         with self._mutex:
             for (run_id, key), since in sorted(self._units.items(), key=lambda item: item[1]):
@@ -428,7 +428,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
         return found
 
     async def scan_status(self, statuses: Sequence[str], limit: int) -> list[Liveness]:
-        now = time.monotonic()
+        now = clock.monotonic()
         wanted = set(statuses)
         found: list[Liveness] = []
         with self._mutex:
@@ -444,7 +444,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
 
     async def save_unit(self, run_id: str, key: str, record: bytes,
                         events: Sequence[bytes] = ()) -> bool:
-        now = time.monotonic()
+        now = clock.monotonic()
         with self._mutex:
             run = self._live(run_id, now)
             if run is None:
@@ -491,7 +491,7 @@ def _release_mapping(mutex: threading.Lock, mappings: dict[tuple[str, str], tupl
     """Compare-and-delete of a first-wins mapping (expired mappings count as absent)."""
     with mutex:
         current = mappings.get(key)
-        if current is None or current[0] != run_id or current[1] <= time.monotonic():
+        if current is None or current[0] != run_id or current[1] <= clock.monotonic():
             return False
         del mappings[key]
         return True

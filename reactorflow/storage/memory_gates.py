@@ -1,19 +1,19 @@
 """The gate primitives of `MemoryStorage` (see the gates section of `storage/base.py`).
 
 Mixed into `MemoryStorage`: every method runs under its one mutex, so each is atomic. The clock
-is `time.time()`, as Redis's `TIME` is for `RedisStorage`.
+is `clock.now()`, as Redis's `TIME` is for `RedisStorage`.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from reactorflow import clock
 from reactorflow.storage.base import GateTake, Subscription
 
 CHARGE_MEMORY = 86_400.0
@@ -72,7 +72,7 @@ class MemoryGates:
         return holders
 
     async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float) -> GateTake:
-        now = time.time()
+        now = clock.now()
         with self._mutex:
             holders = self._live_holders(key, now)
             if holder in holders:
@@ -98,7 +98,7 @@ class MemoryGates:
         return released
 
     async def gate_extend(self, key: str, holder: str, ttl: float) -> bool:
-        now = time.time()
+        now = clock.now()
         with self._mutex:
             holders = self._live_holders(key, now)
             if holder not in holders:
@@ -108,13 +108,13 @@ class MemoryGates:
 
     async def gate_holders(self, key: str) -> list[str]:
         with self._mutex:
-            return list(self._live_holders(key, time.time()))
+            return list(self._live_holders(key, clock.now()))
 
     # -- rate limits and periods ---------------------------------------------------------------
 
     async def rate_charge(self, key: str, windows: Sequence[tuple[int, int]], charge: str,
                           ) -> float | None:
-        now = time.time()
+        now = clock.now()
         memory = max(CHARGE_MEMORY, 2.0 * max(seconds for seconds, _ in windows))
         with self._mutex:
             if self._charges.get((key, charge), 0.0) > now:
@@ -141,10 +141,10 @@ class MemoryGates:
 
     async def period_marked(self, key: str) -> bool:
         with self._mutex:
-            return self._periods.get(key, 0.0) > time.time()
+            return self._periods.get(key, 0.0) > clock.now()
 
     async def mark_period(self, key: str, ttl: float) -> bool:
-        now = time.time()
+        now = clock.now()
         with self._mutex:
             if self._periods.get(key, 0.0) > now:
                 return False
@@ -161,7 +161,7 @@ class MemoryGates:
         return line
 
     async def ordered_enter(self, key: str, ticket: str) -> int:
-        now = time.time()
+        now = clock.now()
         with self._mutex:
             line = self._line(key, now) or self._lines.setdefault(key, _Line())
             line.expires = now + LINE_TTL
@@ -173,7 +173,7 @@ class MemoryGates:
             return number
 
     async def ordered_turn(self, key: str, ticket: str, poison_pill_timeout: float) -> bool | None:
-        now = time.time()
+        now = clock.now()
         with self._mutex:
             line = self._line(key, now)
             if line is None or ticket not in line.tickets:
@@ -192,7 +192,7 @@ class MemoryGates:
                 return False
 
     async def ordered_stamp(self, key: str, ticket: str) -> bool:
-        now = time.time()
+        now = clock.now()
         with self._mutex:
             line = self._line(key, now)
             if line is None or ticket not in line.tickets:
@@ -201,7 +201,7 @@ class MemoryGates:
             return True
 
     async def ordered_leave(self, key: str, ticket: str) -> bool:
-        now = time.time()
+        now = clock.now()
         with self._mutex:
             line = self._line(key, now)
             number = None if line is None else line.tickets.pop(ticket, None)

@@ -4,10 +4,10 @@ evicted with the run). A mixin of `MemoryStorage` (the contract is in `storage.b
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from reactorflow import clock
 from reactorflow.storage.base import SlotWrite
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ class MemoryMaps:
 
     async def save_elements(self, run_id: str, key: str, outcomes: Mapping[int, bytes], *,
                             replace: bool = False) -> SlotWrite | None:
-        now = time.monotonic()
+        now = clock.monotonic()
         with self._mutex:
             run = self._live(run_id, now)
             if run is None:
@@ -42,11 +42,11 @@ class MemoryMaps:
     async def load_elements(self, run_id: str, key: str, start: int,
                             count: int) -> list[bytes | None]:
         with self._mutex:
-            run = self._live(run_id, time.monotonic())
+            run = self._live(run_id, clock.monotonic())
             slots = {} if run is None else run.maps.get(key, {})
             return [slots.get(i) for i in range(start, start + max(count, 0))]
 
     async def count_elements(self, run_id: str, key: str) -> int:
         with self._mutex:
-            run = self._live(run_id, time.monotonic())
+            run = self._live(run_id, clock.monotonic())
             return 0 if run is None else len(run.maps.get(key, {}))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import secrets
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -25,6 +24,7 @@ from typing import Any, cast
 
 from redis.asyncio.client import Pipeline
 
+from reactorflow import clock
 from reactorflow.errors import LockLost
 from reactorflow.status import Status
 from reactorflow.storage.base import (
@@ -65,7 +65,7 @@ def _ms(seconds: float) -> int:
 
 
 def _now() -> str:
-    return repr(time.time())
+    return repr(clock.now())
 
 
 def _text(value: Any) -> str:
@@ -260,7 +260,7 @@ class RedisStorage(RedisMaps, RedisGates, Storage):
                 index = self._keys.units()
 
                 def track(pipe: Pipeline) -> None:
-                    pipe.zadd(index, {member: time.time()}, nx=True)
+                    pipe.zadd(index, {member: clock.now()}, nx=True)
 
                 reply = await conn.script_pipeline("save_step", self._keys.run_keys(run_id),
                                                    args, track)
@@ -495,7 +495,7 @@ class RedisStorage(RedisMaps, RedisGates, Storage):
     async def _prune(self, conn: LoopClient, reactors: list[str]) -> None:
         """Drop index members whose run expired. Bounded: per index, the oldest PRUNE_BATCH
         members created more than `retention` ago (the only ones that can have expired)."""
-        horizon = time.time() - self.retention
+        horizon = clock.now() - self.retention
         indexes = [self._keys.by_reactor(r) for r in reactors]
         indexes += [self._keys.by_status(r, s) for r in reactors for s in Status]
         pipe = conn.client.pipeline(transaction=False)

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from reactorflow import clock
 from reactorflow.definition.gates import GateKind, Lock, OrderedLock, Period, RateLimit, Semaphore
 from reactorflow.errors import GateBusy
 from reactorflow.middleware import GateEvent, Hooks
@@ -182,7 +182,7 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
         elif isinstance(gate, Period):
             if not check_period:
                 continue
-            marker, ttl = period_marker(gate, need.key, time.time())
+            marker, ttl = period_marker(gate, need.key, clock.now())
             if await storage.period_marked(marker):
                 entry.period_done = need
             else:

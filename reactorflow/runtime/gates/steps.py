@@ -11,11 +11,11 @@ counted); then the attempts run, retries included, under the gates; the places a
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from reactorflow import clock
 from reactorflow.definition.gates import BoundGate
 from reactorflow.definition.params import MISSING
 from reactorflow.errors import ArgumentError, GateDeadlock, GateKeyError
@@ -73,7 +73,7 @@ async def call_gated(ex: Execution, node: Node, payload: Any = MISSING, *,
     if entry.busy is not None:
         out.error = entry.busy
         out.status = StepEnd.SNOOZED if ex.in_worker else StepEnd.FAILED
-        out.finished_at = time.time()
+        out.finished_at = clock.now()
         kind = "step.snoozed" if ex.in_worker else "step.failed"
         out.events.append(event(kind, key, detail=summary(entry.busy)))
         return out

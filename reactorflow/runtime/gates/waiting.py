@@ -9,10 +9,8 @@ Rate-limit windows free by time alone: a refused caller sleeps until the window 
 from __future__ import annotations
 
 import random
-import time
 
-import anyio
-
+from reactorflow import clock
 from reactorflow.storage.base import GateTake, Storage
 
 RECHECK = 1.0
@@ -25,14 +23,14 @@ async def take_place(storage: Storage, key: str, holder: str, *, limit: int, ttl
     take = await storage.gate_acquire(key, holder, limit=limit, ttl=ttl)
     if take is not GateTake.BUSY or wait <= 0:
         return take
-    deadline = time.monotonic() + wait
+    deadline = clock.monotonic() + wait
     async with storage.subscribe_gate(key) as subscription:
         while True:
             take = await storage.gate_acquire(key, holder, limit=limit, ttl=ttl)
-            remaining = deadline - time.monotonic()
+            remaining = deadline - clock.monotonic()
             if take is not GateTake.BUSY or remaining <= 0:
                 return take
-            await subscription.wait(min(remaining, RECHECK))
+            await clock.wait_signal(subscription.wait, min(remaining, RECHECK))
 
 
 async def take_turn(storage: Storage, key: str, ticket: str, *, poison_pill_timeout: float,
@@ -45,27 +43,27 @@ async def take_turn(storage: Storage, key: str, ticket: str, *, poison_pill_time
         turn = await storage.ordered_turn(key, ticket, poison_pill_timeout)
     if turn or wait <= 0:
         return bool(turn)
-    deadline = time.monotonic() + wait
+    deadline = clock.monotonic() + wait
     async with storage.subscribe_gate(key) as subscription:
         while True:
             turn = await storage.ordered_turn(key, ticket, poison_pill_timeout)
-            remaining = deadline - time.monotonic()
+            remaining = deadline - clock.monotonic()
             if turn or remaining <= 0:
                 return bool(turn)
-            await subscription.wait(min(remaining, RECHECK, poison_pill_timeout))
+            await clock.wait_signal(subscription.wait, min(remaining, RECHECK, poison_pill_timeout))
 
 
 async def charge(storage: Storage, key: str, windows: list[tuple[int, int]], charge_id: str,
                  *, wait: float) -> float | None:
     """Charge a rate limit once for `charge_id`, sleeping until a window frees for up to `wait`
     seconds; None when admitted, else the seconds until a window frees."""
-    deadline = time.monotonic() + wait
+    deadline = clock.monotonic() + wait
     while True:
         retry_after = await storage.rate_charge(key, windows, charge_id)
         if retry_after is None:
             return None
-        remaining = deadline - time.monotonic()
+        remaining = deadline - clock.monotonic()
         if remaining < retry_after:
             return retry_after
         # a little jitter after the boundary spreads the callers that all wait for it
-        await anyio.sleep(retry_after + random.random() * 0.001)
+        await clock.sleep(retry_after + random.random() * 0.001)

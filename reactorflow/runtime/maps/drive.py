@@ -11,11 +11,10 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from reactorflow import records
+from reactorflow import clock, records
 from reactorflow.records import ErrorRecord, Event, StepRecord
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.maps import fanout
@@ -51,7 +50,7 @@ async def run_map(ex: Execution, node: Node, kwargs: dict[str, Any]) -> MapStepE
     record = ex.record(key)
     resumed = record.status == StepStatus.RUNNING
     items = await source_of(ex, node)
-    started = record.started_at if resumed and record.started_at else time.time()
+    started = record.started_at if resumed and record.started_at else clock.now()
     options = node.spec.map
     assert options is not None
     if not resumed:
@@ -73,6 +72,6 @@ async def run_map(ex: Execution, node: Node, kwargs: dict[str, Any]) -> MapStepE
                   f"{end.error_record.message}")
         return MapStepEnd(error=end.error, error_record=end.error_record, started_at=started,
                           detail=detail)
-    done = StepRecord(StepStatus.COMPLETED, 1, started, time.time(), records.raw(end.count),
+    done = StepRecord(StepStatus.COMPLETED, 1, started, clock.now(), records.raw(end.count),
                       seq=ex.next_seq())
     return MapStepEnd(done, [event("step.completed", key, detail=f"{end.count} elements")])

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import msgspec
 
-from reactorflow import records
+from reactorflow import clock, records
 from reactorflow.definition.graph import join
 from reactorflow.definition.params import MapRead
 from reactorflow.definition.specs import StepKind
@@ -132,7 +132,7 @@ async def call_element(ex: Scope, node: Node, base: dict[str, Any], index: int,
             kwargs[context_name] = context(ex, node, index, attempt)
         try:
             if timeout is not None:
-                with anyio.move_on_after(timeout) as scope:
+                with clock.move_on_after(timeout) as scope:
                     result = await fn(**kwargs)
                 if scope.cancelled_caught:
                     raise StepTimeout(ex.run_id, element_key(node.key, index), timeout)
@@ -150,7 +150,7 @@ async def call_element(ex: Scope, node: Node, base: dict[str, Any], index: int,
                 and retry.should_retry(error, attempt)):
             delay = retry.delay(attempt)
             if delay > 0:
-                await anyio.sleep(delay)
+                await clock.sleep(delay)
             continue
         return await _failed(ex, node, index, kwargs, attempt, error), error
 

@@ -31,10 +31,9 @@ An element job (`element_job.run_element`), in a worker:
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
-from reactorflow import config, records
+from reactorflow import clock, config, records
 from reactorflow.definition.graph import join
 from reactorflow.definition.params import MapRead, Source
 from reactorflow.errors import RecordedError
@@ -118,7 +117,7 @@ async def collect(ex: Execution, node: Node, count: int) -> MapEnd | None:
     stored = await storage.count_elements(ex.run_id, key)
     if stored < count:
         since = ex.parked_since.get(key)
-        if since is not None and time.time() - since >= config.settings().stall_timeout:
+        if since is not None and clock.now() - since >= config.settings().stall_timeout:
             await _redispatch_lost(ex, node, count)
         return None
     end = MapEnd(count)
