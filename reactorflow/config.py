@@ -167,6 +167,14 @@ def reset() -> None:
         _current = Settings()
 
 
+def restore(saved: Settings) -> None:
+    """Put back settings read earlier with `settings()` (the test kit restores them after a
+    test)."""
+    global _current
+    with _mutex:
+        _current = saved
+
+
 def current_storage() -> Storage:
     """The configured storage, else Redis from the environment, else the embedded default."""
     global _default_storage

@@ -91,6 +91,12 @@ class LockKeeper:
         with self._mutex:
             self._holds.pop(hold.serial, None)
 
+    def holds(self) -> list[Hold]:
+        """The holds registered now (a snapshot), e.g. for a fake clock to extend them itself
+        before it jumps."""
+        with self._mutex:
+            return list(self._holds.values())
+
     def held(self) -> int:
         with self._mutex:
             return len(self._holds)

@@ -78,17 +78,21 @@ _mutex = threading.Lock()
 _factory: Callable[[], JobQueue] | None = None
 
 
-def register(factory: Callable[[], JobQueue] | None) -> None:
+def register(factory: Callable[[], JobQueue] | None) -> Callable[[], JobQueue] | None:
     """Install the queue implementation (called from above the runtime, e.g. by the
     `reactorflow` package); `factory()` is asked for the queue on every enqueue, so it may
     follow configuration changes. `None` unregisters it.
 
     Args:
         factory: returns the queue to use now.
+
+    Returns:
+        The factory it replaces (so a caller such as the test kit can put it back).
     """
     global _factory
     with _mutex:
-        _factory = factory
+        previous, _factory = _factory, factory
+    return previous
 
 
 def current() -> JobQueue:

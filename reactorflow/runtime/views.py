@@ -154,9 +154,11 @@ def decode_history(run_id: str, history: Iterable[bytes]) -> list[Event]:
     return events
 
 
-def _when(event: Event) -> tuple[float, str, str, int, str]:
-    """Events in the order they happened (ties broken the same way for every reader)."""
-    return event.at, event.kind, event.step, event.attempt, event.detail
+def _when(event: Event) -> float:
+    """Events in the order they happened; a stable sort keeps events of the same instant (a
+    fake clock stands still between advances) in the order storage appended them, the same
+    for every reader."""
+    return event.at
 
 
 def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,

@@ -1,0 +1,86 @@
+"""Replacing a declared step's function (the test kit's `override` and crash points).
+
+The step keeps its declaration (name, wiring, policies, handlers); only the function the engine
+calls changes. A replacement offered by a user is checked like a declaration: it must be an
+`async def` whose parameters resolve to the same sources as the original's, and whose return
+annotation (if any) is the original's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from reactorflow.definition import registry
+from reactorflow.definition.params import ensure_async, wire_signature
+from reactorflow.definition.specs import StepKind, StepSpec
+from reactorflow.errors import DefinitionError
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+
+_REPLACEABLE = frozenset({StepKind.STEP, StepKind.ASYNC_STEP, StepKind.INTERRUPT, StepKind.MAP})
+
+
+def declared(reactor: Reactor, step: str) -> StepSpec:
+    """The spec of `step` of `reactor`, if its function can be replaced.
+
+    Raises:
+        DefinitionError: no such step, or a step without a function of its own (a composed
+            reactor).
+    """
+    spec = reactor.steps.get(step)
+    if spec is None:
+        raise DefinitionError(f"reactor {reactor.name!r} has no step {step!r} (steps: "
+                              f"{', '.join(reactor.steps) or 'none'})", reactor=reactor.name,
+                              step=step)
+    if spec.kind not in _REPLACEABLE:
+        raise DefinitionError(f"{spec.kind.value} {step!r} of reactor {reactor.name!r} has no "
+                              "function of its own to replace; replace a step of the composed "
+                              "reactor instead", reactor=reactor.name, step=step)
+    return spec
+
+
+def check_body(reactor: Reactor, step: str, fn: Callable[..., Any]) -> None:
+    """Check that `fn` may stand in for `step`'s function.
+
+    Args:
+        reactor: the reactor that declares the step.
+        step: the step's name.
+        fn: the replacement.
+
+    Raises:
+        DefinitionError: `fn` is not an `async def`, its parameters differ from the step's
+            (names or what they receive), or it is annotated to return another type.
+    """
+    spec = declared(reactor, step)
+    where = f"the replacement of {spec.kind.value} {step!r} of reactor {reactor.name!r}"
+    ensure_async(fn, where=where, reactor=reactor.name)
+    names = list(reactor.steps)
+    signature = wire_signature(fn, reactor=reactor.name, step=step,
+                               inputs=reactor.input_names, steps=names[:names.index(step)],
+                               payload=spec.kind is StepKind.INTERRUPT,
+                               element=spec.kind is StepKind.MAP)
+    wanted = {p.name: (p.source, p.ref) for p in spec.params}
+    offered = {p.name: (p.source, p.ref) for p in signature.params}
+    if offered != wanted:
+        raise DefinitionError(
+            f"{where}: its parameters ({', '.join(offered) or 'none'}) must be the step's "
+            f"({', '.join(wanted) or 'none'}), receiving the same values", reactor=reactor.name,
+            step=step)
+    annotated = getattr(fn, "__annotations__", {}).get("return")
+    if annotated is not None and signature.return_type != spec.return_type:
+        raise DefinitionError(
+            f"{where}: it returns {signature.return_type!r} but the step is declared to return "
+            f"{spec.return_type!r}; return the same type (or leave the return unannotated)",
+            reactor=reactor.name, step=step)
+
+
+def swap_body(reactor: Reactor, step: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Make the engine call `fn` for `step` (unchecked: see `check_body`); returns the function
+    it replaces, to put back with another `swap_body`."""
+    spec = declared(reactor, step)
+    reactor._steps[step] = replace(spec, fn=fn)
+    registry.bump()  # compiled plans hold the spec: they are built again
+    return spec.fn

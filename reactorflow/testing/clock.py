@@ -1,0 +1,200 @@
+"""`FakeClock`: time that moves only when a test says so.
+
+Installed with `reactorflow.clock.use(...)` (the `Environment` does it), it makes every engine
+wait — retry backoff, snoozes, step timeouts, interrupt and wait deadlines, lock TTLs on
+`MemoryStorage`, delayed jobs — wait for fake time. `advance(seconds)` moves the time forward:
+
+1. take the earliest registered wait due within the advance (if none, jump to the end);
+2. call each jump listener with (from, to) (the environment extends the locks that live
+   executions hold, as their lock keeper would have in real time);
+3. set the time to that wait's due time and wake every wait then due;
+4. let the woken work run until it waits again (`settle`), then go on from 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+
+import anyio
+import anyio.lowlevel
+
+SETTLE_ROUNDS = 20  # event-loop turns given to woken work before the clock looks again
+
+Listener = Callable[[float, float], Awaitable[None]]
+
+
+class _Timer:
+    __slots__ = ("callback", "cancelled", "due", "loop")
+
+    def __init__(self, due: float, loop: asyncio.AbstractEventLoop,
+                 callback: Callable[[], None]) -> None:
+        self.due = due
+        self.loop = loop
+        self.callback = callback
+        self.cancelled = False
+
+
+class FakeClock:
+    """A clock whose time moves only on `advance()` (see the module)."""
+
+    def __init__(self, start: float | None = None) -> None:
+        """Args:
+            start: epoch seconds to start at (default: the real time now).
+        """
+        self._now = time.time() if start is None else float(start)
+        self._mutex = threading.Lock()
+        self._timers: list[tuple[float, int, _Timer]] = []
+        self._seq = itertools.count()
+        self._listeners: list[Listener] = []
+        self._settlers: list[Callable[[], Awaitable[None]]] = []
+
+    # -- the Clock protocol --------------------------------------------------------------------
+
+    def now(self) -> float:
+        """Epoch seconds of fake time."""
+        return self._now
+
+    def monotonic(self) -> float:
+        """The same fake time (it never goes back)."""
+        return self._now
+
+    async def sleep(self, seconds: float) -> None:
+        """Return once the fake time has moved `seconds` on (a checkpoint when `<= 0`)."""
+        if seconds <= 0:
+            await anyio.lowlevel.checkpoint()
+            return
+        loop = asyncio.get_running_loop()
+        woken = loop.create_future()
+        def wake() -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        timer = self._add(seconds, loop, wake)
+        try:
+            await woken
+        finally:
+            timer.cancelled = True
+
+    def move_on_after(self, seconds: float | None) -> AbstractContextManager[anyio.CancelScope]:
+        """A cancel scope cancelled once the fake time has moved `seconds` on."""
+        return self._deadline(seconds)
+
+    @contextmanager
+    def _deadline(self, seconds: float | None) -> Iterator[anyio.CancelScope]:
+        with anyio.CancelScope() as scope:
+            if seconds is None:
+                yield scope
+                return
+            if seconds <= 0:
+                scope.cancel()
+                yield scope
+                return
+            timer = self._add(seconds, asyncio.get_running_loop(), scope.cancel)
+            try:
+                yield scope
+            finally:
+                timer.cancelled = True
+
+    # -- driving it ----------------------------------------------------------------------------
+
+    async def advance(self, seconds: float) -> None:
+        """Move the fake time `seconds` forward, waking every wait that comes due on the way,
+        in due order, each woken wait's work run until it waits again.
+
+        Args:
+            seconds: how far (>= 0).
+
+        Raises:
+            ValueError: `seconds` is negative (time never goes back).
+        """
+        if seconds < 0:
+            raise ValueError(f"clock.advance({seconds!r}): time never goes back; give seconds "
+                             ">= 0")
+        target = self._now + seconds
+        await self._settle()
+        while True:
+            due = self._next_due(target)
+            step_to = target if due is None else due
+            await self._jump(step_to)
+            self._fire(step_to)
+            await self._settle()
+            if due is None:
+                return
+
+    async def advance_to(self, when: float) -> None:
+        """Move the fake time forward to epoch second `when` (see `advance`)."""
+        await self.advance(max(0.0, when - self._now))
+
+    def pending(self) -> list[float]:
+        """The due times of the waits registered now, earliest first (for assertions)."""
+        with self._mutex:
+            return sorted(due for due, _, timer in self._timers if not timer.cancelled)
+
+    def on_jump(self, listener: Listener) -> Callable[[], None]:
+        """Call `await listener(from, to)` before each jump of the time; returns a function
+        that removes the listener."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def on_settle(self, settler: Callable[[], Awaitable[None]]) -> Callable[[], None]:
+        """Await `settler()` after each wake-up, to let woken work run to its next wait (the
+        environment waits for its queue to go idle); returns a function that removes it."""
+        self._settlers.append(settler)
+        return lambda: self._settlers.remove(settler)
+
+    # -- inside --------------------------------------------------------------------------------
+
+    def _add(self, seconds: float, loop: asyncio.AbstractEventLoop,
+             callback: Callable[[], None]) -> _Timer:
+        timer = _Timer(self._now + seconds, loop, callback)
+        with self._mutex:
+            heapq.heappush(self._timers, (timer.due, next(self._seq), timer))
+        return timer
+
+    def _next_due(self, target: float) -> float | None:
+        with self._mutex:
+            while self._timers and self._timers[0][2].cancelled:
+                heapq.heappop(self._timers)
+            if self._timers and self._timers[0][0] <= target:
+                return self._timers[0][0]
+            return None
+
+    async def _jump(self, to: float) -> None:
+        if to > self._now:
+            for listener in list(self._listeners):
+                await listener(self._now, to)
+        self._now = max(self._now, to)
+
+    def _fire(self, now: float) -> None:
+        due: list[_Timer] = []
+        with self._mutex:
+            while self._timers and self._timers[0][0] <= now:
+                timer = heapq.heappop(self._timers)[2]
+                if not timer.cancelled:
+                    due.append(timer)
+        for timer in due:
+            timer.cancelled = True
+            _call_on(timer.loop, timer.callback)
+
+    async def _settle(self) -> None:
+        for _ in range(SETTLE_ROUNDS):
+            await anyio.lowlevel.checkpoint()
+        for settler in list(self._settlers):
+            await settler()
+
+
+def _call_on(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        callback()
+    elif not loop.is_closed():
+        loop.call_soon_threadsafe(callback)

