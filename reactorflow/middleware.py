@@ -7,6 +7,12 @@ is logged and swallowed, so a broken observer never changes a run.
 A `StepEvent.error` is the exception the step raised, unless its message or traceback names a
 value of the run marked `rf.Redacted`: then it is an `rf.RecordedError` with the exception's
 type name and its message scrubbed (see reactorflow.redaction).
+
+Two hooks carry context across workers (tracing uses them): `inject(run_id, headers)` is called
+when a job for a worker is enqueued, in the enqueuer's context, and may add string entries to
+the job's headers; `job_context(headers)` returns a context manager the worker runs the job in.
+A `before_*` hook is called in the task that then runs the step (or rollback action), and its
+`after_*` hook in the same task, so a hook pair may set context (e.g. a current span) around it.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,6 +183,13 @@ class Middleware:
             event: The gate and what happened to it.
         """
 
+    def inject(self, run_id: str, headers: dict[str, str]) -> None:
+        """Add entries to the headers of a job enqueued for `run_id` (see the module)."""
+
+    def job_context(self, headers: Mapping[str, str]) -> AbstractContextManager[object]:
+        """The context a worker runs a job with these headers in (see the module)."""
+        return nullcontext()
+
 
 class Hooks:
     """Calls one hook on every middleware, isolating failures."""
@@ -187,6 +201,28 @@ class Hooks:
 
     def __bool__(self) -> bool:
         return bool(self._chain)
+
+    def headers(self, run_id: str) -> dict[str, str]:
+        """The headers every middleware adds to a job for `run_id`."""
+        headers: dict[str, str] = {}
+        for middleware in self._chain:
+            try:
+                middleware.inject(run_id, headers)
+            except Exception:
+                log.exception("reactorflow.middleware.failed middleware=%s hook=inject "
+                              "run_id=%s", type(middleware).__name__, run_id)
+        return headers
+
+    def job_context(self, headers: Mapping[str, str]) -> ExitStack:
+        """Every middleware's job context, entered in order (one that fails is left out)."""
+        stack = ExitStack()
+        for middleware in self._chain:
+            try:
+                stack.enter_context(middleware.job_context(headers))
+            except Exception:
+                log.exception("reactorflow.middleware.failed middleware=%s hook=job_context",
+                              type(middleware).__name__)
+        return stack
 
     def call(self, hook: str, event: RunEvent | StepEvent | GateEvent) -> None:
         if isinstance(event, StepEvent) and event.error is not None:

@@ -15,12 +15,15 @@ import difflib
 import logging
 import os
 import random
+from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, assert_never
 
 from reactorflow import clock, config
 from reactorflow.definition import registry
 from reactorflow.definition.graph import plan_for
 from reactorflow.errors import CorruptRecord, DefinitionChanged, ReactorflowError, RunNotFound
+from reactorflow.middleware import Hooks
 from reactorflow.records import ElementRecord, ErrorRecord, StepRecord, summary
 from reactorflow.runtime import operations, queue
 from reactorflow.runtime.execution import Execution, event
@@ -54,15 +57,25 @@ async def execute(job: Job) -> None:
     Raises:
         PermanentFailure: the job can never succeed (see `execute_run`, `execute_unit`).
     """
-    match job.kind:
-        case JobKind.RUN:
-            await execute_run(job.run_id, job.reactor, job.snoozes)
-        case JobKind.UNIT:
-            await execute_unit(job.run_id, job.reactor, job.step)
-        case JobKind.ELEMENT:
-            await execute_element(job.run_id, job.reactor, job.step, job.index)
-        case _:
-            assert_never(job.kind)
+    with job_context(job.headers):
+        match job.kind:
+            case JobKind.RUN:
+                await execute_run(job.run_id, job.reactor, job.snoozes)
+            case JobKind.UNIT:
+                await execute_unit(job.run_id, job.reactor, job.step)
+            case JobKind.ELEMENT:
+                await execute_element(job.run_id, job.reactor, job.step, job.index)
+            case _:
+                assert_never(job.kind)
+
+
+def job_context(headers: Mapping[str, str] | None) -> AbstractContextManager[object]:
+    """The configured middleware's context for a job with these headers (`Middleware.
+    job_context`, e.g. the trace the job continues)."""
+    chain = config.settings().middleware
+    if not headers or not chain:
+        return nullcontext()
+    return Hooks(chain).job_context(headers)
 
 
 class PermanentFailure(ReactorflowError):

@@ -24,7 +24,9 @@ from typing import Protocol
 
 import msgspec
 
+from reactorflow import config
 from reactorflow.errors import ConfigurationError
+from reactorflow.middleware import Hooks
 
 
 class JobKind(StrEnum):
@@ -42,18 +44,23 @@ class Job(msgspec.Struct, frozen=True, omit_defaults=True):
     step: str = ""  # UNIT: the unit's step key; ELEMENT: the map's step key
     snoozes: int = 0  # RUN: how often it was re-enqueued because the run was busy
     index: int = 0  # ELEMENT: the element's index
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    """Context for the worker from middleware (`Middleware.inject`), e.g. a trace parent."""
 
     @classmethod
-    def run(cls, run_id: str, reactor: str, *, snoozes: int = 0) -> Job:
-        return cls(JobKind.RUN, run_id, reactor, snoozes=snoozes)
+    def run(cls, run_id: str, reactor: str, *, snoozes: int = 0,
+            headers: dict[str, str] | None = None) -> Job:
+        return cls(JobKind.RUN, run_id, reactor, snoozes=snoozes, headers=headers or {})
 
     @classmethod
-    def unit(cls, run_id: str, reactor: str, step: str) -> Job:
-        return cls(JobKind.UNIT, run_id, reactor, step)
+    def unit(cls, run_id: str, reactor: str, step: str,
+             headers: dict[str, str] | None = None) -> Job:
+        return cls(JobKind.UNIT, run_id, reactor, step, headers=headers or {})
 
     @classmethod
-    def element(cls, run_id: str, reactor: str, step: str, index: int) -> Job:
-        return cls(JobKind.ELEMENT, run_id, reactor, step, index=index)
+    def element(cls, run_id: str, reactor: str, step: str, index: int,
+                headers: dict[str, str] | None = None) -> Job:
+        return cls(JobKind.ELEMENT, run_id, reactor, step, index=index, headers=headers or {})
 
 
 class JobQueue(Protocol):
@@ -112,14 +119,21 @@ def current() -> JobQueue:
 def enqueue_run(run_id: str, reactor: str, *, delay: float | None = None,
                 snoozes: int = 0) -> None:
     """Ask a worker to take the run on (see `jobs.execute_run`)."""
-    current().enqueue(Job.run(run_id, reactor, snoozes=snoozes), delay=delay)
+    current().enqueue(Job.run(run_id, reactor, snoozes=snoozes, headers=_headers(run_id)),
+                      delay=delay)
 
 
 def enqueue_unit(run_id: str, reactor: str, step: str) -> None:
     """Ask a worker to run one async unit of a run (see `jobs.execute_unit`)."""
-    current().enqueue(Job.unit(run_id, reactor, step))
+    current().enqueue(Job.unit(run_id, reactor, step, _headers(run_id)))
 
 
 def enqueue_element(run_id: str, reactor: str, step: str, index: int) -> None:
     """Ask a worker to run one element of a fanned-out map (see `jobs.execute_element`)."""
-    current().enqueue(Job.element(run_id, reactor, step, index))
+    current().enqueue(Job.element(run_id, reactor, step, index, _headers(run_id)))
+
+
+def _headers(run_id: str) -> dict[str, str] | None:
+    """What the configured middleware adds to a job for `run_id` (None without middleware)."""
+    chain = config.settings().middleware
+    return Hooks(chain).headers(run_id) if chain else None

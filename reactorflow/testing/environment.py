@@ -55,7 +55,8 @@ class Environment:
             storage: the storage to use (closed on exit); default a new `MemoryStorage`.
             start: epoch seconds the fake clock starts at (default: the real time now).
             drain_limit: jobs one `drain()` may start (see `drain`).
-            settings: further `rf.configure` options for the test (e.g. `lock_ttl=5`).
+            settings: further `rf.configure` options for the test (e.g. `lock_ttl=5`,
+                `middleware=[...]`, to which the crash injector is added).
         """
         self._given = storage
         self._start = start
@@ -73,6 +74,14 @@ class Environment:
         if self._entered:
             raise ConfigurationError("this Environment is in use already; make another one")
         self._entered = True
+        try:
+            self._enter()
+        except BaseException:
+            self._put_back()
+            raise
+        return self
+
+    def _enter(self) -> None:
         saved = config.settings()
         self._undo.append(lambda: config.restore(saved))
         self._storage = self._given if self._given is not None else rf.MemoryStorage()
@@ -84,19 +93,22 @@ class Environment:
         self._undo.append(lambda: rf_queue.register(previous_queue))
         self.crashes = CrashInjector(self._storage)
         self.crashes.watch(self._storage)
-        config.configure(storage=self._storage,
-                         middleware=[*saved.middleware, self.crashes], **self._settings)
+        options = dict(self._settings)
+        middleware = [*options.pop("middleware", saved.middleware), self.crashes]
+        config.configure(storage=self._storage, middleware=middleware, **options)
         self._undo.append(self.clock.on_jump(self._extend_live_locks))
         self._undo.append(self.clock.on_settle(self.queue.idle))
-        return self
+
+    def _put_back(self) -> None:
+        while self._undo:
+            self._undo.pop()()
 
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
                         tb: TracebackType | None) -> None:
         try:
             await self.queue.aclose()
         finally:
-            while self._undo:
-                self._undo.pop()()
+            self._put_back()
             await self._storage.aclose()
 
     # -- driving -------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,31 +158,38 @@ def send(message: dramatiq.Message[Any], broker: dramatiq.Broker, delay_ms: int 
 
 
 def enqueue_run(run_id: str, reactor: str, *, delay: float | None = None,
-                snoozes: int = 0) -> None:
+                snoozes: int = 0, headers: Mapping[str, str] | None = None) -> None:
     """Ask a worker to take the run on (the worker resume protocol decides what that means)."""
     broker = current_broker()
     actor = actors_for(broker).execute_run
     delay_ms = None if delay is None else int(delay * 1000)
-    send(actor.message(run_id, reactor, snoozes), broker, delay_ms)
+    send(actor.message(run_id, reactor, snoozes, **_extra(headers)), broker, delay_ms)
     log.info("reactorflow.worker.enqueued run_id=%s reactor=%s delay=%s", run_id, reactor,
              delay)
 
 
-def enqueue_unit(run_id: str, reactor: str, key: str, *, delay: float | None = None) -> None:
+def enqueue_unit(run_id: str, reactor: str, key: str, *, delay: float | None = None,
+                 headers: Mapping[str, str] | None = None) -> None:
     """Ask a worker to run one async unit of a run."""
     broker = current_broker()
     actor = actors_for(broker).execute_unit
-    send(actor.message(run_id, reactor, key), broker,
+    send(actor.message(run_id, reactor, key, **_extra(headers)), broker,
          None if delay is None else int(delay * 1000))
 
 
 def enqueue_element(run_id: str, reactor: str, key: str, index: int, *,
-                    delay: float | None = None) -> None:
+                    delay: float | None = None, headers: Mapping[str, str] | None = None
+                    ) -> None:
     """Ask a worker to run one element of a fanned-out map."""
     broker = current_broker()
     actor = actors_for(broker).execute_element
-    send(actor.message(run_id, reactor, key, index), broker,
+    send(actor.message(run_id, reactor, key, index, **_extra(headers)), broker,
          None if delay is None else int(delay * 1000))
+
+
+def _extra(headers: Mapping[str, str] | None) -> dict[str, Any]:
+    """The job's middleware headers as the actor's keyword (none: a message as before)."""
+    return {"headers": dict(headers)} if headers else {}
 
 
 def shutdown() -> None:

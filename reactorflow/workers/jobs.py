@@ -8,20 +8,37 @@ completion. `PermanentFailure` is never retried.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from reactorflow.runtime.jobs import (
-    PermanentFailure,
-    execute_element,
-    execute_run,
-    execute_unit,
-    give_up,
-)
+from reactorflow.runtime import jobs
+from reactorflow.runtime.jobs import PermanentFailure, give_up, job_context
 from reactorflow.runtime.queue import Job
 from reactorflow.runtime.units import report
 
 __all__ = ["PermanentFailure", "execute_element", "execute_run", "execute_unit", "report",
            "retries_exhausted"]
+
+
+async def execute_run(run_id: str, reactor: str, snoozes: int = 0,
+                      headers: Mapping[str, str] | None = None) -> None:
+    """The run actor: `jobs.execute_run` in the context its message's headers carry."""
+    with job_context(headers):
+        await jobs.execute_run(run_id, reactor, snoozes)
+
+
+async def execute_unit(run_id: str, reactor: str, key: str,
+                       headers: Mapping[str, str] | None = None) -> None:
+    """The async-unit actor: `jobs.execute_unit` in its message's context."""
+    with job_context(headers):
+        await jobs.execute_unit(run_id, reactor, key)
+
+
+async def execute_element(run_id: str, reactor: str, key: str, index: int,
+                          headers: Mapping[str, str] | None = None) -> None:
+    """The map-element actor: `jobs.execute_element` in its message's context."""
+    with job_context(headers):
+        await jobs.execute_element(run_id, reactor, key, index)
 
 
 async def retries_exhausted(message: dict[str, Any], info: dict[str, Any]) -> None:

@@ -34,12 +34,14 @@ class DramatiqQueue:
 
         match job.kind:
             case JobKind.RUN:
-                broker.enqueue_run(job.run_id, job.reactor, delay=delay, snoozes=job.snoozes)
+                broker.enqueue_run(job.run_id, job.reactor, delay=delay, snoozes=job.snoozes,
+                                   headers=job.headers)
             case JobKind.UNIT:
-                broker.enqueue_unit(job.run_id, job.reactor, job.step, delay=delay)
+                broker.enqueue_unit(job.run_id, job.reactor, job.step, delay=delay,
+                                    headers=job.headers)
             case JobKind.ELEMENT:
                 broker.enqueue_element(job.run_id, job.reactor, job.step, job.index,
-                                       delay=delay)
+                                       delay=delay, headers=job.headers)
             case _:
                 assert_never(job.kind)
 
