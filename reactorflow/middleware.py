@@ -184,10 +184,21 @@ class Middleware:
         """
 
     def inject(self, run_id: str, headers: dict[str, str]) -> None:
-        """Add entries to the headers of a job enqueued for `run_id` (see the module)."""
+        """Called when a job for a worker is enqueued, in the enqueuer's context: add string
+        entries to the job's headers (tracing adds the W3C trace context).
+
+        Args:
+            run_id: The run the job is for.
+            headers: The job's headers so far; add to it.
+        """
 
     def job_context(self, headers: Mapping[str, str]) -> AbstractContextManager[object]:
-        """The context a worker runs a job with these headers in (see the module)."""
+        """The context manager a worker runs a job in (tracing makes the trace the headers
+        carry current).
+
+        Args:
+            headers: The job's headers, as `inject` hooks left them.
+        """
         return nullcontext()
 
 

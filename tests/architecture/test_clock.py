@@ -47,8 +47,6 @@ ALLOWED: dict[str, tuple[set[str], str]] = {
     "testing/clock.py": ({"time.time("}, "the fake clock starts at the real time"),
     "testing/redis_server.py": ({"time.monotonic("}, "waiting for a redis-server process to "
                                                      "start is a wall-clock matter"),
-    "cli.py": ({"anyio.sleep("}, "a command's pause between sweeps is a wall-clock schedule "
-                                 "(a process of its own: no fake clock there)"),
 }
 
 
