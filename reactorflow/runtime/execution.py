@@ -194,7 +194,7 @@ class Execution:
         together."""
         keys = sorted(k for k, r in self.records.items()
                       if r.status == StepStatus.RUNNING and r.retry_at is not None)
-        now = time.time()
+        now = clock.now()
         for key in keys:
             self.records[key] = msgspec.structs.replace(
                 self.records[key], status=StepStatus.FAILED, finished_at=now, retry_at=None,
