@@ -33,8 +33,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    session.install("-e", ".", "mypy>=1.11")
-    session.run("mypy", "--strict", "reactorflow")
+    session.install("-e", ".[web,otel]", "mypy>=1.11")
+    session.run("mypy", "--strict", "reactorflow")  # with the optional extras, so web/ and otel.py are checked
 
 
 @nox.session(python=PYTHON)
