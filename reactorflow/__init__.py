@@ -8,6 +8,7 @@ from reactorflow.definition import runs as _runs
 from reactorflow.definition.gates import Lock, OrderedLock, Period, RateLimit, Semaphore
 from reactorflow.definition.handles import MapStep, Step
 from reactorflow.definition.reactor import Reactor
+from reactorflow.definition.schedules import Schedule
 from reactorflow.errors import (
     AlreadyResumed,
     ArgumentError,
@@ -48,6 +49,7 @@ from reactorflow.records import Event, RollbackFailure, RunError
 from reactorflow.retry import Retry
 from reactorflow.runtime import queue as _queue
 from reactorflow.runtime.lookup import get_run, list_runs
+from reactorflow.runtime.scheduler import schedule_once
 from reactorflow.runtime.service import RUNTIME as _RUNTIME
 from reactorflow.runtime.sweeper import SweepReport, sweep_once
 from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
@@ -113,6 +115,7 @@ __all__ = [
     "RunPage",
     "RunStateError",
     "RunSummary",
+    "Schedule",
     "Semaphore",
     "SerializationError",
     "Settings",
@@ -133,5 +136,6 @@ __all__ = [
     "configure",
     "get_run",
     "list_runs",
+    "schedule_once",
     "sweep_once",
 ]

@@ -1,7 +1,8 @@
 """The `reactorflow` command (also `python -m reactorflow`), built on Click.
 
 Subcommands live in `runs` (reading and steering runs), `services` (worker, sweep, dashboard,
-demo) and `graph`; `context` resolves the app modules, the storage and a run's reactor;
+demo), `schedules` (the scheduler, schedules list/pause/resume) and `graph`; `context`
+resolves the app modules, the storage and a run's reactor;
 `output` renders tables and JSON. Errors are one line on stderr with a non-zero exit status;
 `-v` anywhere on the command line shows the traceback (and INFO logs).
 """
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 import click
 
 from reactorflow import __version__
-from reactorflow.cli import graph, runs, services
+from reactorflow.cli import graph, runs, schedules, services
 from reactorflow.errors import ReactorflowError
 
 VERBOSE_FLAGS = ("-v", "--verbose")
@@ -38,9 +39,11 @@ def cli(verbose: bool) -> None:
 
 
 cli.add_command(runs.runs_group)
+cli.add_command(schedules.schedules_group)
 for command in (runs.continue_command, runs.undo_command, runs.cancel_command,
                 runs.retry_command, graph.graph_command, services.worker_command,
-                services.sweep_command, services.dashboard_command, services.demo_command):
+                services.sweep_command, services.dashboard_command, services.demo_command,
+                schedules.scheduler_command):
     cli.add_command(command)
 
 

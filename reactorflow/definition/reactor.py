@@ -25,6 +25,7 @@ from reactorflow.definition.params import (
     wire_subset,
 )
 from reactorflow.definition.runs import RunMethods
+from reactorflow.definition.schedules import bind as bind_schedules
 from reactorflow.definition.specs import UNIT_KINDS, ResumeMode, StepKind, StepSpec
 from reactorflow.errors import DefinitionError
 from reactorflow.retry import Retry
@@ -74,10 +75,12 @@ class Reactor(RunMethods):
             worker (see [Workers](workers.md#dispatching-a-whole-run)).
         gates: Gates every run of this reactor holds, taken by `run()` in the caller (a busy
             one raises `rf.GateBusy` with nothing stored); see [Gates](gates.md).
+        schedules: `rf.Schedule`s that start dispatched runs of this reactor on their cron
+            ticks (see [Schedules](schedules.md)).
 
     Raises:
-        DefinitionError: A bad name, `max_concurrency` or `returns`, or the name already
-            declared from another place.
+        DefinitionError: A bad name, `max_concurrency`, `returns` or schedule (naming the
+            field), or the name already declared from another place.
     """
 
     def __init__(
@@ -90,6 +93,7 @@ class Reactor(RunMethods):
         middleware: Sequence[Middleware] = (),
         always_dispatch: bool = False,
         gates: Sequence[Any] = (),
+        schedules: Sequence[Any] = (),
     ) -> None:
         if not isinstance(name, str) or not checks.REACTOR_NAME.match(name):
             raise DefinitionError(
@@ -118,6 +122,8 @@ class Reactor(RunMethods):
         self.handoff: tuple[Literal["after", "before"], str] | None = None
         self.gates = bind(gates, where=f"reactor {name!r}", available=self.input_names,
                           reactor=name)
+        self.schedules = bind_schedules(list(schedules) if isinstance(schedules, tuple)
+                                        else schedules, reactor=name)
         self._steps: dict[str, StepSpec] = {}
         self._plan_cache: tuple[int, Plan] | None = None
         self.origin = registry.caller_origin()

@@ -36,6 +36,7 @@ from reactorflow.storage.base import (
 )
 from reactorflow.storage.memory_gates import MemoryGates
 from reactorflow.storage.memory_maps import MemoryMaps
+from reactorflow.storage.memory_schedules import MemorySchedules
 from reactorflow.storage.paging import decode_cursor, encode_cursor
 
 _RESUMABLE = frozenset({"paused", "running"})
@@ -92,7 +93,7 @@ class _MemorySubscription(Subscription):
         return True
 
 
-class MemoryStorage(MemoryMaps, MemoryGates, Storage):
+class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
     """Everything in this process's memory; lost when the process exits."""
 
     def __init__(self, *, retention: float = DEFAULT_RETENTION,
@@ -122,6 +123,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, Storage):
         self._idempotency: dict[tuple[str, str], tuple[str, float]] = {}
         self._subscribers: dict[tuple[str, str], set[_MemorySubscription]] = {}
         self._init_gates()
+        self._init_schedules()
         self._units: dict[tuple[str, str], float] = {}
         self._ops = 0
 

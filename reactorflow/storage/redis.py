@@ -45,6 +45,7 @@ from reactorflow.storage.redis_gates import RedisGates
 from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
 from reactorflow.storage.redis_maps import RedisMaps
 from reactorflow.storage.redis_paging import IndexReader, Taken, newest_first
+from reactorflow.storage.redis_schedules import RedisSchedules
 
 _STATUSES = frozenset(s.value for s in Status)
 PRUNE_BATCH = 100
@@ -99,7 +100,7 @@ def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
-class RedisStorage(RedisMaps, RedisGates, Storage):
+class RedisStorage(RedisMaps, RedisGates, RedisSchedules, Storage):
     """Runs in Redis: durable across processes, shared by every worker of the namespace.
 
     Selected automatically when `REACTORFLOW_REDIS_URL` is set and no storage is configured. Key

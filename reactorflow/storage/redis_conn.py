@@ -84,7 +84,8 @@ SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock",
            "release_lock", "claim", "request_control", "incr_counter", "first_wins",
            "release_mapping", "save_elements", "gate_acquire", "gate_release", "gate_extend",
            "rate_charge", "ordered_enter", "ordered_turn", "ordered_stamp", "ordered_leave",
-           "load_run")
+           "load_run", "schedule_load", "schedule_advance", "schedule_record",
+           "schedule_pause")
 SOURCES = {name: (files("reactorflow.storage") / "scripts" / f"{name}.lua").read_text("utf-8")
            for name in SCRIPTS}
 

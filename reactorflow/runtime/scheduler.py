@@ -1,0 +1,285 @@
+"""Scheduled runs: `rf.schedule_once` and the scheduler daemon (`reactorflow scheduler`).
+
+A schedule's stored record holds a cursor: the last tick handled. `schedule_once`, for each
+`rf.Schedule` of each reactor declared in this process:
+
+1. Loads the record, creating it with cursor = now when the schedule is seen for the first
+   time (a new or newly deployed schedule fires only for ticks after that moment). A paused
+   schedule is left alone.
+2. Computes the ticks in (cursor, now] from the cron expression and timezone (no storage).
+3. Claims them per `catch_up` by moving the cursor with an atomic compare-and-set
+   (`Storage.schedule_advance`): `"all"` claims each tick in turn (the most recent
+   `MAX_CATCH_UP`), `"latest"` and `"none"` claim up to the last tick at once. Of concurrent
+   schedulers, exactly one wins each claim; a loser stops for this schedule (the winner goes
+   on).
+4. For each tick it won that should fire (`"latest"` the last; `"none"` the last only if it is
+   at most `MISSED_AFTER` seconds old, i.e. not missed during an outage), resolves
+   the inputs (the callable is called with the tick) and dispatches the run to a worker with
+   the idempotency key `schedule:<reactor>:<name or index>:<tick ISO time>`, so even a repeated
+   start of one tick returns the first run. Inputs that are refused (or a callable that
+   raises) are logged (`reactorflow.schedule.invalid_inputs`) and recorded on the schedule
+   (`error`); the run's id otherwise (`last_run`).
+
+A scheduler that dies between a claim and its dispatch loses that tick's run (it is logged as
+claimed; the next tick fires normally). Storage operations per tick are constant: a load, a
+claim, the run's start and a record, whatever the number of runs stored.
+
+`run_forever` calls `schedule_once`, then sleeps until the next tick of any schedule (at most
+`MAX_SLEEP` seconds, to notice resumed schedules), surviving storage outages with the sweeper's
+backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, NoReturn
+
+import anyio
+
+from reactorflow import config
+from reactorflow.definition import registry
+from reactorflow.definition.schedules import (
+    MAX_CATCH_UP,
+    CatchUp,
+    Schedule,
+    schedule_label,
+    tick_inputs,
+)
+from reactorflow.errors import ReactorflowError, StorageConnectionError, StorageError
+from reactorflow.storage.base import ScheduleState, Storage
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+    from reactorflow.snapshot import Run
+
+log = logging.getLogger("reactorflow.schedule")
+MAX_SLEEP = 60.0
+"""The longest `run_forever` sleeps between two passes (a resumed schedule is seen by then)."""
+MISSED_AFTER = 60.0
+"""Seconds after which a tick counts as missed for `catch_up="none"` (a scheduler that wakes
+for a tick is milliseconds late; one that was down is later than this)."""
+BACKOFF_FIRST = 1.0
+BACKOFF_CAP = 60.0
+
+
+def now() -> float:
+    """The time schedules are evaluated at (seconds since the epoch): the one time read."""
+    return time.time()
+
+
+async def sleep(seconds: float) -> None:
+    """The one wait of the scheduler daemon."""
+    await anyio.sleep(seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One declared schedule: its reactor, declaration and storage key."""
+
+    reactor: Reactor
+    schedule: Schedule
+    label: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.reactor.name}:{self.label}"
+
+    def idempotency_key(self, tick: datetime) -> str:
+        return f"schedule:{self.key}:{tick.astimezone(self.schedule.zone).isoformat()}"
+
+
+def entries(reactors: Sequence[Reactor] | None = None) -> Iterator[Entry]:
+    """The schedules of `reactors` (default: every reactor declared in this process)."""
+    if reactors is None:
+        found = (registry.lookup(name) for name in registry.names())
+        reactors = [reactor for reactor in found if reactor is not None]
+    for reactor in reactors:
+        for index, schedule in enumerate(reactor.schedules):
+            yield Entry(reactor, schedule, schedule_label(schedule, index))
+
+
+def find(target: str) -> Entry:
+    """The schedule `REACTOR` (its only or first one) or `REACTOR:NAME_OR_INDEX`.
+
+    Raises:
+        ReactorflowError: No declared schedule matches.
+    """
+    reactor, _, label = target.partition(":")
+    for entry in entries():
+        if entry.reactor.name == reactor and (entry.label == label or not label):
+            return entry
+    known = ", ".join(e.key for e in entries()) or "none (import the modules that declare them)"
+    raise ReactorflowError(f"no schedule {target!r}; the declared schedules: {known}")
+
+
+def _ms(moment: datetime) -> int:
+    return round(moment.timestamp() * 1000)
+
+
+def _at(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+async def schedule_once(*, reactors: Sequence[Reactor] | None = None) -> list[Run]:
+    """Start a run for every schedule tick that is due now (see the module for the algorithm).
+
+    Safe to call from any number of processes at once: each tick starts exactly one run.
+
+    Args:
+        reactors: Only these reactors' schedules (default: every reactor declared in this
+            process).
+
+    Returns:
+        The snapshots of the runs this call started (status `running`: dispatched).
+
+    Raises:
+        StorageError: The storage failed (`StorageConnectionError`: it cannot be reached).
+    """
+    storage = config.current_storage()
+    started: list[Run] = []
+    for entry in list(entries(reactors)):
+        started += await _handle(storage, entry, now())
+    return started
+
+
+async def _handle(storage: Storage, entry: Entry, at: float) -> list[Run]:
+    now_ms = round(at * 1000)
+    state = await storage.schedule_load(entry.key, now_ms)
+    assert state is not None
+    if state.paused or state.cursor >= now_ms:
+        return []
+    policy = entry.schedule.catch_up
+    due = deque(entry.schedule.ticks(_at(state.cursor), _at(now_ms)),
+                maxlen=MAX_CATCH_UP if policy is CatchUp.ALL else 1)
+    if not due:
+        return []
+    if policy is not CatchUp.ALL:
+        if not await storage.schedule_advance(entry.key, state.cursor, _ms(due[-1])):
+            return []
+        if policy is CatchUp.NONE and now_ms - _ms(due[-1]) > MISSED_AFTER * 1000:
+            return []  # missed while no scheduler ran: skipped
+        return await _fire(storage, entry, due[-1])
+    started: list[Run] = []
+    expected = state.cursor
+    for tick in due:
+        if not await storage.schedule_advance(entry.key, expected, _ms(tick)):
+            break  # another scheduler claimed it: it goes on from here
+        expected = _ms(tick)
+        started += await _fire(storage, entry, tick)
+    return started
+
+
+async def _fire(storage: Storage, entry: Entry, tick: datetime) -> list[Run]:
+    """Start the run of one claimed tick; refused inputs are logged and recorded."""
+    key = entry.idempotency_key(tick)
+    try:
+        inputs = tick_inputs(entry.schedule, tick)
+        if isinstance(inputs, dict):
+            run = await entry.reactor.dispatch(idempotency_key=key, **inputs)
+        else:
+            run = await entry.reactor.dispatch(inputs, idempotency_key=key)
+    except StorageError:
+        log.error("reactorflow.schedule.lost schedule=%s tick=%s (claimed, but the run could "
+                  "not be started)", entry.key, tick.isoformat())
+        raise
+    except Exception as exc:  # the user's inputs or callable: recorded, never a crash
+        reason = f"{type(exc).__name__}: {exc}"
+        log.warning("reactorflow.schedule.invalid_inputs schedule=%s tick=%s error=%s",
+                    entry.key, tick.isoformat(), reason)
+        await storage.schedule_record(entry.key, error=reason)
+        return []
+    await storage.schedule_record(entry.key, last_run=run.id)
+    log.info("reactorflow.schedule.started schedule=%s tick=%s run_id=%s", entry.key,
+             tick.isoformat(), run.id)
+    return [run]
+
+
+def next_due(after: float) -> float | None:
+    """The time of the next tick of any declared schedule after `after` (None: no schedule)."""
+    moment = _at(round(after * 1000))
+    times = [e.schedule.next_tick(moment).timestamp() for e in entries()]
+    return min(times, default=None)
+
+
+async def set_paused(target: str, paused: bool) -> Entry:
+    """Pause or resume the schedule `REACTOR[:NAME_OR_INDEX]`; resuming skips the ticks of
+    the paused time (the next one fires).
+
+    Args:
+        target: The reactor's name, with `:` and the schedule's name or index if it has more
+            than one.
+        paused: Pause (True) or resume (False).
+
+    Raises:
+        ReactorflowError: No declared schedule matches `target`.
+        StorageError: The storage failed.
+    """
+    entry = find(target)
+    await config.current_storage().schedule_pause(entry.key, paused, round(now() * 1000))
+    log.info("reactorflow.schedule.%s schedule=%s", "paused" if paused else "resumed",
+             entry.key)
+    return entry
+
+
+async def state_of(entry: Entry) -> ScheduleState | None:
+    """The stored state of a schedule (None: no scheduler has seen it yet)."""
+    return await config.current_storage().schedule_load(entry.key, None)
+
+
+async def run_forever(*, on_started: Callable[[list[Run]], object] | None = None,
+                      max_sleep: float = MAX_SLEEP, backoff: float = BACKOFF_FIRST,
+                      backoff_cap: float = BACKOFF_CAP) -> NoReturn:
+    """Start due runs, then sleep until the next tick, until cancelled; survives outages.
+
+    1. `schedule_once`; hand the started runs to `on_started`.
+    2. Sleep until the next tick of any schedule (at most `max_sleep` seconds), then repeat.
+    3. A pass that raises is logged (`reactorflow.schedule.failed`) and tried again after
+       `backoff` seconds, doubling up to `backoff_cap`; the first pass that succeeds again
+       logs `reactorflow.schedule.resumed`.
+
+    Any number of copies may run: each tick still starts one run.
+
+    Args:
+        on_started: Called with the runs each pass started.
+        max_sleep: The longest sleep between passes.
+        backoff: Seconds to wait after the first failed pass.
+        backoff_cap: The longest wait between failed passes.
+    """
+    failures = 0
+    while True:
+        try:
+            started = await schedule_once()
+        except Exception as exc:
+            failures += 1
+            delay = min(backoff * 2 ** min(failures - 1, 30), backoff_cap)
+            log.warning("reactorflow.schedule.failed attempt=%d retry_in=%.1fs error=%s: %s",
+                        failures, delay, type(exc).__name__, exc,
+                        exc_info=not isinstance(exc, StorageConnectionError))
+            await sleep(delay)
+            continue
+        if failures:
+            log.warning("reactorflow.schedule.resumed after=%d failed passes", failures)
+            failures = 0
+        if on_started is not None and started:
+            on_started(started)
+        current = now()
+        due = next_due(current)
+        wait = max_sleep if due is None else min(max(due - current, 0.0), max_sleep)
+        await sleep(wait + 0.001)  # just past the tick: it is due when we wake
+
+
+def describe_tick(moment: datetime | None, entry: Entry) -> str:
+    """A tick shown in the schedule's timezone (empty for None)."""
+    return "" if moment is None else moment.astimezone(entry.schedule.zone).isoformat()
+
+
+def cursor_tick(state: ScheduleState) -> datetime:
+    """A state's cursor as an aware UTC datetime."""
+    return _at(state.cursor)
+
+

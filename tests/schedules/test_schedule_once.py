@@ -1,0 +1,157 @@
+"""rf.schedule_once on both backends: one run per tick, catch-up policies, pause/resume,
+refused inputs."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+import reactorflow as rf
+from reactorflow.runtime import scheduler
+from tests.schedules.conftest import Clock
+
+
+class Day(msgspec.Struct):
+    day: str
+
+
+def nightly(cron: str = "* * * * *", **options: Any) -> rf.Reactor:
+    flow = rf.Reactor(f"sched-{uuid.uuid4().hex[:8]}", inputs=Day,
+                      schedules=[rf.Schedule(cron, **options)])
+
+    @flow.step
+    async def report(day: str) -> str:
+        return day
+
+    return flow
+
+
+def at_tick(tick: datetime) -> Day:
+    return Day(day=tick.isoformat())
+
+
+async def settle(flow: rf.Reactor, runs: list[rf.Run]) -> list[str]:
+    """Wait for the dispatched runs; their `day` inputs, oldest tick first."""
+    days = []
+    for run in runs:
+        done = await flow.wait(run.id, timeout=30)
+        assert done.status == rf.Status.COMPLETED, done
+        days.append(done.value)
+    stored = await flow.list_runs(limit=1000)
+    assert len(stored.runs) == len(runs)  # nothing else was started
+    return sorted(days)
+
+
+async def test_five_concurrent_schedulers_start_one_run_per_tick(
+        storage: rf.Storage, clock: Clock) -> None:
+    flow = nightly(catch_up="all", inputs=at_tick)
+    assert await rf.schedule_once(reactors=[flow]) == []  # first seen: fires only for later ticks
+    started: list[rf.Run] = []
+
+    async def scheduler_pass() -> None:
+        started.extend(await rf.schedule_once(reactors=[flow]))
+
+    for minutes in (3, 2):
+        clock.advance(minutes=minutes)
+        async with anyio.create_task_group() as tg:
+            for _ in range(5):
+                tg.start_soon(scheduler_pass)
+    assert not any(run.replayed for run in started)
+    assert await settle(flow, started) == [
+        f"2026-01-01T00:0{m}:00+00:00" for m in range(1, 6)]
+
+
+@pytest.mark.parametrize(("policy", "expected"), [
+    ("latest", ["2026-01-01T05:00:00+00:00"]),
+    ("all", [f"2026-01-01T0{h}:00:00+00:00" for h in range(1, 6)]),
+    ("none", []),
+])
+async def test_catch_up_after_an_outage(storage: rf.Storage, clock: Clock, policy: str,
+                                        expected: list[str]) -> None:
+    flow = nightly("0 * * * *", catch_up=policy, inputs=at_tick)
+    await rf.schedule_once(reactors=[flow])  # 00:00:30
+    clock.advance(hours=5, minutes=10)  # no scheduler ran for five ticks
+    missed = await rf.schedule_once(reactors=[flow])
+    clock.advance(minutes=49, seconds=30.001)  # just past 06:00: fires, whatever the policy
+    after = await rf.schedule_once(reactors=[flow])
+    assert await settle(flow, missed + after) == [*expected, "2026-01-01T06:00:00+00:00"]
+
+
+async def test_all_catches_up_at_most_the_most_recent_thousand_ticks(
+        storage: rf.Storage, clock: Clock) -> None:
+    flow = nightly(catch_up="all", inputs={"day": "d"})
+    await rf.schedule_once(reactors=[flow])
+    clock.advance(minutes=1010)
+    started = await rf.schedule_once(reactors=[flow])
+    assert len(started) == 1000
+    key = f"{flow.name}:0"
+    state = await storage.schedule_load(key, None)
+    assert state is not None and state.last_run == started[-1].id
+    for run in started:
+        await flow.wait(run.id, timeout=30)
+
+
+async def test_the_run_of_a_tick_has_the_contract_idempotency_key(
+        storage: rf.Storage, clock: Clock) -> None:
+    flow = nightly("0 * * * *", timezone="Europe/Madrid", inputs=Day(day="fixed"))
+    await rf.schedule_once(reactors=[flow])
+    clock.advance(hours=1)
+    [run] = await rf.schedule_once(reactors=[flow])
+    again = await flow.dispatch(Day(day="other"),
+                                idempotency_key=f"schedule:{flow.name}:0:"
+                                                "2026-01-01T02:00:00+01:00")
+    assert again.replayed and again.id == run.id
+    await flow.wait(run.id, timeout=30)
+
+
+async def test_pause_skips_ticks_and_resume_fires_from_the_next_one(
+        storage: rf.Storage, clock: Clock) -> None:
+    flow = nightly(inputs=at_tick, catch_up="all")
+    await rf.schedule_once(reactors=[flow])
+    await scheduler.set_paused(flow.name, True)
+    clock.advance(minutes=3)
+    assert await rf.schedule_once(reactors=[flow]) == []
+    state = await scheduler.state_of(scheduler.find(flow.name))
+    assert state is not None and state.paused
+    await scheduler.set_paused(f"{flow.name}:0", False)
+    assert await rf.schedule_once(reactors=[flow]) == []  # the paused time's ticks never fire
+    clock.advance(minutes=1)
+    started = await rf.schedule_once(reactors=[flow])
+    assert await settle(flow, started) == ["2026-01-01T00:04:00+00:00"]
+
+
+@pytest.mark.parametrize("inputs", [
+    lambda tick: {"day": 42},  # the wrong type
+    lambda tick: {"nope": "x"},  # an unknown field
+    lambda tick: 1 / 0,  # the callable raises
+])
+async def test_a_callable_returning_invalid_inputs_is_recorded_not_a_crash(
+        storage: rf.Storage, clock: Clock, inputs: Callable[[datetime], Any]) -> None:
+    flow = nightly(inputs=inputs)
+    await rf.schedule_once(reactors=[flow])
+    clock.advance(minutes=2)
+    assert await rf.schedule_once(reactors=[flow]) == []
+    state = await storage.schedule_load(f"{flow.name}:0", None)
+    assert state is not None and state.error and state.last_run == ""
+    assert (await flow.list_runs()).runs == []
+    flow.schedules[0].inputs = at_tick  # fixed: the next tick starts its run
+    clock.advance(minutes=1)
+    started = await rf.schedule_once(reactors=[flow])
+    assert await settle(flow, started) == ["2026-01-01T00:03:00+00:00"]
+    state = await storage.schedule_load(f"{flow.name}:0", None)
+    assert state is not None and state.error == "" and state.last_run == started[0].id
+
+
+async def test_a_schedule_name_keys_its_state(storage: rf.Storage, clock: Clock) -> None:
+    flow = nightly(name="every-minute", inputs=at_tick)
+    await rf.schedule_once(reactors=[flow])
+    assert await storage.schedule_load(f"{flow.name}:every-minute", None) is not None
+    assert scheduler.find(f"{flow.name}:every-minute").label == "every-minute"
+    with pytest.raises(rf.ReactorflowError, match="no schedule"):
+        scheduler.find(f"{flow.name}:0")

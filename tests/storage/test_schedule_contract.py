@@ -1,0 +1,63 @@
+"""The schedule primitives of the storage contract, on every backend (memory and Redis)."""
+
+from __future__ import annotations
+
+import uuid
+
+import anyio
+
+from reactorflow.storage.base import ScheduleState, Storage
+
+
+def key() -> str:
+    return f"nightly-{uuid.uuid4().hex[:8]}:0"
+
+
+async def test_the_first_load_creates_the_cursor_and_later_loads_keep_it(
+        storage: Storage) -> None:
+    k = key()
+    assert await storage.schedule_load(k, None) is None  # only reads
+    assert await storage.schedule_load(k, 1000) == ScheduleState(cursor=1000)
+    assert await storage.schedule_load(k, 5000) == ScheduleState(cursor=1000)
+
+
+async def test_of_concurrent_advances_of_one_tick_exactly_one_wins(storage: Storage) -> None:
+    k = key()
+    await storage.schedule_load(k, 1000)
+    won: list[bool] = []
+
+    async def claim() -> None:
+        won.append(await storage.schedule_advance(k, 1000, 2000))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(20):
+            tg.start_soon(claim)
+    assert won.count(True) == 1
+    state = await storage.schedule_load(k, None)
+    assert state is not None and state.cursor == 2000
+    assert await storage.schedule_advance(k, 1000, 3000) is False  # stale expectation
+
+
+async def test_a_paused_schedule_is_not_advanced_and_resuming_skips_the_paused_time(
+        storage: Storage) -> None:
+    k = key()
+    await storage.schedule_load(k, 1000)
+    assert await storage.schedule_pause(k, True, 1500) is True
+    assert await storage.schedule_pause(k, True, 1600) is False  # already paused
+    assert await storage.schedule_advance(k, 1000, 2000) is False
+    assert await storage.schedule_pause(k, False, 9000) is True
+    assert await storage.schedule_load(k, None) == ScheduleState(cursor=9000)
+    assert await storage.schedule_pause(key(), True, 7) is True  # a missing one is created
+
+
+async def test_record_keeps_the_last_run_and_the_last_error(storage: Storage) -> None:
+    k = key()
+    await storage.schedule_record(k, last_run="r0")  # missing: left missing
+    assert await storage.schedule_load(k, None) is None
+    await storage.schedule_load(k, 1)
+    await storage.schedule_record(k, last_run="r1")
+    await storage.schedule_record(k, error="inputs refused")
+    assert await storage.schedule_load(k, None) == ScheduleState(
+        cursor=1, last_run="r1", error="inputs refused")
+    await storage.schedule_record(k, last_run="r2")
+    assert await storage.schedule_load(k, None) == ScheduleState(cursor=1, last_run="r2")
