@@ -69,7 +69,12 @@ class Schedule:
                 f"name={self.name!r})")
 
     def ticks(self, after: datetime, until: datetime) -> Iterator[datetime]:
-        """The ticks in (`after`, `until`], oldest first, as aware UTC datetimes."""
+        """The ticks in (`after`, `until`], oldest first, as aware UTC datetimes.
+
+        Args:
+            after: The start of the window (excluded), an aware datetime.
+            until: Its end (included), an aware datetime.
+        """
         assert self.zone is not None
         local_after = after.astimezone(self.zone).replace(tzinfo=None)
         # one hour back: a tick in a repeated hour is found even from its second pass
@@ -81,9 +86,13 @@ class Schedule:
                 return
             yield tick
 
-    def next_tick(self, after: datetime) -> datetime:
-        """The first tick after `after` (aware UTC)."""
-        return next(self.ticks(after, after + timedelta(days=3660)))
+    def next_tick(self, after: datetime) -> datetime | None:
+        """The first tick after `after` (aware UTC); None if none in the next ten years.
+
+        Args:
+            after: An aware datetime.
+        """
+        return next(self.ticks(after, after + timedelta(days=3660)), None)
 
 
 def _instant(wall: datetime, zone: ZoneInfo) -> datetime | None:

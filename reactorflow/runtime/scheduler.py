@@ -199,11 +199,12 @@ async def _fire(storage: Storage, entry: Entry, tick: datetime) -> list[Run]:
     return [run]
 
 
-def next_due(after: float) -> float | None:
-    """The time of the next tick of any declared schedule after `after` (None: no schedule)."""
+def next_due(after: float, reactors: Sequence[Reactor] | None = None) -> float | None:
+    """The time of the next tick of any schedule of `reactors` (default: all) after `after`
+    (None: no schedule)."""
     moment = _at(round(after * 1000))
-    times = [e.schedule.next_tick(moment).timestamp() for e in entries()]
-    return min(times, default=None)
+    ticks = [e.schedule.next_tick(moment) for e in entries(reactors)]
+    return min((tick.timestamp() for tick in ticks if tick is not None), default=None)
 
 
 async def set_paused(target: str, paused: bool) -> Entry:
@@ -231,7 +232,8 @@ async def state_of(entry: Entry) -> ScheduleState | None:
     return await config.current_storage().schedule_load(entry.key, None)
 
 
-async def run_forever(*, on_started: Callable[[list[Run]], object] | None = None,
+async def run_forever(*, reactors: Sequence[Reactor] | None = None,
+                      on_started: Callable[[list[Run]], object] | None = None,
                       max_sleep: float = MAX_SLEEP, backoff: float = BACKOFF_FIRST,
                       backoff_cap: float = BACKOFF_CAP) -> NoReturn:
     """Start due runs, then sleep until the next tick, until cancelled; survives outages.
@@ -245,6 +247,8 @@ async def run_forever(*, on_started: Callable[[list[Run]], object] | None = None
     Any number of copies may run: each tick still starts one run.
 
     Args:
+        reactors: Only these reactors' schedules (default: every reactor declared in this
+            process, as it is at each pass).
         on_started: Called with the runs each pass started.
         max_sleep: The longest sleep between passes.
         backoff: Seconds to wait after the first failed pass.
@@ -253,7 +257,7 @@ async def run_forever(*, on_started: Callable[[list[Run]], object] | None = None
     failures = 0
     while True:
         try:
-            started = await schedule_once()
+            started = await schedule_once(reactors=reactors)
         except Exception as exc:
             failures += 1
             delay = min(backoff * 2 ** min(failures - 1, 30), backoff_cap)
@@ -268,7 +272,7 @@ async def run_forever(*, on_started: Callable[[list[Run]], object] | None = None
         if on_started is not None and started:
             on_started(started)
         current = now()
-        due = next_due(current)
+        due = next_due(current, reactors)
         wait = max_sleep if due is None else min(max(due - current, 0.0), max_sleep)
         await sleep(wait + 0.001)  # just past the tick: it is due when we wake
 

@@ -155,3 +155,32 @@ async def test_a_schedule_name_keys_its_state(storage: rf.Storage, clock: Clock)
     assert scheduler.find(f"{flow.name}:every-minute").label == "every-minute"
     with pytest.raises(rf.ReactorflowError, match="no schedule"):
         scheduler.find(f"{flow.name}:0")
+
+
+class CountingStorage(rf.MemoryStorage):
+    """A MemoryStorage that counts the calls of the storage contract's operations."""
+
+    calls = 0
+
+    def __getattribute__(self, name: str) -> Any:
+        if not name.startswith("_") and name in rf.Storage.__abstractmethods__:
+            type(self).calls += 1
+        return super().__getattribute__(name)
+
+
+async def test_storage_operations_per_tick_do_not_grow_with_the_runs_stored(
+        clock: Clock) -> None:
+    counts = []
+    for stored in (0, 200):
+        storage = CountingStorage()
+        rf.configure(storage=storage)
+        flow = nightly(inputs=at_tick)
+        for index in range(stored):
+            await flow.run(Day(day=str(index)))
+        await rf.schedule_once(reactors=[flow])
+        clock.advance(minutes=1)
+        CountingStorage.calls = 0
+        [run] = await rf.schedule_once(reactors=[flow])
+        counts.append(CountingStorage.calls)
+        await flow.wait(run.id, timeout=30)
+    assert counts[0] == counts[1] and counts[0] <= 8, counts
