@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import anyio
 import click
 
@@ -28,24 +26,7 @@ def list_command(apps: tuple[str, ...], redis_url: str | None, namespace: str | 
     """Each schedule: name, cron, timezone, next fire time, paused, last run, last error."""
     prepare(apps, redis_url, namespace)
 
-    async def rows() -> list[dict[str, object]]:
-        found = []
-        moment = datetime.fromtimestamp(scheduler.now(), UTC)
-        for entry in scheduler.entries():
-            state = await scheduler.state_of(entry)
-            after = max(moment, scheduler.cursor_tick(state)) if state else moment
-            found.append({
-                "schedule": entry.key, "cron": entry.schedule.cron,
-                "timezone": entry.schedule.timezone,
-                "catch_up": entry.schedule.catch_up.value,
-                "next": scheduler.describe_tick(entry.schedule.next_tick(after), entry),
-                "paused": bool(state and state.paused),
-                "last_run": state.last_run if state else "",
-                "error": state.error if state else "",
-            })
-        return found
-
-    found = run_async(rows)
+    found = run_async(scheduler.listing)
     if as_json:
         click.echo(dumps(found).decode())
         return

@@ -122,8 +122,7 @@ class Reactor(RunMethods):
         self.handoff: tuple[Literal["after", "before"], str] | None = None
         self.gates = bind(gates, where=f"reactor {name!r}", available=self.input_names,
                           reactor=name)
-        self.schedules = bind_schedules(list(schedules) if isinstance(schedules, tuple)
-                                        else schedules, reactor=name)
+        self.schedules = bind_schedules(schedules, reactor=name)
         self._steps: dict[str, StepSpec] = {}
         self._plan_cache: tuple[int, Plan] | None = None
         self.origin = registry.caller_origin()

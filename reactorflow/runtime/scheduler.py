@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NoReturn
@@ -106,12 +106,14 @@ def entries(reactors: Sequence[Reactor] | None = None) -> Iterator[Entry]:
 def find(target: str) -> Entry:
     """The schedule `REACTOR` (its only or first one) or `REACTOR:NAME_OR_INDEX`.
 
+    Args:
+        target: The reactor's name, or its name, `:` and the schedule's name or index.
+
     Raises:
         ReactorflowError: No declared schedule matches.
     """
-    reactor, _, label = target.partition(":")
     for entry in entries():
-        if entry.reactor.name == reactor and (entry.label == label or not label):
+        if target in (entry.key, entry.reactor.name):
             return entry
     known = ", ".join(e.key for e in entries()) or "none (import the modules that declare them)"
     raise ReactorflowError(f"no schedule {target!r}; the declared schedules: {known}")
@@ -179,7 +181,7 @@ async def _fire(storage: Storage, entry: Entry, tick: datetime) -> list[Run]:
     key = entry.idempotency_key(tick)
     try:
         inputs = tick_inputs(entry.schedule, tick)
-        if isinstance(inputs, dict):
+        if isinstance(inputs, Mapping):
             run = await entry.reactor.dispatch(idempotency_key=key, **inputs)
         else:
             run = await entry.reactor.dispatch(inputs, idempotency_key=key)
@@ -277,13 +279,31 @@ async def run_forever(*, reactors: Sequence[Reactor] | None = None,
         await sleep(wait + 0.001)  # just past the tick: it is due when we wake
 
 
-def describe_tick(moment: datetime | None, entry: Entry) -> str:
-    """A tick shown in the schedule's timezone (empty for None)."""
-    return "" if moment is None else moment.astimezone(entry.schedule.zone).isoformat()
+async def listing() -> list[dict[str, object]]:
+    """Every declared schedule as shown by `reactorflow schedules list` and the HTTP API: key,
+    cron, timezone, catch-up policy, next fire time (ISO, in the schedule's timezone), paused,
+    last run and last error.
 
-
-def cursor_tick(state: ScheduleState) -> datetime:
-    """A state's cursor as an aware UTC datetime."""
-    return _at(state.cursor)
+    Raises:
+        StorageError: The storage failed.
+    """
+    storage = config.current_storage()
+    moment = _at(round(now() * 1000))
+    found: list[dict[str, object]] = []
+    for entry in entries():
+        state = await storage.schedule_load(entry.key, None)
+        after = max(moment, _at(state.cursor)) if state else moment
+        following = entry.schedule.next_tick(after)
+        found.append({
+            "schedule": entry.key, "reactor": entry.reactor.name, "name": entry.label,
+            "cron": entry.schedule.cron, "timezone": entry.schedule.timezone,
+            "catch_up": entry.schedule.catch_up.value,
+            "next": "" if following is None else following.astimezone(
+                entry.schedule.zone).isoformat(),
+            "paused": bool(state and state.paused),
+            "last_run": state.last_run if state else "",
+            "error": state.error if state else "",
+        })
+    return found
 
 

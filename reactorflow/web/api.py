@@ -1,4 +1,4 @@
-"""The JSON routes: runs (list, read, continue, undo, cancel, retry) and reactors."""
+"""The JSON routes: runs (list, read, continue, undo, cancel, retry), reactors and schedules."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from reactorflow.definition.reactor import Reactor
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import ReactorflowError
 from reactorflow.jsonforms import page_form, run_form
-from reactorflow.runtime import lookup
+from reactorflow.runtime import lookup, scheduler
 from reactorflow.web.responses import JSON, BadRequest
 
 
@@ -111,3 +111,19 @@ def reactor_form(reactor: Reactor) -> dict[str, Any]:
 async def list_reactors(request: Request) -> JSON:
     found = [registry.lookup(name) for name in registry.names()]
     return JSON({"reactors": [reactor_form(r) for r in found if r is not None]})
+
+
+async def list_schedules(request: Request) -> JSON:
+    """Every declared schedule: next fire time, paused, last run, last error."""
+    return JSON({"schedules": await scheduler.listing()})
+
+
+def schedule_toggle(paused: bool) -> Callable[[Request], Awaitable[JSON]]:
+    """Pause (or resume) the schedule `{target}` (`REACTOR` or `REACTOR:NAME`)."""
+
+    async def handler(request: Request) -> JSON:
+        entry = await scheduler.set_paused(request.path_params["target"], paused)
+        listed = await scheduler.listing()
+        return JSON(next(row for row in listed if row["schedule"] == entry.key))
+
+    return handler
