@@ -1,12 +1,23 @@
-"""The schedule primitives of the storage contract, on every backend (memory and Redis)."""
+"""The schedule primitives of the storage contract, on every backend (memory, Redis, and the
+Redis Cluster of the cluster lane)."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 
 import anyio
+import pytest
 
 from reactorflow.storage.base import ScheduleState, Storage
+from tests.conftest import ALL_BACKENDS, on_every
+
+
+@pytest.fixture(params=ALL_BACKENDS)
+async def storage(request: pytest.FixtureRequest) -> AsyncIterator[Storage]:
+    """The storage on each backend in turn, the Redis Cluster included (the cluster lane)."""
+    async for backend in on_every(request):
+        yield backend
 
 
 def key() -> str:
