@@ -32,16 +32,13 @@ backoff.
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NoReturn
 
-import anyio
-
-from reactorflow import config
+from reactorflow import clock, config
 from reactorflow.definition import registry
 from reactorflow.definition.schedules import (
     MAX_CATCH_UP,
@@ -68,13 +65,14 @@ BACKOFF_CAP = 60.0
 
 
 def now() -> float:
-    """The time schedules are evaluated at (seconds since the epoch): the one time read."""
-    return time.time()
+    """The time schedules are evaluated at (seconds since the epoch): the one time read, on
+    the engine's clock (`reactorflow.clock`: a test kit's fake clock drives schedules)."""
+    return clock.now()
 
 
 async def sleep(seconds: float) -> None:
-    """The one wait of the scheduler daemon."""
-    await anyio.sleep(seconds)
+    """The one wait of the scheduler daemon, on the engine's clock."""
+    await clock.sleep(seconds)
 
 
 @dataclass(frozen=True, slots=True)
