@@ -33,8 +33,9 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    session.install("-e", ".[web,otel]", "mypy>=1.11")
-    session.run("mypy", "--strict", "reactorflow")  # with the optional extras, so web/ and otel.py are checked
+    # the optional extras and pytest too, so web/, otel.py and the pytest plugin are checked
+    session.install("-e", ".[web,otel]", "mypy>=1.11", "pytest>=8")
+    session.run("mypy", "--strict", "reactorflow")
 
 
 @nox.session(python=PYTHON)
