@@ -4,6 +4,7 @@ test kit changes nothing."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -90,6 +91,11 @@ pytestmark = pytest.mark.anyio
 '''
 
 
+def _entry_point_installed() -> bool:
+    return any(ep.value == "reactorflow.testing.plugin"
+               for ep in importlib.metadata.entry_points(group="pytest11"))
+
+
 def _pytest(tmp_path: Path, source: str, *args: str, redis_url: str | None = None
             ) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_user.py").write_text(textwrap.dedent(source))
@@ -97,9 +103,11 @@ def _pytest(tmp_path: Path, source: str, *args: str, redis_url: str | None = Non
     env.pop("REACTORFLOW_REDIS_URL", None)
     if redis_url is not None:
         env["REACTORFLOW_TEST_REDIS_URL"] = redis_url
-    # the package is not installed here, so its pytest11 entry point is named with -p
+    # installed (as users and CI have it), pytest loads the plugin through its pytest11 entry
+    # point; from a bare checkout it is named with -p (naming it twice would be an error)
+    load = [] if _entry_point_installed() else ["-p", "reactorflow.testing.plugin"]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "reactorflow.testing.plugin",
+        [sys.executable, "-m", "pytest", "-q", *load,
          "-p", "no:cacheprovider", "-c", os.devnull, "--rootdir", str(tmp_path), *args,
          str(tmp_path / "test_user.py")],
         cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=120)
