@@ -7,23 +7,16 @@ Decorators here only validate and record immutable specs (no I/O, no tasks). The
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 import msgspec
 
-from reactorflow.definition import checks, maps, mermaid, registry
+from reactorflow.definition import checks, declare, mermaid, registry
+from reactorflow.definition.declare import record_step
 from reactorflow.definition.gates import bind
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.handles import MapStep, Step
-from reactorflow.definition.params import (
-    Source,
-    ensure_async,
-    wire_handler,
-    wire_signature,
-    wire_subset,
-)
 from reactorflow.definition.runs import RunMethods
 from reactorflow.definition.schedules import bind as bind_schedules
 from reactorflow.definition.specs import UNIT_KINDS, ResumeMode, StepKind, StepSpec
@@ -37,7 +30,7 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")
 StepFn = Callable[P, Coroutine[Any, Any, R]]
-After = Sequence[str | Step[Any, Any]]
+After = declare.After
 
 
 class StepDecorator(Protocol):
@@ -202,7 +195,7 @@ class Reactor(RunMethods):
         """
 
         def decorate(f: Any) -> Any:
-            return self._declare(f, StepKind.STEP, name=name, retries=retries, timeout=timeout,
+            return record_step(self, f, StepKind.STEP, name=name, retries=retries, timeout=timeout,
                                  when=when, after=after, gates=gates)
 
         return decorate(fn) if fn is not None else decorate
@@ -242,7 +235,7 @@ class Reactor(RunMethods):
         """
 
         def decorate(f: Any) -> Any:
-            return self._declare(f, StepKind.ASYNC_STEP, name=name, retries=retries,
+            return record_step(self, f, StepKind.ASYNC_STEP, name=name, retries=retries,
                                  timeout=timeout, when=when, after=after, gates=gates)
 
         return decorate(fn) if fn is not None else decorate
@@ -294,7 +287,7 @@ class Reactor(RunMethods):
                        max_attempts=max_attempts, resume=resume)
 
         def decorate(f: Any) -> Any:
-            return self._declare(f, StepKind.INTERRUPT, name=name, when=when, after=after,
+            return record_step(self, f, StepKind.INTERRUPT, name=name, when=when, after=after,
                                  interrupt=options)
 
         return decorate(fn) if fn is not None else decorate
@@ -322,7 +315,7 @@ class Reactor(RunMethods):
         self._check_child(child, "compose", unsupported, nested=True)
 
         def decorate(f: Any) -> Any:
-            return self._declare(f, StepKind.COMPOSE, name=name, when=when, after=after,
+            return record_step(self, f, StepKind.COMPOSE, name=name, when=when, after=after,
                                  child=child, gates=gates)
 
         return decorate
@@ -373,7 +366,7 @@ class Reactor(RunMethods):
                        reactor=reactor)
 
         def decorate(f: Any) -> Any:
-            return self._declare(f, StepKind.MAP, name=name, retries=retries, timeout=timeout,
+            return record_step(self, f, StepKind.MAP, name=name, retries=retries, timeout=timeout,
                                  when=when, after=after, child=reactor, mapping=options,
                                  gates=gates)
 
@@ -403,7 +396,7 @@ class Reactor(RunMethods):
         self._check_child(child, "async_reactor", unsupported, nested=False)
 
         def decorate(f: Any) -> Any:
-            return self._declare(f, StepKind.ASYNC_REACTOR, name=name, when=when, after=after,
+            return record_step(self, f, StepKind.ASYNC_REACTOR, name=name, when=when, after=after,
                                  child=child, gates=gates)
 
         return decorate
@@ -450,6 +443,9 @@ class Reactor(RunMethods):
         self.handoff = (side, spec.name)
         registry.bump()
 
+    def _attach_handler(self, step_name: str, kind: str, fn: Callable[..., Any]) -> None:
+        declare.attach_handler(self, step_name, kind, fn)
+
     # -- internals -----------------------------------------------------------------------------
 
     def _check_child(self, child: Reactor, what: str, unsupported: dict[str, Any],
@@ -468,159 +464,3 @@ class Reactor(RunMethods):
         if nested and (child is self or self in checks.composed_tree(child)):
             raise DefinitionError(f"reactor {self.name!r} cannot compose {child.name!r}: that "
                                   "would nest the reactor inside itself", reactor=self.name)
-
-    def _declare(self, fn: Any, kind: StepKind, *, name: str | None,
-                 retries: Retry | None = None, timeout: float | None = None,
-                 when: Callable[..., Any] | None = None, after: After = (),
-                 interrupt: dict[str, Any] | None = None,
-                 child: Reactor | None = None,
-                 mapping: dict[str, Any] | None = None,
-                 gates: Sequence[Any] = ()) -> Step[Any, Any]:
-        step_name = name if name is not None else getattr(fn, "__name__", None)
-        where = f"{kind.value} {step_name!r} of reactor {self.name!r}"
-        ensure_async(fn, where=where, reactor=self.name)
-        assert step_name is not None
-        self._check_step_name(step_name)
-        checks.check_retries(retries, where, self.name, step_name)
-        seconds = checks.check_seconds(timeout, "timeout", where, self.name, step_name)
-        signature = wire_signature(fn, reactor=self.name, step=step_name,
-                                   inputs=self.input_names, steps=list(self._steps),
-                                   payload=kind is StepKind.INTERRUPT,
-                                   element=kind is StepKind.MAP)
-        for param in signature.params:
-            if param.outcome and self._steps[param.ref].kind not in UNIT_KINDS:
-                raise DefinitionError(
-                    f"{where}: parameter {param.name!r} is annotated rf.Outcome but "
-                    f"{param.ref!r} is not an async_step or async_reactor", reactor=self.name,
-                    step=step_name)
-        params = maps.wire_readers(self, signature.params, where, step_name)
-        map_options = None
-        if mapping is not None:
-            map_options = maps.map_options(self, mapping, params, signature.return_type, where,
-                                           step_name)
-        after_names = self._check_after(after, where, step_name)
-        data_deps = [p.ref for p in params if p.source is Source.RESULT]
-        if map_options is not None and map_options.over_is_step:
-            data_deps.insert(0, map_options.over)
-        arg_names = [p.name for p in params
-                     if p.source not in (Source.CONTEXT, Source.PAYLOAD, Source.ELEMENT)]
-        when_names: tuple[str, ...] = ()
-        if when is not None:
-            when_names = wire_subset(when, what="when=", reactor=self.name, step=step_name,
-                                      available=arg_names)
-        if kind not in (StepKind.COMPOSE, StepKind.ASYNC_REACTOR) and child is None:
-            checks.check_storable(signature.return_type, where, self.name, step_name)
-        if step_name == self.returns and kind in UNIT_KINDS:
-            raise DefinitionError(
-                f"{where}: this reactor has returns={step_name!r}, but an async unit may still "
-                "be running when the run ends; read it in a plain step and return that one",
-                reactor=self.name, step=step_name)
-        deps = tuple(dict.fromkeys([*data_deps, *after_names]))
-        bound = bind(gates, where=where, available=arg_names, reactor=self.name, step=step_name)
-        options = None
-        if interrupt is not None:
-            options = checks.interrupt_options(self, interrupt, params, where,
-                                               step_name, arg_names, deps)
-        self._steps[step_name] = StepSpec(
-            name=step_name, kind=kind, fn=fn, params=params,
-            return_type=signature.return_type, deps=deps,
-            after=after_names, retry=retries, timeout=seconds, when=when,
-            when_names=when_names, interrupt=options, child=child, map=map_options,
-            gates=bound,
-        )
-        registry.bump()
-        if map_options is not None:
-            return MapStep(self, step_name, fn)
-        return Step(self, step_name, fn)
-
-    def _check_step_name(self, step_name: str) -> None:
-        if not checks.STEP_NAME.match(step_name):
-            raise DefinitionError(
-                f"reactor {self.name!r}: step name {step_name!r} must start with a letter or '_' "
-                "and contain only letters, digits, '_' and '-'",
-                reactor=self.name, step=step_name,
-            )
-        if step_name in self._steps:
-            raise DefinitionError(
-                f"reactor {self.name!r} already has a step named {step_name!r} (steps: "
-                f"{', '.join(self._steps)}); give this one another name with name=...",
-                reactor=self.name, step=step_name,
-            )
-        if step_name in self.input_names:
-            raise DefinitionError(
-                f"reactor {self.name!r}: step name {step_name!r} is also an input field; steps "
-                "and inputs share one namespace for wiring, so rename the step",
-                reactor=self.name, step=step_name,
-            )
-
-    def _check_after(self, after: After | str | Step[Any, Any], where: str,
-                     step_name: str) -> tuple[str, ...]:
-        items = [after] if isinstance(after, str | Step) else list(after)
-        names: list[str] = []
-        for item in items:
-            ref = item.name if isinstance(item, Step) else item
-            if ref not in self._steps:
-                listed = ", ".join(self._steps) or "none"
-                raise DefinitionError(
-                    f"{where}: after={ref!r} is not a step declared before it (steps: {listed})",
-                    reactor=self.name, step=step_name,
-                )
-            names.append(ref)
-        return tuple(names)
-
-    def _attach_handler(self, step_name: str, kind: str, fn: Callable[..., Any]) -> None:
-        spec = self._steps[step_name]
-        if kind == "undo_all":
-            self._attach_undo_all(spec, fn)
-            return
-        if getattr(spec, kind) is not None:
-            raise DefinitionError(
-                f"step {step_name!r} of reactor {self.name!r} already has a {kind} handler",
-                reactor=self.name, step=step_name,
-            )
-        if spec.map is not None and spec.child is not None:
-            raise DefinitionError(
-                f"map {step_name!r} of reactor {self.name!r} runs an element reactor, which "
-                f"rolls back its own steps: it takes no {kind} handler",
-                reactor=self.name, step=step_name)
-        if kind == "undo" and spec.map is not None and spec.map.undo_all is not None:
-            raise DefinitionError(
-                f"map {step_name!r} of reactor {self.name!r} already has an undo_all handler; "
-                "a map is undone either per element (undo) or in bulk (undo_all), not both",
-                reactor=self.name, step=step_name)
-        allowed = spec.kind in (StepKind.STEP, StepKind.MAP) or (
-            spec.kind is StepKind.ASYNC_STEP and kind == "compensate")
-        if not allowed:
-            reason = ("a run's rollback never undoes an async unit (it compensates itself when "
-                      "it fails)" if spec.kind is StepKind.ASYNC_STEP
-                      else "only plain steps have them (a child rolls back its own steps)")
-            raise DefinitionError(
-                f"{spec.kind.value} {step_name!r} of reactor {self.name!r} cannot take a {kind} "
-                f"handler: {reason}",
-                reactor=self.name, step=step_name,
-            )
-        handler = wire_handler(fn, kind=kind, reactor=self.name, step=step_name,
-                               step_params=spec.params)
-        if kind == "undo":
-            self._steps[step_name] = replace(spec, undo=handler)
-        else:
-            self._steps[step_name] = replace(spec, compensate=handler)
-        registry.bump()
-
-    def _attach_undo_all(self, spec: StepSpec, fn: Callable[..., Any]) -> None:
-        assert spec.map is not None
-        where = f"map {spec.name!r} of reactor {self.name!r}"
-        if spec.child is not None:
-            raise DefinitionError(f"{where} runs an element reactor, which rolls back its own "
-                                  "steps: it takes no undo_all handler",
-                                  reactor=self.name, step=spec.name)
-        if spec.map.undo_all is not None:
-            raise DefinitionError(f"{where} already has an undo_all handler",
-                                  reactor=self.name, step=spec.name)
-        if spec.undo is not None:
-            raise DefinitionError(
-                f"{where} already has an undo handler; a map is undone either per element "
-                "(undo) or in bulk (undo_all), not both", reactor=self.name, step=spec.name)
-        handler = maps.wire_undo_all(fn, spec, self.name)
-        self._steps[spec.name] = replace(spec, map=replace(spec.map, undo_all=handler))
-        registry.bump()

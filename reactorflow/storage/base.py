@@ -17,149 +17,46 @@ Every run key expires `retention` seconds after the run's last write — any wri
 (`claim`, `request_control`, `incr_counter` and `save_unit` count too; taking or extending the
 lock does not). Thread safety: one storage object may be used from several threads and event
 loops at once.
+
+The contract is one class, `Storage`, written in parts: runs, locks, claims, indexes and
+notification here; map element slots in `contract_maps.py`, gates in `contract_gates.py` and
+schedules in `contract_schedules.py`; the values they pass in `values.py`.
 """
 
 from __future__ import annotations
 
 import abc
-import math
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from enum import Enum
 
-from reactorflow.errors import ConfigurationError
+from reactorflow.storage.contract_gates import GatesContract
+from reactorflow.storage.contract_maps import MapSlotsContract
+from reactorflow.storage.contract_schedules import SchedulesContract
+from reactorflow.storage.values import (
+    DEFAULT_HISTORY_LIMIT,
+    DEFAULT_RETENTION,
+    ClaimResult,
+    GateTake,
+    Liveness,
+    RunHead,
+    RunPageData,
+    ScheduleState,
+    SlotWrite,
+    StoredRun,
+    Subscription,
+    UnitLiveness,
+    check_count,
+    check_seconds,
+)
 
-DEFAULT_RETENTION = 7 * 24 * 3600.0
-DEFAULT_HISTORY_LIMIT = 1000
-
-
-def check_seconds(backend: str, name: str, value: object) -> float:
-    """`value` as a finite number of seconds > 0, or `ConfigurationError` naming `name`."""
-    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-            or value <= 0):
-        raise ConfigurationError(
-            f"{backend}({name}={value!r}): {name} must be a finite number of seconds > 0",
-            option=name)
-    return float(value)
-
-
-def check_count(backend: str, name: str, value: object) -> int:
-    """`value` as a whole number >= 1, or `ConfigurationError` naming `name`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(
-            f"{backend}({name}={value!r}): {name} must be a whole number >= 1", option=name)
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class RunHead:
-    """A run without its steps: enough to check status, list and sweep."""
-
-    run_id: str
-    reactor: str
-    status: str
-    meta: bytes
-    state: bytes
-    created_at: float
-    touched_at: float
+__all__ = [
+    "DEFAULT_HISTORY_LIMIT", "DEFAULT_RETENTION", "ClaimResult", "GateTake", "Liveness",
+    "RunHead", "RunPageData", "ScheduleState", "SlotWrite", "Storage", "StoredRun",
+    "Subscription", "UnitLiveness", "check_count", "check_seconds",
+]
 
 
-@dataclass(frozen=True, slots=True)
-class StoredRun:
-    head: RunHead
-    steps: dict[str, bytes]
-    history: list[bytes] | None = None  # when asked for
-    claims: dict[str, bytes] | None = None  # when asked for
-
-
-@dataclass(frozen=True, slots=True)
-class Liveness:
-    """What the sweeper needs to judge whether a run is stalled."""
-
-    run_id: str
-    reactor: str
-    status: str
-    touched_at: float
-    lock_owner: str | None
-    problem: str | None = None
-    """Why the run's record could not be read (then only `run_id`, `reactor` and the status of
-    the index it was found in are known): reported, never fatal to the whole scan."""
-
-
-@dataclass(frozen=True, slots=True)
-class UnitLiveness:
-    """What the sweeper needs to judge whether a dispatched async unit was lost."""
-
-    run_id: str
-    key: str
-    dispatched_at: float
-    lock_owner: str | None
-    problem: str | None = None
-    """Why the unit's lock could not be read: reported, never fatal to the whole scan."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunPageData:
-    heads: list[RunHead]
-    next_cursor: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class SlotWrite:
-    """What `save_elements` did: how many outcomes it wrote, and how many the map holds now."""
-
-    written: int
-    stored: int
-
-
-class ClaimResult(Enum):
-    ACCEPTED = "accepted"  # this call's payload is the interrupt's one payload
-    TAKEN = "taken"  # another payload was claimed first; nothing written
-    NOT_RESUMABLE = "not_resumable"  # run missing, or not paused/running, or cancel requested
-
-
-class GateTake(Enum):
-    """What `gate_acquire` did."""
-
-    ACQUIRED = "acquired"  # the holder took a free place
-    HELD = "held"  # the holder already had a place (re-entry: its TTL reset, nothing counted)
-    BUSY = "busy"  # every place is taken by others; nothing changed
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduleState:
-    """A schedule's stored state (see the schedules section of `Storage`).
-
-    Attributes:
-        cursor: The last tick handled (ms since the epoch): ticks after it are due.
-        paused: Whether the schedule is paused.
-        last_run: The id of the last run a tick started ("" none yet).
-        error: The last tick's problem (inputs refused, ...), "" when the last tick started.
-    """
-
-    cursor: int
-    paused: bool = False
-    last_run: str = ""
-    error: str = ""
-
-
-class Subscription(abc.ABC):
-    """A live subscription to one run's completion channel."""
-
-    message: bytes | None = None
-    """The payload of the last notification `wait` returned for (a unit's channel carries the
-    unit's record; a reader may use it instead of reading the record again)."""
-
-    @abc.abstractmethod
-    async def wait(self, timeout: float) -> bool:
-        """Wait up to `timeout` seconds for a notification; True if one arrived. A notification
-        that arrived since the subscription began, while nobody was waiting, is not lost: the
-        next `wait` returns True at once. Several pending notifications may coalesce into one
-        wake-up (waiters re-read the record after each)."""
-
-
-class Storage(abc.ABC):
+class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
     """Abstract storage backend. Methods state their atomicity; all are safe to retry unless
     noted (a retried write is idempotent because it writes the same bytes)."""
 
@@ -594,78 +491,6 @@ class Storage(abc.ABC):
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
 
-    # -- map element slots ---------------------------------------------------------------------
-    # A map step's element outcomes live beside the run, one slot per element index, never in
-    # the run's step records: storing or reading an element costs the same whatever the map's
-    # size, and elements run by workers write only their own slots (never the run).
-
-    @abc.abstractmethod
-    async def save_elements(self, run_id: str, key: str, outcomes: Mapping[int, bytes], *,
-                            replace: bool = False) -> SlotWrite | None:
-        """Store element outcomes of map `key` (element index -> record), all in one atomic
-        call (one round trip however many are given; cost proportional to their number only).
-
-        First wins per element: an index that already holds an outcome keeps it (a duplicate
-        delivery, a re-run after a crash), unless `replace` (a rollback rewriting a completed
-        element as undone). Unfenced: element jobs never hold the run's lock; safe to retry.
-        Returns how many outcomes were written and how many the map now holds, or None (nothing
-        written) when the run does not exist. Slots expire `retention` seconds after the map's
-        last write (memory: with the run).
-
-        Args:
-            run_id: The run's id.
-            key: The map step's key.
-            outcomes: Element index -> encoded outcome.
-            replace: Overwrite outcomes already stored (a rollback).
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def load_elements(self, run_id: str, key: str, start: int,
-                            count: int) -> list[bytes | None]:
-        """The outcomes of elements `start` .. `start + count - 1` of map `key`, in index order
-        (None for an element without one), in one round trip.
-
-        Args:
-            run_id: The run's id.
-            key: The map step's key.
-            start: The first element's index.
-            count: How many elements.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    async def load_element_ranges(self, run_id: str,
-                                  ranges: Sequence[tuple[str, int, int]]
-                                  ) -> list[list[bytes | None]]:
-        """Several `load_elements` reads of one run — (key, start, count) each — in one round
-        trip where the backend can (the base class reads them one by one).
-
-        Args:
-            run_id: The run's id.
-            ranges: `(map key, start, count)` for each read.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-        return [await self.load_elements(run_id, key, start, count)
-                for key, start, count in ranges]
-
-    @abc.abstractmethod
-    async def count_elements(self, run_id: str, key: str) -> int:
-        """How many elements of map `key` hold an outcome.
-
-        Args:
-            run_id: The run's id.
-            key: The map step's key.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
     # -- notification --------------------------------------------------------------------------
 
     @abc.abstractmethod
@@ -694,250 +519,11 @@ class Storage(abc.ABC):
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
 
-    # -- gates ---------------------------------------------------------------------------------
-    # A gate key is any text a user's template produced. Each gate's keys are independent of
-    # runs (they outlive none: every entry has a TTL) and share one slot per key on Redis.
-
-    @abc.abstractmethod
-    async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float) -> GateTake:
-        """Take one of the `limit` places of gate `key` for `holder`, for `ttl` seconds unless
-        extended. Atomic: holders whose TTL ran out are dropped first; then a `holder` already
-        in is HELD (its TTL reset); else ACQUIRED when fewer than `limit` hold it; else BUSY
-        with nothing changed.
-
-        Args:
-            key: The gate's key.
-            holder: Who takes the place (a run id, or a step's holder id).
-            limit: The most holders at once.
-            ttl: Seconds the place lives unless extended.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def gate_release(self, key: str, holder: str) -> bool:
-        """Drop `holder` from gate `key` (atomic); True if it was there, and then the gate's
-        channel is notified (see `subscribe_gate`). Releasing twice is harmless.
-
-        Args:
-            key: The gate's key.
-            holder: Who leaves.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def gate_extend(self, key: str, holder: str, ttl: float) -> bool:
-        """Reset `holder`'s TTL on gate `key`; False when it no longer holds it.
-
-        Args:
-            key: The gate's key.
-            holder: Who holds it.
-            ttl: The new time to live, in seconds.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def gate_holders(self, key: str) -> list[str]:
-        """The live holders of gate `key` (any order).
-
-        Args:
-            key: The gate's key.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    def subscribe_gate(self, key: str) -> AbstractAsyncContextManager[Subscription]:
-        """Subscribe to gate `key`'s channel: notified when a place frees (a release, an
-        ordered turn passed on). Subscribe first, then try, then wait.
-
-        Args:
-            key: The gate's key.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def rate_charge(self, key: str, windows: Sequence[tuple[int, int]], charge: str,
-                          ) -> float | None:
-        """Charge one call to every fixed window `(seconds, limit)` of rate limit `key`, all or
-        nothing, in one atomic step (the bucket of each window is `floor(now / seconds)`, now
-        being the storage's clock). `charge` names the charge: a call with a charge already
-        admitted is admitted again without counting (a run is charged once, whatever its
-        resumes or redeliveries; the memory of a charge lasts twice the longest window, at least
-        a day). Returns None when admitted, else the seconds until the first refusing window
-        frees (nothing charged).
-
-        Args:
-            key: The rate limit's key.
-            windows: `(seconds, limit)` for each window.
-            charge: The charge's name (admitted once).
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def period_marked(self, key: str) -> bool:
-        """Whether period marker `key` (a gate key with its bucket) exists.
-
-        Args:
-            key: The marker's key (a gate key with its bucket).
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def mark_period(self, key: str, ttl: float) -> bool:
-        """Set period marker `key` for `ttl` seconds if absent (atomic); True if this call set
-        it.
-
-        Args:
-            key: The marker's key (a gate key with its bucket).
-            ttl: Seconds the marker lives.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def ordered_enter(self, key: str, ticket: str) -> int:
-        """Take a place in ordered lock `key`'s line for `ticket` (a run id): the next number,
-        stamped with the storage's clock. Atomic and idempotent: a ticket already in line keeps
-        its number. Returns the number (1 for the first in an empty line).
-
-        Args:
-            key: The ordered lock's key.
-            ticket: The run id taking a place.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def ordered_turn(self, key: str, ticket: str, poison_pill_timeout: float) -> bool | None:
-        """Whether it is `ticket`'s turn in ordered lock `key` (atomic). Finished places are
-        passed first; then, while the first unfinished place before `ticket` was stamped more
-        than `poison_pill_timeout` seconds ago, it is passed over (a poison pill: its holder
-        stopped making progress). True when `ticket` is first, False when an earlier place
-        remains (either way asking renews `ticket`'s stamp: its holder is alive); None when
-        `ticket` is not in line.
-
-        Args:
-            key: The ordered lock's key.
-            ticket: The run id asking.
-            poison_pill_timeout: Seconds without a stamp after which an earlier place is passed
-                over.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def ordered_stamp(self, key: str, ticket: str) -> bool:
-        """Renew `ticket`'s stamp (its holder is alive and making progress); False when it is
-        not in line.
-
-        Args:
-            key: The ordered lock's key.
-            ticket: The run id whose stamp is renewed.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def ordered_leave(self, key: str, ticket: str) -> bool:
-        """Leave the line of ordered lock `key` (atomic): `ticket`'s place is finished and the
-        turn passes on (the channel is notified); when every place is finished the line is
-        deleted and numbering starts again. True if `ticket` was in line.
-
-        Args:
-            key: The ordered lock's key.
-            ticket: The run id leaving.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    # -- schedules -----------------------------------------------------------------------------
-    # A schedule's key is "<reactor>:<schedule name or index>". Its record holds a cursor (the
-    # last tick handled, in ms), a paused flag, the last run and the last error. Every
-    # operation is atomic and touches that one record: constant work per tick, whatever the
-    # number of runs stored.
-
-    @abc.abstractmethod
-    async def schedule_load(self, key: str, start: int | None) -> ScheduleState | None:
-        """The schedule's state; when it has none, create it with cursor `start` (atomically:
-        of two first loads, the first start wins) unless `start` is None (then: None).
-
-        Args:
-            key: The schedule's key.
-            start: The cursor of a schedule seen for the first time (ms), or None to only read.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def schedule_advance(self, key: str, expected: int, cursor: int) -> bool:
-        """Claim the ticks up to `cursor`: move the cursor from `expected` to `cursor` iff it is
-        still `expected` and the schedule is not paused (atomic compare-and-set: of concurrent
-        claims of one tick, exactly one wins). True if this call moved it.
-
-        Args:
-            key: The schedule's key.
-            expected: The cursor the caller read.
-            cursor: The tick claimed (ms).
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def schedule_record(self, key: str, *, last_run: str = "", error: str = "") -> None:
-        """Record what the last claimed tick did: the run it started (`last_run`, clearing the
-        error) or its problem (`error`). Atomic; a missing schedule is left missing.
-
-        Args:
-            key: The schedule's key.
-            last_run: The run started.
-            error: Why no run started.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def schedule_pause(self, key: str, paused: bool, now: int) -> bool:
-        """Pause or resume the schedule (created with cursor `now` if missing). Resuming moves
-        the cursor to `now` when it is behind: ticks of the paused time never fire. Atomic;
-        True if the flag changed.
-
-        Args:
-            key: The schedule's key.
-            paused: Pause (True) or resume (False).
-            now: The current time (ms).
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
     # -- lifecycle -----------------------------------------------------------------------------
 
-    async def aclose(self) -> None:  # noqa: B027 - optional hook
+    async def aclose(self) -> None:
         """Release connections held for the current event loop."""
 
     def describe(self) -> str:
         """A short description for logs and errors (never credentials)."""
         return type(self).__name__
-
-

@@ -1,0 +1,106 @@
+"""The error hierarchy: every error reactorflow raises derives from `ReactorflowError`.
+
+Each error carries structured fields (`run_id`, `step`, `cause` and its own extras) and a message
+that says what went wrong and what to do about it. `Halt` is not an error: it is the signal a
+step raises to stop its run cleanly.
+
+The classes live in small modules by concern (`core`, `inputs`, `runs`, `storage`, `gates`) and
+are all imported from here, where they report their module as `reactorflow.errors` (the name
+stored in error records and shown in tracebacks).
+"""
+
+from __future__ import annotations
+
+from reactorflow.errors.core import (
+    SHOWN_ID_LIMIT,
+    ArgumentError,
+    ConfigurationError,
+    DefinitionChanged,
+    DefinitionError,
+    Halt,
+    ReactorflowError,
+    RecordedError,
+    SerializationError,
+    StepLabel,
+    halt_text,
+    shown,
+)
+from reactorflow.errors.gates import (
+    GateBusy,
+    GateDeadlock,
+    GateKeyError,
+)
+from reactorflow.errors.inputs import (
+    InputValidationError,
+    PayloadValidationError,
+)
+from reactorflow.errors.runs import (
+    AlreadyResumed,
+    AsyncUnitFailed,
+    AsyncWaitTimeout,
+    CorrelationConflict,
+    InterruptExpired,
+    InterruptNotPending,
+    LockTimeout,
+    NotPaused,
+    ReactorNotDeclared,
+    RunExists,
+    RunNotFound,
+    RunStateError,
+    StepTimeout,
+    WaitTimeout,
+    refusal_advice,
+)
+from reactorflow.errors.storage import (
+    CorruptRecord,
+    LockLost,
+    StorageConnectionError,
+    StorageError,
+    StoragePoolExhausted,
+)
+
+__all__ = [
+    "AlreadyResumed",
+    "ArgumentError",
+    "AsyncUnitFailed",
+    "AsyncWaitTimeout",
+    "ConfigurationError",
+    "CorrelationConflict",
+    "CorruptRecord",
+    "DefinitionChanged",
+    "DefinitionError",
+    "GateBusy",
+    "GateDeadlock",
+    "GateKeyError",
+    "Halt",
+    "InputValidationError",
+    "InterruptExpired",
+    "InterruptNotPending",
+    "LockLost",
+    "LockTimeout",
+    "NotPaused",
+    "PayloadValidationError",
+    "ReactorNotDeclared",
+    "ReactorflowError",
+    "RecordedError",
+    "RunExists",
+    "RunNotFound",
+    "RunStateError",
+    "SHOWN_ID_LIMIT",
+    "SerializationError",
+    "StepLabel",
+    "StepTimeout",
+    "StorageConnectionError",
+    "StorageError",
+    "StoragePoolExhausted",
+    "WaitTimeout",
+    "halt_text",
+    "refusal_advice",
+    "shown",
+]
+
+for _name in __all__:
+    _value = globals()[_name]
+    if isinstance(_value, type) or callable(_value):
+        _value.__module__ = __name__
+del _name, _value

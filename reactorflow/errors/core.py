@@ -1,0 +1,171 @@
+"""The error hierarchy: every error reactorflow raises derives from `ReactorflowError`.
+
+Each error carries structured fields (`run_id`, `step`, `cause` and its own extras) and a message
+that says what went wrong and what to do about it. `Halt` is not an error: it is the signal a
+step raises to stop its run cleanly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from reactorflow.redaction import scrub
+
+StepLabel = str | tuple[str, ...]
+"""How an interrupt is named: a bare name at the root, a path tuple inside composed children."""
+
+
+SHOWN_ID_LIMIT = 80
+"""Characters of a caller-supplied id a message shows (the error's field keeps it whole)."""
+
+
+def _key(label: StepLabel) -> str:
+    return label if isinstance(label, str) else ".".join(label)
+
+
+def shown(value: str) -> str:
+    """`value` quoted for a message, cut to `SHOWN_ID_LIMIT` characters (saying how long)."""
+    if len(value) <= SHOWN_ID_LIMIT:
+        return repr(value)
+    return f"{value[:SHOWN_ID_LIMIT]!r}... ({len(value)} characters)"
+
+
+class ReactorflowError(Exception):
+    """Root of every error raised by reactorflow.
+
+    Attributes:
+        message: What went wrong and what to do about it (also `str(error)`).
+        run_id: The run concerned, or `None`.
+        step: The step concerned (a nested interrupt's path joined with `.`), or `None`.
+        cause: The underlying exception (also `__cause__`), or `None`.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: str | None = None,
+        step: str | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.run_id = run_id
+        self.step = step
+        self.cause = cause
+        if cause is not None:
+            self.__cause__ = cause
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keep errors picklable across processes
+        return (_rebuild, (type(self), self.message, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[ReactorflowError], message: str, state: dict[str, Any]) -> ReactorflowError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
+
+
+class DefinitionError(ReactorflowError):
+    """A reactor, step or handler was declared wrongly (raised at the decorator line).
+
+    Attributes:
+        reactor: The reactor being declared, or `None`.
+    """
+
+    def __init__(self, message: str, *, reactor: str | None = None,
+                 step: str | None = None) -> None:
+        super().__init__(message, step=step)
+        self.reactor = reactor
+
+
+class ConfigurationError(ReactorflowError):
+    """`rf.configure` (or the environment) named an unknown option or a bad value.
+
+    Attributes:
+        option: The option at fault, or `None`.
+    """
+
+    def __init__(self, message: str, *, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+class DefinitionChanged(ReactorflowError):
+    """A stored run was made by a graph that the current code changed incompatibly.
+
+    Attributes:
+        reactor: The run's reactor.
+        differences: What the current graph changed (one line each).
+    """
+
+    def __init__(self, run_id: str, reactor: str, differences: Sequence[str]) -> None:
+        listed = "; ".join(differences)
+        super().__init__(
+            f"run {run_id!r} of reactor {reactor!r} was started by a different graph and cannot "
+            f"be continued by this code: {listed}. Deploy code whose graph keeps every step the "
+            "run has, or undo/cancel the run with the old code.",
+            run_id=run_id,
+        )
+        self.reactor = reactor
+        self.differences = list(differences)
+
+
+class SerializationError(ReactorflowError):
+    """A value could not be encoded or decoded by msgspec.
+
+    Attributes:
+        type_name: The type that could not be encoded or decoded, or `None`.
+    """
+
+    def __init__(self, message: str, *, run_id: str | None = None, step: str | None = None,
+                 type_name: str | None = None, cause: BaseException | None = None) -> None:
+        super().__init__(message, run_id=run_id, step=step, cause=cause)
+        self.type_name = type_name
+
+
+class ArgumentError(ReactorflowError):
+    """A step's argument could not be resolved (a bad path into a result, a failing `when`)."""
+
+
+class RecordedError(ReactorflowError):
+    """A failure rebuilt from storage, handed to a compensate that runs in another process.
+
+    Attributes:
+        type: The original exception's type name.
+        message: The original exception's message.
+    """
+
+    def __init__(self, type: str, message: str, *, step: str | None = None) -> None:
+        super().__init__(f"{type}: {message}", step=step)
+        self.type = type
+        self.message = message  # the original exception's message (str() adds its type)
+
+
+class Halt(Exception):
+    """Raise from a step to stop the run cleanly: status `halted`, nothing rolled back.
+
+    The reason is stored as text: a non-`str` reason is converted with `str()` (`Halt(404)` has
+    the reason `"404"`).
+
+    Attributes:
+        reason: Why the run was halted (stored with the run).
+    """
+
+    def __init__(self, reason: str = "") -> None:
+        reason = halt_text(reason)
+        super().__init__(reason)
+        self.reason = reason
+
+
+def halt_text(reason: object) -> str:
+    """A halt reason as the text stored with the run (`str()` of a non-str), scrubbed of the
+    redacted values of the runs executing here (see reactorflow.redaction); never raises."""
+    if isinstance(reason, str):
+        return scrub(reason)
+    try:
+        return scrub(str(reason))
+    except Exception:
+        return f"<{type(reason).__name__} reason that cannot be converted to text>"

@@ -1,0 +1,327 @@
+"""Errors about a run's state, its waits and its timeouts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from reactorflow.errors.core import ArgumentError, ReactorflowError, StepLabel, _key, shown
+
+
+class RunNotFound(ReactorflowError):
+    """No run with that id exists for this reactor (or at all, when `reactor` is None; or it
+    expired).
+
+    Attributes:
+        reactor: The reactor that was asked, or `None` for a lookup across reactors.
+        other_reactor: The reactor the run belongs to, when it is another one.
+        correlation_id: The correlation id that was looked up, or `None`.
+    """
+
+    def __init__(self, run_id: str, reactor: str | None = None, *,
+                 other_reactor: str | None = None,
+                 correlation_id: str | None = None) -> None:
+        if correlation_id is not None:
+            message = (
+                f"no run of reactor {reactor!r} registered correlation id {shown(correlation_id)}:"
+                " the run has not reached that interrupt yet, or it expired"
+            )
+        elif other_reactor is not None:
+            message = (
+                f"run {shown(run_id)} belongs to reactor {other_reactor!r}, not {reactor!r}; use "
+                "that reactor to read it"
+            )
+        else:
+            whose = f" for reactor {reactor!r}" if reactor is not None else ""
+            message = (
+                f"no run {shown(run_id)}{whose}: check the id, or it may have expired after "
+                "its retention period"
+            )
+        super().__init__(message, run_id=run_id)
+        self.reactor = reactor
+        self.other_reactor = other_reactor
+        self.correlation_id = correlation_id
+
+
+class ReactorNotDeclared(ReactorflowError):
+    """A stored run's reactor is not declared in this process, so its steps cannot run here.
+
+    Attributes:
+        reactor: The stored run's reactor name.
+    """
+
+    def __init__(self, run_id: str, reactor: str) -> None:
+        super().__init__(
+            f"run {run_id!r} belongs to reactor {reactor!r}, which this process does not "
+            "declare; import the module that declares it (the CLI's and the dashboard's --app, "
+            "or REACTORFLOW_APP)",
+            run_id=run_id,
+        )
+        self.reactor = reactor
+
+
+class RunExists(ReactorflowError):
+    """A run with that id is already stored."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"a run with id {run_id!r} already exists", run_id=run_id)
+
+
+_ROLLED_BACK = ("It failed and its completed steps were already rolled back (run.error says "
+                "why, and lists any undo that failed): there is nothing left to cancel, undo or "
+                "continue. retry(run_id) starts a new run with the same inputs.")
+_NO_PAYLOAD = "it takes no more payloads"
+_ADVICE: dict[tuple[str, str], str] = {
+    # What can still be done with a run of that status, for each refused operation.
+    ("cancel", "completed"): "It already finished, so there is nothing to stop; undo(run_id) "
+                             "rolls back its completed steps.",
+    ("cancel", "halted"): "A step halted it, so there is nothing to stop; undo(run_id) rolls back "
+                          "its completed steps.",
+    ("cancel", "aborted"): "Its process stopped it mid-way and nothing will run it again; "
+                           "undo(run_id) rolls back the steps it completed.",
+    ("cancel", "failed"): _ROLLED_BACK,
+    ("cancel", "rolling_back"): "It is being rolled back and ends failed or cancelled by itself; "
+                                "wait(run_id) for that.",
+    ("undo", "failed"): _ROLLED_BACK,
+    ("undo", "running"): "Stop it first: cancel(run_id) stops it at its next step boundary; "
+                         "once wait(run_id) shows it cancelled, undo(run_id) rolls it back.",
+    ("undo", "rolling_back"): "It is already being rolled back and ends failed or cancelled by "
+                              "itself; wait(run_id) for that.",
+    ("continue", "running"): "It waits for no payload right now; wait(run_id) until it pauses, "
+                             "then continue it.",
+    ("continue", "completed"): f"It finished: {_NO_PAYLOAD}. undo(run_id) rolls back its "
+                               "completed steps.",
+    ("continue", "failed"): _ROLLED_BACK,
+    ("continue", "halted"): f"A step halted it: {_NO_PAYLOAD}. undo(run_id) rolls back its "
+                            "completed steps.",
+    ("continue", "cancelled"): f"It was cancelled: {_NO_PAYLOAD}. undo(run_id) rolls back "
+                               "what it completed (if it was not undone already); "
+                               "retry(run_id) starts a new run with the same inputs.",
+    ("continue", "aborted"): f"Its process stopped it mid-way: {_NO_PAYLOAD}. undo(run_id) "
+                             "rolls back the steps it completed; retry(run_id) starts a new "
+                             "run with the same inputs.",
+    ("continue", "rolling_back"): f"It is being rolled back: {_NO_PAYLOAD}; it ends failed or "
+                                  "cancelled by itself.",
+    ("retry", "running"): "It is still going: wait(run_id) for it to end, or cancel(run_id) "
+                          "it; a failed, cancelled or aborted run can be retried.",
+    ("retry", "paused"): "It waits for a payload: continue_(run_id, ...) resumes it; or "
+                         "cancel(run_id) it, then retry it.",
+    ("retry", "completed"): "It completed: there is nothing to retry. Start a new run for new "
+                            "work.",
+    ("retry", "halted"): "A step halted it on purpose: undo(run_id) rolls back its completed "
+                         "steps and ends it cancelled, and a cancelled run can be retried.",
+    ("retry", "rolling_back"): "It is being rolled back and ends failed or cancelled by itself; "
+                               "wait(run_id) for that, then retry it.",
+}
+
+
+def refusal_advice(operation: str, status: str) -> str:
+    """What is still possible for a run of `status` when `operation` is refused on it."""
+    return _ADVICE.get((operation, str(status)),
+                       "Read it with get(run_id) to see what it is doing.")
+
+
+class RunStateError(ReactorflowError):
+    """The run's status does not allow the requested operation; the message says what is
+    possible for that status instead.
+
+    Args:
+        hint: What to do instead (default: the advice for that operation and status).
+
+    Attributes:
+        status: The run's status.
+        operation: The refused operation (`cancel`, `undo`, `continue`, `retry`, ...).
+    """
+
+    def __init__(self, run_id: str, status: str, operation: str,
+                 hint: str | None = None) -> None:
+        hint = refusal_advice(operation, status) if hint is None else hint
+        super().__init__(
+            f"cannot {operation} run {run_id!r}: it is {status}. {hint}", run_id=run_id
+        )
+        self.status = status
+        self.operation = operation
+
+
+class NotPaused(RunStateError):
+    """`continue_` on a run that is not waiting for a payload.
+
+    Attributes:
+        status: The run's status.
+    """
+
+    def __init__(self, run_id: str, status: str) -> None:
+        super().__init__(run_id, status, "continue")
+
+
+class AlreadyResumed(ReactorflowError):
+    """That interrupt of that run already accepted its one payload.
+
+    Attributes:
+        label: The interrupt's name, or its path inside composed children.
+    """
+
+    def __init__(self, run_id: str, step: StepLabel) -> None:
+        super().__init__(
+            f"interrupt {step!r} of run {run_id!r} was already resumed: it accepts exactly one "
+            "payload. Nothing was written.",
+            run_id=run_id,
+            step=_key(step),
+        )
+        self.label = step
+
+
+class InterruptNotPending(ReactorflowError):
+    """The named step is not an interrupt the run is waiting on.
+
+    Attributes:
+        label: The step that was named (a name, or a path).
+        pending: The interrupts the run does wait on.
+    """
+
+    def __init__(self, run_id: str, step: StepLabel, pending: Sequence[StepLabel]) -> None:
+        listed = ", ".join(repr(p) for p in pending) if pending else "none"
+        super().__init__(
+            f"run {run_id!r} is not waiting on {step!r}; pending interrupts: {listed}. "
+            "Name one of those (a nested one as a path such as ('fulfil', 'approve')).",
+            run_id=run_id,
+            step=_key(step),
+        )
+        self.label = step
+        self.pending = list(pending)
+
+
+class InterruptExpired(ReactorflowError):
+    """The interrupt's timeout passed before a payload arrived; the run was rolled back.
+
+    Attributes:
+        label: The interrupt's name, or its path inside composed children.
+        timeout_at: The deadline that passed (seconds since the epoch).
+    """
+
+    def __init__(self, run_id: str, step: StepLabel, timeout_at: float) -> None:
+        super().__init__(
+            f"interrupt {step!r} of run {run_id!r} expired (deadline {timeout_at:.3f}); the run "
+            "was rolled back and is failed",
+            run_id=run_id,
+            step=_key(step),
+        )
+        self.label = step
+        self.timeout_at = timeout_at
+
+
+class WaitTimeout(ReactorflowError, TimeoutError):
+    """`wait` gave up before the run reached a terminal or paused status. `unclaimed`: the run
+    was handed to a worker and no worker has taken it since.
+
+    Attributes:
+        timeout: The seconds waited.
+        status: The run's status when `wait` gave up.
+        unclaimed: The run was handed to a worker and no worker has taken it.
+    """
+
+    def __init__(self, run_id: str, timeout: float, status: str, *,
+                 unclaimed: bool = False) -> None:
+        if unclaimed:
+            message = (
+                f"run {run_id!r} is still {status} after waiting {timeout:g}s: it was handed to "
+                "a worker and no worker has taken it. Start one that imports the reactor's "
+                "module and shares this broker (reactorflow worker <module>), then wait again"
+            )
+        else:
+            message = (f"run {run_id!r} is still {status} after waiting {timeout:g}s; wait "
+                       "again or raise the timeout")
+        super().__init__(message, run_id=run_id)
+        self.timeout = timeout
+        self.status = status
+        self.unclaimed = unclaimed
+
+
+class StepTimeout(ReactorflowError, TimeoutError):
+    """A step attempt ran past its `timeout=`.
+
+    Attributes:
+        timeout: The step's `timeout=` in seconds.
+    """
+
+    def __init__(self, run_id: str, step: str, timeout: float) -> None:
+        super().__init__(
+            f"step {step!r} of run {run_id!r} ran past its timeout of {timeout:g}s",
+            run_id=run_id,
+            step=step,
+        )
+        self.timeout = timeout
+
+
+class AsyncWaitTimeout(ReactorflowError, TimeoutError):
+    """A step waited longer than `async_wait_timeout` for an async unit's result.
+
+    Attributes:
+        unit: The async unit waited for.
+        timeout: The seconds waited (`async_wait_timeout`).
+    """
+
+    def __init__(self, run_id: str, step: str, unit: str, timeout: float) -> None:
+        super().__init__(
+            f"step {step!r} of run {run_id!r} waited {timeout:g}s for async unit {unit!r} and gave "
+            "up; the run rolls back. Raise rf.configure(async_wait_timeout=...) or check that a "
+            "worker is running (reactorflow worker ...)",
+            run_id=run_id,
+            step=step,
+        )
+        self.unit = unit
+        self.timeout = timeout
+
+
+class AsyncUnitFailed(ArgumentError):
+    """An async unit read by a step (annotated with its plain type) failed.
+
+    Attributes:
+        unit: The async unit that failed.
+        reason: Why it failed.
+    """
+
+    def __init__(self, run_id: str, step: str, unit: str, reason: str) -> None:
+        super().__init__(
+            f"step {step!r} of run {run_id!r} reads async unit {unit!r}, which failed: {reason}. "
+            "Annotate the parameter rf.Outcome[...] to receive the failure as a value instead",
+            run_id=run_id,
+            step=step,
+        )
+        self.unit = unit
+        self.reason = reason
+
+
+class CorrelationConflict(ReactorflowError):
+    """A correlation id is already mapped to a different run.
+
+    Attributes:
+        correlation_id: The correlation id.
+        existing_run: The run that holds it.
+    """
+
+    def __init__(self, correlation_id: str, existing_run: str, run_id: str) -> None:
+        super().__init__(
+            f"correlation id {correlation_id!r} already belongs to run {existing_run!r}; run "
+            f"{run_id!r} cannot take it. Make the template unique per run (e.g. include an id).",
+            run_id=run_id,
+        )
+        self.correlation_id = correlation_id
+        self.existing_run = existing_run
+
+
+class LockTimeout(ReactorflowError):
+    """The run's lock could not be taken in time: another execution holds it.
+
+    Attributes:
+        waited: The seconds waited for the lock.
+        operation: The operation that needed it.
+    """
+
+    def __init__(self, run_id: str, waited: float, operation: str) -> None:
+        super().__init__(
+            f"cannot {operation} run {run_id!r}: another execution held it for {waited:g}s. "
+            "Wait for it to pause or finish, then try again.",
+            run_id=run_id,
+        )
+        self.waited = waited
+        self.operation = operation

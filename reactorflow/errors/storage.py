@@ -1,0 +1,110 @@
+"""Errors raised when the storage backend fails."""
+
+from __future__ import annotations
+
+from reactorflow.errors.core import ReactorflowError
+
+
+class StorageError(ReactorflowError):
+    """The storage backend failed."""
+
+
+class StorageConnectionError(StorageError):
+    """The storage server could not be reached (the URL is named, never its credentials).
+
+    Raised while starting a run, it says whether that run was stored: `run_id` is the id the
+    run has (or would have had), and `stored` is True (it is stored: the sweeper finishes it
+    once storage is back; do not start it again), False (nothing of it was stored) or None (the
+    store was sent but its answer was lost: `get(run_id)` tells once storage is back).
+
+    Attributes:
+        url: The storage URL (without credentials).
+        reason: Why it could not be reached.
+        stored: Whether the run being started was stored (see above), or `None`.
+    """
+
+    def __init__(self, url: str, reason: str, *, cause: BaseException | None = None,
+                 run_id: str | None = None, stored: bool | None = None) -> None:
+        message = (f"cannot reach storage at {url}: {reason.rstrip('. ')}. Check that the server "
+                   "is running and the URL is right.")
+        if run_id is not None:
+            message += " " + _stored_note(run_id, stored)
+        super().__init__(message, run_id=run_id, cause=cause)
+        self.url = url
+        self.reason = reason
+        self.stored = stored
+
+    def starting(self, run_id: str, *, stored: bool | None) -> StorageConnectionError:
+        """This error, raised while starting run `run_id`: says whether the run was stored.
+
+        Args:
+            run_id: The run being started.
+            stored: Whether it was stored (`None`: unknown, the answer was lost).
+        """
+        return StorageConnectionError(self.url, self.reason, cause=self.cause or self,
+                                      run_id=run_id, stored=stored)
+
+
+def _stored_note(run_id: str, stored: bool | None) -> str:
+    if stored:
+        return (f"Run {run_id!r} was stored: it goes on (the sweeper finishes it) once storage "
+                f"is reachable. Do not start it again; follow it with wait({run_id!r}).")
+    if stored is None:
+        return (f"Run {run_id!r} may or may not have been stored (the answer was lost): "
+                f"get({run_id!r}) tells once storage is reachable; if it exists the sweeper "
+                "finishes it, so start it again only if it does not.")
+    return f"Run {run_id!r} was not stored: starting it again is safe."
+
+
+class StoragePoolExhausted(StorageError):
+    """Every connection of this process's pool to the storage server stayed busy for the pool
+    timeout: more storage calls at once than connections (the server itself is reachable).
+
+    Attributes:
+        url: The storage URL (without credentials).
+        max_connections: The pool's size.
+        waited: The seconds waited for a connection.
+    """
+
+    def __init__(self, url: str, max_connections: int, waited: float, *,
+                 cause: BaseException | None = None) -> None:
+        super().__init__(
+            f"all {max_connections} connections of this process's pool to {url} (one pool per "
+            f"event loop) were busy for {waited:g}s: more storage calls at once than "
+            "connections. Pass a larger max_connections= (or pool_timeout=) to the storage, or "
+            "make fewer calls at once. (Waiting for runs costs no pool connection.)",
+            cause=cause,
+        )
+        self.url = url
+        self.max_connections = max_connections
+        self.waited = waited
+
+
+class LockLost(StorageError):
+    """A fenced write was refused: this execution no longer owns the run.
+
+    Attributes:
+        owner: The lock owner this execution wrote as.
+    """
+
+    def __init__(self, run_id: str, owner: str) -> None:
+        super().__init__(
+            f"this execution ({owner}) no longer holds run {run_id!r}'s lock: it expired and "
+            "another execution took the run over (its keeper could not extend it for lock_ttl "
+            "seconds: storage unreachable, or the process suspended). Nothing more was written "
+            "by this one.",
+            run_id=run_id,
+        )
+        self.owner = owner
+
+
+class CorruptRecord(StorageError):
+    """A stored record could not be decoded (corrupt, or an unknown schema version).
+
+    Attributes:
+        reason: Why the record cannot be read.
+    """
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        super().__init__(f"stored record of run {run_id!r} cannot be read: {reason}", run_id=run_id)
+        self.reason = reason

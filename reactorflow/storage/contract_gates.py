@@ -1,0 +1,187 @@
+"""The storage contract for gates (part of `Storage`; see `storage/base.py`)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+
+from reactorflow.storage.values import GateTake, Subscription
+
+
+class GatesContract(abc.ABC):
+    """Locks, semaphores, rate limits, periods and ordered locks, keyed by gate key."""
+
+    # -- gates ---------------------------------------------------------------------------------
+    # A gate key is any text a user's template produced. Each gate's keys are independent of
+    # runs (they outlive none: every entry has a TTL) and share one slot per key on Redis.
+
+    @abc.abstractmethod
+    async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float) -> GateTake:
+        """Take one of the `limit` places of gate `key` for `holder`, for `ttl` seconds unless
+        extended. Atomic: holders whose TTL ran out are dropped first; then a `holder` already
+        in is HELD (its TTL reset); else ACQUIRED when fewer than `limit` hold it; else BUSY
+        with nothing changed.
+
+        Args:
+            key: The gate's key.
+            holder: Who takes the place (a run id, or a step's holder id).
+            limit: The most holders at once.
+            ttl: Seconds the place lives unless extended.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def gate_release(self, key: str, holder: str) -> bool:
+        """Drop `holder` from gate `key` (atomic); True if it was there, and then the gate's
+        channel is notified (see `subscribe_gate`). Releasing twice is harmless.
+
+        Args:
+            key: The gate's key.
+            holder: Who leaves.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def gate_extend(self, key: str, holder: str, ttl: float) -> bool:
+        """Reset `holder`'s TTL on gate `key`; False when it no longer holds it.
+
+        Args:
+            key: The gate's key.
+            holder: Who holds it.
+            ttl: The new time to live, in seconds.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def gate_holders(self, key: str) -> list[str]:
+        """The live holders of gate `key` (any order).
+
+        Args:
+            key: The gate's key.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    def subscribe_gate(self, key: str) -> AbstractAsyncContextManager[Subscription]:
+        """Subscribe to gate `key`'s channel: notified when a place frees (a release, an
+        ordered turn passed on). Subscribe first, then try, then wait.
+
+        Args:
+            key: The gate's key.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def rate_charge(self, key: str, windows: Sequence[tuple[int, int]], charge: str,
+                          ) -> float | None:
+        """Charge one call to every fixed window `(seconds, limit)` of rate limit `key`, all or
+        nothing, in one atomic step (the bucket of each window is `floor(now / seconds)`, now
+        being the storage's clock). `charge` names the charge: a call with a charge already
+        admitted is admitted again without counting (a run is charged once, whatever its
+        resumes or redeliveries; the memory of a charge lasts twice the longest window, at least
+        a day). Returns None when admitted, else the seconds until the first refusing window
+        frees (nothing charged).
+
+        Args:
+            key: The rate limit's key.
+            windows: `(seconds, limit)` for each window.
+            charge: The charge's name (admitted once).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def period_marked(self, key: str) -> bool:
+        """Whether period marker `key` (a gate key with its bucket) exists.
+
+        Args:
+            key: The marker's key (a gate key with its bucket).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def mark_period(self, key: str, ttl: float) -> bool:
+        """Set period marker `key` for `ttl` seconds if absent (atomic); True if this call set
+        it.
+
+        Args:
+            key: The marker's key (a gate key with its bucket).
+            ttl: Seconds the marker lives.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def ordered_enter(self, key: str, ticket: str) -> int:
+        """Take a place in ordered lock `key`'s line for `ticket` (a run id): the next number,
+        stamped with the storage's clock. Atomic and idempotent: a ticket already in line keeps
+        its number. Returns the number (1 for the first in an empty line).
+
+        Args:
+            key: The ordered lock's key.
+            ticket: The run id taking a place.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def ordered_turn(self, key: str, ticket: str, poison_pill_timeout: float) -> bool | None:
+        """Whether it is `ticket`'s turn in ordered lock `key` (atomic). Finished places are
+        passed first; then, while the first unfinished place before `ticket` was stamped more
+        than `poison_pill_timeout` seconds ago, it is passed over (a poison pill: its holder
+        stopped making progress). True when `ticket` is first, False when an earlier place
+        remains (either way asking renews `ticket`'s stamp: its holder is alive); None when
+        `ticket` is not in line.
+
+        Args:
+            key: The ordered lock's key.
+            ticket: The run id asking.
+            poison_pill_timeout: Seconds without a stamp after which an earlier place is passed
+                over.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def ordered_stamp(self, key: str, ticket: str) -> bool:
+        """Renew `ticket`'s stamp (its holder is alive and making progress); False when it is
+        not in line.
+
+        Args:
+            key: The ordered lock's key.
+            ticket: The run id whose stamp is renewed.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def ordered_leave(self, key: str, ticket: str) -> bool:
+        """Leave the line of ordered lock `key` (atomic): `ticket`'s place is finished and the
+        turn passes on (the channel is notified); when every place is finished the line is
+        deleted and numbering starts again. True if `ticket` was in line.
+
+        Args:
+            key: The ordered lock's key.
+            ticket: The run id leaving.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """

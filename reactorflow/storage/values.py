@@ -1,0 +1,138 @@
+"""Values the storage contract passes: records, results and the option checks."""
+
+from __future__ import annotations
+
+import abc
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+from reactorflow.errors import ConfigurationError
+
+DEFAULT_RETENTION = 7 * 24 * 3600.0
+DEFAULT_HISTORY_LIMIT = 1000
+
+
+def check_seconds(backend: str, name: str, value: object) -> float:
+    """`value` as a finite number of seconds > 0, or `ConfigurationError` naming `name`."""
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or value <= 0):
+        raise ConfigurationError(
+            f"{backend}({name}={value!r}): {name} must be a finite number of seconds > 0",
+            option=name)
+    return float(value)
+
+
+def check_count(backend: str, name: str, value: object) -> int:
+    """`value` as a whole number >= 1, or `ConfigurationError` naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(
+            f"{backend}({name}={value!r}): {name} must be a whole number >= 1", option=name)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class RunHead:
+    """A run without its steps: enough to check status, list and sweep."""
+
+    run_id: str
+    reactor: str
+    status: str
+    meta: bytes
+    state: bytes
+    created_at: float
+    touched_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    head: RunHead
+    steps: dict[str, bytes]
+    history: list[bytes] | None = None  # when asked for
+    claims: dict[str, bytes] | None = None  # when asked for
+
+
+@dataclass(frozen=True, slots=True)
+class Liveness:
+    """What the sweeper needs to judge whether a run is stalled."""
+
+    run_id: str
+    reactor: str
+    status: str
+    touched_at: float
+    lock_owner: str | None
+    problem: str | None = None
+    """Why the run's record could not be read (then only `run_id`, `reactor` and the status of
+    the index it was found in are known): reported, never fatal to the whole scan."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnitLiveness:
+    """What the sweeper needs to judge whether a dispatched async unit was lost."""
+
+    run_id: str
+    key: str
+    dispatched_at: float
+    lock_owner: str | None
+    problem: str | None = None
+    """Why the unit's lock could not be read: reported, never fatal to the whole scan."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunPageData:
+    heads: list[RunHead]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SlotWrite:
+    """What `save_elements` did: how many outcomes it wrote, and how many the map holds now."""
+
+    written: int
+    stored: int
+
+
+class ClaimResult(Enum):
+    ACCEPTED = "accepted"  # this call's payload is the interrupt's one payload
+    TAKEN = "taken"  # another payload was claimed first; nothing written
+    NOT_RESUMABLE = "not_resumable"  # run missing, or not paused/running, or cancel requested
+
+
+class GateTake(Enum):
+    """What `gate_acquire` did."""
+
+    ACQUIRED = "acquired"  # the holder took a free place
+    HELD = "held"  # the holder already had a place (re-entry: its TTL reset, nothing counted)
+    BUSY = "busy"  # every place is taken by others; nothing changed
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleState:
+    """A schedule's stored state (see the schedules section of `Storage`).
+
+    Attributes:
+        cursor: The last tick handled (ms since the epoch): ticks after it are due.
+        paused: Whether the schedule is paused.
+        last_run: The id of the last run a tick started ("" none yet).
+        error: The last tick's problem (inputs refused, ...), "" when the last tick started.
+    """
+
+    cursor: int
+    paused: bool = False
+    last_run: str = ""
+    error: str = ""
+
+
+class Subscription(abc.ABC):
+    """A live subscription to one run's completion channel."""
+
+    message: bytes | None = None
+    """The payload of the last notification `wait` returned for (a unit's channel carries the
+    unit's record; a reader may use it instead of reading the record again)."""
+
+    @abc.abstractmethod
+    async def wait(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for a notification; True if one arrived. A notification
+        that arrived since the subscription began, while nobody was waiting, is not lost: the
+        next `wait` returns True at once. Several pending notifications may coalesce into one
+        wake-up (waiters re-read the record after each)."""
