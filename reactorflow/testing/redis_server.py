@@ -51,6 +51,46 @@ def redis_server_executable() -> str | None:
     return bundled if bundled and os.access(bundled, os.X_OK) else None
 
 
+def start_redis(exe: str, port: int, workdir: str, *extra: str) -> subprocess.Popen[bytes]:
+    """Start `exe` (a redis-server) without persistence on the loopback `port`, in `workdir`,
+    with `extra` arguments; return the process once it answers PING.
+
+    Args:
+        exe: The redis-server binary (see `redis_server_executable`).
+        port: A free loopback port.
+        workdir: Its working directory (cluster nodes write `nodes.conf` there).
+        extra: More command-line options (e.g. `--cluster-enabled yes`).
+
+    Raises:
+        ConfigurationError: it exited, or did not answer PING within `START_TIMEOUT` seconds.
+    """
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", workdir, "--daemonize", "no", "--protected-mode", "yes", *extra],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + START_TIMEOUT
+    while not ping_redis(port):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise ConfigurationError(f"{exe} did not start on port {port}",
+                                     option=TEST_REDIS_ENV)
+        time.sleep(0.02)  # polling a subprocess's port: nothing to wait on
+    return proc
+
+
+def stop_servers(procs: list[subprocess.Popen[bytes]], workdir: str) -> None:
+    """Stop `procs` (terminate, then kill after 5 s) and delete `workdir`."""
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
 @contextmanager
 def redis_server() -> Iterator[str]:
     """Start a redis-server (no persistence) on a free loopback port; yields its URL and stops
@@ -67,23 +107,8 @@ def redis_server() -> Iterator[str]:
             f"{TEST_REDIS_ENV} to a Redis the tests may use", option=TEST_REDIS_ENV)
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="rf-redis-")
-    proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", workdir, "--daemonize", "no", "--protected-mode", "yes"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    procs = [start_redis(exe, port, workdir)]
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while not ping_redis(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise ConfigurationError(f"{exe} did not start on port {port}",
-                                         option=TEST_REDIS_ENV)
-            time.sleep(0.02)  # polling a subprocess's port: nothing to wait on
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(workdir, ignore_errors=True)
+        stop_servers(procs, workdir)

@@ -15,7 +15,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import config
-from tests.conftest import free_port, ping_redis, redis_server_executable
+from reactorflow.testing.redis_server import free_port, ping_redis, redis_server_executable
 from tests.helpers import unique
 
 

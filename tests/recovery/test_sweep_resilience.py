@@ -20,7 +20,7 @@ import reactorflow as rf
 from reactorflow import config
 from reactorflow.storage.redis import RedisStorage
 from reactorflow.storage.redis_keys import RedisKeys
-from tests.conftest import redis_server_executable
+from reactorflow.testing.redis_server import redis_server_executable
 from tests.helpers import redis_namespace
 from tests.recovery.test_corrupt import GARBAGE, VANDAL, _hanging_flow, _stalled_run
 
