@@ -2,15 +2,19 @@
 fixtures. No autouse fixtures, no hooks, no configuration: installing reactorflow changes
 nothing in a test suite that does not ask for these fixtures by name.
 
-The fixtures are async generators; they run under pytest-asyncio (auto mode, or with
-`@pytest.mark.asyncio`) and under anyio's pytest plugin (`@pytest.mark.anyio`) alike.
+The fixtures are async generators; they run under pytest-asyncio in either mode (`strict`, its
+default, with `@pytest.mark.asyncio`, or `auto`) and under anyio's pytest plugin
+(`@pytest.mark.anyio`, with pytest-asyncio absent or disabled by `-p no:asyncio`). Where
+pytest-asyncio is installed they are declared with `pytest_asyncio.fixture`, which strict mode
+requires of async fixtures and which is a plain async fixture to every other runner.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, TypeVar, cast
 
 import pytest
 import redis.asyncio
@@ -19,8 +23,21 @@ import reactorflow as rf
 from reactorflow.testing.environment import Environment
 from reactorflow.testing.redis_server import TEST_REDIS_ENV, redis_server
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-@pytest.fixture
+
+def async_fixture(fn: F) -> F:
+    """Declare the async fixture `fn`: with `pytest_asyncio.fixture` where pytest-asyncio is
+    installed (strict mode takes no other), else with `pytest.fixture` (anyio's plugin, or
+    another runner, drives it)."""
+    try:
+        import pytest_asyncio  # noqa: PLC0415 - optional: only where it is installed
+    except ImportError:
+        return cast(F, pytest.fixture(fn))
+    return cast(F, pytest_asyncio.fixture(fn))
+
+
+@async_fixture
 async def rf_env() -> AsyncIterator[Environment]:
     """A fresh `rf.testing.Environment` on a new MemoryStorage, for one test."""
     async with Environment() as env:
@@ -39,7 +56,7 @@ def rf_redis_url() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
+@async_fixture
 async def rf_redis_env(rf_redis_url: str) -> AsyncIterator[Environment]:
     """A fresh `rf.testing.Environment` on Redis, in a key namespace of its own that is deleted
     after the test."""

@@ -1,5 +1,5 @@
 """The pytest plugin as users use it: small user test files run by pytest in a subprocess,
-under pytest-asyncio's auto mode and under anyio's plugin; no autouse fixtures; importing the
+under pytest-asyncio's strict and auto modes and under anyio's plugin; no autouse fixtures; importing the
 test kit changes nothing."""
 
 from __future__ import annotations
@@ -91,6 +91,13 @@ pytestmark = pytest.mark.anyio
 '''
 
 
+STRICT_HEADER = '''
+import pytest
+
+pytestmark = pytest.mark.asyncio
+'''
+
+
 def _entry_point_installed() -> bool:
     return any(ep.value == "reactorflow.testing.plugin"
                for ep in importlib.metadata.entry_points(group="pytest11"))
@@ -115,6 +122,14 @@ def _pytest(tmp_path: Path, source: str, *args: str, redis_url: str | None = Non
 
 def test_user_tests_under_pytest_asyncio_auto_mode(tmp_path: Path, redis_url: str) -> None:
     done = _pytest(tmp_path, USER_FLOW + USER_TESTS, "-o", "asyncio_mode=auto",
+                   "-p", "no:anyio", redis_url=redis_url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 passed" in done.stdout
+
+
+def test_user_tests_under_pytest_asyncio_strict_mode(tmp_path: Path, redis_url: str) -> None:
+    # strict is pytest-asyncio's default mode: async fixtures must be its own there
+    done = _pytest(tmp_path, STRICT_HEADER + USER_FLOW + USER_TESTS, "-o", "asyncio_mode=strict",
                    "-p", "no:anyio", redis_url=redis_url)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "4 passed" in done.stdout
