@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from reactorflow.definition import checks, maps, registry
+from reactorflow.definition.gate_secrets import param_masks
 from reactorflow.definition.gates import bind
 from reactorflow.definition.handles import MapStep, Step
 from reactorflow.definition.params import (
@@ -74,7 +75,8 @@ def record_step(reactor: Reactor, fn: Any, kind: StepKind, *, name: str | None,
             "be running when the run ends; read it in a plain step and return that one",
             reactor=reactor.name, step=step_name)
     deps = tuple(dict.fromkeys([*data_deps, *after_names]))
-    bound = bind(gates, where=where, available=arg_names, reactor=reactor.name, step=step_name)
+    bound = bind(gates, where=where, available=arg_names, reactor=reactor.name, step=step_name,
+                 secrets=param_masks(reactor, signature.params) if gates else None)
     options = None
     if interrupt is not None:
         options = checks.interrupt_options(reactor, interrupt, params, where,

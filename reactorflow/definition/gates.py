@@ -12,11 +12,12 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from reactorflow.definition.gate_secrets import reads_secret
 from reactorflow.definition.params import wire_subset
 from reactorflow.errors import DefinitionError
 
@@ -309,12 +310,18 @@ class BoundGate:
 
 
 def bind(gates: Any, *, where: str, available: Sequence[str], reactor: str,
-         step: str | None = None) -> tuple[BoundGate, ...]:
+         step: str | None = None, secrets: Mapping[str, Any] | None = None,
+         ) -> tuple[BoundGate, ...]:
     """Check `gates=` of a reactor or a step; returns them in acquisition order.
+
+    Args:
+        secrets: the redaction mask of each name in `available` holding an `rf.Redacted`
+            value (see `definition.gate_secrets`): a template may not format one.
 
     Raises:
         DefinitionError: not a sequence of gates; a template or callable naming something not
-            in `available` (the message lists what is); two ordered locks.
+            in `available` (the message lists what is); a template formatting a redacted value
+            (the message names the gate, the template and the field); two ordered locks.
     """
     if isinstance(gates, Gate):
         gates = [gates]
@@ -330,7 +337,7 @@ def bind(gates: Any, *, where: str, available: Sequence[str], reactor: str,
                                   reactor=reactor, step=step)
         names: tuple[str, ...] = ()
         if isinstance(gate.key, str):
-            _check_template(gate, where, available, reactor, step)
+            _check_template(gate, where, available, reactor, step, secrets or {})
         else:
             names = wire_subset(gate.key, what=f"{gate.label} key", reactor=reactor,
                                 step=step or reactor, available=available)
@@ -343,7 +350,7 @@ def bind(gates: Any, *, where: str, available: Sequence[str], reactor: str,
 
 
 def _check_template(gate: Gate, where: str, available: Sequence[str], reactor: str,
-                    step: str | None) -> None:
+                    step: str | None, secrets: Mapping[str, Any]) -> None:
     assert isinstance(gate.key, str)
     for _, field, _, _ in string.Formatter().parse(gate.key):
         if field is None:
@@ -354,4 +361,11 @@ def _check_template(gate: Gate, where: str, available: Sequence[str], reactor: s
             raise DefinitionError(
                 f"{where}: {gate.label} key template names {root!r}, which is not one of "
                 f"{what} ({', '.join(available) or 'none'})",
+                reactor=reactor, step=step)
+        if reads_secret(secrets, field):
+            raise DefinitionError(
+                f"{where}: {gate.label} key template {gate.key!r} formats {field!r}, which is "
+                "rf.Redacted: a gate key is stored and shown (rf.GateBusy.key, logs, run.steps), "
+                "so it would leak the value; key on a field that is not secret, or pass a "
+                "callable key that derives a safe key (a hash, say)",
                 reactor=reactor, step=step)

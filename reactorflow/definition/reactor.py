@@ -14,6 +14,7 @@ import msgspec
 
 from reactorflow.definition import checks, declare, mermaid, registry
 from reactorflow.definition.declare import record_step
+from reactorflow.definition.gate_secrets import input_masks
 from reactorflow.definition.gates import bind
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.handles import MapStep, Step
@@ -114,7 +115,7 @@ class Reactor(RunMethods):
         self.always_dispatch = bool(always_dispatch)
         self.handoff: tuple[Literal["after", "before"], str] | None = None
         self.gates = bind(gates, where=f"reactor {name!r}", available=self.input_names,
-                          reactor=name)
+                          reactor=name, secrets=input_masks(inputs) if gates else None)
         self.schedules = bind_schedules(schedules, reactor=name)
         self._steps: dict[str, StepSpec] = {}
         self._plan_cache: tuple[int, Plan] | None = None
