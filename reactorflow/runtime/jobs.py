@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any, assert_never
 from reactorflow import clock, config
 from reactorflow.definition import registry
 from reactorflow.definition.graph import plan_for
-from reactorflow.errors import CorruptRecord, DefinitionChanged, ReactorflowError, RunNotFound
+from reactorflow.errors import (
+    CorruptRecord,
+    DefinitionChanged,
+    GateBusy,
+    ReactorflowError,
+    RunNotFound,
+)
 from reactorflow.middleware import Hooks
 from reactorflow.records import ElementRecord, ErrorRecord, StepRecord, summary
 from reactorflow.runtime import operations, queue
@@ -34,7 +40,7 @@ from reactorflow.runtime.maps import element_job
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.queue import Job, JobKind
 from reactorflow.runtime.rollback import call_handler
-from reactorflow.runtime.stepcall import StepEnd, call_step, halted_record
+from reactorflow.runtime.stepcall import Outcome, StepEnd, call_step, halted_record
 from reactorflow.runtime.units import FINISHED, report, unit_lock
 from reactorflow.status import StepStatus
 
@@ -62,7 +68,7 @@ async def execute(job: Job) -> None:
             case JobKind.RUN:
                 await execute_run(job.run_id, job.reactor, job.snoozes)
             case JobKind.UNIT:
-                await execute_unit(job.run_id, job.reactor, job.step)
+                await execute_unit(job.run_id, job.reactor, job.step, job.snoozes)
             case JobKind.ELEMENT:
                 await execute_element(job.run_id, job.reactor, job.step, job.index)
             case _:
@@ -138,8 +144,10 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
         raise PermanentFailure(exc.message, run_id=run_id) from exc
 
 
-async def execute_unit(run_id: str, reactor_name: str, key: str) -> None:
+async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 0) -> None:
     """Run one async unit of a run and write its record into the run (see `runtime.units`).
+    `snoozes`: how often the unit was put back because its gate was busy (capped by
+    `gate_snooze_limit`, as a run's snoozes are).
 
     Raises:
         PermanentFailure: the unit can never run here (unknown reactor, unreadable record);
@@ -176,7 +184,7 @@ async def execute_unit(run_id: str, reactor_name: str, key: str) -> None:
             return  # never dispatched, or already done: a stray or duplicate message
         ex.gates = GateHolds(storage, lock, hooks=ex.hooks, reactor=ex.reactor)  # as itself
         keeper.attach(hold, ex.gates)
-        await _run_unit(ex, key)
+        await _run_unit(ex, key, snoozes)
 
 
 async def execute_element(run_id: str, reactor_name: str, key: str, index: int) -> None:
@@ -198,7 +206,7 @@ async def _fail_element(storage: Storage, job: Job, kind: str, reason: str) -> N
                         atomic=True, total=None)
 
 
-async def _run_unit(ex: Execution, key: str) -> None:
+async def _run_unit(ex: Execution, key: str, snoozes: int) -> None:
     node = ex.plan.nodes[key]
     if node.spec.gates:
         ex.never_waits = True  # a busy gate puts the unit back for later
@@ -206,11 +214,7 @@ async def _run_unit(ex: Execution, key: str) -> None:
     else:
         out = await call_step(ex, node, check_when=False)
     events: list[Any] = list(out.events)
-    if out.status is StepEnd.SNOOZED:
-        delay = config.settings().gate_snooze * (0.5 + random.random() / 2)
-        queue.current().enqueue(Job.unit(ex.run_id, ex.reactor, key), delay=delay)
-        log.info("reactorflow.gate.snoozed run_id=%s step=%s error=%s", ex.run_id, key,
-                 summary(out.error) if out.error is not None else "-")
+    if out.status is StepEnd.SNOOZED and not _snooze_unit(ex, key, out, snoozes):
         return
     match out.status:
         case StepEnd.COMPLETED:
@@ -225,11 +229,37 @@ async def _run_unit(ex: Execution, key: str) -> None:
             record = StepRecord(StepStatus.FAILED, out.attempts, out.started_at,
                                 out.finished_at, error=ErrorRecord.from_exception(out.error),
                                 rollback_error=rollback_error)
-        case StepEnd.SKIPPED | StepEnd.RETRYING | StepEnd.SNOOZED:  # no when=; never parks
+        case StepEnd.SNOOZED:  # past the cap: failed, its body never ran
+            message = _capped(out.error, snoozes)
+            record = StepRecord(StepStatus.FAILED, out.attempts, out.started_at,
+                                out.finished_at, error=ErrorRecord("GateBusy", message))
+            events.append(event("step.failed", key, detail=message))
+        case StepEnd.SKIPPED | StepEnd.RETRYING:  # no when=; never parks
             raise AssertionError(f"unit {key!r} ended {out.status}")
         case _:
             assert_never(out.status)
     await report(ex.storage, ex.run_id, key, record, events)
+
+
+def _snooze_unit(ex: Execution, key: str, out: Outcome, snoozes: int) -> bool:
+    """A unit's gate is busy: put it back a little later, holding nothing (False), or, past
+    `gate_snooze_limit` snoozes, let it fail (True)."""
+    settings = config.settings()
+    if snoozes + 1 > settings.gate_snooze_limit:
+        return True
+    delay = settings.gate_snooze * (0.5 + random.random() / 2)
+    queue.current().enqueue(Job.unit(ex.run_id, ex.reactor, key, snoozes=snoozes + 1),
+                            delay=delay)
+    log.info("reactorflow.gate.snoozed run_id=%s step=%s snoozes=%d error=%s", ex.run_id, key,
+             snoozes + 1, summary(out.error) if out.error is not None else "-")
+    return False
+
+
+def _capped(busy: BaseException | None, snoozes: int) -> str:
+    """The error of a unit still busy after `snoozes` snoozes (it names the gate and key)."""
+    what = busy.message if isinstance(busy, GateBusy) else summary(busy)
+    return (f"{what} (still busy after {snoozes} snoozes; raise gate_snooze_limit to wait "
+            "longer)")
 
 
 async def _compensate_unit(ex: Execution, key: str, error: BaseException, body_started: bool,

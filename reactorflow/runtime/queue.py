@@ -42,7 +42,7 @@ class Job(msgspec.Struct, frozen=True, omit_defaults=True):
     run_id: str
     reactor: str
     step: str = ""  # UNIT: the unit's step key; ELEMENT: the map's step key
-    snoozes: int = 0  # RUN: how often it was re-enqueued because the run was busy
+    snoozes: int = 0  # RUN: re-enqueued because the run was busy; UNIT: because a gate was
     index: int = 0  # ELEMENT: the element's index
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     """Context for the worker from middleware (`Middleware.inject`), e.g. a trace parent."""
@@ -54,8 +54,8 @@ class Job(msgspec.Struct, frozen=True, omit_defaults=True):
 
     @classmethod
     def unit(cls, run_id: str, reactor: str, step: str,
-             headers: dict[str, str] | None = None) -> Job:
-        return cls(JobKind.UNIT, run_id, reactor, step, headers=headers or {})
+             headers: dict[str, str] | None = None, *, snoozes: int = 0) -> Job:
+        return cls(JobKind.UNIT, run_id, reactor, step, snoozes=snoozes, headers=headers or {})
 
     @classmethod
     def element(cls, run_id: str, reactor: str, step: str, index: int,

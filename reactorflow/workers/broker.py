@@ -169,11 +169,13 @@ def enqueue_run(run_id: str, reactor: str, *, delay: float | None = None,
 
 
 def enqueue_unit(run_id: str, reactor: str, key: str, *, delay: float | None = None,
-                 headers: Mapping[str, str] | None = None) -> None:
-    """Ask a worker to run one async unit of a run."""
+                 headers: Mapping[str, str] | None = None, snoozes: int = 0) -> None:
+    """Ask a worker to run one async unit of a run (`snoozes`: how often it was put back for
+    a busy gate; a keyword only when not 0, so a message reads as before)."""
     broker = current_broker()
     actor = actors_for(broker).execute_unit
-    send(actor.message(run_id, reactor, key, **_extra(headers)), broker,
+    counted = {"snoozes": snoozes} if snoozes else {}
+    send(actor.message(run_id, reactor, key, **_extra(headers), **counted), broker,
          None if delay is None else int(delay * 1000))
 
 

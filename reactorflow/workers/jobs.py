@@ -28,10 +28,10 @@ async def execute_run(run_id: str, reactor: str, snoozes: int = 0,
 
 
 async def execute_unit(run_id: str, reactor: str, key: str,
-                       headers: Mapping[str, str] | None = None) -> None:
+                       headers: Mapping[str, str] | None = None, snoozes: int = 0) -> None:
     """The async-unit actor: `jobs.execute_unit` in its message's context."""
     with job_context(headers):
-        await jobs.execute_unit(run_id, reactor, key)
+        await jobs.execute_unit(run_id, reactor, key, snoozes)
 
 
 async def execute_element(run_id: str, reactor: str, key: str, index: int,

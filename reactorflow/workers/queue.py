@@ -38,7 +38,7 @@ class DramatiqQueue:
                                    headers=job.headers)
             case JobKind.UNIT:
                 broker.enqueue_unit(job.run_id, job.reactor, job.step, delay=delay,
-                                    headers=job.headers)
+                                    headers=job.headers, snoozes=job.snoozes)
             case JobKind.ELEMENT:
                 broker.enqueue_element(job.run_id, job.reactor, job.step, job.index,
                                        delay=delay, headers=job.headers)

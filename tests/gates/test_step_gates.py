@@ -411,3 +411,31 @@ async def test_a_step_put_back_for_a_gate_says_so_in_run_steps(storage: rf.Stora
     await storage.gate_release("acct:A1", "other")
     done = await flow.wait(started.id, timeout=30)
     assert done.status is rf.Status.COMPLETED and done.steps["work"].gate is None
+
+
+async def test_an_async_steps_snoozes_are_capped(storage: rf.Storage) -> None:
+    """A unit whose gate stays busy is put back at most `gate_snooze_limit` times, then fails
+    with an error naming the gate, the key and the number of snoozes (its body never ran)."""
+    rf.configure(gate_snooze=0.02, gate_snooze_limit=3)
+    flow = rf.Reactor(unique("unitcap"), inputs=Account)
+    ran: list[str] = []
+
+    @flow.async_step(gates=[rf.Lock("unit:{account_id}")])
+    async def notify(account_id: str) -> str:
+        ran.append(account_id)
+        return account_id
+
+    @flow.step
+    async def after(notify: str) -> str:
+        return notify
+
+    await storage.gate_acquire("unit:A1", "someone-else", limit=1, ttl=60)
+    started = await flow.dispatch(account_id="A1")
+    done = await flow.wait(started.id, timeout=30)
+    assert done.status is rf.Status.FAILED and ran == []
+    notify_step = done.steps["notify"]
+    assert notify_step.status == "failed" and notify_step.error is not None
+    message = notify_step.error
+    assert message.startswith("GateBusy:") and "lock 'unit:A1'" in message
+    assert "3 snoozes" in message and "gate_snooze_limit" in message
+    assert done.error is not None and "3 snoozes" in done.error.message  # `after` read it
