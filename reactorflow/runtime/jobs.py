@@ -257,7 +257,7 @@ def _snooze_unit(ex: Execution, key: str, out: Outcome, snoozes: int) -> bool:
 
 def _capped(busy: BaseException | None, snoozes: int) -> str:
     """The error of a unit still busy after `snoozes` snoozes (it names the gate and key)."""
-    what = busy.message if isinstance(busy, GateBusy) else summary(busy)
+    what = busy.message if isinstance(busy, GateBusy) else summary(busy) if busy else "a gate"
     return (f"{what} (still busy after {snoozes} snoozes; raise gate_snooze_limit to wait "
             "longer)")
 
