@@ -43,8 +43,8 @@ class Settings:
         middleware: `rf.Middleware` applied to every reactor's runs.
         gate_snooze: A worker that finds a gate busy puts the run back at most this many
             seconds later.
-        gate_snooze_limit: Snoozes after which a run still waiting for a gate fails
-            (`rf.GateBusy`).
+        gate_snooze_limit: Snoozes after which a run (or an async step) still waiting for a
+            gate fails (`rf.GateBusy`).
     """
 
     storage: Storage | None = None
@@ -104,8 +104,8 @@ def configure(
         middleware: `rf.Middleware` applied to every reactor's runs.
         gate_snooze: A worker that finds a gate busy puts the run back at most this many
             seconds later.
-        gate_snooze_limit: Snoozes after which a run still waiting for a gate fails
-            (`rf.GateBusy`).
+        gate_snooze_limit: Snoozes after which a run (or an async step) still waiting for a
+            gate fails (`rf.GateBusy`).
 
     Raises:
         ConfigurationError: An unknown option or a bad value (naming the option).

@@ -47,7 +47,7 @@ from reactorflow.definition.schedules import (
     schedule_label,
     tick_inputs,
 )
-from reactorflow.errors import ReactorflowError, StorageConnectionError, StorageError
+from reactorflow.errors import GateBusy, ReactorflowError, StorageConnectionError, StorageError
 from reactorflow.storage.base import ScheduleState, Storage
 
 if TYPE_CHECKING:
@@ -187,6 +187,12 @@ async def _fire(storage: Storage, entry: Entry, tick: datetime) -> list[Run]:
         log.error("reactorflow.schedule.lost schedule=%s tick=%s (claimed, but the run could "
                   "not be started)", entry.key, tick.isoformat())
         raise
+    except GateBusy as exc:  # the reactor's gate is busy (its last run still holds it, say)
+        reason = f"GateBusy: {exc}"
+        log.warning("reactorflow.schedule.busy schedule=%s tick=%s error=%s", entry.key,
+                    tick.isoformat(), reason)
+        await storage.schedule_record(entry.key, error=reason)
+        return []
     except Exception as exc:  # the user's inputs or callable: recorded, never a crash
         reason = f"{type(exc).__name__}: {exc}"
         log.warning("reactorflow.schedule.invalid_inputs schedule=%s tick=%s error=%s",

@@ -254,10 +254,17 @@ async def test_a_key_rendering_empty_is_an_error_naming_the_gate(storage: rf.Sto
     assert "empty" in str(caught.value)
 
 
+def _in_line_then_locked(name: str) -> rf.Reactor:
+    """A reactor whose worker meets a busy lock: `dispatch` takes only its place in the ordered
+    line, the worker takes the lock in the run's turn."""
+    return rf.Reactor(unique(name), inputs=Account,
+                      gates=[rf.OrderedLock("line:{account_id}"),
+                             rf.Lock("acct:{account_id}", wait=60)])
+
+
 async def test_a_worker_snoozes_until_the_cap_then_fails_the_run(storage: rf.Storage) -> None:
     rf.configure(gate_snooze=0.05, gate_snooze_limit=3)
-    flow = rf.Reactor(unique("capped"), inputs=Account,
-                      gates=[rf.Lock("acct:{account_id}", wait=60)])
+    flow = _in_line_then_locked("capped")
     ran: list[str] = []
 
     @flow.step
@@ -265,7 +272,7 @@ async def test_a_worker_snoozes_until_the_cap_then_fails_the_run(storage: rf.Sto
         ran.append(account_id)
         return account_id
 
-    await storage.gate_acquire("acct:A1", "someone-else", limit=1, ttl=60)
+    await storage.gate_acquire("acct:A1", "someone-else", limit=1, ttl=600)
     started = await flow.dispatch(account_id="A1")
     with anyio.fail_after(30):
         done = await flow.wait(started.id, timeout=30)
@@ -277,13 +284,13 @@ async def test_a_worker_snoozes_until_the_cap_then_fails_the_run(storage: rf.Sto
 
 async def test_a_dispatched_run_waits_in_a_worker_without_failing(storage: rf.Storage) -> None:
     rf.configure(gate_snooze=0.05)
-    flow = rf.Reactor(unique("snoozes"), inputs=Account, gates=[rf.Lock("acct:{account_id}")])
+    flow = _in_line_then_locked("snoozes")
 
     @flow.step
     async def work(account_id: str) -> str:
         return account_id
 
-    await storage.gate_acquire("acct:A1", "someone-else", limit=1, ttl=60)
+    await storage.gate_acquire("acct:A1", "someone-else", limit=1, ttl=600)
     started = await flow.dispatch(account_id="A1")
     with anyio.fail_after(30):
         while not any(e.kind == "run.snoozed" for e in (await flow.get(started.id)).history):
@@ -291,6 +298,70 @@ async def test_a_dispatched_run_waits_in_a_worker_without_failing(storage: rf.St
     await storage.gate_release("acct:A1", "someone-else")
     done = await flow.wait(started.id, timeout=30)
     assert done.status is rf.Status.COMPLETED
+
+
+async def test_dispatch_raises_gate_busy_in_the_caller_and_stores_nothing(
+        storage: rf.Storage) -> None:
+    """A reactor gate busy past its `wait` refuses `dispatch()` as it refuses `run()`: the
+    caller gets `rf.GateBusy`, nothing is stored, nothing is enqueued."""
+    flow = rf.Reactor(unique("dbusy"), inputs=Account,
+                      gates=[rf.Lock("acct:{account_id}"),
+                             rf.Semaphore("sem:{account_id}", limit=1)])
+    ran: list[str] = []
+
+    @flow.step
+    async def work(account_id: str) -> str:
+        ran.append(account_id)
+        return account_id
+
+    await storage.gate_acquire("acct:A1", "someone-else", limit=1, ttl=600)
+    with pytest.raises(rf.GateBusy) as caught:
+        await flow.dispatch(account_id="A1")
+    assert (caught.value.gate, caught.value.key, caught.value.retry_after) == (
+        "lock", "acct:A1", None)
+    await storage.gate_acquire("sem:A2", "someone-else", limit=1, ttl=600)
+    with pytest.raises(rf.GateBusy) as caught:
+        await flow.dispatch(account_id="A2")
+    assert (caught.value.gate, caught.value.key) == ("semaphore", "sem:A2")
+    assert await storage.gate_holders("acct:A2") == []  # the lock it took was given back
+    assert (await flow.list_runs(limit=10)).runs == []
+    assert ran == []
+
+
+async def test_a_dispatch_caller_waits_then_hands_its_places_to_the_worker(
+        storage: rf.Storage) -> None:
+    """With `wait=`, the caller of `dispatch()` waits for the release (notified), takes the
+    lock and hands it to the run's worker: nobody can take it between the two."""
+    flow = rf.Reactor(unique("dwait"), inputs=Account,
+                      gates=[rf.Lock("acct:{account_id}", wait=300),
+                             rf.RateLimit("rate:{account_id}", hour=1)])
+    proceed = anyio.Event()
+    holders_while_running: list[list[str]] = []
+
+    @flow.step
+    async def work(account_id: str) -> str:
+        holders_while_running.append(await storage.gate_holders(f"acct:{account_id}"))
+        return account_id
+
+    await storage.gate_acquire("acct:A1", "someone-else", limit=1, ttl=600)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            async def start() -> None:
+                proceed.set()
+                started.append(await flow.dispatch(account_id="A1"))
+
+            started: list[rf.Run] = []
+            tg.start_soon(start)
+            await proceed.wait()
+            await anyio.sleep(0)
+            await storage.gate_release("acct:A1", "someone-else")
+        run = started[0]
+        assert await storage.gate_holders("acct:A1") in ([run.id], [])  # handed over, or done
+        done = await flow.wait(run.id, timeout=30)
+    assert done.status is rf.Status.COMPLETED
+    assert holders_while_running == [[run.id]]  # the worker held the caller's lock
+    assert await storage.gate_holders("acct:A1") == []
+    assert await storage.rate_charge("rate:A1", [(3600, 1)], "probe") is not None  # charged once
 
 
 async def test_an_uncontended_lock_is_released_by_the_final_save(

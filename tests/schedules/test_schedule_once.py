@@ -184,3 +184,31 @@ async def test_storage_operations_per_tick_do_not_grow_with_the_runs_stored(
         counts.append(CountingStorage.calls)
         await flow.wait(run.id, timeout=30)
     assert counts[0] == counts[1] and counts[0] <= 8, counts
+
+
+async def test_a_tick_whose_reactor_gate_is_busy_is_recorded_not_a_crash(
+        storage: rf.Storage, clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    """`dispatch` raises `rf.GateBusy` for a busy reactor gate: the tick is recorded with it
+    (its last run still holds the lock, say) and the next tick starts its run."""
+    flow = rf.Reactor(f"sched-{uuid.uuid4().hex[:8]}", inputs=Day,
+                      schedules=[rf.Schedule("* * * * *", inputs=at_tick)],
+                      gates=[rf.Lock(f"sched-lock-{uuid.uuid4().hex[:6]}")])
+
+    @flow.step
+    async def report(day: str) -> str:
+        return day
+
+    key = flow.gates[0].gate.key
+    assert isinstance(key, str)
+    await rf.schedule_once(reactors=[flow])
+    await storage.gate_acquire(key, "last-run", limit=1, ttl=3600)
+    clock.advance(minutes=2)
+    with caplog.at_level("WARNING", logger="reactorflow.schedule"):
+        assert await rf.schedule_once(reactors=[flow]) == []
+    state = await storage.schedule_load(f"{flow.name}:0", None)
+    assert state is not None and state.error.startswith("GateBusy:") and key in state.error
+    assert "reactorflow.schedule.busy" in caplog.text
+    await storage.gate_release(key, "last-run")
+    clock.advance(minutes=1)
+    started = await rf.schedule_once(reactors=[flow])
+    assert await settle(flow, started) == ["2026-01-01T00:03:00+00:00"]

@@ -17,11 +17,10 @@ class Contender(msgspec.Struct):
     hold: bool = False
 
 
-contended = rf.Reactor("tests.gated.contended", inputs=Contender,
-                       gates=[rf.Lock("tests.gated:shared", wait=60)])
+contended = rf.Reactor("tests.gated.contended", inputs=Contender)
 
 
-@contended.step
+@contended.step(gates=[rf.Lock("tests.gated:shared", wait=60)])  # a reactor lock would refuse
 async def work(n: int, hold: bool) -> int:
     bg.note(f"start {n}")
     if hold:

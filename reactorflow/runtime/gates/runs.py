@@ -2,10 +2,15 @@
 
 The protocol:
 
-1. `run()` takes the reactor's gates in the caller before anything is stored (`at_start`),
-   waiting up to each gate's `wait`; a busy gate raises `rf.GateBusy` and nothing is stored
-   (an idempotency claim taken for the start is given back). `dispatch()` only takes the run's
-   place in an ordered lock's line (call order is line order); a worker takes the rest.
+1. `run()` and `dispatch()` take the reactor's gates in the caller before anything is stored
+   (`at_start`), waiting up to each gate's `wait`; a busy gate raises `rf.GateBusy` and nothing
+   is stored (an idempotency claim taken for the start is given back). A dispatched run's
+   places are handed to its worker (the worker's execution takes them again as their holder:
+   re-entered, its TTL renewed; a rate limit's charge is remembered); until then they live
+   their TTL. A reactor with an `OrderedLock` is the exception for `dispatch()`: the caller
+   only takes the run's place in line (call order is line order), never raises `GateBusy`,
+   and the worker takes the other gates in the run's turn (taking them before it could keep
+   a predecessor from its own).
 2. Every execution of the run (`driver.drive`) holds them while it drives: `admit` takes what
    the execution does not hold yet (a worker never waits: a busy gate snoozes the run; a caller
    waits, then hands the run to a worker). Periods are checked and rate limits charged only
@@ -63,7 +68,7 @@ async def at_start(holds: GateHolds, reactor: Reactor, inputs: Any, *,
     if not reactor.gates:
         return None
     needs = run_needs(reactor, inputs, holds.run_id)
-    if dispatch:
+    if dispatch and any(need.kind is GateKind.ORDERED_LOCK for need in needs):
         for need in needs:
             if need.kind is GateKind.ORDERED_LOCK:
                 await holds.storage.ordered_enter(need.key, holder_of(holds, need, ""))
