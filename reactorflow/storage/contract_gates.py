@@ -17,17 +17,36 @@ class GatesContract(abc.ABC):
     # runs (they outlive none: every entry has a TTL) and share one slot per key on Redis.
 
     @abc.abstractmethod
-    async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float) -> GateTake:
+    async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float,
+                           queue_for: float = 0.0) -> GateTake:
         """Take one of the `limit` places of gate `key` for `holder`, for `ttl` seconds unless
         extended. Atomic: holders whose TTL ran out are dropped first; then a `holder` already
-        in is HELD (its TTL reset); else ACQUIRED when fewer than `limit` hold it; else BUSY
-        with nothing changed.
+        in is HELD (its TTL reset; also when a release handed it the place); else ACQUIRED when
+        fewer than `limit` hold it (it leaves the queue); else BUSY with nothing changed but,
+        when `queue_for` > 0, `holder` queued for `queue_for` seconds from now (first queued,
+        first served; one queued already keeps its place): a release hands a freed place to
+        the first queued holder still within its time (see `gate_release`).
 
         Args:
             key: The gate's key.
             holder: Who takes the place (a run id, or a step's holder id).
             limit: The most holders at once.
             ttl: Seconds the place lives unless extended.
+            queue_for: Seconds to stay queued when busy (0: not queued).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def gate_withdraw(self, key: str, holder: str) -> bool:
+        """`holder` stops waiting for gate `key` (atomic): it leaves the queue. True when a
+        release handed it the place meanwhile: it holds the gate, and its caller either keeps
+        the place or releases it.
+
+        Args:
+            key: The gate's key.
+            holder: Who stops waiting.
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
@@ -35,8 +54,11 @@ class GatesContract(abc.ABC):
 
     @abc.abstractmethod
     async def gate_release(self, key: str, holder: str) -> bool:
-        """Drop `holder` from gate `key` (atomic); True if it was there, and then the gate's
-        channel is notified (see `subscribe_gate`). Releasing twice is harmless.
+        """Drop `holder` from gate `key` (atomic); True if it was there. Then each freed place
+        goes to the first queued holder still within its time and under its limit (it becomes
+        a holder for the `ttl` it asked with) and the gate's channel is notified with each such
+        holder's name, or with `b"1"` when no place was handed over (see `subscribe_gate`).
+        Releasing twice is harmless.
 
         Args:
             key: The gate's key.
@@ -73,7 +95,9 @@ class GatesContract(abc.ABC):
     @abc.abstractmethod
     def subscribe_gate(self, key: str) -> AbstractAsyncContextManager[Subscription]:
         """Subscribe to gate `key`'s channel: notified when a place frees (a release, an
-        ordered turn passed on). Subscribe first, then try, then wait.
+        ordered turn passed on). Subscribe first, then try, then wait. The message
+        (`Subscription.message`) is the name of the queued holder a release handed the place
+        to, else `b"1"`.
 
         Args:
             key: The gate's key.

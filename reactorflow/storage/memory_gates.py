@@ -49,16 +49,19 @@ class MemoryGates:
 
     def _init_gates(self) -> None:
         self._holders: dict[str, dict[str, float]] = {}  # key -> holder -> expires
+        # key -> queued holder -> (deadline, ttl, limit), in the order they joined
+        self._queues: dict[str, dict[str, tuple[float, float, int]]] = {}
         self._windows: dict[tuple[str, int], tuple[int, int]] = {}  # -> (bucket, count)
         self._charges: dict[tuple[str, str], float] = {}  # (key, charge) -> expires
         self._periods: dict[str, float] = {}
         self._lines: dict[str, _Line] = {}
 
-    def _notify_gate(self, key: str) -> None:
+    def _notify_gate(self, key: str, payloads: Sequence[bytes] = (b"1",)) -> None:
         with self._mutex:
             subs = list(self._subscribers.get(("\0gate", key), ()))
-        for sub in subs:
-            sub.notify(b"1")
+        for payload in payloads:
+            for sub in subs:
+                sub.notify(payload)
 
     def subscribe_gate(self, key: str) -> AbstractAsyncContextManager[Subscription]:
         return self._subscription(("\0gate", key))
@@ -71,7 +74,8 @@ class MemoryGates:
             del holders[holder]
         return holders
 
-    async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float) -> GateTake:
+    async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float,
+                           queue_for: float = 0.0) -> GateTake:
         now = clock.now()
         with self._mutex:
             holders = self._live_holders(key, now)
@@ -79,22 +83,54 @@ class MemoryGates:
                 holders[holder] = now + ttl
                 return GateTake.HELD
             if len(holders) >= limit:
+                if queue_for > 0:
+                    queue = self._queues.setdefault(key, {})
+                    queue[holder] = (now + queue_for, ttl, limit)  # keeps its place if queued
                 return GateTake.BUSY
+            self._dequeue(key, holder)
             holders[holder] = now + ttl
             return GateTake.ACQUIRED
+
+    def _dequeue(self, key: str, holder: str) -> None:
+        queue = self._queues.get(key)
+        if queue is not None:
+            queue.pop(holder, None)
+            if not queue:
+                del self._queues[key]
+
+    async def gate_withdraw(self, key: str, holder: str) -> bool:
+        now = clock.now()
+        with self._mutex:
+            self._dequeue(key, holder)
+            return holder in self._live_holders(key, now)
 
     async def gate_release(self, key: str, holder: str) -> bool:
         return self._release_holder(key, holder)
 
     def _release_holder(self, key: str, holder: str) -> bool:
-        """`gate_release`, also called by `save_state` for the places it drops."""
+        """`gate_release`, also called by `save_state` for the places it drops: each freed place
+        goes to the first live queued holder (as `gate_release.lua` does)."""
+        now = clock.now()
+        handed: list[bytes] = []
         with self._mutex:
             holders = self._holders.get(key, {})
             released = holders.pop(holder, None) is not None
+            if released:
+                holders = self._live_holders(key, now)
+                queue = self._queues.get(key, {})
+                for waiter, (deadline, ttl, limit) in list(queue.items()):
+                    if deadline > now and len(holders) >= limit:
+                        break
+                    del queue[waiter]
+                    if deadline > now:
+                        holders[waiter] = now + ttl
+                        handed.append(waiter.encode("utf-8", "surrogatepass"))
+                if not queue:
+                    self._queues.pop(key, None)
             if not holders:
                 self._holders.pop(key, None)
         if released:
-            self._notify_gate(key)
+            self._notify_gate(key, handed or (b"1",))
         return released
 
     async def gate_extend(self, key: str, holder: str, ttl: float) -> bool:

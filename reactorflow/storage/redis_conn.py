@@ -83,6 +83,7 @@ CLUSTER_SUFFIX = "+cluster"
 SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock", "extend_lock",
            "release_lock", "claim", "request_control", "incr_counter", "first_wins",
            "release_mapping", "save_elements", "gate_acquire", "gate_release", "gate_extend",
+           "gate_withdraw",
            "rate_charge", "ordered_enter", "ordered_turn", "ordered_stamp", "ordered_leave",
            "load_run", "schedule_load", "schedule_advance", "schedule_record",
            "schedule_pause")

@@ -7,10 +7,13 @@ every process sees the same windows and expiries. Key layout (also in
 docs/reference/redis-keys.md):
 
 * `<ns>:gate:{g:<d>}:holders` — sorted set, holder -> expiry (ms): locks and semaphores;
+* `<ns>:gate:{g:<d>}:queue`, `:asks` — the holders queued for a place (sorted set, by the ms
+  they joined) and what each asks for (hash: "<deadline ms> <ttl ms> <limit>");
 * `<ns>:gate:{g:<d>}:rate`, `:charges` — rate-limit windows (hash) and admitted charges (zset);
 * `<ns>:gate:{g:<d>}:period` — a period marker (the key includes the bucket);
 * `<ns>:gate:{g:<d>}:line`, `:tickets`, `:stamps`, `:done` — an ordered lock's line;
-* channel `<ns>:gate:{g:<d>}` — notified when a place frees.
+* channel `<ns>:gate:{g:<d>}` — notified when a place frees: the name of the queued holder it
+  was handed to, or `1`.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ class RedisGates:
         base = f"{self._keys.ns}:gate:{{g:{digest}}}"
         return f"{base}:{part}" if part else base
 
+    def _holder_keys(self, key: str) -> list[str]:
+        return [self._gate(key, part) for part in ("holders", "queue", "asks")]
+
     def _line_keys(self, key: str) -> list[str]:
         return [self._gate(key, part) for part in ("line", "tickets", "stamps", "done")]
 
@@ -59,14 +65,18 @@ class RedisGates:
 
     # -- holders -------------------------------------------------------------------------------
 
-    async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float) -> GateTake:
-        verdict = await self._run("gate_acquire", [self._gate(key, "holders")],
-                                  [holder, limit, _ms(ttl)])
+    async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float,
+                           queue_for: float = 0.0) -> GateTake:
+        verdict = await self._run("gate_acquire", self._holder_keys(key),
+                                  [holder, limit, _ms(ttl), _ms(queue_for) if queue_for > 0 else 0])
         text = verdict.decode() if isinstance(verdict, bytes) else str(verdict)
         return GateTake(text)
 
+    async def gate_withdraw(self, key: str, holder: str) -> bool:
+        return bool(await self._run("gate_withdraw", self._holder_keys(key), [holder]) == 1)
+
     async def gate_release(self, key: str, holder: str) -> bool:
-        released = await self._run("gate_release", [self._gate(key, "holders")],
+        released = await self._run("gate_release", self._holder_keys(key),
                                    [holder, self._gate(key)])
         return bool(released == 1)
 
@@ -74,11 +84,11 @@ class RedisGates:
         """Queue `gate_release` of each (key, holder) on a pipeline (by source: EVAL never
         meets NOSCRIPT), to ride in another write's round trip."""
         for key, holder in gates:
-            pipe.eval(SOURCES["gate_release"], 1, self._gate(key, "holders"), holder,
+            pipe.eval(SOURCES["gate_release"], 3, *self._holder_keys(key), holder,
                       self._gate(key))
 
     async def gate_extend(self, key: str, holder: str, ttl: float) -> bool:
-        kept = await self._run("gate_extend", [self._gate(key, "holders")], [holder, _ms(ttl)])
+        kept = await self._run("gate_extend", self._holder_keys(key)[:1], [holder, _ms(ttl)])
         return bool(kept == 1)
 
     async def gate_holders(self, key: str) -> list[str]:

@@ -173,3 +173,69 @@ async def test_a_final_save_drops_the_gates_it_names(storage: Storage) -> None:
     assert await storage.gate_holders(key) == []
     assert await storage.gate_holders(other) == ["someone"]  # another holder's place is kept
     assert await storage.lock_owner(run_id) is None
+
+
+async def test_a_release_hands_the_place_to_the_first_queued_holder(storage: Storage) -> None:
+    """Queued holders are served first come, first served: the release makes the first one a
+    holder and names it on the channel (it starts without another round trip)."""
+    key = gate()
+    await storage.gate_acquire(key, "a", limit=1, ttl=10)
+    assert await storage.gate_acquire(key, "w1", limit=1, ttl=10, queue_for=30) is GateTake.BUSY
+    assert await storage.gate_acquire(key, "w2", limit=1, ttl=10, queue_for=30) is GateTake.BUSY
+    assert await storage.gate_acquire(key, "w1", limit=1, ttl=10, queue_for=30) is GateTake.BUSY
+    assert await storage.gate_acquire(key, "x", limit=1, ttl=10) is GateTake.BUSY  # not queued
+    async with storage.subscribe_gate(key) as subscription:
+        assert await storage.gate_release(key, "a") is True
+        assert await subscription.wait(10) is True
+        assert subscription.message == b"w1"  # asking again kept w1's place in the queue
+    assert await storage.gate_holders(key) == ["w1"]
+    assert await storage.gate_acquire(key, "w1", limit=1, ttl=10) is GateTake.HELD
+    assert await storage.gate_acquire(key, "x", limit=1, ttl=10) is GateTake.BUSY
+    async with storage.subscribe_gate(key) as subscription:
+        assert await storage.gate_release(key, "w1") is True
+        assert await subscription.wait(10) is True and subscription.message == b"w2"
+    assert await storage.gate_holders(key) == ["w2"]
+    await storage.gate_release(key, "w2")
+    assert await storage.gate_holders(key) == []  # nobody queued: the place is free
+
+
+async def test_a_semaphore_hands_over_only_what_fits(storage: Storage) -> None:
+    key = gate()
+    for holder in ("a", "b"):
+        await storage.gate_acquire(key, holder, limit=2, ttl=10)
+    for waiter in ("w1", "w2", "w3"):
+        await storage.gate_acquire(key, waiter, limit=2, ttl=10, queue_for=30)
+    await storage.gate_release(key, "a")
+    assert sorted(await storage.gate_holders(key)) == ["b", "w1"]
+    await storage.gate_release(key, "b")
+    await storage.gate_release(key, "w1")
+    assert sorted(await storage.gate_holders(key)) == ["w2", "w3"]
+
+
+async def test_an_expired_or_withdrawn_waiter_is_passed_over(storage: Storage) -> None:
+    key = gate()
+    await storage.gate_acquire(key, "a", limit=1, ttl=10)
+    await storage.gate_acquire(key, "late", limit=1, ttl=10, queue_for=0.05)
+    await storage.gate_acquire(key, "gone", limit=1, ttl=10, queue_for=30)
+    await storage.gate_acquire(key, "next", limit=1, ttl=10, queue_for=30)
+    assert await storage.gate_withdraw(key, "gone") is False  # it did not hold the gate
+    await anyio.sleep(0.2)  # "late" stops waiting (its queue time is up)
+    await storage.gate_release(key, "a")
+    assert await storage.gate_holders(key) == ["next"]
+    assert await storage.gate_withdraw(key, "next") is True  # handed the place: it holds it
+    assert await storage.gate_holders(key) == ["next"]
+
+
+async def test_a_final_save_hands_the_place_over(storage: Storage) -> None:
+    run_id = f"run-{uuid.uuid4().hex[:10]}"
+    assert await storage.create_run(run_id, reactor="flow", status="running", meta=b"m",
+                                    state=b"s", created_at=time.time(), owner="o",
+                                    lock_ttl=10.0)
+    key = gate()
+    await storage.gate_acquire(key, run_id, limit=1, ttl=10)
+    await storage.gate_acquire(key, "waiter", limit=1, ttl=10, queue_for=30)
+    async with storage.subscribe_gate(key) as subscription:
+        await storage.save_state(run_id, "o", status="completed", previous_status="running",
+                                 state=b"done", release=True, gates=[(key, run_id)])
+        assert await subscription.wait(10) is True and subscription.message == b"waiter"
+    assert await storage.gate_holders(key) == ["waiter"]

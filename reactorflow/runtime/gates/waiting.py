@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 
+import anyio
+
 from reactorflow import clock
 from reactorflow.storage.base import GateTake, Storage
 
@@ -19,18 +21,38 @@ RECHECK = 1.0
 
 async def take_place(storage: Storage, key: str, holder: str, *, limit: int, ttl: float,
                      wait: float) -> GateTake:
-    """Take a place of gate `key`, waiting up to `wait` seconds; BUSY when none freed."""
+    """Take a place of gate `key`, waiting up to `wait` seconds; BUSY when none freed.
+
+    A waiter queues itself (`queue_for`) so that the release hands it the freed place: the
+    release's notification names it, and it goes on without another round trip. Any other
+    notification makes it try again (it may have been handed the place in a notification
+    that coalesced with a later one). Leaving without the place (its time is up, or it is
+    cancelled) withdraws it from the queue; a place handed over at that moment is kept when
+    its time is up, given back when it is cancelled.
+    """
     take = await storage.gate_acquire(key, holder, limit=limit, ttl=ttl)
     if take is not GateTake.BUSY or wait <= 0:
         return take
     deadline = clock.monotonic() + wait
-    async with storage.subscribe_gate(key) as subscription:
-        while True:
-            take = await storage.gate_acquire(key, holder, limit=limit, ttl=ttl)
-            remaining = deadline - clock.monotonic()
-            if take is not GateTake.BUSY or remaining <= 0:
-                return take
-            await clock.wait_signal(subscription.wait, min(remaining, RECHECK))
+    mine = holder.encode("utf-8", "surrogatepass")
+    try:
+        async with storage.subscribe_gate(key) as subscription:
+            while (remaining := deadline - clock.monotonic()) > 0:
+                take = await storage.gate_acquire(key, holder, limit=limit, ttl=ttl,
+                                                  queue_for=remaining)
+                if take is not GateTake.BUSY:
+                    return take
+                remaining = deadline - clock.monotonic()
+                if (remaining > 0
+                        and await clock.wait_signal(subscription.wait, min(remaining, RECHECK))
+                        and subscription.message == mine):
+                    return GateTake.ACQUIRED  # the release handed it the place
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            if await storage.gate_withdraw(key, holder):
+                await storage.gate_release(key, holder)
+        raise
+    return GateTake.ACQUIRED if await storage.gate_withdraw(key, holder) else GateTake.BUSY
 
 
 async def take_turn(storage: Storage, key: str, ticket: str, *, poison_pill_timeout: float,

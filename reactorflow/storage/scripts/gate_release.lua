@@ -1,10 +1,40 @@
--- gate_release: drop a holder from a gate, and notify the gate's channel when it was there.
+-- gate_release: drop a holder from a gate; hand each freed place to the first live queued
+-- holder (see gate_acquire), and notify the gate's channel.
 --
--- KEYS: 1 holders (sorted set: holder -> expiry in ms)
+-- KEYS: 1 holders  2 queue  3 asks (as in gate_acquire)
 -- ARGV: 1 holder  2 channel
--- Returns: 1 released (the channel was notified), 0 it did not hold the gate.
+-- Returns: 1 released, 0 it did not hold the gate (nothing changed).
+-- Algorithm: drop expired holders; then, while the first queued holder is past its deadline,
+-- drop it; if it fits under its limit, it becomes a holder (expiry now + its ttl), leaves the
+-- queue, and its name is published (the waiter starts without another round trip); repeat
+-- for the next. With no hand-over the channel gets '1' (anyone may try).
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
   return 0
 end
-redis.call('PUBLISH', ARGV[2], '1')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local handed = false
+while true do
+  local first = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  if not first then break end
+  local ask = redis.call('HGET', KEYS[3], first)
+  local deadline, ttl, limit = 0, 0, 0
+  if ask then
+    local d, l, m = string.match(ask, '^(%d+) (%d+) (%d+)$')
+    deadline, ttl, limit = tonumber(d), tonumber(l), tonumber(m)
+  end
+  if deadline > now and redis.call('ZCARD', KEYS[1]) >= limit then break end
+  redis.call('ZREM', KEYS[2], first)
+  redis.call('HDEL', KEYS[3], first)
+  if deadline > now then
+    redis.call('ZADD', KEYS[1], now + ttl, first)
+    if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+    redis.call('PUBLISH', ARGV[2], first)
+    handed = true
+  end
+end
+if not handed then
+  redis.call('PUBLISH', ARGV[2], '1')
+end
 return 1
