@@ -28,6 +28,7 @@ from reactorflow.errors import (
     InterruptNotPending,
     LockLost,
     LockTimeout,
+    NotInLine,
     NotPaused,
     PayloadValidationError,
     ReactorflowError,
@@ -48,13 +49,14 @@ from reactorflow.middleware import GateEvent, Middleware, RunEvent, StepEvent
 from reactorflow.records import Event, RollbackFailure, RunError
 from reactorflow.retry import Retry
 from reactorflow.runtime import queue as _queue
+from reactorflow.runtime.gates.operate import ordered_peek, ordered_reset, ordered_skip
 from reactorflow.runtime.lookup import get_run, list_runs
 from reactorflow.runtime.scheduler import schedule_once
 from reactorflow.runtime.service import RUNTIME as _RUNTIME
 from reactorflow.runtime.sweeper import SweepReport, sweep_once
 from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
 from reactorflow.status import Status, StepStatus
-from reactorflow.storage.base import Storage
+from reactorflow.storage.base import OrderedLine, Storage
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
 from reactorflow.workers.queue import current_queue as _current_queue
@@ -93,7 +95,9 @@ __all__ = [
     "MapStep",
     "MemoryStorage",
     "Middleware",
+    "NotInLine",
     "NotPaused",
+    "OrderedLine",
     "OrderedLock",
     "Outcome",
     "PayloadValidationError",
@@ -136,6 +140,9 @@ __all__ = [
     "configure",
     "get_run",
     "list_runs",
+    "ordered_peek",
+    "ordered_reset",
+    "ordered_skip",
     "schedule_once",
     "sweep_once",
 ]

@@ -29,6 +29,7 @@ from reactorflow.errors.gates import (
     GateBusy,
     GateDeadlock,
     GateKeyError,
+    NotInLine,
 )
 from reactorflow.errors.inputs import (
     InputValidationError,
@@ -78,6 +79,7 @@ __all__ = [
     "InterruptNotPending",
     "LockLost",
     "LockTimeout",
+    "NotInLine",
     "NotPaused",
     "PayloadValidationError",
     "ReactorNotDeclared",

@@ -70,3 +70,21 @@ class GateDeadlock(ReactorflowError):
             "dispatching step only, or use another key.", run_id=run_id, step=step)
         self.gate = gate
         self.key = key
+
+
+class NotInLine(ReactorflowError):
+    """`rf.ordered_skip` named a ticket that is not in the ordered lock's line (it finished,
+    was passed over or skipped already, or the line was reset).
+
+    Attributes:
+        key: The ordered lock's key.
+        ticket: The ticket named (None: the line was empty, nobody holds the turn).
+    """
+
+    def __init__(self, key: str, ticket: str | None) -> None:
+        what = (f"ticket {shown(ticket)} is not in" if ticket is not None
+                else "nobody holds the turn in")
+        super().__init__(f"{what} the line of ordered lock {shown(key)}; nothing was changed. "
+                         "rf.ordered_peek(key) shows whose turn it is.")
+        self.key = key
+        self.ticket = ticket

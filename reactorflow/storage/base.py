@@ -38,6 +38,7 @@ from reactorflow.storage.values import (
     ClaimResult,
     GateTake,
     Liveness,
+    OrderedLine,
     RunHead,
     RunPageData,
     ScheduleState,
@@ -51,7 +52,7 @@ from reactorflow.storage.values import (
 
 __all__ = [
     "DEFAULT_HISTORY_LIMIT", "DEFAULT_RETENTION", "ClaimResult", "GateTake", "Liveness",
-    "RunHead", "RunPageData", "ScheduleState", "SlotWrite", "Storage", "StoredRun",
+    "OrderedLine", "RunHead", "RunPageData", "ScheduleState", "SlotWrite", "Storage", "StoredRun",
     "Subscription", "UnitLiveness", "check_count", "check_seconds",
 ]
 

@@ -6,7 +6,7 @@ import abc
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 
-from reactorflow.storage.values import GateTake, Subscription
+from reactorflow.storage.values import GateTake, OrderedLine, Subscription
 
 
 class GatesContract(abc.ABC):
@@ -205,6 +205,46 @@ class GatesContract(abc.ABC):
         Args:
             key: The ordered lock's key.
             ticket: The run id leaving.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def ordered_peek(self, key: str) -> OrderedLine:
+        """Ordered lock `key`'s line as it stands (read only): whose turn it is (the first
+        unfinished place), its last stamp, and how many tickets wait behind it.
+
+        Args:
+            key: The ordered lock's key.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    async def ordered_skip(self, key: str, ticket: str) -> bool:
+        """Take `ticket` out of ordered lock `key`'s line as if it had left (`ordered_leave`:
+        its place is finished, the turn passes on, the channel is notified): an operator
+        passing over a stuck ticket without waiting for its poison-pill timeout. True if it was
+        in line. Its run, if it asks again, takes a new place at the end.
+
+        Args:
+            key: The ordered lock's key.
+            ticket: The ticket to take out (`ordered_peek().turn`, say).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+        return await self.ordered_leave(key, ticket)
+
+    @abc.abstractmethod
+    async def ordered_reset(self, key: str) -> int:
+        """Delete ordered lock `key`'s line (atomic): numbering starts again and the channel is
+        notified. Returns how many tickets were in line; each of their runs takes a new place,
+        in the order they next ask for their turn.
+
+        Args:
+            key: The ordered lock's key.
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).

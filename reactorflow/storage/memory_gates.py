@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reactorflow import clock
-from reactorflow.storage.base import GateTake, Subscription
+from reactorflow.storage.base import GateTake, OrderedLine, Subscription
 
 CHARGE_MEMORY = 86_400.0
 """Seconds a rate-limit charge is remembered at least (twice the longest window if longer)."""
@@ -251,3 +251,24 @@ class MemoryGates:
         self._notify_gate(key)
         return True
 
+
+    async def ordered_peek(self, key: str) -> OrderedLine:
+        with self._mutex:
+            line = self._line(key, clock.now())
+            if line is None:
+                return OrderedLine(key)
+            cursor = line.cursor
+            while cursor + 1 in line.done:
+                cursor += 1
+            first = cursor + 1
+            turn = next((t for t, n in line.tickets.items() if n == first), None)
+            if turn is None:
+                return OrderedLine(key)
+            waiting = sum(1 for n in line.tickets.values() if n > first and n not in line.done)
+            return OrderedLine(key, turn, line.stamps.get(first), waiting)
+
+    async def ordered_reset(self, key: str) -> int:
+        with self._mutex:
+            line = self._lines.pop(key, None)
+        self._notify_gate(key)
+        return 0 if line is None or line.expires <= clock.now() else len(line.tickets)

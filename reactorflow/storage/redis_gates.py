@@ -25,7 +25,7 @@ from typing import Any
 
 from redis.asyncio.client import Pipeline
 
-from reactorflow.storage.base import GateTake, Subscription
+from reactorflow.storage.base import GateTake, OrderedLine, Subscription
 from reactorflow.storage.redis_conn import SOURCES, RedisConnector
 
 CHARGE_MEMORY = 86_400.0
@@ -140,3 +140,14 @@ class RedisGates:
     async def ordered_leave(self, key: str, ticket: str) -> bool:
         left = await self._run("ordered_leave", self._line_keys(key), [ticket, self._gate(key)])
         return bool(left == 1)
+
+    async def ordered_peek(self, key: str) -> OrderedLine:
+        turn, stamp, waiting = await self._run("ordered_peek", self._line_keys(key), [])
+        ticket = turn.decode() if isinstance(turn, bytes) else str(turn)
+        if not ticket:
+            return OrderedLine(key)
+        return OrderedLine(key, ticket, int(stamp) / 1000 if int(stamp) >= 0 else None,
+                           int(waiting))
+
+    async def ordered_reset(self, key: str) -> int:
+        return int(await self._run("ordered_reset", self._line_keys(key), [self._gate(key)]))

@@ -107,6 +107,26 @@ class GateTake(Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class OrderedLine:
+    """An ordered lock's line as `rf.ordered_peek` sees it.
+
+    Attributes:
+        key: The ordered lock's key (as its template rendered it).
+        turn: The ticket whose turn it is (a run id, or `<run id>|<step>` for a step's ordered
+            lock); None when the line is empty.
+        turn_stamp: When the turn's holder last showed progress (seconds since the epoch, the
+            storage's clock); None when the line is empty. A holder quiet for longer than the
+            lock's `poison_pill_timeout` is passed over by the next ticket that asks.
+        waiting: How many tickets wait behind the turn.
+    """
+
+    key: str
+    turn: str | None = None
+    turn_stamp: float | None = None
+    waiting: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ScheduleState:
     """A schedule's stored state (see the schedules section of `Storage`).
 

@@ -239,3 +239,31 @@ async def test_a_final_save_hands_the_place_over(storage: Storage) -> None:
                                  state=b"done", release=True, gates=[(key, run_id)])
         assert await subscription.wait(10) is True and subscription.message == b"waiter"
     assert await storage.gate_holders(key) == ["waiter"]
+
+
+async def test_an_ordered_line_can_be_peeked_skipped_and_reset(storage: Storage) -> None:
+    key = gate()
+    empty = await storage.ordered_peek(key)
+    assert (empty.key, empty.turn, empty.turn_stamp, empty.waiting) == (key, None, None, 0)
+    for ticket in ("a", "b", "c"):
+        await storage.ordered_enter(key, ticket)
+    line = await storage.ordered_peek(key)
+    assert (line.turn, line.waiting) == ("a", 2)
+    assert line.turn_stamp is not None and abs(line.turn_stamp - time.time()) < 60
+    assert await storage.ordered_turn(key, "b", 600) is False
+    async with storage.subscribe_gate(key) as subscription:
+        assert await storage.ordered_skip(key, "a") is True  # stuck: passed over by hand
+        assert await subscription.wait(10) is True
+    assert await storage.ordered_skip(key, "a") is False  # not in line any more
+    assert (await storage.ordered_peek(key)).turn == "b"
+    assert await storage.ordered_turn(key, "b", 600) is True
+    await storage.ordered_leave(key, "b")
+    after = await storage.ordered_peek(key)
+    assert (after.turn, after.waiting) == ("c", 0)
+    async with storage.subscribe_gate(key) as subscription:
+        assert await storage.ordered_reset(key) == 1
+        assert await subscription.wait(10) is True
+    assert (await storage.ordered_peek(key)).turn is None
+    assert await storage.ordered_turn(key, "c", 600) is None  # it asks again: enters anew
+    assert await storage.ordered_enter(key, "c") == 1
+    assert await storage.ordered_reset(gate()) == 0  # no line: nothing to reset

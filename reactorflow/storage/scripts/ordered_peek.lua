@@ -1,0 +1,26 @@
+-- ordered_peek: an ordered lock's line as it stands (read only).
+--
+-- KEYS: 1 line  2 tickets  3 stamps  4 done (as in ordered_enter)
+-- ARGV: (none)
+-- Returns: {turn ticket or '', its stamp in ms or -1, tickets waiting behind it}. The turn is
+--          the first number after the cursor that is not finished.
+local cursor = tonumber(redis.call('HGET', KEYS[1], 'cursor')) or 0
+while redis.call('SISMEMBER', KEYS[4], cursor + 1) == 1 do
+  cursor = cursor + 1
+end
+local first = cursor + 1
+local turn, waiting = '', 0
+local all = redis.call('HGETALL', KEYS[2])
+for i = 1, #all, 2 do
+  local number = tonumber(all[i + 1])
+  if number == first then
+    turn = all[i]
+  elseif number > first and redis.call('SISMEMBER', KEYS[4], number) == 0 then
+    waiting = waiting + 1
+  end
+end
+local stamp = -1
+if turn ~= '' then
+  stamp = tonumber(redis.call('HGET', KEYS[3], first)) or -1
+end
+return {turn, stamp, waiting}
