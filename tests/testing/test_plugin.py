@@ -1,6 +1,6 @@
 """The pytest plugin as users use it: small user test files run by pytest in a subprocess,
-under pytest-asyncio's strict and auto modes and under anyio's plugin; no autouse fixtures; importing the
-test kit changes nothing."""
+under pytest-asyncio's strict and auto modes and under anyio's plugin; no autouse fixtures;
+importing the test kit changes nothing."""
 
 from __future__ import annotations
 
