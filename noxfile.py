@@ -40,8 +40,9 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Benchmarks, each printed beside its baseline (DBOS is installed here only)."""
-    session.install("-e", ".", "dbos>=1.0")
+    """Benchmarks, each printed beside its baseline (DBOS is installed here only; the test
+    extra brings the web app and httpx that `runs_list` drives)."""
+    session.install("-e", ".[test]", "dbos>=1.0")
     session.run("python", "-m", "benchmarks", *session.posargs)
 
 

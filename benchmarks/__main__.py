@@ -97,7 +97,13 @@ def header(report: Report, args: argparse.Namespace, names: list[str]) -> None:
 async def run_all(names: list[str], ctx: Context) -> None:
     report = ctx.report
     for name in names:
-        module: ModuleType = importlib.import_module(f"benchmarks.{name}")
+        try:
+            module: ModuleType = importlib.import_module(f"benchmarks.{name}")
+        except ImportError as exc:  # a missing package: the others still run
+            report.section(name, name)
+            report.error(f"cannot import benchmarks.{name}: {exc} (nox -s bench installs what "
+                         "the benchmarks need)")
+            continue
         report.section(name, getattr(module, "TITLE", name))
         began = time.perf_counter()
         try:
