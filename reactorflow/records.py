@@ -194,6 +194,15 @@ class ElementArgs(msgspec.Struct, frozen=True, omit_defaults=True):
     lazy: dict[str, tuple[str, int]] = {}  # rf.MapResults parameter -> (map key, element count)
 
 
+class UndoThrow(msgspec.Struct, frozen=True):
+    """One throw of a fanned-out map's rollback, written by the run's owner before it enqueues
+    the throw's undo jobs: the elements it undoes (highest index first, at most `batch_size`)
+    and how many elements the map's rollback has acknowledged once this throw settled."""
+
+    end: int
+    indices: list[int]
+
+
 class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):
     """What a run was started with; written once."""
 
@@ -247,6 +256,7 @@ _event_decoder = msgspec.msgpack.Decoder(Event)
 _control_decoder = msgspec.msgpack.Decoder(Control)
 _element_decoder = msgspec.msgpack.Decoder(ElementRecord)
 _args_decoder = msgspec.msgpack.Decoder(ElementArgs)
+_throw_decoder = msgspec.msgpack.Decoder(UndoThrow)
 decode_step = _step_decoder.decode
 decode_meta = _meta_decoder.decode
 decode_state = _state_decoder.decode
@@ -254,6 +264,7 @@ decode_event = _event_decoder.decode
 decode_control = _control_decoder.decode
 decode_element = _element_decoder.decode
 decode_element_args = _args_decoder.decode
+decode_throw = _throw_decoder.decode
 
 
 def raw(value: Any) -> msgspec.Raw:

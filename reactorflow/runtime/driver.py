@@ -49,6 +49,7 @@ async def drive(ex: Execution) -> None:
         if not await _admitted(ex):
             return
         if ex.state.status == Status.ROLLING_BACK:
+            ex.parked_since, ex.state.parked_on = ex.state.parked_on, {}
             await finish_rollback(ex)
         else:
             if ex.state.status == Status.PAUSED:  # applying a claimed payload: visible at once
@@ -222,14 +223,24 @@ async def fail_with_rollback(ex: Execution, error: RunError,
                         events=[*failed, event("run.rolling_back", detail=str(error))],
                         error=error, rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[],
                         deadlines={})
-    failures = await roll_back(ex, live_errors)
-    await _settle_rollback(ex, failures)
+    await _roll_back_or_park(ex, live_errors)
 
 
 async def finish_rollback(ex: Execution) -> None:
-    """Resume a rollback that an earlier execution started (e.g. it crashed mid-way)."""
-    failures = await roll_back(ex)
-    await _settle_rollback(ex, failures)
+    """Resume a rollback that an earlier execution started (e.g. it crashed mid-way, or parked
+    while a fanned-out map's undo jobs were out)."""
+    await _roll_back_or_park(ex)
+
+
+async def _roll_back_or_park(ex: Execution,
+                             live_errors: dict[str, BaseException] | None = None) -> None:
+    """Roll back, then save the run settled; or park it `rolling_back` while a fanned-out map's
+    undo jobs are out (`runtime.maps.throws`)."""
+    done = await roll_back(ex, live_errors)
+    if done.parked:
+        await park(ex, done.parked, None)
+        return
+    await _settle_rollback(ex, done.failures)
 
 
 async def _settle_rollback(ex: Execution, failures: list[RollbackFailure]) -> None:

@@ -36,7 +36,7 @@ from reactorflow.runtime.execution import Execution, event
 from reactorflow.runtime.gates.scope import GateHolds
 from reactorflow.runtime.gates.steps import call_gated
 from reactorflow.runtime.lockkeeper import keeper
-from reactorflow.runtime.maps import element_job
+from reactorflow.runtime.maps import element_job, undo_job
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.queue import Job, JobKind
 from reactorflow.runtime.rollback import call_handler
@@ -71,6 +71,8 @@ async def execute(job: Job) -> None:
                 await execute_unit(job.run_id, job.reactor, job.step, job.snoozes)
             case JobKind.ELEMENT:
                 await execute_element(job.run_id, job.reactor, job.step, job.index)
+            case JobKind.UNDO:
+                await execute_undo(job.run_id, job.reactor, job.step, job.index)
             case _:
                 assert_never(job.kind)
 
@@ -200,6 +202,23 @@ async def execute_element(run_id: str, reactor_name: str, key: str, index: int) 
     await element_job.run_element(storage, reactor, run_id, key, index)
 
 
+async def execute_undo(run_id: str, reactor_name: str, key: str, index: int) -> None:
+    """Undo one completed element of a fanned-out map (see `runtime.maps.throws`); an element
+    whose reactor is not declared here records that as its undo's failure.
+
+    Raises:
+        PermanentFailure: the reactor is not declared in this worker.
+    """
+    storage = config.current_storage()
+    reactor = registry.lookup(reactor_name)
+    if reactor is None:
+        reason = unknown_reactor(reactor_name)
+        await undo_job.give_up(storage, run_id, reactor_name, key, index, "UnknownReactor",
+                               reason)
+        raise PermanentFailure(reason, run_id=run_id, step=key)
+    await undo_job.run_undo(storage, reactor, run_id, key, index)
+
+
 async def _fail_element(storage: Storage, job: Job, kind: str, reason: str) -> None:
     record = ElementRecord(StepStatus.FAILED, error=ErrorRecord(kind, reason))
     await element_job.settle(storage, job.run_id, job.reactor, job.step, job.index, record,
@@ -293,5 +312,8 @@ async def give_up(job: Job, reason: str) -> None:
                                                 reason)
         case JobKind.ELEMENT:
             await _fail_element(storage, job, "JobRetriesExhausted", reason)
+        case JobKind.UNDO:
+            await undo_job.give_up(storage, job.run_id, job.reactor, job.step, job.index,
+                                   "JobRetriesExhausted", reason)
         case _:
             assert_never(job.kind)

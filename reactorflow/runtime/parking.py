@@ -16,7 +16,10 @@ backoff) saves the run, releases it and holds nothing; a signal or a timer re-en
 5. A job for a parked run acts only if something is `due` (a run parked at a map is always
    looked at: see `maps.fanout`); an early or duplicate signal writes nothing. Should every
    signal be lost, the run is `running` with no lock holder: the sweeper recovers it.
-6. A run that ends while steps wait for their next attempt (cancelled while parked, or halted
+6. A rollback parks the same way (saved `rolling_back`) while a fanned-out map's undo jobs
+   are out (`maps.throws`); the throw's last undo, or the re-check every `async_wait_timeout`,
+   takes it on again.
+7. A run that ends while steps wait for their next attempt (cancelled while parked, or halted
    or failed by another step) fails those steps (`Execution.close_retrying`): their bodies
    started and no attempt follows, so a rollback or `undo` compensates them. A job for the
    ended run finds nothing to do (`operations.needs_execution`) and writes nothing.
@@ -31,6 +34,7 @@ from reactorflow import clock, config
 from reactorflow.runtime import queue
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.maps.fanout import parked_maps_settled
+from reactorflow.runtime.maps.throws import throw_settled
 from reactorflow.runtime.units import FINISHED, unit_finished
 from reactorflow.status import Status
 
@@ -42,7 +46,8 @@ log = logging.getLogger("reactorflow.run")
 
 def is_parked(ex: Execution) -> bool:
     state = ex.state
-    return state.status is Status.RUNNING and bool(state.parked_on or state.wake_at)
+    return (state.status in (Status.RUNNING, Status.ROLLING_BACK)
+            and bool(state.parked_on or state.wake_at))
 
 
 def _units(ex: Execution) -> dict[str, float]:
@@ -79,7 +84,8 @@ def due(ex: Execution) -> bool:
 async def park(ex: Execution, units: dict[str, float], wake_at: float | None) -> None:
     """Save the run parked (`running`, holding nothing): the last write of this execution."""
     waits = [*units, *(["retry"] if wake_at is not None else [])]
-    await ex.save_state(Status.RUNNING, final=True, parked_on=units, wake_at=wake_at,
+    status = Status.ROLLING_BACK if ex.state.status is Status.ROLLING_BACK else Status.RUNNING
+    await ex.save_state(status, final=True, parked_on=units, wake_at=wake_at,
                         waiting_on=[], events=[event("run.parked", detail=", ".join(waits))])
     log.info("reactorflow.run.parked run_id=%s reactor=%s waits=%s", ex.run_id, ex.reactor,
              ",".join(waits))
@@ -88,6 +94,11 @@ async def park(ex: Execution, units: dict[str, float], wake_at: float | None) ->
 async def after_park(ex: Execution) -> None:
     """Once released: enqueue the run now if something fell due meanwhile, else for when the
     first thing falls due."""
+    if ex.state.status is Status.ROLLING_BACK:  # a fanned-out map's undo jobs are out
+        settled = [await throw_settled(ex, key) for key in ex.state.parked_on]
+        delay = None if any(settled) else config.settings().async_wait_timeout
+        queue.enqueue_run(ex.run_id, ex.reactor, delay=delay)
+        return
     for key in _units(ex):
         await unit_finished(ex, key)
     if due(ex) or await parked_maps_settled(ex):

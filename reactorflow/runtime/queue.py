@@ -1,7 +1,7 @@
 """The job queue: how the runtime asks for work to be done later or elsewhere.
 
 The runtime owns this seam and never imports what implements it. A job names what to do by
-identity only (a run, one async unit of a run, or one element of a map); storage is the
+identity only (a run, one async unit of a run, one element of a map or its undo); storage is the
 truth. Implementations:
 
 * the Dramatiq layer (`reactorflow.workers.queue`), registered by the `reactorflow` package at
@@ -33,6 +33,7 @@ class JobKind(StrEnum):
     RUN = "run"  # take the run on (the worker resume protocol, `jobs.execute_run`)
     UNIT = "unit"  # run one async unit of the run (`jobs.execute_unit`)
     ELEMENT = "element"  # run one element of a fanned-out map (`jobs.execute_element`)
+    UNDO = "undo"  # undo one completed element of a fanned-out map (`jobs.execute_undo`)
 
 
 class Job(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -41,9 +42,9 @@ class Job(msgspec.Struct, frozen=True, omit_defaults=True):
     kind: JobKind
     run_id: str
     reactor: str
-    step: str = ""  # UNIT: the unit's step key; ELEMENT: the map's step key
+    step: str = ""  # UNIT: the unit's step key; ELEMENT, UNDO: the map's step key
     snoozes: int = 0  # RUN: re-enqueued because the run was busy; UNIT: because a gate was
-    index: int = 0  # ELEMENT: the element's index
+    index: int = 0  # ELEMENT, UNDO: the element's index
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     """Context for the worker from middleware (`Middleware.inject`), e.g. a trace parent."""
 
@@ -61,6 +62,11 @@ class Job(msgspec.Struct, frozen=True, omit_defaults=True):
     def element(cls, run_id: str, reactor: str, step: str, index: int,
                 headers: dict[str, str] | None = None) -> Job:
         return cls(JobKind.ELEMENT, run_id, reactor, step, index=index, headers=headers or {})
+
+    @classmethod
+    def undo(cls, run_id: str, reactor: str, step: str, index: int,
+             headers: dict[str, str] | None = None) -> Job:
+        return cls(JobKind.UNDO, run_id, reactor, step, index=index, headers=headers or {})
 
 
 class JobQueue(Protocol):
@@ -131,6 +137,12 @@ def enqueue_unit(run_id: str, reactor: str, step: str) -> None:
 def enqueue_element(run_id: str, reactor: str, step: str, index: int) -> None:
     """Ask a worker to run one element of a fanned-out map (see `jobs.execute_element`)."""
     current().enqueue(Job.element(run_id, reactor, step, index, _headers(run_id)))
+
+
+def enqueue_undo(run_id: str, reactor: str, step: str, index: int) -> None:
+    """Ask a worker to undo one completed element of a fanned-out map (see
+    `jobs.execute_undo`)."""
+    current().enqueue(Job.undo(run_id, reactor, step, index, _headers(run_id)))
 
 
 def _headers(run_id: str) -> dict[str, str] | None:

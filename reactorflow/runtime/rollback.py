@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, assert_never
 
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from reactorflow.runtime.execution import Execution
 
 log = logging.getLogger("reactorflow.rollback")
-
 
 
 class Act(StrEnum):
@@ -91,9 +91,20 @@ def plan_rollback(ex: Execution, level: str = "") -> list[Action]:
     return actions
 
 
+@dataclass(slots=True)
+class Rollback:
+    """Where a rollback got to: its failures (the rollback goes on past them), or the fanned-out
+    map whose undo jobs are out (`parked`: map key -> since when; the run parks there and the
+    rollback goes on when they settled)."""
+
+    failures: list[RollbackFailure] = field(default_factory=list)
+    parked: dict[str, float] = field(default_factory=dict)
+
+
 async def roll_back(ex: Execution, live_errors: Mapping[str, BaseException] | None = None
-                    ) -> list[RollbackFailure]:
-    """Run every outstanding rollback action; returns the failures (the rollback goes on)."""
+                    ) -> Rollback:
+    """Run every outstanding rollback action, or up to a fanned-out map whose undo jobs are out
+    (see `Rollback`)."""
     failures: list[RollbackFailure] = []
     for act, key in plan_rollback(ex):
         match act:
@@ -101,7 +112,10 @@ async def roll_back(ex: Execution, live_errors: Mapping[str, BaseException] | No
                 closed = _rolled_back(ex.records[key], StepStatus.UNDONE)
                 await ex.checkpoint(key, closed, [event("undo.completed", key)])
             case Act.MAP:
-                failures += await roll_back_map(ex, key)
+                mapped = await roll_back_map(ex, key)
+                if mapped.parked_since is not None:
+                    return Rollback(failures, {key: mapped.parked_since})
+                failures += mapped.failures
             case Act.UNDO:
                 failures += await _run_handler(ex, HandlerKind.UNDO, key, None)
             case Act.COMPENSATE:
@@ -109,7 +123,7 @@ async def roll_back(ex: Execution, live_errors: Mapping[str, BaseException] | No
                                                (live_errors or {}).get(key))
             case _:
                 assert_never(act)
-    return failures
+    return Rollback(failures)
 
 
 async def _run_handler(ex: Execution, kind: Literal[HandlerKind.UNDO, HandlerKind.COMPENSATE],

@@ -44,6 +44,7 @@ class Actors:
     execute_run: dramatiq.Actor[Any, Any]
     execute_unit: dramatiq.Actor[Any, Any]
     execute_element: dramatiq.Actor[Any, Any]
+    execute_undo: dramatiq.Actor[Any, Any]
     retries_exhausted: dramatiq.Actor[Any, Any]
 
 
@@ -54,6 +55,7 @@ class _Runtime:
         self.embedded: StubBroker | None = None
         self.env_broker: dramatiq.Broker | None = None
         self.worker: dramatiq.Worker | None = None
+        self.stopping: dramatiq.Broker | None = None  # whose embedded worker is stopping
 
 
 _runtime = _Runtime()
@@ -119,6 +121,8 @@ def actors_for(broker: dramatiq.Broker) -> Actors:
                                   options),
             execute_element=_declare(broker, jobs.execute_element,
                                      "reactorflow.execute_element", options),
+            execute_undo=_declare(broker, jobs.execute_undo, "reactorflow.execute_undo",
+                                  options),
             retries_exhausted=_declare(broker, jobs.retries_exhausted,
                                        "reactorflow.retries_exhausted",
                                        dict(max_retries=0, time_limit=NO_TIME_LIMIT_MS)),
@@ -141,8 +145,8 @@ def ensure_embedded_worker(broker: dramatiq.Broker) -> None:
     if not is_embedded(broker):
         return
     with _runtime.mutex:
-        if _runtime.worker is not None:
-            return
+        if _runtime.worker is not None or _runtime.stopping is broker:
+            return  # (a job enqueuing as its worker stops must not start another one)
         worker = dramatiq.Worker(broker, worker_threads=EMBEDDED_THREADS,
                                  worker_timeout=WORKER_TIMEOUT_MS)
         worker.start()
@@ -189,6 +193,15 @@ def enqueue_element(run_id: str, reactor: str, key: str, index: int, *,
          None if delay is None else int(delay * 1000))
 
 
+def enqueue_undo(run_id: str, reactor: str, key: str, index: int, *,
+                 delay: float | None = None, headers: Mapping[str, str] | None = None) -> None:
+    """Ask a worker to undo one completed element of a fanned-out map."""
+    broker = current_broker()
+    actor = actors_for(broker).execute_undo
+    send(actor.message(run_id, reactor, key, index, **_extra(headers)), broker,
+         None if delay is None else int(delay * 1000))
+
+
 def _extra(headers: Mapping[str, str] | None) -> dict[str, Any]:
     """The job's middleware headers as the actor's keyword (none: a message as before)."""
     return {"headers": dict(headers)} if headers else {}
@@ -198,6 +211,11 @@ def shutdown() -> None:
     """Stop the embedded worker (at exit; also used by tests)."""
     with _runtime.mutex:
         worker, _runtime.worker = _runtime.worker, None
-    if worker is not None:
-        worker.stop(timeout=5000)
+        _runtime.stopping = _runtime.embedded
+    try:
+        if worker is not None:
+            worker.stop(timeout=5000)
+    finally:
+        with _runtime.mutex:
+            _runtime.stopping = None
 

@@ -16,8 +16,8 @@ from reactorflow.runtime.jobs import PermanentFailure, give_up, job_context
 from reactorflow.runtime.queue import Job
 from reactorflow.runtime.units import report
 
-__all__ = ["PermanentFailure", "execute_element", "execute_run", "execute_unit", "report",
-           "retries_exhausted"]
+__all__ = ["PermanentFailure", "execute_element", "execute_run", "execute_undo", "execute_unit",
+           "report", "retries_exhausted"]
 
 
 async def execute_run(run_id: str, reactor: str, snoozes: int = 0,
@@ -41,6 +41,13 @@ async def execute_element(run_id: str, reactor: str, key: str, index: int,
         await jobs.execute_element(run_id, reactor, key, index)
 
 
+async def execute_undo(run_id: str, reactor: str, key: str, index: int,
+                       headers: Mapping[str, str] | None = None) -> None:
+    """The element-undo actor: `jobs.execute_undo` in its message's context."""
+    with job_context(headers):
+        await jobs.execute_undo(run_id, reactor, key, index)
+
+
 async def retries_exhausted(message: dict[str, Any], info: dict[str, Any]) -> None:
     """Dramatiq gave up on a job after infrastructure errors: fail its run (or its unit) with
     the reason, and publish it."""
@@ -54,5 +61,8 @@ async def retries_exhausted(message: dict[str, Any], info: dict[str, Any]) -> No
     elif message.get("actor_name") == "reactorflow.execute_element" and len(args) >= 4:
         run_id, reactor, key = (str(a) for a in args[:3])
         await give_up(Job.element(run_id, reactor, key, int(args[3])), reason)
+    elif message.get("actor_name") == "reactorflow.execute_undo" and len(args) >= 4:
+        run_id, reactor, key = (str(a) for a in args[:3])
+        await give_up(Job.undo(run_id, reactor, key, int(args[3])), reason)
     elif len(args) >= 2:
         await give_up(Job.run(str(args[0]), str(args[1])), reason)

@@ -42,6 +42,9 @@ class DramatiqQueue:
             case JobKind.ELEMENT:
                 broker.enqueue_element(job.run_id, job.reactor, job.step, job.index,
                                        delay=delay, headers=job.headers)
+            case JobKind.UNDO:
+                broker.enqueue_undo(job.run_id, job.reactor, job.step, job.index,
+                                    delay=delay, headers=job.headers)
             case _:
                 assert_never(job.kind)
 

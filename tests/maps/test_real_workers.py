@@ -58,3 +58,60 @@ async def test_a_killed_worker_mid_map_is_recovered_by_the_sweeper(shared: Share
     worker_logs = shared.log.with_suffix(".stderr").read_text(encoding="utf-8")
     assert "reactorflow.map.redispatch" in worker_logs  # lost elements went out again
     await storage.aclose()
+
+
+UNDO_SIZE = 2 * bg.HANG_BELOW
+
+
+async def test_a_worker_killed_mid_rollback_is_recovered_by_the_sweeper(shared: Shared,
+                                                                        gates: Path) -> None:
+    """A later step fails: the map's completed elements are undone by undo jobs in both
+    workers; one worker is SIGKILLed while it undoes an element (its undos of the lower half
+    hang, so the kill always lands mid element-rollback). The sweeper re-dispatches what was
+    lost: every element is undone, and only the cut-off undos ran twice."""
+    import redis
+
+    storage = rf.RedisStorage.from_url(shared.url, namespace=shared.namespace)
+    doomed = Workers(shared, gates, threads=4, env={bg.DOOMED_ENV: "1"})
+    survivor = Workers(shared, gates, threads=4)
+    client = redis.Redis.from_url(shared.url)
+    undone_key, calls_key = bg.undo_keys(shared.namespace)
+    try:
+        run = await bg.unhaul_fleet.run(items=list(range(UNDO_SIZE)))
+        with anyio.fail_after(120):
+            while not any(line.startswith("uncarry-hangs ") for line in bg.notes(shared.log)):
+                await anyio.sleep(0.02)
+        saved_before = client.scard(undone_key)
+        doomed.kill()  # mid element-rollback: its hanging undos die with it
+        cut_off = {int(line.split()[1]) for line in bg.notes(shared.log)
+                   if line.startswith("uncarry-hangs ")}
+        assert (await bg.unhaul_fleet.get(run.id)).status is rf.Status.ROLLING_BACK
+        deadline = time.monotonic() + 180
+        sweeps = 0
+        while (await bg.unhaul_fleet.get(run.id)).status is rf.Status.ROLLING_BACK:
+            assert time.monotonic() < deadline, "the rollback never finished after the kill"
+            await rf.sweep_once()
+            sweeps += 1
+            await anyio.sleep(0.5)
+        done = await bg.unhaul_fleet.wait(run.id, timeout=30)
+        undone = {int(i) for i in client.smembers(undone_key)}
+        calls = [int(i) for i in client.lrange(calls_key, 0, -1)]
+    finally:
+        doomed.kill()
+        survivor.stop()
+        client.close()
+    assert done.status is rf.Status.FAILED, done.error
+    assert done.error is not None and done.error.step == "deliver"
+    assert done.error.rollback_failures == []
+    assert saved_before > 0 and sweeps >= 1
+    assert undone == set(range(UNDO_SIZE))  # every completed element undone
+    twice = {i for i in set(calls) if calls.count(i) > 1}
+    assert twice <= cut_off  # only the undos cut off by the kill ran again
+    assert all(calls.count(i) == 1 for i in range(UNDO_SIZE) if i not in cut_off)
+    slots = await storage.load_elements(run.id, "carry", 0, UNDO_SIZE)
+    assert all(raw is not None and records.decode_element(raw).status == "undone"
+               for raw in slots)
+    assert done.steps["carry"].status == "undone"
+    worker_logs = shared.log.with_suffix(".stderr").read_text(encoding="utf-8")
+    assert "reactorflow.map.undo_redispatch" in worker_logs  # the lost undos went out again
+    await storage.aclose()

@@ -344,3 +344,44 @@ async def haul(item: int) -> int:
     note(f"haul {item}")
     await anyio.sleep(0.002)
     return item * 3
+
+
+# -- a fanned-out map rolled back by undo jobs in the workers --------------------------------------
+
+DOOMED_ENV = "REACTORFLOW_TEST_DOOMED"
+"""Set in the worker a test will SIGKILL: its undos of elements below HANG_BELOW hang there."""
+HANG_BELOW = 100
+
+unhaul_fleet = rf.Reactor("tests.bg.unhaul", inputs=Fleet)
+
+
+def undo_keys(namespace: str) -> tuple[str, str]:
+    """Redis keys of the undo side effects (they survive a killed worker): the set of undone
+    elements, and the list of every undo call (a cut-off undo appears twice)."""
+    return f"{namespace}:test:undone", f"{namespace}:test:undo-calls"
+
+
+@unhaul_fleet.map_step(over="items", fan_out=True, batch_size=8)
+async def carry(item: int) -> int:
+    await anyio.sleep(0.001)
+    return item * 3
+
+
+@carry.undo
+async def uncarry(result: int, item: int) -> None:
+    import redis
+
+    undone, calls = undo_keys(os.environ[NAMESPACE_ENV])
+    client = redis.Redis.from_url(os.environ["REACTORFLOW_REDIS_URL"])
+    client.rpush(calls, item)
+    if os.environ.get(DOOMED_ENV) and item < HANG_BELOW:
+        note(f"uncarry-hangs {item}")
+        await anyio.sleep_forever()  # until the test SIGKILLs this worker
+    await anyio.sleep(0.002)
+    client.sadd(undone, item)
+    client.close()
+
+
+@unhaul_fleet.step
+async def deliver(carry: list[int]) -> None:
+    raise RuntimeError("the delivery failed")

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("reactorflow.map")
 
 
-def _arguments(storage: Storage, scope: JobScope, node: Node, shared: ElementArgs
+def arguments_of(storage: Storage, scope: JobScope, node: Node, shared: ElementArgs
                ) -> dict[str, Any]:
     """The map's arguments (the element aside), decoded with each parameter's annotation."""
     kwargs: dict[str, Any] = {}
@@ -97,7 +97,7 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
         else:
             element = node.spec.params[0]
             item = msgspec.msgpack.decode(item_raw, type=element.annotation)
-            kwargs = _arguments(storage, scope, node, shared)
+            kwargs = arguments_of(storage, scope, node, shared)
             if scope.plan.redactions:
                 held = ElementSecrets(node, scope, item, kwargs)
                 watch(held)  # held here while the element runs (sources are held weakly)

@@ -4,9 +4,11 @@
    is reported here, once per rollback, as a `compensate` failure of the map.
 2. With `undo_all`: called once with a lazy iterator of the completed elements' results in
    index order (not called when none completed); its failure is one `undo_all` failure.
-3. Else, with `undo`: each completed element is undone, highest index first; each undo's outcome
-   is stored in that element's slot before the next starts, so a rollback cut off by a crash
-   resumes after the last saved undo. A failing undo is recorded and the rollback goes on.
+3. Else, with `undo` (or an element reactor: its child runs are undone): inline, each completed
+   element is undone here, highest index first; fanned out, worker jobs undo them in throws
+   of `batch_size`, started highest index first, while the run parks (`throws`). Each undo's
+   outcome is stored in that element's slot, so a rollback cut off by a crash resumes after the
+   last saved undo. A failing undo is recorded and the rollback goes on.
 4. The map's record becomes `undone` (for every status it had: running, failed, completed).
 """
 
@@ -14,10 +16,10 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import msgspec
 
 from reactorflow import records
@@ -26,8 +28,9 @@ from reactorflow.errors import ArgumentError
 from reactorflow.records import ElementRecord, ErrorRecord, RollbackFailure, describe, summary
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.maps.children import undo_child
-from reactorflow.runtime.maps.elements import context, source_of
+from reactorflow.runtime.maps.elements import Scope, context, source_of
 from reactorflow.runtime.maps.reading import element_key, walk
+from reactorflow.runtime.maps.throws import roll_back_fanned
 from reactorflow.runtime.stepcall import context_for, resolve_arguments
 from reactorflow.status import HandlerKind, StepStatus
 
@@ -47,12 +50,38 @@ async def _count(ex: Execution, node: Node) -> int:
         return 0  # it never mapped anything
 
 
-async def roll_back_map(ex: Execution, key: str) -> list[RollbackFailure]:
-    """Roll map `key` back (see the module docstring); returns the failures."""
+@dataclass(slots=True)
+class MapRollback:
+    """How a map's rollback went: done (its failures), or parked while its undo jobs are out."""
+
+    failures: list[RollbackFailure] = field(default_factory=list)
+    parked_since: float | None = None  # a fanned-out map's throw is out: the run parks
+
+
+async def roll_back_map(ex: Execution, key: str) -> MapRollback:
+    """Roll map `key` back (see the module docstring)."""
     node = ex.plan.nodes[key]
     options = node.spec.map
     assert options is not None
     count = await _count(ex, node)
+    if options.fan_out and _undone_each(node):
+        since = await roll_back_fanned(ex, node, count)
+        if since is not None:
+            return MapRollback(parked_since=since)
+        failures = await _recorded_failures(ex, key, count)
+    else:
+        failures = await _roll_back_here(ex, node, count)
+    closed = msgspec.structs.replace(ex.records[key], status=StepStatus.UNDONE,
+                                     compensate_pending=False)
+    await ex.checkpoint(key, closed, [event("undo.completed", key)])
+    return MapRollback(failures)
+
+
+async def _roll_back_here(ex: Execution, node: Node, count: int) -> list[RollbackFailure]:
+    """Steps 1-3 in this process: compensate failures, then `undo_all` or per-element undo."""
+    key = node.key
+    options = node.spec.map
+    assert options is not None
     failures: list[RollbackFailure] = []
     completed = 0
     async for index, record in walk(ex.storage, ex.run_id, key, count):
@@ -61,65 +90,68 @@ async def roll_back_map(ex: Execution, key: str) -> list[RollbackFailure]:
         elif record.status is StepStatus.COMPLETED and record.rollback_error is None:
             completed += 1
     base = _base_arguments(ex, node)
-    map_record = ex.records[key]
-    if node.spec.child is not None and completed:
-        failures += await _undo_children(ex, node, count)
-    elif options.undo_all is not None:
-        if completed and map_record.rollback_error is None:
-            failure = await _undo_all(ex, node, base, count)
-            if failure is not None:
-                failures.append(failure)
-    elif node.spec.undo is not None and completed:
+    if not completed:
+        return failures
+    if _undone_each(node):
         failures += await _undo_each(ex, node, base, count)
-    closed = msgspec.structs.replace(ex.records[key], status=StepStatus.UNDONE,
-                                     compensate_pending=False)
-    await ex.checkpoint(key, closed, [event("undo.completed", key)])
+    elif options.undo_all is not None and ex.records[key].rollback_error is None:
+        failure = await _undo_all(ex, node, base, count)
+        if failure is not None:
+            failures.append(failure)
     return failures
 
 
-async def _undo_children(ex: Execution, node: Node, count: int) -> list[RollbackFailure]:
-    """Element reactors: undo each completed element's child run, highest index first."""
-
-    async def undo_one(index: int, record: ElementRecord) -> None:
-        await undo_child(ex, node, index)
-
-    return await _undo_completed(ex, node, count, undo_one)
-
-
-async def _undo_completed(ex: Execution, node: Node, count: int,
-                          undo_one: Callable[[int, ElementRecord], Awaitable[None]]
-                          ) -> list[RollbackFailure]:
-    """Undo the completed elements, started highest index first: one at a time inline, at most
-    `batch_size` at a time for a fanned-out map. Each outcome is stored in the element's slot
-    as it returns; a failure is recorded and the rest goes on."""
+def _undone_each(node: Node) -> bool:
+    """Its completed elements are undone one by one: an element reactor's child runs, or the
+    map's `undo` (without `undo_all`)."""
     options = node.spec.map
     assert options is not None
-    failures: list[tuple[int, RollbackFailure]] = []
-    limiter = anyio.CapacityLimiter(options.batch_size if options.fan_out else 1)
+    return node.spec.child is not None or (options.undo_all is None
+                                           and node.spec.undo is not None)
 
-    async def one(index: int, record: ElementRecord) -> None:
-        try:
-            try:
-                await undo_one(index, record)
-            except Exception as exc:
-                log.warning("reactorflow.undo.failed run_id=%s step=%s index=%d error=%s",
-                            ex.run_id, node.key, index, summary(exc))
-                record.rollback_error = ErrorRecord.from_exception(exc)
-                failures.append((index, _failure(node.key, index, HandlerKind.UNDO,
-                                                 record.rollback_error)))
-            else:
-                record.status = StepStatus.UNDONE
-            await ex.storage.save_elements(ex.run_id, node.key,
-                                           {index: records.encode(record)}, replace=True)
-        finally:
-            limiter.release_on_behalf_of(index)
 
-    async with anyio.create_task_group() as tg:
-        async for index, record in walk(ex.storage, ex.run_id, node.key, count, backwards=True):
-            if record.status is StepStatus.COMPLETED and record.rollback_error is None:
-                await limiter.acquire_on_behalf_of(index)
-                tg.start_soon(one, index, record)
-    return [failure for _, failure in sorted(failures, key=lambda f: -f[0])]
+async def _recorded_failures(ex: Execution, key: str, count: int) -> list[RollbackFailure]:
+    """The failures the map's element slots hold once undo jobs undid it: compensates in index
+    order, then undos highest index first."""
+    compensates: list[RollbackFailure] = []
+    undos: list[RollbackFailure] = []
+    async for index, record in walk(ex.storage, ex.run_id, key, count, backwards=True):
+        if record.rollback_error is None:
+            continue
+        if record.status is StepStatus.FAILED:
+            compensates.insert(0, _failure(key, index, HandlerKind.COMPENSATE,
+                                           record.rollback_error))
+        elif record.status is StepStatus.COMPLETED:
+            undos.append(_failure(key, index, HandlerKind.UNDO, record.rollback_error))
+    return compensates + undos
+
+
+async def undo_element(scope: Scope, node: Node, base: dict[str, Any], item: Any, index: int,
+                       record: ElementRecord) -> None:
+    """Undo one completed element (its undo handler, or its element reactor's child run) and
+    set its outcome on `record`: `undone`, or its undo's error (logged; never raised)."""
+    options = node.spec.map
+    assert options is not None
+    try:
+        if node.spec.child is not None:
+            await undo_child(scope, node, index)
+        else:
+            handler = node.spec.undo
+            assert handler is not None
+            arguments = dict(base)
+            arguments[options.element] = item
+            kwargs = {name: arguments[name] for name in handler.names if name in arguments}
+            if handler.context_name is not None:
+                kwargs[handler.context_name] = context(scope, node, index, record.attempts or 1)
+            result = handler.fn(node.decoder.decode(record.result), **kwargs)
+            if inspect.isawaitable(result):
+                await result
+    except Exception as exc:
+        log.warning("reactorflow.undo.failed run_id=%s step=%s index=%d error=%s",
+                    scope.run_id, node.key, index, summary(exc))
+        record.rollback_error = ErrorRecord.from_exception(exc)
+    else:
+        record.status = StepStatus.UNDONE
 
 
 def _base_arguments(ex: Execution, node: Node) -> dict[str, Any]:
@@ -131,22 +163,19 @@ def _base_arguments(ex: Execution, node: Node) -> dict[str, Any]:
 
 async def _undo_each(ex: Execution, node: Node, base: dict[str, Any],
                      count: int) -> list[RollbackFailure]:
-    handler = node.spec.undo
-    options = node.spec.map
-    assert handler is not None and options is not None
-    items = await source_of(ex, node)
-
-    async def undo_one(index: int, record: ElementRecord) -> None:
-        arguments = dict(base)
-        arguments[options.element] = items[index]
-        kwargs = {name: arguments[name] for name in handler.names if name in arguments}
-        if handler.context_name is not None:
-            kwargs[handler.context_name] = context(ex, node, index, record.attempts or 1)
-        result = handler.fn(node.decoder.decode(record.result), **kwargs)
-        if inspect.isawaitable(result):
-            await result
-
-    return await _undo_completed(ex, node, count, undo_one)
+    """Undo the completed elements one at a time, highest index first; each outcome is saved
+    in the element's slot as it returns; a failure is recorded and the rest goes on."""
+    items = await source_of(ex, node) if node.spec.child is None else ()
+    failures: list[RollbackFailure] = []
+    async for index, record in walk(ex.storage, ex.run_id, node.key, count, backwards=True):
+        if record.status is not StepStatus.COMPLETED or record.rollback_error is not None:
+            continue
+        await undo_element(ex, node, base, items[index] if items else None, index, record)
+        if record.rollback_error is not None:
+            failures.append(_failure(node.key, index, HandlerKind.UNDO, record.rollback_error))
+        await ex.storage.save_elements(ex.run_id, node.key, {index: records.encode(record)},
+                                       replace=True)
+    return failures
 
 
 async def _undo_all(ex: Execution, node: Node, base: dict[str, Any],

@@ -1,0 +1,112 @@
+"""The worker side of a fanned-out map's rollback: one undo job (see `throws` for the owner's).
+
+An undo job, for element `index` of map `key`:
+
+1. takes the element's undo lock (held: a duplicate is undoing it right now, end), then reads
+   the element's slot, its item, the map's shared arguments and the current throw in one round
+   trip (never the run);
+2. an element of the current throw whose undo has no saved outcome: enqueues the throw's next
+   element (so undos start highest index first), then calls the map's undo handler (or undoes
+   the element reactor's child run) and saves the outcome in the element's slot — `undone`, or
+   still completed with its undo's error; an element already settled only passes the chain on;
+3. acknowledges the element (first wins); the acknowledgement that brings the count to the
+   throw's `end` publishes on the map's undo topic and re-enqueues the run.
+
+An element that is not in the current throw (a late duplicate of an earlier throw's job) is left
+as it is.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from reactorflow import config, records
+from reactorflow.definition.graph import plan_for
+from reactorflow.records import ErrorRecord, UndoThrow
+from reactorflow.runtime import queue
+from reactorflow.runtime.maps.element_job import arguments_of
+from reactorflow.runtime.maps.elements import JobScope
+from reactorflow.runtime.maps.fanout import ARGS, items_key, job_key
+from reactorflow.runtime.maps.throws import (
+    ACKED,
+    THROW,
+    acks_key,
+    undo_lock,
+    undo_topic,
+    undoable,
+)
+from reactorflow.runtime.maps.undo import undo_element
+from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+    from reactorflow.storage.base import Storage
+
+log = logging.getLogger("reactorflow.rollback")
+
+
+async def run_undo(storage: Storage, reactor: Reactor, run_id: str, key: str,
+                   index: int) -> None:
+    """Undo one completed element of a fanned-out map in a worker (see the module docstring)."""
+    settings = config.settings()
+    lock, owner = undo_lock(run_id, key, index), new_owner()
+    if not await acquire(storage, lock, owner, settings.lock_ttl, 0.0):
+        return  # a duplicate of this undo is running right now
+    async with keep_alive(storage, lock, owner, settings.lock_ttl):
+        (own,), (shared_raw, _stop, throw_raw), (item_raw,) = await storage.load_element_ranges(
+            run_id, [(key, index, 1), (job_key(key), ARGS, 3), (items_key(key), index, 1)])
+        if own is None or shared_raw is None or item_raw is None or throw_raw is None:
+            log.error("reactorflow.map.undo_orphaned run_id=%s step=%s index=%d: the run or "
+                      "its map's job data is gone", run_id, key, index)
+            return
+        throw = records.decode_throw(throw_raw)
+        if index not in throw.indices:
+            return  # a late duplicate of an earlier throw: settled then
+        record = records.decode_element(own)
+        position = throw.indices.index(index)
+        following = throw.indices[position + 1:position + 2]
+        if undoable(record):
+            scope = JobScope(run_id, plan_for(reactor))
+            node = scope.plan.nodes[key]
+            options = node.spec.map
+            assert options is not None
+            item = msgspec.msgpack.decode(item_raw, type=node.spec.params[0].annotation)
+            base = arguments_of(storage, scope, node, records.decode_element_args(shared_raw))
+            for successor in following:  # started highest index first
+                queue.enqueue_undo(run_id, reactor.name, key, successor)
+            await undo_element(scope, node, base, item, index, record)
+            await storage.save_elements(run_id, key, {index: records.encode(record)},
+                                        replace=True)
+        else:
+            for successor in following:
+                queue.enqueue_undo(run_id, reactor.name, key, successor)
+    await _acknowledge(storage, run_id, reactor.name, key, index, throw)
+
+
+async def _acknowledge(storage: Storage, run_id: str, reactor: str, key: str, index: int,
+                       throw: UndoThrow) -> None:
+    written = await storage.save_elements(run_id, acks_key(key), {index: ACKED})
+    if written is not None and written.written and written.stored == throw.end:
+        await storage.publish(run_id, undo_topic(key))  # an owner waiting in its process
+        queue.enqueue_run(run_id, reactor)  # a parked owner
+
+
+async def give_up(storage: Storage, run_id: str, reactor: str, key: str, index: int,
+                  kind: str, reason: str) -> None:
+    """An undo job that can never run (its reactor unknown here, its retries used up): its
+    element's undo is failed with the reason, and acknowledged."""
+    (own,), (throw_raw,) = await storage.load_element_ranges(
+        run_id, [(key, index, 1), (job_key(key), THROW, 1)])
+    if own is None or throw_raw is None:
+        return
+    record = records.decode_element(own)
+    if undoable(record):
+        record = msgspec.structs.replace(record, rollback_error=ErrorRecord(kind, reason))
+        await storage.save_elements(run_id, key, {index: records.encode(record)}, replace=True)
+    throw = records.decode_throw(throw_raw)
+    if index in throw.indices:
+        await _acknowledge(storage, run_id, reactor, key, index, throw)
+

@@ -1,0 +1,179 @@
+"""A fanned-out map's rollback as undo jobs on the embedded worker, on both storage backends:
+completed elements undone by worker jobs in throws of `batch_size`, highest index first, each
+outcome saved in the element's slot, the owner parked `rolling_back` and resumed once per throw;
+lost undo jobs re-dispatched by the sweeper (api.md §4 "Maps", issue 10 items 5 and 6)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import anyio
+
+import reactorflow as rf
+from reactorflow import records
+from reactorflow.runtime import queue
+from reactorflow.runtime.queue import Job, JobKind
+from tests.helpers import unique
+from tests.maps.flows import Batch, Window
+
+
+class Recording:
+    """The registered queue, recording every job; the first delivery of the undo jobs of the
+    indices in `drop` is lost (as with a worker killed after taking the message)."""
+
+    shared = False
+
+    def __init__(self, inner: queue.JobQueue, drop: set[int] | None = None) -> None:
+        self.inner = inner
+        self.drop = set(drop or ())
+        self.dropped: list[int] = []
+        self.jobs: list[Job] = []
+        self.lock = threading.Lock()
+
+    def enqueue(self, job: Job, *, delay: float | None = None) -> None:
+        with self.lock:
+            self.jobs.append(job)
+            if job.kind is JobKind.UNDO and job.index in self.drop:
+                self.drop.discard(job.index)
+                self.dropped.append(job.index)
+                return
+        self.inner.enqueue(job, delay=delay)
+
+    def of(self, kind: JobKind) -> list[Job]:
+        with self.lock:
+            return [j for j in self.jobs if j.kind is kind]
+
+
+async def stalled_sweep(run_id: str) -> list[str]:
+    """With a tiny `stall_timeout`, sweep until the sweeper takes the run on (once its last
+    write is older than that); what the sweep recovered."""
+    rf.configure(stall_timeout=0.01)
+    with anyio.fail_after(30):
+        while not (report := await rf.sweep_once()).recovered:
+            await anyio.sleep(0.02)
+    return report.recovered
+
+
+def undo_saga(*, batch_size: int, fail_undo: int | None = None
+              ) -> tuple[rf.Reactor, list[tuple[int, str]], Window]:
+    flow = rf.Reactor(unique("fanjobs"), inputs=Batch)
+    undone: list[tuple[int, str]] = []
+    window = Window()
+
+    @flow.map_step(over="items", fan_out=True, batch_size=batch_size)
+    async def each(item: int, tag: str) -> int:
+        return item * 10
+
+    @each.undo
+    async def back(result: int, item: int, tag: str) -> None:
+        undone.append((item, threading.current_thread().name))
+        await window.enter(item)
+        await anyio.sleep(0.005)
+        if item == fail_undo:
+            raise OSError(f"cannot undo {item}")
+
+    @flow.step
+    async def boom(each: list[int]) -> None:
+        raise RuntimeError("boom")
+
+    return flow, undone, window
+
+
+async def test_completed_elements_are_undone_by_worker_jobs_in_throws(
+        storage: rf.Storage) -> None:
+    flow, undone, window = undo_saga(batch_size=3)
+    inner = queue.current()
+    recording = Recording(inner)
+    queue.register(lambda: recording)
+    try:
+        run = await flow.run(tag="t", items=list(range(10)))
+        done = await flow.wait(run.id, timeout=60)
+    finally:
+        queue.register(lambda: inner)
+    assert done.status is rf.Status.FAILED, done.error
+    assert done.error is not None and done.error.step == "boom"
+    assert [item for item, _ in undone] == list(range(9, -1, -1))  # once each, highest first
+    assert all(name != threading.current_thread().name for _, name in undone)  # in workers
+    assert window.peak <= 3  # at most batch_size at a time
+    assert sorted(j.index for j in recording.of(JobKind.UNDO)) == list(range(10))
+    slots = await storage.load_elements(run.id, "each", 0, 10)
+    assert all(raw is not None and records.decode_element(raw).status == "undone"
+               for raw in slots)
+    kinds = [e.kind for e in done.history]
+    assert kinds.count("run.parked") >= 1 + 4  # the map, then once per throw (3, 3, 3, 1)
+    assert done.steps["each"].status == "undone"
+
+
+async def test_a_failing_undo_job_is_recorded_and_the_rollback_goes_on(
+        storage: rf.Storage) -> None:
+    flow, undone, _window = undo_saga(batch_size=2, fail_undo=3)
+    run = await flow.wait((await flow.run(tag="f", items=list(range(6)))).id, timeout=60)
+    assert run.status is rf.Status.FAILED and run.error is not None
+    assert [item for item, _ in undone] == list(range(5, -1, -1))
+    assert [(f.step, f.kind, f.type) for f in run.error.rollback_failures] == [
+        ("each", "undo", "OSError")]
+    assert "element 3" in run.error.rollback_failures[0].message
+    third = records.decode_element((await storage.load_elements(run.id, "each", 3, 1))[0]
+                                   or b"")
+    assert third.status == "completed" and third.rollback_error is not None
+
+
+async def test_the_sweeper_redispatches_lost_undo_jobs(storage: rf.Storage) -> None:
+    flow, undone, _window = undo_saga(batch_size=2)
+    inner = queue.current()
+    recording = Recording(inner, drop={2})  # the second throw's first undo (3, 2 | ... 2)
+    queue.register(lambda: recording)
+    try:
+        rf.configure(stall_timeout=3600, async_wait_timeout=3600)  # no fallback re-check
+        run = await flow.run(tag="s", items=list(range(6)))
+        with anyio.fail_after(30):
+            while not recording.dropped:
+                await anyio.sleep(0.02)
+            while (await storage.lock_owner(run.id)) is not None or (
+                    await flow.get(run.id)).history[-1].kind != "run.parked":
+                await anyio.sleep(0.02)
+        parked = await flow.get(run.id)
+        assert parked.status is rf.Status.ROLLING_BACK  # parked at the map, nothing held
+        assert [item for item, _ in undone] == [5, 4, 3]  # 2 was lost: the throw waits
+        assert (await rf.sweep_once()).recovered == []  # within stall_timeout: left alone
+        assert await stalled_sweep(run.id) == [run.id]
+        done = await flow.wait(run.id, timeout=30)
+    finally:
+        queue.register(lambda: inner)
+    assert done.status is rf.Status.FAILED, done.error
+    assert done.error is not None and done.error.rollback_failures == []
+    assert recording.dropped == [2]
+    assert Counter(item for item, _ in undone) == Counter(range(6))  # each undone once
+    assert [item for item, _ in undone] == [5, 4, 3, 2, 1, 0]
+
+
+async def test_a_rollback_resumed_after_a_crash_skips_the_saved_undos(
+        storage: rf.Storage) -> None:
+    """An undo job whose worker died after saving some undos: the throw resumes after the last
+    saved undo (the element slots say which are done)."""
+    flow, undone, _window = undo_saga(batch_size=4)
+    inner = queue.current()
+    recording = Recording(inner, drop={5})  # the first throw: 7, 6 undone, 5 lost (and 4)
+    queue.register(lambda: recording)
+    try:
+        rf.configure(stall_timeout=3600, async_wait_timeout=3600)
+        run = await flow.run(tag="c", items=list(range(8)))
+
+        async def saved() -> list[str]:
+            return [records.decode_element(raw or b"").status
+                    for raw in await storage.load_elements(run.id, "each", 4, 4)]
+
+        with anyio.fail_after(30):
+            while not recording.dropped or (await storage.lock_owner(run.id)) is not None or (
+                    await flow.get(run.id)).history[-1].kind != "run.parked" or (
+                    await saved())[2:] != ["undone", "undone"]:
+                await anyio.sleep(0.02)
+        assert [item for item, _ in undone] == [7, 6]
+        assert await saved() == ["completed", "completed", "undone", "undone"]
+        assert await stalled_sweep(run.id) == [run.id]
+        done = await flow.wait(run.id, timeout=30)
+    finally:
+        queue.register(lambda: inner)
+    assert done.status is rf.Status.FAILED
+    assert [item for item, _ in undone] == [7, 6, 5, 4, 3, 2, 1, 0]  # 7 and 6 not again
