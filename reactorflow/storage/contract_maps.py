@@ -27,13 +27,42 @@ class MapSlotsContract(abc.ABC):
         element as undone). Unfenced: element jobs never hold the run's lock; safe to retry.
         Returns how many outcomes were written and how many the map now holds, or None (nothing
         written) when the run does not exist. Slots expire `retention` seconds after the map's
-        last write (memory: with the run).
+        last write or `refresh_elements` (memory: with the run).
 
         Args:
             run_id: The run's id.
             key: The map step's key.
             outcomes: Element index -> encoded outcome.
             replace: Overwrite outcomes already stored (a rollback).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def settle_element(self, run_id: str, key: str, index: int, outcome: bytes, *,
+                             control: str, stop: int | None = None,
+                             advance: int | None = None) -> SlotWrite | None:
+        """Store one element's outcome of map `key`, first wins (as `save_elements`); when
+        this call stored it, also (in the same atomic call, one round trip) set field `stop`
+        of map `control`'s slots to the index, first wins (an atomic map's stop marker), and
+        claim the next index of the counter in field `advance` of `control` (its value before
+        this call, the counter then incremented: concurrent callers claim consecutive values).
+        Unfenced, like `save_elements`.
+
+        Args:
+            run_id: The run's id.
+            key: The map step's key.
+            index: The element's index.
+            outcome: Its encoded outcome.
+            control: The map key of the slots holding the stop marker and the counter.
+            stop: The field to mark with `index` (None: none).
+            advance: The counter field to advance (None: none); it holds an integer (encoded
+                as decimal text), or nothing (counted from 0).
+
+        Returns:
+            As `save_elements`, with `following` the claimed counter value (None unless this
+            call stored the outcome and `advance` was given); None when the run does not exist.
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
@@ -70,6 +99,45 @@ class MapSlotsContract(abc.ABC):
         """
         return [await self.load_elements(run_id, key, start, count)
                 for key, start, count in ranges]
+
+    async def lock_and_load_elements(self, lock_id: str, owner: str, ttl: float, run_id: str,
+                                     ranges: Sequence[tuple[str, int, int]]
+                                     ) -> list[list[bytes | None]] | None:
+        """Take lock `lock_id` for `owner` (as `acquire_lock`), then read element slots of run
+        `run_id` (as `load_element_ranges`), in one round trip where the backend can (the base
+        class takes the lock, then reads). The reads always see what was stored before the lock
+        was taken.
+
+        Args:
+            lock_id: The lock's name (as for `acquire_lock`).
+            owner: Who takes it.
+            ttl: Seconds until it expires unless extended.
+            run_id: The run whose element slots are read.
+            ranges: `(map key, start, count)` for each read.
+
+        Returns:
+            The reads, or None when another owner holds the lock (then nothing is read).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+        if not await self.acquire_lock(lock_id, owner, ttl):  # type: ignore[attr-defined]
+            return None
+        return await self.load_element_ranges(run_id, ranges)
+
+    @abc.abstractmethod
+    async def refresh_elements(self, run_id: str, keys: Sequence[str]) -> None:
+        """Reset the retention of the element slots of maps `keys` of the run to `retention`
+        from now, as a write of the run does for the run itself, in one round trip; nothing
+        when the run does not exist. (Memory keeps slots with the run: nothing to do.)
+
+        Args:
+            run_id: The run's id.
+            keys: The map keys whose slots are refreshed (those without slots are skipped).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def count_elements(self, run_id: str, key: str) -> int:

@@ -4,7 +4,7 @@ evicted with the run). A mixin of `MemoryStorage` (the contract is in `storage.b
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from reactorflow import clock
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 class MemoryMaps:
-    """`save_elements`, `load_elements`, `count_elements` in memory."""
+    """`save_elements`, `settle_element`, `load_elements`, `count_elements` in memory."""
 
     _mutex: threading.Lock
     retention: float
@@ -38,6 +38,31 @@ class MemoryMaps:
                     written += 1
             run.expires = now + self.retention
             return SlotWrite(written, len(slots))
+
+    async def settle_element(self, run_id: str, key: str, index: int, outcome: bytes, *,
+                             control: str, stop: int | None = None,
+                             advance: int | None = None) -> SlotWrite | None:
+        now = clock.monotonic()
+        with self._mutex:
+            run = self._live(run_id, now)
+            if run is None:
+                return None
+            slots = run.maps.setdefault(key, {})
+            run.expires = now + self.retention
+            if index in slots:
+                return SlotWrite(0, len(slots))
+            slots[index] = bytes(outcome)
+            fields = run.maps.setdefault(control, {})
+            if stop is not None:
+                fields.setdefault(stop, str(index).encode())
+            following = None
+            if advance is not None:
+                following = int(fields.get(advance, b"0"))
+                fields[advance] = str(following + 1).encode()
+            return SlotWrite(1, len(slots), following)
+
+    async def refresh_elements(self, run_id: str, keys: Sequence[str]) -> None:
+        return  # slots live on the run's record: they expire with it
 
     async def load_elements(self, run_id: str, key: str, start: int,
                             count: int) -> list[bytes | None]:

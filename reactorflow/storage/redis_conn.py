@@ -83,7 +83,7 @@ CLUSTER_SUFFIX = "+cluster"
 SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock", "extend_lock",
            "release_lock", "claim", "request_control", "incr_counter", "first_wins",
            "release_mapping", "save_elements", "gate_acquire", "gate_release", "gate_extend",
-           "gate_withdraw",
+           "gate_withdraw", "settle_element", "refresh_elements",
            "rate_charge", "ordered_enter", "ordered_turn", "ordered_stamp", "ordered_leave",
            "ordered_peek", "ordered_reset",
            "load_run", "schedule_load", "schedule_advance", "schedule_record",
@@ -155,6 +155,15 @@ class LoopClient:
                 return await self.script(name, keys, args)
             finally:
                 await self._pipelined(extra)
+        results, first = await self.script_replies(name, keys, args, extra, before=before)
+        return results[first]
+
+    async def script_replies(self, name: str, keys: Sequence[str], args: Args,
+                             extra: Callable[[Pipeline], None], *,
+                             before: Callable[[Pipeline], None] | None = None
+                             ) -> tuple[list[Any], int]:
+        """`script_pipeline` on one server (never a cluster): every reply, and the index of the
+        script's among them."""
         for attempt in (1, 2):
             pipe = self.client.pipeline(transaction=False)
             if before is not None:
@@ -162,14 +171,14 @@ class LoopClient:
             first = len(pipe)
             pipe.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
             extra(pipe)
-            results = await pipe.execute(raise_on_error=False)
+            results: list[Any] = await pipe.execute(raise_on_error=False)
             if isinstance(results[first], NoScriptError) and attempt == 1:
                 await self.client.script_load(SOURCES[name])
                 continue
             for result in results:
                 if isinstance(result, BaseException):
                     raise result
-            return results[first]
+            return results, first
         raise AssertionError("unreachable")
 
 

@@ -4,6 +4,7 @@ field per element index (the run's hash tag: same slot as the run's keys). A mix
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from reactorflow.storage.base import SlotWrite
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
+    from redis.asyncio.client import Pipeline
     from redis.typing import EncodableT
 
     from reactorflow.storage.redis_conn import RedisConnector
@@ -19,12 +21,15 @@ if TYPE_CHECKING:
 
 
 class RedisMaps:
-    """`save_elements`, `load_elements`, `count_elements` on Redis."""
+    """`save_elements`, `settle_element`, `load_elements`, `count_elements` on Redis."""
 
     _redis: RedisConnector
     _keys: RedisKeys
     _retention_ms: int
     _errors: Callable[[], AbstractContextManager[None]]
+
+    async def acquire_lock(self, run_id: str, owner: str, ttl: float) -> bool:
+        raise NotImplementedError  # RedisStorage's
 
     async def save_elements(self, run_id: str, key: str, outcomes: Mapping[int, bytes], *,
                             replace: bool = False) -> SlotWrite | None:
@@ -39,6 +44,32 @@ class RedisMaps:
         if reply == -1:
             return None
         return SlotWrite(int(reply[0]), int(reply[1]))
+
+    async def settle_element(self, run_id: str, key: str, index: int, outcome: bytes, *,
+                             control: str, stop: int | None = None,
+                             advance: int | None = None) -> SlotWrite | None:
+        conn = await self._redis.get()
+        keys = [self._keys.run(run_id), self._keys.elements(run_id, key),
+                self._keys.elements(run_id, control)]
+        args: list[EncodableT] = [self._retention_ms, index, outcome,
+                                  "" if stop is None else stop,
+                                  "" if advance is None else advance]
+        with self._errors():
+            reply = await conn.script("settle_element", keys, args)
+        if reply == -1:
+            return None
+        following = int(reply[2])
+        return SlotWrite(int(reply[0]), int(reply[1]), following if following >= 0 else None)
+
+    async def refresh_elements(self, run_id: str, keys: Sequence[str]) -> None:
+        if not keys:
+            return
+        conn = await self._redis.get()
+        with self._errors():
+            await conn.script("refresh_elements",
+                              [self._keys.run(run_id),
+                               *(self._keys.elements(run_id, key) for key in keys)],
+                              [self._retention_ms])
 
     async def load_elements(self, run_id: str, key: str, start: int,
                             count: int) -> list[bytes | None]:
@@ -62,6 +93,29 @@ class RedisMaps:
             replies: list[list[Any]] = await pipe.execute()
         return [[None if v is None else bytes(v) for v in reply[:max(count, 0)]]
                 for reply, (_, _, count) in zip(replies, ranges, strict=True)]
+
+    async def lock_and_load_elements(self, lock_id: str, owner: str, ttl: float, run_id: str,
+                                     ranges: Sequence[tuple[str, int, int]]
+                                     ) -> list[list[bytes | None]] | None:
+        conn = await self._redis.get()
+        if conn.cluster:  # the lock is in a slot of its own: redis-py pipelines no EVALSHA there
+            if not await self.acquire_lock(lock_id, owner, ttl):
+                return None
+            return await self.load_element_ranges(run_id, ranges)
+
+        def reads(pipe: Pipeline) -> None:
+            for key, start, count in ranges:
+                pipe.hmget(self._keys.elements(run_id, key),
+                           list(range(start, start + max(count, 1))))
+
+        with self._errors():  # the lock first, then the reads, in one round trip
+            replies, _ = await conn.script_replies(
+                "acquire_lock", [self._keys.lock(lock_id)],
+                [owner, max(1, round(ttl * 1000)), secrets.token_hex(8)], reads)
+        if replies[0] != 1:
+            return None
+        return [[None if v is None else bytes(v) for v in reply[:max(count, 0)]]
+                for reply, (_, _, count) in zip(replies[1:], ranges, strict=True)]
 
     async def count_elements(self, run_id: str, key: str) -> int:
         conn = await self._redis.get()

@@ -86,10 +86,12 @@ class RunPageData:
 
 @dataclass(frozen=True, slots=True)
 class SlotWrite:
-    """What `save_elements` did: how many outcomes it wrote, and how many the map holds now."""
+    """What `save_elements` (or `settle_element`) did: how many outcomes it wrote, how many the
+    map holds now, and (`settle_element` advancing a counter) the element index it claimed."""
 
     written: int
     stored: int
+    following: int | None = None
 
 
 class ClaimResult(Enum):

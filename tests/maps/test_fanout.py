@@ -123,14 +123,14 @@ async def test_the_sweeper_redispatches_lost_element_jobs(storage: rf.Storage) -
         rf.configure(stall_timeout=3600, async_wait_timeout=3600)  # no fallback re-check
         run = await flow.run(tag="s", items=list(range(6)))
         assert run.status is rf.Status.RUNNING
-        # two chains (0, 2, 4 and 1, 3, 5): the first went on; element 1 was lost, and with it
-        # the second chain
+        # elements are enqueued in index order across the map, one per settled element: the
+        # others went on; element 1 was lost, and the map waits for it
         with anyio.fail_after(20):
-            while await storage.count_elements(run.id, "square") < 3:
+            while await storage.count_elements(run.id, "square") < 5:
                 await anyio.sleep(0.02)
         assert dropping.dropped == [1]
         assert (await flow.get(run.id)).status is rf.Status.RUNNING
-        assert await storage.count_elements(run.id, "square") == 3
+        assert await storage.count_elements(run.id, "square") == 5
         assert (await rf.sweep_once()).recovered == []  # within stall_timeout: left alone
         rf.configure(stall_timeout=0.01)
         await anyio.sleep(0.05)

@@ -19,9 +19,10 @@ from reactorflow.records import ElementArgs, ElementRecord
 from reactorflow.redaction import EVERY, secrets_in, watch
 from reactorflow.runtime import queue
 from reactorflow.runtime.maps.elements import JobScope, call_element
-from reactorflow.runtime.maps.fanout import ARGS, STOP, element_lock, items_key, job_key
+from reactorflow.runtime.maps.fanout import ARGS, NEXT, STOP, element_lock
+from reactorflow.runtime.maps.keys import items_key, job_key
 from reactorflow.runtime.maps.reading import results_view
-from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
+from reactorflow.runtime.ownership import keep_alive, new_owner
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
@@ -74,13 +75,15 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
     """Run one element of a fanned-out map in a worker (see `fanout`)."""
     settings = config.settings()
     lock, owner = element_lock(run_id, key, index), new_owner()
-    if not await acquire(storage, lock, owner, settings.lock_ttl, 0.0):
+    found = await storage.lock_and_load_elements(  # the lock, then the reads: one round trip
+        lock, owner, settings.lock_ttl, run_id,
+        [(key, index, 1), (job_key(key), ARGS, 2), (items_key(key), index, 1)])
+    if found is None:
         return  # a duplicate of this element is running right now
     # the element's lock is left to expire once the outcome is stored (a duplicate then finds
     # the outcome; the owner looks for lost jobs among elements without one)
     async with keep_alive(storage, lock, owner, settings.lock_ttl, release=False):
-        (own,), (shared_raw, stop), (item_raw,) = await storage.load_element_ranges(
-            run_id, [(key, index, 1), (job_key(key), ARGS, 2), (items_key(key), index, 1)])
+        (own,), (shared_raw, stop), (item_raw,) = found
         if own is not None:
             return  # already settled: a duplicate delivery
         if shared_raw is None or item_raw is None:
@@ -103,24 +106,22 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
                 watch(held)  # held here while the element runs (sources are held weakly)
             record, _ = await call_element(scope, node, kwargs, index, item)
         await settle(storage, run_id, reactor.name, key, index, record,
-                     atomic=options.atomic, total=shared.count, batch_size=options.batch_size)
+                     atomic=options.atomic, total=shared.count)
 
 
 async def settle(storage: Storage, run_id: str, reactor: str, key: str, index: int,
-                 record: ElementRecord, *, atomic: bool, total: int | None,
-                 batch_size: int = 1) -> None:
+                 record: ElementRecord, *, atomic: bool, total: int | None) -> None:
     """Store an element's outcome, then enqueue the next element of its chain, and signal the
     owner when this one settled the map (steps 2-4 of `fanout`'s docstring)."""
-    written = await storage.save_elements(run_id, key, {index: records.encode(record)})
+    stop = STOP if atomic and record.status is StepStatus.FAILED else None
+    written = await storage.settle_element(run_id, key, index, records.encode(record),
+                                           control=job_key(key), stop=stop, advance=NEXT)
     if written is None or written.written == 0:
         return  # the run is gone, or a duplicate stored first
-    if atomic and record.status is StepStatus.FAILED:
-        await storage.save_elements(run_id, job_key(key), {STOP: str(index).encode()})
     if total is None:
-        queue.enqueue_run(run_id, reactor)  # let the owner look: it cannot be mapped here
-        return
-    following = index + batch_size
-    if following < total:
-        queue.enqueue_element(run_id, reactor, key, following)
+        queue.enqueue_run(run_id, reactor)  # let the owner look (its stall re-check dispatches
+        return  # what this element claimed)
+    if written.following is not None and written.following < total:
+        queue.enqueue_element(run_id, reactor, key, written.following)
     if written.stored >= total:
         queue.enqueue_run(run_id, reactor)

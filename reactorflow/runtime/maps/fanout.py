@@ -20,10 +20,12 @@ An element job (`element_job.run_element`), in a worker:
    map) and runs the element (`elements.call_element`), or settles it `skipped` when an atomic
    map already stopped;
 2. stores its outcome in its own slot, first wins (a duplicate that stored nothing ends here);
-   an atomic failure also stores the map's stop marker (first wins: the first failure);
-3. enqueues element `index + batch_size` (back pressure: one element settled, one more
-   enqueued, so never more than `batch_size` enqueued or in flight; the elements run as
-   `batch_size` chains, each in index order, and touch nothing shared to find their successor);
+   an atomic failure also stores the map's stop marker (first wins: the first failure), in the
+   same atomic call;
+3. enqueues the element it claimed with its outcome's write (the map's dispatch counter,
+   advanced in the same atomic call: back pressure, one element settled, one more enqueued, so
+   never more than `batch_size` enqueued or in flight; and elements are enqueued in index order
+   across the whole map);
 4. the element whose write made every element settled re-enqueues the run (a first-wins
    signal: exactly one write sees the count reach the total).
 """
@@ -42,6 +44,7 @@ from reactorflow.records import ElementArgs, ErrorRecord
 from reactorflow.runtime import queue
 from reactorflow.runtime.maps.elements import source_of
 from reactorflow.runtime.maps.inline import MapEnd
+from reactorflow.runtime.maps.keys import items_key, job_key
 from reactorflow.runtime.maps.reading import element_count, page
 from reactorflow.runtime.units import unit_lock
 
@@ -51,23 +54,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("reactorflow.map")
 
-ARGS, STOP = 0, 1
-"""Fields of a map's shared job data (`<map>#job`): its `ElementArgs`, then its stop marker
-(the index of the first failed element of an atomic map, first wins)."""
+ARGS, STOP, NEXT = 0, 1, 3
+"""Fields of a map's shared job data (`<map>#job`): its `ElementArgs`, its stop marker (the
+index of the first failed element of an atomic map, first wins) and its dispatch counter (the
+next element index to enqueue; field 2 is its rollback's, see `throws`)."""
 
 
 def element_lock(run_id: str, key: str, index: int) -> str:
     return unit_lock(run_id, f"{key}:{index}")
-
-
-def job_key(key: str) -> str:
-    """The slots of what a map's element jobs share (see ARGS, STOP)."""
-    return f"{key}#job"
-
-
-def items_key(key: str) -> str:
-    """The slots of a map's items, by element index."""
-    return f"{key}#items"
 
 
 def shared_arguments(ex: Execution, node: Node, kwargs: dict[str, Any], count: int
@@ -98,8 +92,10 @@ async def start(ex: Execution, node: Node, kwargs: dict[str, Any],
         await storage.save_elements(ex.run_id, items_key(key), {
             i: records.encode(item) for i, item in enumerate(chunk, start_at)})
     shared = shared_arguments(ex, node, kwargs, len(items))
-    await storage.save_elements(ex.run_id, job_key(key), {ARGS: records.encode(shared)})
-    for index in range(min(options.batch_size, len(items))):
+    first = min(options.batch_size, len(items))
+    await storage.save_elements(ex.run_id, job_key(key), {ARGS: records.encode(shared),
+                                                          NEXT: str(first).encode()})
+    for index in range(first):
         queue.enqueue_element(ex.run_id, ex.reactor, key, index)
 
 
@@ -151,22 +147,20 @@ async def parked_maps_settled(ex: Execution) -> bool:
 
 
 async def _redispatch_lost(ex: Execution, node: Node, count: int) -> None:
-    """Element `i` is enqueued by element `i - batch_size` once that one settled (the first
-    `batch_size` by the owner): in each such chain, the first element without an outcome whose
-    predecessor settled is out — unless nobody holds its lock, then its job was lost."""
-    options = node.spec.map
-    assert options is not None
-    size = options.batch_size
-    settled: list[bool] = []
-    for start_at in range(0, count, PAGE_SIZE):
-        found = await ex.storage.load_elements(ex.run_id, node.key, start_at,
-                                               min(PAGE_SIZE, count - start_at))
-        settled += [raw is not None for raw in found]
-    for chain in range(min(size, count)):
-        index = next((i for i in range(chain, count, size) if not settled[i]), None)
-        if index is None or await ex.storage.lock_owner(
-                element_lock(ex.run_id, node.key, index)) is not None:
-            continue
-        log.info("reactorflow.map.redispatch run_id=%s step=%s index=%d", ex.run_id, node.key,
-                 index)
-        queue.enqueue_element(ex.run_id, ex.reactor, node.key, index)
+    """Every element below the dispatch counter was enqueued (the first `batch_size` by the
+    owner, each further one by the element whose outcome claimed it); one of them without an
+    outcome whose lock nobody holds is out in no worker: its job was lost (or is still queued:
+    a duplicate is harmless)."""
+    storage = ex.storage
+    raw = (await storage.load_elements(ex.run_id, job_key(node.key), NEXT, 1))[0]
+    dispatched = min(count, int(raw) if raw is not None else count)
+    for start_at in range(0, dispatched, PAGE_SIZE):
+        found = await storage.load_elements(ex.run_id, node.key, start_at,
+                                            min(PAGE_SIZE, dispatched - start_at))
+        for index, outcome in enumerate(found, start_at):
+            if outcome is not None or await storage.lock_owner(
+                    element_lock(ex.run_id, node.key, index)) is not None:
+                continue
+            log.info("reactorflow.map.redispatch run_id=%s step=%s index=%d", ex.run_id,
+                     node.key, index)
+            queue.enqueue_element(ex.run_id, ex.reactor, node.key, index)

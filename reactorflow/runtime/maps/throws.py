@@ -38,7 +38,7 @@ from reactorflow import clock, config, records
 from reactorflow.mapresults import PAGE_SIZE
 from reactorflow.records import ElementRecord, UndoThrow
 from reactorflow.runtime import queue
-from reactorflow.runtime.maps.fanout import job_key
+from reactorflow.runtime.maps.keys import acks_key, job_key
 from reactorflow.runtime.maps.reading import page
 from reactorflow.runtime.units import unit_lock
 from reactorflow.status import StepStatus
@@ -53,11 +53,6 @@ log = logging.getLogger("reactorflow.rollback")
 THROW = 2
 """The field of a map's job data (`fanout.job_key`) holding its rollback's current throw."""
 ACKED = b"1"
-
-
-def acks_key(key: str) -> str:
-    """The slots acknowledging a map's undone elements, by element index."""
-    return f"{key}#undone"
 
 
 def undo_topic(key: str) -> str:

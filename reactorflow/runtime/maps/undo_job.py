@@ -29,17 +29,17 @@ from reactorflow.records import ErrorRecord, UndoThrow
 from reactorflow.runtime import queue
 from reactorflow.runtime.maps.element_job import arguments_of
 from reactorflow.runtime.maps.elements import JobScope
-from reactorflow.runtime.maps.fanout import ARGS, items_key, job_key
+from reactorflow.runtime.maps.fanout import ARGS
+from reactorflow.runtime.maps.keys import acks_key, items_key, job_key
 from reactorflow.runtime.maps.throws import (
     ACKED,
     THROW,
-    acks_key,
     undo_lock,
     undo_topic,
     undoable,
 )
 from reactorflow.runtime.maps.undo import undo_element
-from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
+from reactorflow.runtime.ownership import keep_alive, new_owner
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -53,11 +53,13 @@ async def run_undo(storage: Storage, reactor: Reactor, run_id: str, key: str,
     """Undo one completed element of a fanned-out map in a worker (see the module docstring)."""
     settings = config.settings()
     lock, owner = undo_lock(run_id, key, index), new_owner()
-    if not await acquire(storage, lock, owner, settings.lock_ttl, 0.0):
+    found = await storage.lock_and_load_elements(
+        lock, owner, settings.lock_ttl, run_id,
+        [(key, index, 1), (job_key(key), ARGS, 3), (items_key(key), index, 1)])
+    if found is None:
         return  # a duplicate of this undo is running right now
     async with keep_alive(storage, lock, owner, settings.lock_ttl):
-        (own,), (shared_raw, _stop, throw_raw), (item_raw,) = await storage.load_element_ranges(
-            run_id, [(key, index, 1), (job_key(key), ARGS, 3), (items_key(key), index, 1)])
+        (own,), (shared_raw, _stop, throw_raw), (item_raw,) = found
         if own is None or shared_raw is None or item_raw is None or throw_raw is None:
             log.error("reactorflow.map.undo_orphaned run_id=%s step=%s index=%d: the run or "
                       "its map's job data is gone", run_id, key, index)

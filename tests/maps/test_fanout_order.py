@@ -1,0 +1,55 @@
+"""Fanned-out maps enqueue their elements in index order across the whole map (one more per
+settled element, claimed with its outcome), not per chain, on both storage backends."""
+
+from __future__ import annotations
+
+import threading
+
+import anyio
+
+import reactorflow as rf
+from reactorflow.runtime import queue
+from reactorflow.runtime.queue import Job, JobKind
+from tests.helpers import unique
+from tests.maps.flows import Batch
+
+
+class Recording:
+    shared = False
+
+    def __init__(self, inner: queue.JobQueue) -> None:
+        self.inner = inner
+        self.elements: list[int] = []
+        self.lock = threading.Lock()
+
+    def enqueue(self, job: Job, *, delay: float | None = None) -> None:
+        if job.kind is JobKind.ELEMENT:
+            with self.lock:
+                self.elements.append(job.index)
+        self.inner.enqueue(job, delay=delay)
+
+
+async def test_elements_are_enqueued_in_index_order_across_the_map(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("order"), inputs=Batch)
+    last_ran = threading.Event()
+
+    @flow.map_step(over="items", fan_out=True, batch_size=2)
+    async def each(item: int) -> int:
+        if item == 0:  # slow: the other elements all run before it settles
+            with anyio.fail_after(20):
+                while not last_ran.is_set():
+                    await anyio.sleep(0.005)
+        if item == 5:
+            last_ran.set()
+        return item
+
+    inner = queue.current()
+    recording = Recording(inner)
+    queue.register(lambda: recording)
+    try:
+        run = await flow.wait((await flow.run(tag="o", items=list(range(6)))).id, timeout=30)
+    finally:
+        queue.register(lambda: inner)
+    assert run.status is rf.Status.COMPLETED, run.error
+    assert run.value == list(range(6))
+    assert recording.elements == list(range(6))  # 2 was not held back behind slow 0
