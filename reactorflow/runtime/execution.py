@@ -24,6 +24,7 @@ from reactorflow.records import Control, Event, RunMeta, RunState, StepRecord
 from reactorflow.redaction import secrets_in, watch
 from reactorflow.runtime.gates.scope import Entry, GateHolds
 from reactorflow.runtime.lockkeeper import Hold
+from reactorflow.runtime.maps.keys import slot_keys
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage, StoredRun
 
@@ -268,6 +269,8 @@ class Execution:
         encoded_steps = (
             {key: records.encode(self.records[key]) for key in steps} if steps else None
         )
+        if final:
+            await self.refresh_maps()
         hold = self.hold if final and self.hold is not None and not self.hold.released else None
         places = self.gates.places_to_release() if final else []
         if hold is not None:
@@ -295,6 +298,16 @@ class Execution:
             self.control = records.decode_control(control)
         if status.is_terminal:
             await self.release_correlations()
+
+    async def refresh_maps(self) -> None:
+        """Before the execution's last write: reset the retention of the slots of the run's
+        maps that started, so they expire with the run and never before it (the run's writes
+        refresh its own keys; the slots are keys of their own)."""
+        maps = [key for key, node in self.plan.nodes.items()
+                if node.spec.map is not None and key in self.records]
+        if maps:
+            await self.storage.refresh_elements(self.run_id,
+                                                [k for key in maps for k in slot_keys(key)])
 
     async def release_correlations(self) -> None:
         """Free the correlation ids this run's interrupts registered (it waits for no payload
