@@ -11,8 +11,7 @@ import anyio
 import pytest
 
 import reactorflow as rf
-from reactorflow import config
-from tests.helpers import redis_namespace, unique
+from tests.helpers import configured, redis_namespace, unique
 from tests.maps.flows import Batch
 
 RETENTION = 1.5
@@ -28,12 +27,8 @@ async def short_lived(request: pytest.FixtureRequest) -> AsyncIterator[rf.Storag
         backend = rf.RedisStorage.from_url(request.getfixturevalue("redis_url"),
                                            namespace=redis_namespace("ret"),
                                            retention=RETENTION)
-    rf.configure(storage=backend)
-    try:
+    async with configured(backend):
         yield backend
-    finally:
-        config.reset()
-        await backend.aclose()
 
 
 async def _until(moment: float) -> None:
