@@ -18,7 +18,9 @@ then act on what is stored).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import StrEnum
 from typing import Protocol
 
@@ -122,27 +124,73 @@ def current() -> JobQueue:
     return factory()
 
 
+Deferred = list[tuple[Job, float | None]]
+_deferred: ContextVar[Deferred | None] = ContextVar("reactorflow_deferred_jobs", default=None)
+
+
+async def deferring(work: Awaitable[None]) -> tuple[Deferred, Exception | None]:
+    """Await `work`, collecting the jobs it enqueues through this module's `enqueue_*`
+    instead of sending them: the caller sends them, e.g. from a worker thread, so that a
+    broker's blocking send never holds up the event loop. Returns the jobs (in order), and
+    the exception `work` raised, if any (its jobs must be sent all the same: they follow
+    writes already stored; a cancellation propagates, and its jobs are dropped: the sweeper
+    recovers what they were for)."""
+    pending: Deferred = []
+    token = _deferred.set(pending)
+    try:
+        await work
+    except Exception as exc:  # handed to the caller, who raises it after the sends
+        return pending, exc
+    finally:
+        _deferred.reset(token)
+    return pending, None
+
+
+@contextmanager
+def immediate() -> Iterator[None]:
+    """Inside `deferring`: the jobs enqueued in this block are sent at once (work that waits
+    for what it enqueues, such as an element reactor's async steps)."""
+    token = _deferred.set(None)
+    try:
+        yield
+    finally:
+        _deferred.reset(token)
+
+
+def send(pending: Deferred) -> None:
+    """Send jobs collected by `deferring`, in order."""
+    for job, delay in pending:
+        current().enqueue(job, delay=delay)
+
+
+def _enqueue(job: Job, delay: float | None = None) -> None:
+    pending = _deferred.get()
+    if pending is not None:
+        pending.append((job, delay))
+    else:
+        current().enqueue(job, delay=delay)
+
+
 def enqueue_run(run_id: str, reactor: str, *, delay: float | None = None,
                 snoozes: int = 0) -> None:
     """Ask a worker to take the run on (see `jobs.execute_run`)."""
-    current().enqueue(Job.run(run_id, reactor, snoozes=snoozes, headers=_headers(run_id)),
-                      delay=delay)
+    _enqueue(Job.run(run_id, reactor, snoozes=snoozes, headers=_headers(run_id)), delay)
 
 
 def enqueue_unit(run_id: str, reactor: str, step: str) -> None:
     """Ask a worker to run one async unit of a run (see `jobs.execute_unit`)."""
-    current().enqueue(Job.unit(run_id, reactor, step, _headers(run_id)))
+    _enqueue(Job.unit(run_id, reactor, step, _headers(run_id)))
 
 
 def enqueue_element(run_id: str, reactor: str, step: str, index: int) -> None:
     """Ask a worker to run one element of a fanned-out map (see `jobs.execute_element`)."""
-    current().enqueue(Job.element(run_id, reactor, step, index, _headers(run_id)))
+    _enqueue(Job.element(run_id, reactor, step, index, _headers(run_id)))
 
 
 def enqueue_undo(run_id: str, reactor: str, step: str, index: int) -> None:
     """Ask a worker to undo one completed element of a fanned-out map (see
     `jobs.execute_undo`)."""
-    current().enqueue(Job.undo(run_id, reactor, step, index, _headers(run_id)))
+    _enqueue(Job.undo(run_id, reactor, step, index, _headers(run_id)))
 
 
 def _headers(run_id: str) -> dict[str, str] | None:

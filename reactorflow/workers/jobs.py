@@ -8,12 +8,14 @@ completion. `PermanentFailure` is never retried.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
+
+from dramatiq.asyncio import get_event_loop_thread
 
 from reactorflow.runtime import jobs
 from reactorflow.runtime.jobs import PermanentFailure, give_up, job_context
-from reactorflow.runtime.queue import Job
+from reactorflow.runtime.queue import Job, deferring, send
 from reactorflow.runtime.units import report
 
 __all__ = ["PermanentFailure", "execute_element", "execute_run", "execute_undo", "execute_unit",
@@ -34,18 +36,42 @@ async def execute_unit(run_id: str, reactor: str, key: str,
         await jobs.execute_unit(run_id, reactor, key, snoozes)
 
 
-async def execute_element(run_id: str, reactor: str, key: str, index: int,
-                          headers: Mapping[str, str] | None = None) -> None:
-    """The map-element actor: `jobs.execute_element` in its message's context."""
-    with job_context(headers):
-        await jobs.execute_element(run_id, reactor, key, index)
+def execute_element(run_id: str, reactor: str, key: str, index: int,
+                    headers: Mapping[str, str] | None = None) -> None:
+    """The map-element actor: `jobs.execute_element` in its message's context, on the event
+    loop thread; the jobs it enqueues are sent from this worker thread (`_off_the_loop`)."""
+
+    async def body() -> None:
+        with job_context(headers):
+            await jobs.execute_element(run_id, reactor, key, index)
+
+    _off_the_loop(body())
 
 
 async def execute_undo(run_id: str, reactor: str, key: str, index: int,
                        headers: Mapping[str, str] | None = None) -> None:
-    """The element-undo actor: `jobs.execute_undo` in its message's context."""
+    """The element-undo actor: `jobs.execute_undo` in its message's context (on the loop: it
+    sends the throw's next undo before it calls its own handler)."""
     with job_context(headers):
         await jobs.execute_undo(run_id, reactor, key, index)
+
+
+def _off_the_loop(work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` on the worker's event loop thread (Dramatiq's AsyncIO middleware), then send
+    the jobs it enqueued from this worker thread: a broker's send blocks on its round trip,
+    and on the loop it would hold up every other job's coroutine meanwhile.
+
+    Raises:
+        RuntimeError: the event loop thread is not running (no AsyncIO middleware).
+    """
+    loop_thread = get_event_loop_thread()
+    if loop_thread is None:
+        raise RuntimeError("reactorflow's worker has no event loop thread: its broker needs "
+                           "Dramatiq's AsyncIO middleware")
+    pending, error = loop_thread.run_coroutine(deferring(work))
+    send(pending)
+    if error is not None:
+        raise error
 
 
 async def retries_exhausted(message: dict[str, Any], info: dict[str, Any]) -> None:

@@ -104,7 +104,8 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
             if scope.plan.redactions:
                 held = ElementSecrets(node, scope, item, kwargs)
                 watch(held)  # held here while the element runs (sources are held weakly)
-            record, _ = await call_element(scope, node, kwargs, index, item)
+            with queue.immediate():  # the element's own work may wait for what it enqueues
+                record, _ = await call_element(scope, node, kwargs, index, item)
         await settle(storage, run_id, reactor.name, key, index, record,
                      atomic=options.atomic, total=shared.count)
 
