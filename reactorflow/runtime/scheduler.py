@@ -7,22 +7,29 @@ A schedule's stored record holds a cursor: the last tick handled. `schedule_once
    time (a new or newly deployed schedule fires only for ticks after that moment). A paused
    schedule is left alone.
 2. Computes the ticks in (cursor, now] from the cron expression and timezone (no storage).
-3. Claims them per `catch_up` by moving the cursor with an atomic compare-and-set
+2. Finishes the pending ticks whose lease expired (claimed by a scheduler that died, or whose
+   storage failed, before it started and recorded the run): takes each over with a
+   compare-and-set on its lease (`Storage.schedule_relet`: one taker wins), then step 5.
+3. Computes the ticks in (cursor, now] from the cron expression and timezone (no storage).
+4. Claims them per `catch_up` by moving the cursor with an atomic compare-and-set
    (`Storage.schedule_advance`): `"all"` claims each tick in turn (the most recent
-   `MAX_CATCH_UP`), `"latest"` and `"none"` claim up to the last tick at once. Of concurrent
-   schedulers, exactly one wins each claim; a loser stops for this schedule (the winner goes
-   on).
-4. For each tick it won that should fire (`"latest"` the last; `"none"` the last only if it is
-   at most `MISSED_AFTER` seconds old, i.e. not missed during an outage), resolves
-   the inputs (the callable is called with the tick) and dispatches the run to a worker with
-   the idempotency key `schedule:<reactor>:<name or index>:<tick ISO time>`, so even a repeated
-   start of one tick returns the first run. Inputs that are refused (or a callable that
-   raises) are logged (`reactorflow.schedule.invalid_inputs`) and recorded on the schedule
-   (`error`); the run's id otherwise (`last_run`).
+   `MAX_CATCH_UP`), `"latest"` and `"none"` claim up to the last tick at once. A tick that
+   should fire (`"latest"` the last; `"none"` the last only if it is at most `MISSED_AFTER`
+   seconds old, i.e. not missed during an outage) is recorded as pending, with a lease of
+   `lock_ttl` seconds, in the same atomic write. Of concurrent schedulers, exactly one wins
+   each claim; a loser stops for this schedule (the winner goes on).
+5. For each pending tick it holds, resolves the inputs (the callable is called with the tick)
+   and dispatches the run to a worker with the idempotency key
+   `schedule:<reactor>:<name or index>:<tick ISO time>`, so a second start of one tick (a
+   takeover racing a slow claimer) returns the first run. Then records the run's id
+   (`last_run`), or the refused inputs (or a callable that raised: logged as
+   `reactorflow.schedule.invalid_inputs`, recorded as `error`), clearing the pending tick in
+   the same write.
 
-A scheduler that dies between a claim and its dispatch loses that tick's run (it is logged as
-claimed; the next tick fires normally). Storage operations per tick are constant: a load, a
-claim, the run's start and a record, whatever the number of runs stored.
+So each tick that should fire starts exactly one run: a scheduler that dies between its claim
+and its record leaves the tick pending, and the next pass of any scheduler after the lease
+expires starts it (or finds the run its claimer started). Storage operations per tick are
+constant: a load, a claim, the run's start and a record, whatever the number of runs stored.
 
 `run_forever` calls `schedule_once`, then sleeps until the next tick of any schedule (at most
 `MAX_SLEEP` seconds, to notice resumed schedules), surviving storage outages with the sweeper's
@@ -151,31 +158,53 @@ async def _handle(storage: Storage, entry: Entry, at: float) -> list[Run]:
     now_ms = round(at * 1000)
     state = await storage.schedule_load(entry.key, now_ms)
     assert state is not None
+    started = await _finish_lapsed(storage, entry, state, now_ms)
     if state.paused or state.cursor >= now_ms:
-        return []
+        return started
     policy = entry.schedule.catch_up
     due = deque(entry.schedule.ticks(_at(state.cursor), _at(now_ms)),
                 maxlen=MAX_CATCH_UP if policy is CatchUp.ALL else 1)
     if not due:
-        return []
+        return started
     if policy is not CatchUp.ALL:
-        if not await storage.schedule_advance(entry.key, state.cursor, _ms(due[-1])):
-            return []
-        if policy is CatchUp.NONE and now_ms - _ms(due[-1]) > MISSED_AFTER * 1000:
-            return []  # missed while no scheduler ran: skipped
-        return await _fire(storage, entry, due[-1])
-    started: list[Run] = []
+        last = _ms(due[-1])
+        # "none": a tick missed while no scheduler ran is claimed (skipped), not fired
+        fire = policy is CatchUp.LATEST or now_ms - last <= MISSED_AFTER * 1000
+        if await storage.schedule_advance(entry.key, state.cursor, last,
+                                          _lease() if fire else 0) and fire:
+            started += await _fire(storage, entry, due[-1])
+        return started
     expected = state.cursor
     for tick in due:
-        if not await storage.schedule_advance(entry.key, expected, _ms(tick)):
+        if not await storage.schedule_advance(entry.key, expected, _ms(tick), _lease()):
             break  # another scheduler claimed it: it goes on from here
         expected = _ms(tick)
         started += await _fire(storage, entry, tick)
     return started
 
 
+def _lease() -> int:
+    """The lease expiry (ms) of a tick claimed now: `lock_ttl` seconds from now."""
+    return round((now() + config.settings().lock_ttl) * 1000)
+
+
+async def _finish_lapsed(storage: Storage, entry: Entry, state: ScheduleState,
+                         now_ms: int) -> list[Run]:
+    """Finish the pending ticks whose lease expired: their claimer died before recording."""
+    started: list[Run] = []
+    for tick, lease in state.pending:
+        if lease > now_ms or not await storage.schedule_relet(entry.key, tick, lease,
+                                                              _lease()):
+            continue  # its claimer may still finish it, or another scheduler took it over
+        log.warning("reactorflow.schedule.recovered schedule=%s tick=%s (claimed by a scheduler "
+                    "that did not finish it)", entry.key, _at(tick).isoformat())
+        started += await _fire(storage, entry, _at(tick))
+    return started
+
+
 async def _fire(storage: Storage, entry: Entry, tick: datetime) -> list[Run]:
-    """Start the run of one claimed tick; refused inputs are logged and recorded."""
+    """Start the run of one claimed (pending) tick and clear it; refused inputs are logged
+    and recorded."""
     key = entry.idempotency_key(tick)
     try:
         inputs = tick_inputs(entry.schedule, tick)
@@ -184,8 +213,9 @@ async def _fire(storage: Storage, entry: Entry, tick: datetime) -> list[Run]:
         else:
             run = await entry.reactor.dispatch(inputs, idempotency_key=key)
     except StorageError:
-        log.error("reactorflow.schedule.lost schedule=%s tick=%s (claimed, but the run could "
-                  "not be started)", entry.key, tick.isoformat())
+        log.error("reactorflow.schedule.pending schedule=%s tick=%s (claimed, but the run could "
+                  "not be started: a scheduler starts it when the claim's lease expires)",
+                  entry.key, tick.isoformat())
         raise
     except GateBusy as exc:  # the reactor's gate is busy (its last run still holds it, say)
         reason = f"GateBusy: {exc}"
@@ -197,12 +227,12 @@ async def _fire(storage: Storage, entry: Entry, tick: datetime) -> list[Run]:
         reason = f"{type(exc).__name__}: {exc}"
         log.warning("reactorflow.schedule.invalid_inputs schedule=%s tick=%s error=%s",
                     entry.key, tick.isoformat(), reason)
-        await storage.schedule_record(entry.key, error=reason)
+        await storage.schedule_record(entry.key, error=reason, tick=_ms(tick))
         return []
-    await storage.schedule_record(entry.key, last_run=run.id)
-    log.info("reactorflow.schedule.started schedule=%s tick=%s run_id=%s", entry.key,
-             tick.isoformat(), run.id)
-    return [run]
+    await storage.schedule_record(entry.key, last_run=run.id, tick=_ms(tick))
+    log.info("reactorflow.schedule.started schedule=%s tick=%s run_id=%s%s", entry.key,
+             tick.isoformat(), run.id, " (replayed)" if run.replayed else "")
+    return [] if run.replayed else [run]
 
 
 def next_due(after: float, reactors: Sequence[Reactor] | None = None) -> float | None:

@@ -27,20 +27,32 @@ class MemorySchedules:
                 state = self._schedules[key] = ScheduleState(cursor=start)
             return state
 
-    async def schedule_advance(self, key: str, expected: int, cursor: int) -> bool:
+    async def schedule_advance(self, key: str, expected: int, cursor: int,
+                               lease: int = 0) -> bool:
         with self._mutex:
             state = self._schedules.get(key)
             if state is None or state.paused or state.cursor != expected:
                 return False
-            self._schedules[key] = replace(state, cursor=cursor)
+            pending = _pending(state, cursor, lease) if lease else state.pending
+            self._schedules[key] = replace(state, cursor=cursor, pending=pending)
             return True
 
-    async def schedule_record(self, key: str, *, last_run: str = "", error: str = "") -> None:
+    async def schedule_record(self, key: str, *, last_run: str = "", error: str = "",
+                              tick: int | None = None) -> None:
         with self._mutex:
             state = self._schedules.get(key)
             if state is not None:
+                pending = tuple(p for p in state.pending if p[0] != tick)
                 self._schedules[key] = replace(state, last_run=last_run or state.last_run,
-                                               error=error)
+                                               error=error, pending=pending)
+
+    async def schedule_relet(self, key: str, tick: int, expected: int, lease: int) -> bool:
+        with self._mutex:
+            state = self._schedules.get(key)
+            if state is None or (tick, expected) not in state.pending:
+                return False
+            self._schedules[key] = replace(state, pending=_pending(state, tick, lease))
+            return True
 
     async def schedule_pause(self, key: str, paused: bool, now: int) -> bool:
         with self._mutex:
@@ -49,3 +61,8 @@ class MemorySchedules:
             cursor = state.cursor if paused else max(state.cursor, now)
             self._schedules[key] = replace(state, paused=paused, cursor=cursor)
             return changed
+
+
+def _pending(state: ScheduleState, tick: int, lease: int) -> tuple[tuple[int, int], ...]:
+    """`state`'s pending ticks with `tick` leased until `lease`, oldest tick first."""
+    return tuple(sorted({**dict(state.pending), tick: lease}.items()))

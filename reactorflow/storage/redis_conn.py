@@ -87,7 +87,7 @@ SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock",
            "rate_charge", "ordered_enter", "ordered_turn", "ordered_stamp", "ordered_leave",
            "ordered_peek", "ordered_reset",
            "load_run", "schedule_load", "schedule_advance", "schedule_record",
-           "schedule_pause")
+           "schedule_relet", "schedule_pause")
 SOURCES = {name: (files("reactorflow.storage") / "scripts" / f"{name}.lua").read_text("utf-8")
            for name in SCRIPTS}
 

@@ -137,12 +137,16 @@ class ScheduleState:
         paused: Whether the schedule is paused.
         last_run: The id of the last run a tick started ("" none yet).
         error: The last tick's problem (inputs refused, ...), "" when the last tick started.
+        pending: The ticks claimed and not yet finished (their run not yet started and
+            recorded), oldest first, each as `(tick ms, lease expiry ms)`: a tick whose lease
+            expired was claimed by a scheduler that died before finishing it.
     """
 
     cursor: int
     paused: bool = False
     last_run: str = ""
     error: str = ""
+    pending: tuple[tuple[int, int], ...] = ()
 
 
 class Subscription(abc.ABC):

@@ -2,7 +2,8 @@
 
 `Environment` (an async context manager, usable in any test framework) gives one test fresh
 storage, a fake clock (`env.clock.advance(...)`), an in-test job queue (`env.drain()`), step
-overrides (`env.override(...)`), crash injection (`env.crash(...)`, `env.recover()`) and
+overrides (`env.override(...)`), crash injection (`env.crash(...)`, `env.crash_tick(...)`,
+`env.recover()`) and
 readable history assertions (`executed`, `undone`). The pytest plugin
 (`reactorflow.testing.plugin`, registered as the `pytest11` entry point `reactorflow`) wraps it
 in the `rf_env` and `rf_redis_env` fixtures; it has no autouse fixtures.
@@ -11,7 +12,7 @@ Importing this package changes nothing and needs no pytest.
 """
 
 from reactorflow.testing.clock import FakeClock
-from reactorflow.testing.crash import CrashPoint, SimulatedCrash
+from reactorflow.testing.crash import CrashPoint, SimulatedCrash, SimulatedTickCrash
 from reactorflow.testing.environment import CrashNotReached, Environment
 from reactorflow.testing.history import events, executed, undone
 from reactorflow.testing.queue import DrainError
@@ -23,6 +24,7 @@ __all__ = [
     "Environment",
     "FakeClock",
     "SimulatedCrash",
+    "SimulatedTickCrash",
     "events",
     "executed",
     "undone",

@@ -12,6 +12,11 @@ is raised in the execution. The execution's own attempts to write afterwards (th
 save, the lock release) are refused by the fence, as they would never happen in a killed
 process: storage keeps the last checkpoint, the run stays `running`, and its lock is held until
 the TTL passes. `Environment.recover()` then lets the TTL pass and sweeps.
+
+A tick crash point (`Environment.crash_tick`) names a schedule: the first scheduler pass that
+claims one of its ticks "dies" right after the claim's atomic write (the cursor moved, the tick
+pending under its lease), before the run is started: `SimulatedTickCrash` is raised out of
+`rf.schedule_once()`.
 """
 
 from __future__ import annotations
@@ -47,6 +52,25 @@ class SimulatedCrash(BaseException):
                          f"(run {run_id})")
 
 
+class SimulatedTickCrash(SimulatedCrash):
+    """The scheduler "died" after claiming a tick of a schedule, before starting its run."""
+
+    def __init__(self, schedule: str, tick: int) -> None:
+        BaseException.__init__(self, f"simulated crash of the scheduler after claiming tick "
+                                     f"{tick} (ms) of schedule {schedule!r}")
+        self.run_id = ""
+        self.reactor, _, self.step = schedule.partition(":")
+        self.when = "claimed"
+        self.schedule = schedule
+        self.tick = tick
+
+
+@dataclass(slots=True, eq=False)
+class TickCrashPoint:
+    schedule: str  # "<reactor>:<name or index>"
+    fired: list[int] = field(default_factory=list)  # the ticks (ms) it crashed after claiming
+
+
 @dataclass(slots=True, eq=False)
 class CrashPoint:
     reactor: str
@@ -62,6 +86,7 @@ class CrashInjector(Middleware):
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
         self.points: list[CrashPoint] = []
+        self.tick_points: list[TickCrashPoint] = []
         self.dead: dict[str, str] = {}  # run id -> the dead owner holding its lock
         self.reactors: dict[str, str] = {}  # run id -> reactor name (seen in before_run)
 
@@ -104,6 +129,19 @@ class CrashInjector(Middleware):
 
         storage.save_step = checked_save_step  # type: ignore[method-assign]
         storage.save_state = checked_save_state  # type: ignore[method-assign]
+        schedule_advance = storage.schedule_advance
+
+        async def checked_schedule_advance(key: str, expected: int, cursor: int,
+                                           lease: int = 0) -> bool:
+            moved = await schedule_advance(key, expected, cursor, lease)
+            for point in self.tick_points:
+                if moved and point.schedule == key:
+                    point.fired.append(cursor)
+                    self.tick_points.remove(point)  # a point fires once
+                    raise SimulatedTickCrash(key, cursor)
+            return moved
+
+        storage.schedule_advance = checked_schedule_advance  # type: ignore[method-assign]
 
     async def _after(self, run_id: str, steps: Mapping[str, bytes]) -> None:
         reactor = self.reactors.get(run_id)

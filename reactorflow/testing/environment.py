@@ -32,10 +32,33 @@ from reactorflow.runtime import sweeper
 from reactorflow.runtime.lockkeeper import keeper
 from reactorflow.storage.base import Storage
 from reactorflow.testing.clock import FakeClock
-from reactorflow.testing.crash import CrashInjector, CrashPoint, SimulatedCrash, When
+from reactorflow.testing.crash import (
+    CrashInjector,
+    CrashPoint,
+    SimulatedCrash,
+    SimulatedTickCrash,
+    TickCrashPoint,
+    When,
+)
 from reactorflow.testing.queue import EnvironmentQueue
 
 DRAIN_LIMIT = 1000  # jobs one drain() may start before it decides work keeps arriving
+
+
+@contextmanager
+def _armed(points: list[Any], point: object, fired: Callable[[SimulatedCrash], bool]
+           ) -> Iterator[None]:
+    """Arm `point` (on the injector's list `points`) for the block; the `SimulatedCrash` it
+    fired (`fired(crash)`) ends the block quietly; disarmed after."""
+    points.append(point)
+    try:
+        yield
+    except SimulatedCrash as crash:
+        if not fired(crash):
+            raise
+    finally:
+        if point in points:
+            points.remove(point)
 
 
 class CrashNotReached(AssertionError):
@@ -170,22 +193,41 @@ class Environment:
                                      option="when")
         spec = bodies.declared(reactor, step)
         point = CrashPoint(reactor.name, step, when)
-        self.crashes.points.append(point)
         if when == "before":
             previous = bodies.swap_body(reactor, step, self.crashes.body_guard(point, spec.fn))
         try:
-            yield point
-        except SimulatedCrash as crash:
-            if crash.run_id not in point.fired:
-                raise
+            with _armed(self.crashes.points, point, lambda crash: crash.run_id in point.fired):
+                yield point
         finally:
-            if point in self.crashes.points:
-                self.crashes.points.remove(point)
             if when == "before":
                 bodies.swap_body(reactor, step, previous)
         if not point.fired:
             raise CrashNotReached(f"no run of reactor {reactor.name!r} reached step {step!r} "
                                   f"({when}) inside the crash block")
+
+    @contextmanager
+    def crash_tick(self, reactor: rf.Reactor, schedule: str | int = 0
+                   ) -> Iterator[TickCrashPoint]:
+        """Within the block, the first `rf.schedule_once()` pass that claims a tick of the
+        reactor's schedule "dies" right after the claim (the cursor moved and the tick pending
+        under its lease, in storage), before starting the run; the `SimulatedTickCrash` it
+        raises ends the block quietly. Advance the clock past `lock_ttl` and the next
+        `rf.schedule_once()` starts the tick's run.
+
+        Args:
+            reactor: the reactor.
+            schedule: the schedule's name or index among the reactor's.
+
+        Raises:
+            CrashNotReached: the block ended and no pass claimed a tick of the schedule.
+        """
+        point = TickCrashPoint(f"{reactor.name}:{schedule}")
+        with _armed(self.crashes.tick_points, point, lambda crash: isinstance(
+                crash, SimulatedTickCrash) and crash.tick in point.fired):
+            yield point
+        if not point.fired:
+            raise CrashNotReached(f"no scheduler pass claimed a tick of schedule "
+                                  f"{point.schedule!r} inside the crash_tick block")
 
     async def recover(self) -> list[rf.Run]:
         """Do what the sweeper does after a crash: let the fake clock pass the lock TTL and the

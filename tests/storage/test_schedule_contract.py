@@ -72,3 +72,43 @@ async def test_record_keeps_the_last_run_and_the_last_error(storage: Storage) ->
         cursor=1, last_run="r1", error="inputs refused")
     await storage.schedule_record(k, last_run="r2")
     assert await storage.schedule_load(k, None) == ScheduleState(cursor=1, last_run="r2")
+
+
+async def test_a_claim_with_a_lease_records_the_tick_pending_until_its_record(
+        storage: Storage) -> None:
+    k = key()
+    await storage.schedule_load(k, 1000)
+    assert await storage.schedule_advance(k, 1000, 2000, lease=5000)
+    assert await storage.schedule_advance(k, 2000, 3000, lease=6000)
+    assert await storage.schedule_advance(k, 3000, 4000)  # no lease: a skipped tick
+    state = await storage.schedule_load(k, None)
+    assert state is not None and state.pending == ((2000, 5000), (3000, 6000))
+    await storage.schedule_record(k, last_run="r1", tick=2000)
+    await storage.schedule_record(k, error="refused", tick=3000)
+    assert await storage.schedule_load(k, None) == ScheduleState(
+        cursor=4000, last_run="r1", error="refused")
+    assert await storage.schedule_advance(k, 1000, 9000, lease=9999) is False  # lost: nothing
+    state = await storage.schedule_load(k, None)
+    assert state is not None and state.pending == () and state.cursor == 4000
+
+
+async def test_of_concurrent_takeovers_of_a_lapsed_tick_exactly_one_wins(
+        storage: Storage) -> None:
+    k = key()
+    await storage.schedule_load(k, 1000)
+    await storage.schedule_advance(k, 1000, 2000, lease=5000)
+    won: list[bool] = []
+
+    async def take_over(lease: int) -> None:
+        won.append(await storage.schedule_relet(k, 2000, 5000, lease))
+
+    async with anyio.create_task_group() as tg:
+        for index in range(20):
+            tg.start_soon(take_over, 8000 + index)
+    assert won.count(True) == 1
+    state = await storage.schedule_load(k, None)
+    assert state is not None and len(state.pending) == 1 and state.pending[0][1] >= 8000
+    assert await storage.schedule_relet(k, 2000, 5000, 9000) is False  # stale lease
+    await storage.schedule_record(k, last_run="r", tick=2000)
+    assert await storage.schedule_relet(k, 2000, state.pending[0][1], 9000) is False  # done
+    assert await storage.schedule_relet(key(), 2000, 5000, 9000) is False  # no such schedule
