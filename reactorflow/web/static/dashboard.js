@@ -143,11 +143,44 @@
     select.append(el("option", { value: name, text: name }));
   }
 
+  // -- schedules (below the run list) --------------------------------------------------------------
+  function renderSchedules(found) {
+    $("schedules-box").hidden = found.length === 0;
+    $("schedules").tBodies[0].replaceChildren(...found.map((s) => {
+      const last = s.last_run ? el("a", { href: "?run=" + encodeURIComponent(s.last_run), text: s.last_run }) : "-";
+      const action = s.paused ? "resume" : "pause";
+      const button = el("button", { type: "button", "data-action": action, text: s.paused ? "Resume" : "Pause" });
+      button.addEventListener("click", () => toggleSchedule(s.schedule, action));
+      return el("tr", { "data-schedule": s.schedule }, el("td", { class: "nowrap", text: s.schedule }),
+        el("td", { class: "nowrap", text: s.cron + " (" + s.timezone + ")" }),
+        el("td", { class: "nowrap", text: s.next ? s.next.replace("T", " ") : "-" }), el("td", {}, last),
+        el("td", {}, el("span", { class: "status " + (s.paused ? "s-paused" : "s-completed"), text: s.paused ? "paused" : "active" })),
+        el("td", { class: "error", text: s.error || "" }), el("td", {}, button));
+    }));
+  }
+
+  let schedulesAsked = 0;
+  async function loadSchedules() {
+    const asked = ++schedulesAsked; // an older answer arriving late is dropped
+    try { const found = (await call("api/schedules")).schedules; if (asked === schedulesAsked) renderSchedules(found); }
+    catch (e) { $("schedule-message").className = "bad"; $("schedule-message").textContent = e.message; }
+  }
+
+  async function toggleSchedule(key, action) {
+    const message = $("schedule-message");
+    if (!window.confirm((action === "pause" ? "Pause" : "Resume") + " schedule " + key + "?")) return;
+    try {
+      await call("api/schedules/" + encodeURIComponent(key) + "/" + action, { method: "POST" });
+      message.className = ""; message.textContent = "Schedule " + key + ": " + (action === "pause" ? "paused." : "resumed.");
+      await loadSchedules();
+    } catch (e) { message.className = "bad"; message.textContent = e.message; }
+  }
+
   async function loadList() {
     stopStream();
     const cursor = listState.cursors[listState.cursors.length - 1];
-    if (cursor) renderList(await call("api/runs?" + listQuery(cursor)));
-    else stream = follow("api/events?" + listQuery(null), (event, page) => { if (event === "runs") renderList(page); },
+    if (cursor) { renderList(await call("api/runs?" + listQuery(cursor))); loadSchedules(); }
+    else stream = follow("api/events?" + listQuery(null), (event, page) => { if (event === "runs") { renderList(page); loadSchedules(); } },
       (error) => { $("no-runs").hidden = false; $("no-runs").textContent = error.message; });
   }
 
