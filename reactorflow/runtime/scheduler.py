@@ -221,7 +221,7 @@ async def _fire(storage: Storage, entry: Entry, tick: datetime) -> list[Run]:
         reason = f"GateBusy: {exc}"
         log.warning("reactorflow.schedule.busy schedule=%s tick=%s error=%s", entry.key,
                     tick.isoformat(), reason)
-        await storage.schedule_record(entry.key, error=reason)
+        await storage.schedule_record(entry.key, error=reason, tick=_ms(tick))
         return []
     except Exception as exc:  # the user's inputs or callable: recorded, never a crash
         reason = f"{type(exc).__name__}: {exc}"
