@@ -212,3 +212,25 @@ async def test_a_tick_whose_reactor_gate_is_busy_is_recorded_not_a_crash(
     clock.advance(minutes=1)
     started = await rf.schedule_once(reactors=[flow])
     assert await settle(flow, started) == ["2026-01-01T00:03:00+00:00"]
+
+
+async def test_a_slow_claimer_and_the_scheduler_taking_its_tick_over_start_one_run(
+        storage: rf.Storage, clock: Clock) -> None:
+    """A claimer whose lease expired is not dead, only slow: the takeover starts the tick's
+    run, and the claimer's own start, when it comes, finds that run (the idempotency key)."""
+    flow = nightly(inputs=at_tick)
+    await rf.schedule_once(reactors=[flow])
+    clock.advance(minutes=1)  # 00:01:30: the 00:01 tick is due
+    entry = scheduler.find(flow.name)
+    state = await storage.schedule_load(entry.key, None)
+    assert state is not None
+    tick = datetime.fromisoformat("2026-01-01T00:01:00+00:00")
+    tick_ms = round(tick.timestamp() * 1000)
+    assert await storage.schedule_advance(entry.key, state.cursor, tick_ms,
+                                          lease=round(clock.now() * 1000) + 1000)
+    clock.advance(seconds=2)  # its lease expired
+    [taken] = await rf.schedule_once(reactors=[flow])
+    assert await scheduler._fire(storage, entry, tick) == []  # the slow claimer: a replay
+    assert await settle(flow, [taken]) == ["2026-01-01T00:01:00+00:00"]
+    state = await storage.schedule_load(entry.key, None)
+    assert state is not None and state.pending == () and state.last_run == taken.id
