@@ -177,3 +177,31 @@ async def test_a_rollback_resumed_after_a_crash_skips_the_saved_undos(
         queue.register(lambda: inner)
     assert done.status is rf.Status.FAILED
     assert [item for item, _ in undone] == [7, 6, 5, 4, 3, 2, 1, 0]  # 7 and 6 not again
+
+
+async def test_an_undo_job_given_up_fails_that_undo_and_the_rollback_goes_on(
+        storage: rf.Storage) -> None:
+    """The queue gave up on an undo job (its retries used up): the element's undo is failed
+    with the reason and acknowledged, so its throw settles and the rollback goes on."""
+    from reactorflow.runtime import jobs
+
+    flow, undone, _window = undo_saga(batch_size=2)
+    inner = queue.current()
+    recording = Recording(inner, drop={4})  # the first throw: 5 undone, 4 lost
+    queue.register(lambda: recording)
+    try:
+        rf.configure(stall_timeout=3600, async_wait_timeout=3600)
+        run = await flow.run(tag="g", items=list(range(6)))
+        with anyio.fail_after(30):
+            while not recording.dropped or (await storage.lock_owner(run.id)) is not None or (
+                    await flow.get(run.id)).history[-1].kind != "run.parked":
+                await anyio.sleep(0.02)
+        await jobs.give_up(Job.undo(run.id, flow.name, "each", 4), "the job failed 3 times")
+        done = await flow.wait(run.id, timeout=30)
+    finally:
+        queue.register(lambda: inner)
+    assert done.status is rf.Status.FAILED and done.error is not None
+    assert [item for item, _ in undone] == [5, 3, 2, 1, 0]  # 4 was never undone
+    assert [(f.step, f.kind, f.type) for f in done.error.rollback_failures] == [
+        ("each", "undo", "JobRetriesExhausted")]
+    assert "element 4" in done.error.rollback_failures[0].message
