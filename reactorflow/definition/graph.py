@@ -45,6 +45,7 @@ class Node:
     context_name: str | None  # the parameter that receives rf.StepContext, if any
     kind: StepKind
     unit_deps: tuple[str, ...]  # dependencies that are async units (their results are awaited)
+    reads_maps: bool  # a parameter reads a map step's results (loaded before the step runs)
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -125,6 +126,8 @@ class Plan:
                 kind=spec.kind,
                 unit_deps=tuple(join(level, d) for d in spec.deps
                                 if reactor.steps[d].kind in UNIT_KINDS),
+                reads_maps=any(p.map_read is not None and p.source is Source.RESULT
+                               for p in spec.params),
             )
             if spec.name == value_step:
                 value_type = result_type

@@ -71,8 +71,9 @@ async def drive(ex: Execution) -> None:
             await _abort(ex, forward, exc)
         raise
     finally:
-        with anyio.CancelScope(shield=True):
-            await _release_gates(ex)
+        if ex.run_entry is not None or ex.level_entries:  # gates held: give them back
+            with anyio.CancelScope(shield=True):
+                await _release_gates(ex)
         if hooks:
             hooks.call("after_run", RunEvent(ex.run_id, ex.reactor, ex.state.status,
                                              ex.state.error))

@@ -27,6 +27,7 @@ from reactorflow.runtime.lockkeeper import Hold
 from reactorflow.runtime.maps.keys import slot_keys
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage, StoredRun
+from reactorflow.storage.inline import is_inline
 
 log = logging.getLogger("reactorflow.run")
 _WITH_RESULT = frozenset({StepStatus.COMPLETED, StepStatus.UNDONE})
@@ -226,17 +227,22 @@ class Execution:
 
         The write is shielded from cancellation: once sent it is waited for, so an abort never
         leaves a record (and its events) in storage that this execution does not know landed.
+        A write by a method marked `@inline` (`MemoryStorage.save_step`) awaits nothing, so no
+        cancellation can reach it: it runs without the shield, which costs more than it.
         Only another interruption (`KeyboardInterrupt` inside the write) leaves the key in
         `unconfirmed`: whether that write landed is then unknown (`driver._abort` reads it
         back). `unit=True` marks the dispatch of an async unit (indexed so a lost one is
         found)."""
         self.records[key] = record
         self.unconfirmed.add(key)
-        with anyio.CancelScope(shield=True):
-            control = await self.storage.save_step(
-                self.run_id, self.owner, key, records.encode(record),
-                [records.encode(e) for e in events], unit=unit,
-            )
+        save = self.storage.save_step
+        write = save(self.run_id, self.owner, key, records.encode(record),
+                     list(map(records.encode, events)), unit=unit)
+        if is_inline(save):  # it awaits nothing: no cancellation can reach it, no shield
+            control = await write
+        else:
+            with anyio.CancelScope(shield=True):
+                control = await write
         self.unconfirmed.discard(key)
         self._remember(events)
         if unit:  # the unit's worker appends events of its own, unseen here

@@ -40,7 +40,7 @@ from reactorflow.runtime.gates.scope import Entry
 from reactorflow.runtime.gates.steps import call_gated, deadlock, enter_whole, leave_whole
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.maps.drive import run_map
-from reactorflow.runtime.maps.reading import map_value_raw, prepare_readers, reads_maps
+from reactorflow.runtime.maps.reading import map_value_raw, prepare_readers
 from reactorflow.runtime.pausing import claimed_payload, waiting_record
 from reactorflow.runtime.stepcall import (
     Outcome,
@@ -147,21 +147,27 @@ class Forward:
     def _open_level(self, level_key: str) -> None:
         """Register a level's steps: count what each waits for, queue what is ready."""
         ex = self.ex
-        level = self.plan.levels[level_key]
+        nodes = self.plan.nodes
+        fresh = not ex.records  # nothing recorded yet: every step is pending, none settled
         unsettled = 0
-        for key in level.node_keys:
-            if self._settled(key):
-                continue
-            status = ex.status_of(key)
+        for key in self.plan.levels[level_key].node_keys:
+            node = nodes[key]
             unsettled += 1
-            node = self.plan.nodes[key]
-            if node.kind is StepKind.COMPOSE and status == StepStatus.RUNNING:
-                self._open_level(key)
-                continue
-            if status == StepStatus.WAITING and key not in ex.claims:
-                self.waiting[key] = None
-                continue
-            missing = sum(1 for dep in node.deps if not self._settled(dep))
+            if fresh:
+                missing = len(node.deps)
+            else:
+                status = ex.status_of(key)
+                if status in _SETTLED or (node.kind in UNIT_KINDS
+                                          and status != StepStatus.PENDING):
+                    unsettled -= 1  # settled (as `_settled` says)
+                    continue
+                if node.kind is StepKind.COMPOSE and status == StepStatus.RUNNING:
+                    self._open_level(key)
+                    continue
+                if status == StepStatus.WAITING and key not in ex.claims:
+                    self.waiting[key] = None
+                    continue
+                missing = sum(1 for dep in node.deps if not self._settled(dep))
             self.missing[key] = missing
             if missing == 0:
                 self.queue.append(key)
@@ -241,7 +247,7 @@ class Forward:
         ex = self.ex
         key = node.key
         reason = skip_reason(ex, node) if node.deps else None
-        if reason is None and reads_maps(node):
+        if reason is None and node.reads_maps:
             await prepare_readers(ex, node)
         if reason is not None:
             await self._skip(node, reason)
@@ -249,6 +255,8 @@ class Forward:
             self._hand_off()
         elif node.unit_deps and not await self._units_ready(node):
             return
+        elif node.kind is StepKind.STEP:  # the common case first
+            await self._step(node)
         elif node.kind is StepKind.INTERRUPT and key not in ex.claims:
             await self._wait_for_payload(node)
         elif node.kind is StepKind.COMPOSE:
@@ -283,7 +291,8 @@ class Forward:
                     done.deadline = record.deadline
                     done.correlation_id = record.correlation_id
                     out.events.insert(0, event("interrupt.resumed", node.key))
-                await self._finish(node, done, out.events)
+                await ex.checkpoint(node.key, done, out.events)  # (as `_finish`, inline: the
+                self._after_checkpoint(node)  # path every completed step takes)
             case StepEnd.SKIPPED:
                 await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=clock.now()),
                                    out.events)

@@ -99,7 +99,8 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
     storage = config.current_storage()
     run_id = progress.run_id
     owner = new_owner()
-    holds = GateHolds(storage, run_id, hooks=hooks_for(reactor), reactor=reactor.name)
+    hooks = hooks_for(reactor)
+    holds = GateHolds(storage, run_id, hooks=hooks, reactor=reactor.name)
     entry = None
     while True:
         if idempotency_key is not None:
@@ -134,7 +135,7 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
         queue.enqueue_run(run_id, reactor.name)
         return handed
     ex = Execution(plan=plan, storage=storage, owner=owner, meta=meta, state=state, steps={},
-                   claims={}, hooks=hooks_for(reactor))
+                   claims={}, hooks=hooks)
     ex.gates, ex.run_entry = holds, entry  # taken above, held until this execution stops
     ex.history = [started]  # a fresh run: this execution sees every event
     return await snapshot(await run_owned(reactor, storage, run_id, owner, ex))

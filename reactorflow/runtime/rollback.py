@@ -33,7 +33,7 @@ from reactorflow.middleware import StepEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.gates.steps import leave_rollback, rollback_places
-from reactorflow.runtime.maps.reading import prepare_readers, reads_maps
+from reactorflow.runtime.maps.reading import prepare_readers
 from reactorflow.runtime.maps.undo import roll_back_map
 from reactorflow.runtime.stepcall import context_for, resolve_arguments
 from reactorflow.status import HandlerKind, StepStatus
@@ -186,7 +186,7 @@ async def call_handler(ex: Execution, handler: HandlerSignature, key: str, first
     node = ex.plan.nodes[key]
     kwargs: dict[str, Any] = {}
     if handler.names:
-        if reads_maps(node):
+        if node.reads_maps:
             await prepare_readers(ex, node)
         arguments = resolve_arguments(ex, node)
         kwargs = {name: arguments[name] for name in handler.names}

@@ -229,7 +229,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
         out.events.append(event("step.failed", key, detail=str(exc)))
         return out
     context_name = node.context_name
-    hooks = ex.hooks
+    hooks = ex.hooks if ex.hooks else None  # asked once: no middleware, no event objects
     retry = spec.retry
     timeout = spec.timeout
     fn = spec.fn
@@ -241,7 +241,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
         if not await _retry_due(ex, retry_at):
             out.status, out.attempts, out.retry_at = StepEnd.RETRYING, attempt, retry_at
             return out
-        if hooks:
+        if hooks is not None:
             hooks.call("after_retry", StepEvent(ex.run_id, ex.reactor, key, attempt + 1))
     while True:
         attempt += 1
@@ -251,7 +251,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
         if context_name is not None:
             kwargs[context_name] = context_for(ex, node, attempt)
         events.append(Event(began, "step.started", key, attempt))
-        if hooks:
+        if hooks is not None:
             hooks.call("before_step", StepEvent(ex.run_id, ex.reactor, key, attempt))
         out.body_started = True
         error: BaseException
@@ -283,7 +283,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
             out.attempts = attempt
             out.finished_at = finished = clock.now()
             events.append(Event(finished, "step.completed", key, attempt))
-            if hooks:
+            if hooks is not None:
                 hooks.call("after_step", StepEvent(ex.run_id, ex.reactor, key, attempt,
                                                    StepStatus.COMPLETED))
             return out
@@ -297,14 +297,14 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
                 return out
             if delay > 0:
                 await clock.sleep(delay)
-            if hooks:
+            if hooks is not None:
                 hooks.call("after_retry", StepEvent(ex.run_id, ex.reactor, key, attempt + 1))
             continue
         out.error = error
         out.attempts = attempt
         out.finished_at = clock.now()
         events.append(Event(out.finished_at, "step.failed", key, attempt, summary(error)))
-        if hooks:
+        if hooks is not None:
             hooks.call("after_step", StepEvent(ex.run_id, ex.reactor, key, attempt,
                                                StepStatus.FAILED, error))
         return out

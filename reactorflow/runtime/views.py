@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -86,12 +87,14 @@ def _step_state(plan: Plan | None, run_id: str, key: str, record: StepRecord,
     read (`StepState.result`)."""
     error = record.rollback_error or record.error
     text = f"{error.type}: {error.message}" if error is not None else None
-    state = StepState(StepStatus(record.status), record.attempts, record.started_at,
-                      record.finished_at, text)
-    if record.status not in _WITH_RESULT:
+    status = record.status
+    state = StepState(status if type(status) is StepStatus else StepStatus(status),
+                      record.attempts, record.started_at, record.finished_at, text)
+    if status not in _WITH_RESULT:
         return state
     if values is not None and key in values:  # decoded already by the execution
-        return attach_result(state, value=masked(values[key], mask))
+        value = values[key]
+        return attach_result(state, value=value if mask is None else masked(value, mask))
     return attach_result(state, load=partial(_masked_result, mask, plan, run_id, key, record))
 
 
@@ -154,11 +157,10 @@ def decode_history(run_id: str, history: Iterable[bytes]) -> list[Event]:
     return events
 
 
-def _when(event: Event) -> float:
-    """Events in the order they happened; a stable sort keeps events of the same instant (a
-    fake clock stands still between advances) in the order storage appended them, the same
-    for every reader."""
-    return event.at
+_when = attrgetter("at")
+"""The sort key of a run's history: events in the order they happened; a stable sort keeps
+events of the same instant (a fake clock stands still between advances) in the order storage
+appended them, the same for every reader."""
 
 
 def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,

@@ -34,6 +34,7 @@ from reactorflow.storage.base import (
     UnitLiveness,
     check_count,
 )
+from reactorflow.storage.inline import inline
 from reactorflow.storage.memory_gates import MemoryGates
 from reactorflow.storage.memory_maps import MemoryMaps
 from reactorflow.storage.memory_schedules import MemorySchedules
@@ -165,6 +166,11 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
         return lock
 
     def _fenced(self, run_id: str, owner: str, now: float) -> _Run:
+        lock = self._locks.get(run_id)
+        run = self._runs.get(run_id)
+        if (lock is not None and lock.owner == owner and lock.expires > now
+                and run is not None and run.expires > now):
+            return run  # held and live: nothing expired to drop (the path of every write)
         lock = self._owner(run_id, now)
         run = self._live(run_id, now)
         if lock is None or lock.owner != owner or run is None:
@@ -224,6 +230,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
             run = self._live(run_id, clock.monotonic())
             return None if run is None else run.head()
 
+    @inline
     async def save_step(self, run_id: str, owner: str, key: str, record: bytes,
                         events: Sequence[bytes] = (), *, unit: bool = False) -> bytes | None:
         now = clock.monotonic()

@@ -10,7 +10,7 @@ import msgspec
 
 from reactorflow import records
 from reactorflow.definition.graph import join
-from reactorflow.definition.params import MapRead, Source
+from reactorflow.definition.params import MapRead
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import CorruptRecord
 from reactorflow.mapresults import PAGE_SIZE, MapResults
@@ -137,6 +137,3 @@ async def map_value_raw(ex: Execution, key: str) -> msgspec.Raw | None:
     found = await load_list(ex.storage, ex.run_id, node, element_count(ex, key), read)
     return records.raw(found)
 
-
-def reads_maps(node: Node) -> bool:
-    return any(p.map_read is not None and p.source is Source.RESULT for p in node.spec.params)

@@ -1,0 +1,32 @@
+"""`@inline`: a storage method that finishes without suspending (its body awaits nothing).
+
+`Execution.checkpoint` shields every step write from cancellation, and entering an anyio
+cancel scope costs more than a whole `MemoryStorage` write. A cancellation can only reach a
+coroutine where it suspends, so a write that never suspends needs no shield: the engine skips
+it for a method marked `@inline`. The mark is on the function: a subclass's override, or a
+replacement set on an instance (fault injection, a test's slow reply), is not marked and is
+shielded. `tests/architecture/test_inline.py` checks that no marked method awaits anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+_MARK = "__reactorflow_inline__"
+
+
+def inline(fn: F) -> F:
+    """Mark an `async def` storage method whose body awaits nothing.
+
+    Args:
+        fn: the method.
+    """
+    setattr(fn, _MARK, True)
+    return fn
+
+
+def is_inline(method: Callable[..., Any]) -> bool:
+    """Whether `method` (a bound method or a function) was marked `@inline`."""
+    return getattr(method, _MARK, False) is True
