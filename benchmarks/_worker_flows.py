@@ -66,8 +66,11 @@ def _instrument_worker() -> None:
         _stamps.hset(WRITTEN_KEY, run_id, repr(started))
 
     async def noted_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
-        _stamps.hsetnx(STARTED_KEY, run_id, repr(time.time()))
-        await execute_run(run_id, reactor_name, snoozes)
+        started = time.time()  # noted after the job, so the noting does not delay the run
+        try:
+            await execute_run(run_id, reactor_name, snoozes)
+        finally:
+            _stamps.hsetnx(STARTED_KEY, run_id, repr(started))
 
     bodies.report = noted_report  # type: ignore[assignment]
     jobs.execute_run = noted_run  # type: ignore[assignment]

@@ -67,7 +67,9 @@ async def _dispatch(ctx: Context, flows: object, stamps: redis.Redis) -> None:
     at a time. An idle Dramatiq worker polls with a back-off (50 ms bound here), so each pick-up
     waits a random part of that period: medians of two samples of that noise differ by a few
     ms either way. So the verdict uses reactorflow's own time around the pick-up of the same
-    message: (dispatch -> completion) - (enqueue -> its job started)."""
+    message: (dispatch -> completion) - (enqueue -> its job started). The worker notes when the
+    job started only once the job is over: a Redis write inside the job would add its round trip
+    to the figure as if it were reactorflow's."""
     import reactorflow.workers.broker as workers
 
     report = ctx.report
@@ -106,7 +108,11 @@ async def _dispatch(ctx: Context, flows: object, stamps: redis.Redis) -> None:
                 elapsed = time.perf_counter() - start
                 if done.status is not rf.Status.COMPLETED:
                     raise RuntimeError(f"dispatched run ended {done.status}")
-                job_started = float(stamps.hget(started_key, run.id) or 0)
+                noted = stamps.hget(started_key, run.id)
+                while noted is None:  # the worker notes it right after the job
+                    await asyncio.sleep(0.001)
+                    noted = stamps.hget(started_key, run.id)
+                job_started = float(noted)
                 found.append(elapsed)
                 added.append(elapsed - (job_started - enqueued[run.id]))
             picked = [float(v) for v in stamps.lrange(pickup_key, 0, -1)]
