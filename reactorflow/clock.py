@@ -76,20 +76,19 @@ def use(clock: Clock | None) -> Clock:
     Args:
         clock: the clock the engine reads from now on.
     """
-    global _current
+    global _current, now, monotonic
     with _mutex:
         previous, _current = _current, clock or REAL
+        now, monotonic = _current.now, _current.monotonic
     return previous
 
 
-def now() -> float:
-    """Epoch seconds on the current clock."""
-    return _current.now()
+now: Callable[[], float] = REAL.now
+"""`clock.now()`: epoch seconds on the current clock (that clock's own `now`, bound by `use`:
+the engine reads time on every step, so a read costs no call of its own)."""
 
-
-def monotonic() -> float:
-    """Monotonic seconds on the current clock."""
-    return _current.monotonic()
+monotonic: Callable[[], float] = REAL.monotonic
+"""`clock.monotonic()`: monotonic seconds on the current clock (bound by `use`, as `now`)."""
 
 
 async def sleep(seconds: float) -> None:
