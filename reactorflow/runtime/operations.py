@@ -130,10 +130,9 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
         break
     if dispatch:
         await release(storage, run_id, owner)  # save before release: the run is stored
-        handed = assemble(plan, run_id, reactor.name, Status.RUNNING, meta, state, {},
-                          [started], meta.created_at)  # as handed over, before any worker
-        queue.enqueue_run(run_id, reactor.name)
-        return handed
+        queue.enqueue_run(run_id, reactor.name)  # first: a worker can start meanwhile
+        return assemble(plan, run_id, reactor.name, Status.RUNNING, meta, state, {},
+                        [started], meta.created_at)  # as handed over (from what it stored)
     ex = Execution(plan=plan, storage=storage, owner=owner, meta=meta, state=state, steps={},
                    claims={}, hooks=hooks)
     ex.gates, ex.run_entry = holds, entry  # taken above, held until this execution stops
