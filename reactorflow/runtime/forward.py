@@ -473,7 +473,8 @@ class Forward:
             try:
                 end = await run_map(ex, node, kwargs)
             finally:
-                await leave_whole(ex, entry, completed=end is not None and end.record is not None)
+                await leave_whole(ex, entry, completed=end is not None and end.record is not None,
+                                  parked=end is not None and end.parked)
         except ArgumentError as exc:
             await self._fail_step(node, exc, detail=str(exc))
             return

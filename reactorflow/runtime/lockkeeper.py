@@ -171,15 +171,7 @@ class LockKeeper:
         hold.due = hold.renewed + hold.ttl / 3
 
     async def _renew_gates(self, gates: GateHolds) -> None:
-        """Renew a hold's gate places and stamp its tickets."""
-        try:
-            for key, holder, ttl in gates.places():
-                if not await gates.storage.gate_extend(key, holder, ttl):
-                    log.warning("reactorflow.gate.lost run_id=%s key=%s", gates.run_id, key)
-            for key, ticket in gates.tickets():
-                await gates.storage.ordered_stamp(key, ticket)
-        except Exception:
-            log.warning("reactorflow.gate.extend_failed run_id=%s", gates.run_id, exc_info=True)
+        await renew_gates(gates)
 
     def stop(self) -> None:
         thread = self._thread
@@ -189,6 +181,19 @@ class LockKeeper:
         self._poke()
         thread.join(timeout=5)
         self._thread = None
+
+
+async def renew_gates(gates: GateHolds) -> None:
+    """Renew gate places and stamp tickets (a failure is logged: the places lapse after their
+    TTL)."""
+    try:
+        for key, holder, ttl in gates.places():
+            if not await gates.storage.gate_extend(key, holder, ttl):
+                log.warning("reactorflow.gate.lost run_id=%s key=%s", gates.run_id, key)
+        for key, ticket in gates.tickets():
+            await gates.storage.ordered_stamp(key, ticket)
+    except Exception:
+        log.warning("reactorflow.gate.extend_failed run_id=%s", gates.run_id, exc_info=True)
 
 
 keeper = LockKeeper()

@@ -3,6 +3,8 @@ storage backends, in a caller)."""
 
 from __future__ import annotations
 
+import threading
+
 import anyio
 import msgspec
 import pytest
@@ -439,3 +441,59 @@ async def test_an_async_steps_snoozes_are_capped(storage: rf.Storage) -> None:
     assert message.startswith("GateBusy:") and "lock 'unit:A1'" in message
     assert "3 snoozes" in message and "gate_snooze_limit" in message
     assert done.error is not None and "3 snoozes" in done.error.message  # `after` read it
+
+
+async def test_a_fanned_out_map_keeps_its_gates_while_parked(storage: rf.Storage) -> None:
+    """A map's gates are held for the map as a whole: a fanned-out map keeps them while the run
+    is parked and its elements run in workers (their jobs renew them); another run for the
+    same key is refused meanwhile; the map gives them back when it completes."""
+    flow = rf.Reactor(unique("fanlock"), inputs=Account)
+    seen: list[list[str]] = []
+    in_element, finish = threading.Event(), threading.Event()  # elements run in the worker
+
+    @flow.step
+    async def letters(account_id: str) -> list[str]:
+        return ["x", "y", "z"]
+
+    @flow.map_step(over="letters", fan_out=True, batch_size=1,
+                   gates=[rf.Lock("fan:{account_id}"), rf.Semaphore("fans:{account_id}",
+                                                                    limit=1)])
+    async def each(letter: str, account_id: str) -> str:
+        seen.append([*await storage.gate_holders(f"fan:{account_id}"),
+                     *await storage.gate_holders(f"fans:{account_id}")])
+        if letter == "x":
+            in_element.set()
+            await anyio.to_thread.run_sync(finish.wait, 60)
+        return letter
+
+    started = await flow.run(account_id="F1")
+    assert started.status is rf.Status.RUNNING  # parked at the map
+    assert await anyio.to_thread.run_sync(in_element.wait, 30)
+    other = await flow.run(account_id="F1")  # the same key, while the first is parked
+    assert other.status is rf.Status.FAILED and other.error is not None
+    assert other.error.type == "GateBusy" and "fan:F1" in other.error.message
+    finish.set()
+    done = await flow.wait(started.id, timeout=30)
+    assert done.status is rf.Status.COMPLETED
+    assert seen == [[started.id, f"{started.id}|each"]] * 3
+    assert await storage.gate_holders("fan:F1") == []
+    assert await storage.gate_holders("fans:F1") == []
+
+
+async def test_a_step_re_entering_its_reactors_lock_leaves_it_guarded(
+        storage: rf.Storage) -> None:
+    """After a step re-entered its reactor's lock, the run still holds it: the deadlock guard
+    still refuses an async step that needs it (and the keeper still renews it)."""
+    flow = rf.Reactor(unique("reenter"), inputs=Account, gates=[rf.Lock("re:{account_id}")])
+
+    @flow.step(gates=[rf.Lock("re:{account_id}")])
+    async def first(account_id: str) -> str:
+        return account_id
+
+    @flow.async_step(gates=[rf.Lock("re:{account_id}")], after=["first"])
+    async def later(account_id: str) -> str:
+        return account_id
+
+    run = await flow.run(account_id="R1")
+    assert run.status is rf.Status.FAILED and run.error is not None
+    assert (run.error.step, run.error.type) == ("later", "GateDeadlock")

@@ -242,24 +242,14 @@ async def leave(holds: GateHolds, entry: Entry, *, completed: bool,
     `keep_turn`, leave its ordered lines (the turn passes on)."""
     storage = holds.storage
     for need, holder in reversed(entry.taken):
-        gate = need.gate
-        release = True
-        if isinstance(gate, Lock):
-            with holds._mutex:
-                users = holds._locks.get(need.key, 0) - 1
-                if users > 0:
-                    holds._locks[need.key] = users
-                    release = False
-                else:
-                    holds._locks.pop(need.key, None)
-        holds._drop(need.key, holder, need.gate.exclusive)
+        if not _let_go(holds, need, holder):
+            continue  # a lock another user of this execution still holds (re-entered)
         with holds._mutex:
             dropped = (need.key, holder) in holds._dropped
             holds._dropped.discard((need.key, holder))
-        if release:
-            if not dropped:
-                await storage.gate_release(need.key, holder)
-            holds.tell("released", need, step or (entry.scope or None))
+        if not dropped:
+            await storage.gate_release(need.key, holder)
+        holds.tell("released", need, step or (entry.scope or None))
     entry.taken.clear()
     if completed:
         for marker, ttl in entry.periods:
@@ -270,6 +260,33 @@ async def leave(holds: GateHolds, entry: Entry, *, completed: bool,
             await storage.ordered_leave(need.key, ticket)
             holds.tell("released", need, step or (entry.scope or None))
         entry.tickets.clear()
+
+
+def _let_go(holds: GateHolds, need: Need, holder: str) -> bool:
+    """This execution stops using a place; True when it was its last user (a lock re-entered
+    within the execution is counted), and then the place is no longer renewed or counted by
+    the deadlock guard."""
+    if isinstance(need.gate, Lock):
+        with holds._mutex:
+            users = holds._locks.get(need.key, 0) - 1
+            if users > 0:
+                holds._locks[need.key] = users
+                return False
+            holds._locks.pop(need.key, None)
+    holds._drop(need.key, holder, need.gate.exclusive)
+    return True
+
+
+def keep(holds: GateHolds, entry: Entry) -> None:
+    """The execution stops while `entry`'s places and turns stay taken in storage (a parked
+    map's: its element jobs renew them, and the execution that takes the run on next takes
+    them again as their holder): forget them here, releasing nothing."""
+    for need, holder in entry.taken:
+        _let_go(holds, need, holder)
+    for need, ticket in entry.tickets:
+        holds.track_ticket(need.key, ticket, 0.0, False)
+    entry.taken.clear()
+    entry.tickets.clear()
 
 
 def _busy(holds: GateHolds, need: Need, waited: float, step: str | None,

@@ -16,14 +16,22 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from reactorflow import clock
-from reactorflow.definition.gates import BoundGate
+from reactorflow.definition.gates import BoundGate, Lock, OrderedLock, Semaphore
 from reactorflow.definition.params import MISSING
 from reactorflow.errors import ArgumentError, GateDeadlock, GateKeyError
 from reactorflow.records import summary
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.gates.keys import is_place, render
 from reactorflow.runtime.gates.runs import run_needs
-from reactorflow.runtime.gates.scope import Entry, Need, enter, leave
+from reactorflow.runtime.gates.scope import (
+    Entry,
+    GateHolds,
+    Need,
+    enter,
+    holder_of,
+    keep,
+    leave,
+)
 from reactorflow.runtime.stepcall import (
     Outcome,
     StepEnd,
@@ -35,6 +43,7 @@ from reactorflow.runtime.stepcall import (
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
     from reactorflow.runtime.execution import Execution
+    from reactorflow.storage.base import Storage
 
 
 def step_needs(ex: Execution, node: Node, kwargs: dict[str, Any],
@@ -97,10 +106,38 @@ async def enter_whole(ex: Execution, node: Node, kwargs: dict[str, Any]) -> Entr
                        keep_turn=ex.parks, step=node.key)
 
 
-async def leave_whole(ex: Execution, entry: Entry | None, *, completed: bool) -> None:
-    if entry is not None:
-        with anyio.CancelScope(shield=True):
-            await leave(ex.gates, entry, completed=completed)
+async def leave_whole(ex: Execution, entry: Entry | None, *, completed: bool,
+                      parked: bool = False) -> None:
+    """Give back a map's gates; a fanned-out map that `parked` keeps them (its places and its
+    ordered turn stay taken while its elements run: their jobs renew them, see
+    `element_places`; the execution that collects the map takes them again as their holder)."""
+    if entry is None:
+        return
+    if parked:
+        keep(ex.gates, entry)
+        return
+    with anyio.CancelScope(shield=True):
+        await leave(ex.gates, entry, completed=completed)
+
+
+def element_places(storage: Storage, run_id: str, node: Node,
+                   kwargs: dict[str, Any]) -> GateHolds | None:
+    """The places and turn a parked map keeps, for one of its element jobs to renew (its
+    locks and semaphores, its ordered lock's ticket; keys built from the map's arguments as
+    the map built them). None when the map has none, or a key cannot be built."""
+    holds = GateHolds(storage, run_id)
+    try:
+        for bound in node.spec.gates:
+            gate = bound.gate
+            need = Need(gate, render(bound, kwargs, run_id=run_id, step=node.key))  # type: ignore[arg-type]
+            holder = holder_of(holds, need, node.key)
+            if isinstance(gate, Lock | Semaphore):
+                holds._add(need.key, holder, gate.ttl, False)
+            elif isinstance(gate, OrderedLock):
+                holds.track_ticket(need.key, holder, gate.poison_pill_timeout, True)
+    except GateKeyError:
+        return None
+    return holds if holds.places() or holds.tickets() else None
 
 
 def _describe(needs: list[Need]) -> str:

@@ -18,6 +18,8 @@ from reactorflow.definition.params import Source
 from reactorflow.records import ElementArgs, ElementRecord
 from reactorflow.redaction import EVERY, secrets_in, watch
 from reactorflow.runtime import queue
+from reactorflow.runtime.gates.steps import element_places
+from reactorflow.runtime.lockkeeper import keeper, renew_gates
 from reactorflow.runtime.maps.elements import JobScope, call_element
 from reactorflow.runtime.maps.fanout import ARGS, NEXT, STOP, element_lock
 from reactorflow.runtime.maps.keys import items_key, job_key
@@ -82,7 +84,7 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
         return  # a duplicate of this element is running right now
     # the element's lock is left to expire once the outcome is stored (a duplicate then finds
     # the outcome; the owner looks for lost jobs among elements without one)
-    async with keep_alive(storage, lock, owner, settings.lock_ttl, release=False):
+    async with keep_alive(storage, lock, owner, settings.lock_ttl, release=False) as hold:
         (own,), (shared_raw, stop), (item_raw,) = found
         if own is not None:
             return  # already settled: a duplicate delivery
@@ -101,6 +103,10 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
             element = node.spec.params[0]
             item = msgspec.msgpack.decode(item_raw, type=element.annotation)
             kwargs = arguments_of(storage, scope, node, shared)
+            kept = element_places(storage, run_id, node, kwargs) if node.spec.gates else None
+            if kept is not None:  # the parked map's gates: renewed while its elements run
+                await renew_gates(kept)
+                keeper.attach(hold, kept)
             if scope.plan.redactions:
                 held = ElementSecrets(node, scope, item, kwargs)
                 watch(held)  # held here while the element runs (sources are held weakly)
