@@ -218,6 +218,10 @@ class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):
     retried_from: str | None = None  # a run started by `retry`: the run it retries
     redacted_inputs: Any = None  # the mask of its redacted inputs (see definition.redaction)
     redacted_results: dict[str, Any] = msgspec.field(default_factory=dict)  # step key -> mask
+    # a child run of an async_reactor step with gates: the parent run's reactor and the keys
+    # of the step's gates, built from the step's arguments (in the step's acquisition order)
+    parent_reactor: str | None = None
+    parent_gates: list[str] = msgspec.field(default_factory=list)
 
 
 class RunState(msgspec.Struct, omit_defaults=True):

@@ -37,7 +37,13 @@ from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summar
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.gates.levels import close_level, has_gates, open_level
 from reactorflow.runtime.gates.scope import Entry
-from reactorflow.runtime.gates.steps import call_gated, deadlock, enter_whole, leave_whole
+from reactorflow.runtime.gates.steps import (
+    call_gated,
+    deadlock,
+    enter_whole,
+    leave_whole,
+    step_needs,
+)
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.maps.drive import run_map
 from reactorflow.runtime.maps.reading import map_value_raw, prepare_readers
@@ -422,6 +428,7 @@ class Forward:
     async def _dispatch_unit(self, node: Node) -> None:
         ex = self.ex
         child_inputs: Any = None
+        gate_keys: list[str] = []
         try:
             kwargs = resolve_arguments(ex, node)
             if await self._skipped_by_when(node, kwargs):
@@ -433,10 +440,12 @@ class Forward:
             refused = deadlock(ex, node, kwargs, child_inputs)
             if refused is not None:
                 raise refused
+            if node.kind is StepKind.ASYNC_REACTOR and node.spec.gates:
+                gate_keys = [need.key for need in step_needs(ex, node, kwargs)]  # its child's
         except Exception as exc:
             await self._fail_step(node, exc, detail=summary(exc))
             return
-        await dispatch_unit(ex, node, child_inputs)
+        await dispatch_unit(ex, node, child_inputs, gate_keys)
         self._after_checkpoint(node)
 
     def _settle(self, node: Node) -> None:

@@ -152,15 +152,18 @@ async def child_report(storage: Storage, child_id: str, node: Node,
 # -- dispatching (the run's owner) ---------------------------------------------------------------
 
 
-async def dispatch(ex: Execution, node: Node, child_inputs: Any = None) -> None:
-    """Write the unit's marker (checkpoint before enqueue), then enqueue it."""
+async def dispatch(ex: Execution, node: Node, child_inputs: Any = None,
+                   gate_keys: list[str] | None = None) -> None:
+    """Write the unit's marker (checkpoint before enqueue), then enqueue it. `gate_keys`: the
+    keys of an async_reactor step's own gates (its child run takes them)."""
     key = node.key
     now = clock.now()
     if node.kind is StepKind.ASYNC_REACTOR:
         child = node.spec.child
         assert child is not None
         child_id = child_run_id(ex.run_id, key)
-        await create_child_run(child, child_inputs, child_id, parent=(ex.run_id, key))
+        await create_child_run(child, child_inputs, child_id, parent=(ex.run_id, key),
+                               parent_gates=(ex.reactor, gate_keys) if gate_keys else None)
         marker = StepRecord(StepStatus.RUNNING, 1, now, child_run=child_id)
         await ex.checkpoint(key, marker, [event("async.dispatched", key, detail=child_id)],
                             unit=True)

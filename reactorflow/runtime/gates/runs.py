@@ -26,7 +26,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from reactorflow.definition import registry
 from reactorflow.definition.gates import GateKind
+from reactorflow.definition.graph import plan_for
 from reactorflow.errors import GateBusy, GateKeyError
 from reactorflow.runtime.gates.keys import render
 from reactorflow.runtime.gates.scope import Entry, GateHolds, Need, enter, holder_of, leave
@@ -55,6 +57,29 @@ def run_needs(reactor: Reactor, inputs: Any, run_id: str) -> list[Need]:
     """
     values = {name: read_input(inputs, name) for name in reactor.input_names}
     return [Need(b.gate, render(b, values, run_id=run_id)) for b in reactor.gates]  # type: ignore[arg-type]
+
+
+def parent_needs(ex: Execution) -> list[Need]:
+    """A child run of an async_reactor step: the step's own gates, with the keys its parent
+    built from the step's arguments (`RunMeta.parent_gates`); the child holds them as its own
+    (held while it runs, released at its final state).
+
+    Raises:
+        GateKeyError: the parent's reactor or step is not declared here as it was.
+    """
+    meta = ex.meta
+    if not meta.parent_gates:
+        return []
+    parent = registry.lookup(meta.parent_reactor or "")
+    node = None if parent is None else plan_for(parent).nodes.get(meta.parent_step or "")
+    gates = () if node is None else node.spec.gates
+    if len(gates) != len(meta.parent_gates):
+        raise GateKeyError("gate", f"{meta.parent_reactor}.{meta.parent_step}",
+                           "cannot be matched: the async_reactor step that started this run is "
+                           "not declared here as it was (deploy the same code everywhere)",
+                           run_id=ex.run_id)
+    return [Need(bound.gate, key)  # type: ignore[arg-type]
+            for bound, key in zip(gates, meta.parent_gates, strict=True)]
 
 
 async def at_start(holds: GateHolds, reactor: Reactor, inputs: Any, *,
@@ -88,13 +113,13 @@ async def abandon(holds: GateHolds, entry: Entry | None) -> None:
 async def admit(ex: Execution) -> tuple[Admission, Exception | None]:
     """Step 2 of the protocol: the run's gates for this execution (see the module doc)."""
     reactor = ex.plan.reactor
-    if not reactor.gates:
+    if not reactor.gates and not ex.meta.parent_gates:
         return Admission.ADMITTED, None
     entry = ex.run_entry
     if entry is None:
         first = not ex.records and ex.state.status == Status.RUNNING
         try:
-            needs = run_needs(reactor, ex.level_inputs[""], ex.run_id)
+            needs = [*parent_needs(ex), *run_needs(reactor, ex.level_inputs[""], ex.run_id)]
         except GateKeyError as exc:
             return Admission.BAD_KEY, exc
         entry = await enter(ex.gates, needs, "", wait=not ex.in_worker, keep_turn=True,
