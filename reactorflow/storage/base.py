@@ -13,10 +13,12 @@ written so that Redis can implement each method atomically in one round trip:
 * **Notification**: `publish` is called after the durable write it announces; waiters subscribe
   first, then read, then wait with a fallback re-check (pub/sub is an optimisation).
 
-Every run key expires `retention` seconds after the run's last write — any write, fenced or not
-(`claim`, `request_control`, `incr_counter` and `save_unit` count too; taking or extending the
-lock does not). Thread safety: one storage object may be used from several threads and event
-loops at once.
+Every run key expires no sooner than `retention` seconds and no later than `retention +
+retention_slack(retention)` (slack: `min(retention / 8, 60 s)`) after the run's last write — any
+write, fenced or not (`claim`, `request_control`, `incr_counter` and `save_unit` count too;
+taking or extending the lock does not). So a live run's keys never expire, and a backend may
+refresh the expiry once per slack instead of on every write (Redis does; memory uses no slack).
+Thread safety: one storage object may be used from several threads and event loops at once.
 
 The contract is one class, `Storage`, written in parts: runs, locks, claims, indexes and
 notification here; map element slots in `contract_maps.py`, gates in `contract_gates.py` and
@@ -48,12 +50,13 @@ from reactorflow.storage.values import (
     UnitLiveness,
     check_count,
     check_seconds,
+    retention_slack,
 )
 
 __all__ = [
     "DEFAULT_HISTORY_LIMIT", "DEFAULT_RETENTION", "ClaimResult", "GateTake", "Liveness",
     "OrderedLine", "RunHead", "RunPageData", "ScheduleState", "SlotWrite", "Storage", "StoredRun",
-    "Subscription", "UnitLiveness", "check_count", "check_seconds",
+    "Subscription", "UnitLiveness", "check_count", "check_seconds", "retention_slack",
 ]
 
 

@@ -15,50 +15,54 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, cast
+from typing import Any
 
 from redis.asyncio.client import Pipeline
 
 from reactorflow import clock
 from reactorflow.errors import LockLost
-from reactorflow.status import Status
 from reactorflow.storage.base import (
     DEFAULT_HISTORY_LIMIT,
     DEFAULT_RETENTION,
     ClaimResult,
-    Liveness,
     RunHead,
-    RunPageData,
     Storage,
     StoredRun,
     Subscription,
-    UnitLiveness,
 )
-from reactorflow.storage.paging import decode_cursor, encode_cursor
 from reactorflow.storage.redis_conn import Args, LoopClient, RedisConnector
 from reactorflow.storage.redis_gates import RedisGates
 from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
 from reactorflow.storage.redis_maps import RedisMaps
-from reactorflow.storage.redis_paging import IndexReader, Taken, newest_first
+from reactorflow.storage.redis_scan import RedisScans, unit_member
 from reactorflow.storage.redis_schedules import RedisSchedules
 
-_STATUSES = frozenset(s.value for s in Status)
-PRUNE_BATCH = 100
-"""Index members per index that `scan_status` checks, oldest first, for runs that expired."""
 FACTS_CACHE_SIZE = 4096
 """Runs whose (reactor, created_at) this process remembers, so that `save_state` can send its
 index writes in the same round trip as its script."""
 
-_Stale = list[tuple[str, str]]  # (index key, run id) to drop
+_TOKENS: list[Any] = []  # [per-process random prefix, counter]: set by _seed_tokens
+
+
+def _seed_tokens() -> None:
+    """A fresh random prefix (also in a forked child, which must not repeat its parent's)."""
+    _TOKENS[:] = [secrets.token_hex(8), itertools.count(1)]
+
+
+_seed_tokens()
+os.register_at_fork(after_in_child=_seed_tokens)
 
 
 def _token() -> str:
-    return secrets.token_hex(8)
+    """Unique per call: a random per-process prefix and a counter (no system call per write)."""
+    return f"{_TOKENS[0]}{next(_TOKENS[1]):x}"
 
 
 def _ms(seconds: float) -> int:
@@ -73,24 +77,6 @@ def _text(value: Any) -> str:
     return value.decode(errors="surrogatepass") if isinstance(value, bytes) else str(value)
 
 
-def _unit_member(run_id: str, key: str) -> str:
-    return f"{run_id}|{key}"
-
-
-def _liveness_problem(recorded: str, indexed: str, touched: Any) -> str | None:
-    """What is wrong with a run found in the `indexed` status index: "stale" (it moved to
-    another status: a hint to drop), a reason it cannot be read, or None."""
-    if recorded != indexed:
-        if recorded in _STATUSES:
-            return "stale"
-        return f"its status {recorded[:40]!r} is not one this version of reactorflow knows"
-    try:
-        float(touched)
-    except (TypeError, ValueError):
-        return f"its touched time {_text(touched)[:40]!r} is not a number"
-    return None
-
-
 def _pairs(flat: Sequence[Any]) -> dict[Any, Any]:
     """A hash from the flat field/value list a script returns for HGETALL."""
     return dict(zip(flat[::2], flat[1::2], strict=True))
@@ -100,7 +86,7 @@ def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
-class RedisStorage(RedisMaps, RedisGates, RedisSchedules, Storage):
+class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
     """Runs in Redis: durable across processes, shared by every worker of the namespace.
 
     Selected automatically when `REACTORFLOW_REDIS_URL` is set and no storage is configured. Key
@@ -192,16 +178,20 @@ class RedisStorage(RedisMaps, RedisGates, RedisSchedules, Storage):
                          events: Sequence[bytes] = ()) -> bool:
         conn = await self._redis.get()
         keys = self._keys
-
-        def index(pipe: Pipeline) -> None:
-            pipe.zadd(keys.by_reactor(reactor), {run_id: created_at}, nx=True)
-            pipe.zadd(keys.by_status(reactor, status), {run_id: created_at}, nx=True)
-            pipe.sadd(keys.reactors(), reactor)
-
+        indexes = [keys.by_reactor(reactor), keys.by_status(reactor, status), keys.reactors()]
         args: Args = [_token(), reactor, status, meta, state, repr(created_at), _now(), owner,
-                      _ms(lock_ttl), self._retention_ms, self.history_limit, *events]
+                      _ms(lock_ttl), self._retention_ms, self.history_limit, run_id, *events]
         with self._errors():
-            created = await conn.script_pipeline("create_run", keys.run_keys(run_id), args, index)
+            if conn.cluster:  # the indexes live in other slots: written apart
+                def index(pipe: Pipeline) -> None:
+                    pipe.zadd(indexes[0], {run_id: created_at}, nx=True)
+                    pipe.zadd(indexes[1], {run_id: created_at}, nx=True)
+                    pipe.sadd(indexes[2], reactor)
+
+                created = await conn.script_pipeline("create_run", keys.run_keys(run_id), args,
+                                                     index)
+            else:  # one node: the script writes them too
+                created = await conn.script("create_run", keys.run_keys(run_id) + indexes, args)
         if created == 1:
             self._remember(run_id, reactor, created_at)
         return bool(created == 1)
@@ -257,7 +247,7 @@ class RedisStorage(RedisMaps, RedisGates, RedisSchedules, Storage):
                       self.history_limit, *events]
         with self._errors():
             if unit:  # the unit index (another slot) rides in the same round trip
-                member = _unit_member(run_id, key)
+                member = unit_member(run_id, key)
                 index = self._keys.units()
 
                 def track(pipe: Pipeline) -> None:
@@ -269,7 +259,7 @@ class RedisStorage(RedisMaps, RedisGates, RedisSchedules, Storage):
                 reply = await conn.script("save_step", self._keys.run_keys(run_id), args)
         if reply[0] != 1:
             if unit:
-                await conn.client.zrem(self._keys.units(), _unit_member(run_id, key))
+                await conn.client.zrem(self._keys.units(), unit_member(run_id, key))
             raise LockLost(run_id, owner)
         return None if reply[1] is None else _bytes(reply[1])
 
@@ -289,12 +279,19 @@ class RedisStorage(RedisMaps, RedisGates, RedisSchedules, Storage):
         flags = ("c" if clear_control else "") + ("r" if release else "")
         args: Args = [_token(), owner, status, state, _now(), self._retention_ms,
                       self.history_limit, flags,
-                      self._keys.channel(run_id) if publish else "", len(pairs) // 2,
+                      self._keys.channel(run_id) if publish else "", run_id, len(pairs) // 2,
                       *pairs, *events]
         keys = self._keys.run_keys(run_id)
         facts = self._recall(run_id)
         with self._errors():
-            if facts is None:  # unknown to this process: the script tells, index writes follow
+            if facts is not None and not gates and not conn.cluster:  # one round trip, one script
+                reactor = facts[0]
+                keys += [self._keys.by_status(reactor, status), self._keys.by_reactor(reactor),
+                         self._keys.by_status(reactor, previous_status)]
+                reply = await conn.script("save_state", keys, args)
+                if reply[0] != 1:  # refused: nothing written, no index touched
+                    raise LockLost(run_id, owner)
+            elif facts is None:  # unknown to this process: the script tells, index writes follow
                 for key, holder in gates:  # before the write: its state shows them free
                     await self.gate_release(key, holder)
                 reply = await conn.script("save_state", keys, args)
@@ -424,129 +421,13 @@ class RedisStorage(RedisMaps, RedisGates, RedisSchedules, Storage):
     async def release_idempotency(self, reactor: str, key: str, run_id: str) -> bool:
         return await self._release_mapping(self._keys.idempotency(reactor, key), run_id)
 
-    # -- listing and sweeping ------------------------------------------------------------------
-
-    async def list_runs(self, reactor: str | None, status: str | None, limit: int,
-                        cursor: str | None) -> RunPageData:
-        after = decode_cursor(cursor)
-        conn = await self._redis.get()
-        stale: _Stale = []
-        with self._errors():
-            reactors = ([reactor] if reactor is not None else
-                        sorted(_text(r) for r in await conn.client.smembers(self._keys.reactors())))
-            readers = [IndexReader(self._keys.by_reactor(name) if status is None
-                                   else self._keys.by_status(name, status), name, after)
-                       for name in reactors]
-
-            async def verify(taken: list[Taken]) -> list[RunHead]:
-                return await self._verified(conn, taken, status, stale)
-
-            heads = await newest_first(conn.client, readers, limit + 1, verify)
-            await self._drop(conn, stale)
-        more = len(heads) > limit
-        heads = heads[:limit]
-        next_cursor = encode_cursor(heads[-1].created_at, heads[-1].run_id) if more else None
-        return RunPageData(heads, next_cursor)
-
-    async def _verified(self, conn: LoopClient, taken: list[Taken], status: str | None,
-                        stale: _Stale) -> list[RunHead]:
-        """The heads of the taken index members whose record matches the index; the others go
-        to `stale`."""
-        pipe = conn.client.pipeline(transaction=False)
-        for _, _, run_id in taken:
-            pipe.hmget(self._keys.run(run_id), HEAD_FIELDS)
-        heads: list[RunHead] = []
-        for (index, reactor, run_id), values in zip(taken, await pipe.execute(), strict=True):
-            head = self._head(run_id, values)
-            if head is None or head.reactor != reactor or (status and head.status != status):
-                stale.append((index, run_id))
-            else:
-                heads.append(head)
-        return heads
-
-    async def _drop(self, conn: LoopClient, stale: _Stale) -> None:
-        if stale:
-            pipe = conn.client.pipeline(transaction=False)
-            for index, run_id in stale:
-                pipe.zrem(index, run_id)
-            await pipe.execute()
-
-    async def scan_status(self, statuses: Sequence[str], limit: int) -> list[Liveness]:
-        conn = await self._redis.get()
-        found: list[Liveness] = []
-        stale: _Stale = []
-        batch = min(max(limit, 32), 1000)
-        with self._errors():
-            reactors = sorted(_text(r) for r in await conn.client.smembers(self._keys.reactors()))
-            for reactor in reactors:
-                for status in dict.fromkeys(statuses):
-                    index = self._keys.by_status(reactor, status)
-                    start = 0
-                    while len(found) < limit:
-                        rows = await conn.client.zrange(index, start, start + batch - 1)
-                        if not rows:
-                            break
-                        start += batch
-                        found += await self._liveness(conn, index, [_text(r) for r in rows],
-                                                      reactor, status, stale)
-            await self._drop(conn, stale)
-            await self._prune(conn, reactors)
-        return found[:limit]
-
-    async def _prune(self, conn: LoopClient, reactors: list[str]) -> None:
-        """Drop index members whose run expired. Bounded: per index, the oldest PRUNE_BATCH
-        members created more than `retention` ago (the only ones that can have expired)."""
-        horizon = clock.now() - self.retention
-        indexes = [self._keys.by_reactor(r) for r in reactors]
-        indexes += [self._keys.by_status(r, s) for r in reactors for s in Status]
-        pipe = conn.client.pipeline(transaction=False)
-        for index in indexes:
-            pipe.zrangebyscore(index, "-inf", horizon, start=0, num=PRUNE_BATCH)
-        candidates = [(index, _text(member)) for index, members in
-                      zip(indexes, await pipe.execute(), strict=True) for member in members]
-        if candidates:
-            pipe = conn.client.pipeline(transaction=False)
-            for _, run_id in candidates:
-                pipe.exists(self._keys.run(run_id))
-            exists = await pipe.execute()
-            await self._drop(conn, [c for c, e in zip(candidates, exists, strict=True) if not e])
-
-    async def _liveness(self, conn: LoopClient, index: str, run_ids: list[str], reactor: str,
-                        status: str, stale: _Stale) -> list[Liveness]:
-        pipe = conn.client.pipeline(transaction=False)
-        for run_id in run_ids:
-            pipe.hmget(self._keys.run(run_id), ("reactor", "status", "touched"))
-            pipe.hget(self._keys.lock(run_id), "owner")
-        replies = await pipe.execute(raise_on_error=False)  # one bad record fails only itself
-        live: list[Liveness] = []
-        for i, run_id in enumerate(run_ids):
-            fields, owner = replies[2 * i], replies[2 * i + 1]
-            if isinstance(fields, Exception) or isinstance(owner, Exception):
-                which = "record" if isinstance(fields, Exception) else "lock"
-                live.append(Liveness(run_id, reactor, status, 0.0, None, problem=(
-                    f"its {which} cannot be read: {fields if which == 'record' else owner}")))
-                continue
-            rec_reactor, rec_status, touched = fields
-            if rec_reactor is None or _text(rec_reactor) != reactor:
-                stale.append((index, run_id))
-                continue
-            problem = _liveness_problem(_text(rec_status), status, touched)
-            if problem == "stale":
-                stale.append((index, run_id))
-            elif problem is not None:
-                live.append(Liveness(run_id, reactor, status, 0.0, None, problem=problem))
-            else:
-                live.append(Liveness(run_id, reactor, status, float(touched),
-                                     None if owner is None else _text(owner)))
-        return live
-
     async def save_unit(self, run_id: str, key: str, record: bytes,
                         events: Sequence[bytes] = ()) -> bool:
         conn = await self._redis.get()
         args: Args = [_token(), key, record, _now(), self._retention_ms, self.history_limit,
                       self._keys.channel(run_id, key), *events]
         with self._errors():
-            member = _unit_member(run_id, key)
+            member = unit_member(run_id, key)
             index = self._keys.units()
 
             def untrack(pipe: Pipeline) -> None:
@@ -555,40 +436,6 @@ class RedisStorage(RedisMaps, RedisGates, RedisSchedules, Storage):
             written = await conn.script_pipeline("save_unit", self._keys.run_keys(run_id), args,
                                                  untrack)
         return bool(written == 1)
-
-    async def scan_units(self, limit: int) -> list[UnitLiveness]:
-        conn = await self._redis.get()
-        with self._errors():
-            entries = await conn.client.zrange(self._keys.units(), 0, limit - 1,
-                                               withscores=True)
-            if not entries:
-                return []
-            units: list[tuple[str, str, float]] = []
-            for entry in entries:
-                member, score = cast(tuple[Any, Any], entry)
-                run_part, _, key_part = _text(member).partition("|")
-                units.append((run_part, key_part, float(score)))
-            pipe = conn.client.pipeline(transaction=False)
-            for run_id, key, _ in units:
-                pipe.exists(self._keys.run(run_id))
-                pipe.hget(self._keys.lock(f"{run_id}:{key}"), "owner")
-            replies = await pipe.execute(raise_on_error=False)  # a bad lock fails only itself
-            found: list[UnitLiveness] = []
-            gone: list[str] = []
-            for i, (run_id, key, since) in enumerate(units):
-                exists, owner = replies[2 * i], replies[2 * i + 1]
-                if isinstance(owner, Exception):
-                    found.append(UnitLiveness(run_id, key, since, None,
-                                              problem=f"its lock cannot be read: {owner}"))
-                    continue
-                if not exists:
-                    gone.append(_unit_member(run_id, key))
-                    continue
-                found.append(UnitLiveness(run_id, key, since,
-                                          None if owner is None else _text(owner)))
-            if gone:
-                await conn.client.zrem(self._keys.units(), *gone)
-        return found
 
     # -- notification --------------------------------------------------------------------------
 

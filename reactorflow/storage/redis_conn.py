@@ -26,12 +26,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, S
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from importlib.resources import files
-from typing import Any
+from typing import Any, cast
 
 import anyio
-from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
+import hiredis
+from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.commands.core import AsyncScript
@@ -88,11 +90,80 @@ SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock",
            "ordered_peek", "ordered_reset",
            "load_run", "schedule_load", "schedule_advance", "schedule_record",
            "schedule_relet", "schedule_pause")
-SOURCES = {name: (files("reactorflow.storage") / "scripts" / f"{name}.lua").read_text("utf-8")
-           for name in SCRIPTS}
+RUN_WRITES = frozenset({"create_run", "save_step", "save_state", "save_unit", "claim",
+                        "request_control", "incr_counter"})
+"""The scripts that write a run: `scripts/lib/run_write.lua` (retry tokens, expiry horizon) is
+prepended to each."""
+_SCRIPTS_DIR = files("reactorflow.storage") / "scripts"
+_RUN_WRITE = (_SCRIPTS_DIR / "lib" / "run_write.lua").read_text("utf-8")
+SOURCES = {name: (_RUN_WRITE if name in RUN_WRITES else "")
+           + (_SCRIPTS_DIR / f"{name}.lua").read_text("utf-8") for name in SCRIPTS}
 
 Args = Sequence[EncodableT]
 Client = Redis | RedisCluster
+
+
+class WaitingPool(ConnectionPool):
+    """A connection pool whose callers wait, up to `timeout` seconds, for a free connection
+    (then fail with redis-py's "No connection available."), like redis-py's
+    `BlockingConnectionPool`, but taking a free connection costs no condition, lock or timer:
+    a semaphore counts the connections handed out, and only a caller that finds none free
+    waits."""
+
+    def __init__(self, *, timeout: float = POOL_TIMEOUT, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.timeout = timeout
+        self._slots = asyncio.Semaphore(self.max_connections)
+        self._handed: set[int] = set()  # id() of the connections handed out
+
+    async def get_connection(self, *args: Any, **kwargs: Any) -> AbstractConnection:
+        if self._slots.locked():
+            try:
+                await asyncio.wait_for(self._slots.acquire(), self.timeout)
+            except TimeoutError:
+                raise RedisConnectionError(POOL_EXHAUSTED) from None
+        else:
+            await self._slots.acquire()  # free: no suspension
+        try:
+            connection: AbstractConnection = await super().get_connection(  # type: ignore[no-untyped-call]
+                *args, **kwargs)
+        except BaseException:
+            self._slots.release()
+            raise
+        self._handed.add(id(connection))
+        return connection
+
+    async def release(self, connection: AbstractConnection) -> None:
+        await super().release(connection)
+        if id(connection) in self._handed:
+            self._handed.discard(id(connection))
+            self._slots.release()
+
+
+class HiredisPacking:
+    """Mixed into a redis.asyncio connection class: commands packed by hiredis (C) instead of
+    redis-py's Python packer (a run script's twenty arguments cost microseconds each there).
+    Anything hiredis refuses (None, bools, a str with a lone surrogate) takes redis-py's path,
+    which encodes it as before or raises its usual error."""
+
+    def pack_command(self, *args: EncodableT) -> list[bytes]:
+        try:
+            head = args[0]
+            parts = (*head.encode().split(), *args[1:]) if isinstance(head, str) else args
+            return [hiredis.pack_command(cast(Any, parts))]
+        except (TypeError, ValueError, UnicodeError):
+            return super().pack_command(*args)  # type: ignore[misc, no-any-return]
+
+
+_PACKING: dict[type[Any], type[Any]] = {}
+
+
+def with_hiredis_packing(connection_class: type[Any]) -> type[Any]:
+    """`connection_class` with `HiredisPacking` mixed in (one subclass per class)."""
+    if connection_class not in _PACKING:
+        _PACKING[connection_class] = type(f"Packed{connection_class.__name__}",
+                                          (HiredisPacking, connection_class), {})
+    return _PACKING[connection_class]
 
 
 def cluster_url(url: str) -> str | None:
@@ -256,7 +327,8 @@ class RedisConnector:
 
     def _new_client(self) -> Client:
         """A client whose pool makes callers wait for a free connection (up to
-        `POOL_TIMEOUT`) instead of failing when `MAX_CONNECTIONS` are busy.
+        `POOL_TIMEOUT`) instead of failing when `MAX_CONNECTIONS` are busy (`WaitingPool`),
+        and whose connections pack commands with hiredis (`HiredisPacking`).
 
         On a cluster: a `RedisCluster` with up to `max_connections` per node (1024 unless
         given; redis-py's cluster pools do not wait: a command beyond that fails at once with
@@ -266,8 +338,9 @@ class RedisConnector:
         options.pop("pool_timeout", None)
         if self.cluster:
             return RedisCluster.from_url(self._url, max_connections=self._pool_size, **options)
-        pool = BlockingConnectionPool.from_url(self._url, max_connections=self._pool_size,
-                                               timeout=self._pool_timeout, **options)
+        pool = WaitingPool.from_url(self._url, max_connections=self._pool_size,
+                                    timeout=self._pool_timeout, **options)
+        pool.connection_class = with_hiredis_packing(pool.connection_class)
         client = Redis(connection_pool=pool)
         client.auto_close_connection_pool = True
         return client

@@ -7,7 +7,8 @@
 -- Returns: 'accepted' (this call's payload is the one; also for a retry of this very call),
 --          'taken' (another payload won; nothing written),
 --          'not_resumable' (run missing, not paused/running, or a control request pending).
-if redis.call('EXISTS', KEYS[1]) == 0 then
+local exp = horizon(KEYS[1])
+if not exp then
   return 'not_resumable'
 end
 if redis.call('HEXISTS', KEYS[5], ARGV[2]) == 1 then
@@ -22,7 +23,5 @@ if (status ~= 'paused' and status ~= 'running') or redis.call('EXISTS', KEYS[4])
 end
 redis.call('HSET', KEYS[5], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[7], 'claim:' .. ARGV[2], ARGV[1])
-for i = 1, 7 do
-  redis.call('PEXPIRE', KEYS[i], ARGV[4])
-end
+keep(exp, ARGV[4], {KEYS[5]})
 return 'accepted'

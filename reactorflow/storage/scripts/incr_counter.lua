@@ -4,7 +4,8 @@
 -- ARGV: 1 token  2 counter name  3 retention (ms)
 -- Returns: the new value (a retry of this very call returns the value without adding again),
 --          or 0 when the run is gone (nothing written).
-if redis.call('EXISTS', KEYS[1]) == 0 then
+local exp = horizon(KEYS[1])
+if not exp then
   return 0
 end
 if redis.call('HGET', KEYS[7], 'ctr:' .. ARGV[2]) == ARGV[1] then
@@ -12,7 +13,5 @@ if redis.call('HGET', KEYS[7], 'ctr:' .. ARGV[2]) == ARGV[1] then
 end
 local value = redis.call('HINCRBY', KEYS[6], ARGV[2], 1)
 redis.call('HSET', KEYS[7], 'ctr:' .. ARGV[2], ARGV[1])
-for i = 1, 7 do
-  redis.call('PEXPIRE', KEYS[i], ARGV[3])
-end
+keep(exp, ARGV[3], {KEYS[6]})
 return value

@@ -4,7 +4,8 @@
 -- KEYS: 1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock (unused)
 -- ARGV: 1 token  2 control request  3 retention (ms)
 -- Returns: 1 stored (or stored by this very call), 0 the run is gone or a request is pending.
-if redis.call('EXISTS', KEYS[1]) == 0 then
+local exp = horizon(KEYS[1])
+if not exp then
   return 0
 end
 if redis.call('EXISTS', KEYS[4]) == 1 then
@@ -15,7 +16,5 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
 end
 redis.call('SET', KEYS[4], ARGV[2])
 redis.call('HSET', KEYS[7], 'ctl', ARGV[1])
-for i = 1, 7 do
-  redis.call('PEXPIRE', KEYS[i], ARGV[3])
-end
+keep(exp, ARGV[3], {KEYS[4]})
 return 1

@@ -1,5 +1,6 @@
 -- save_step: fenced checkpoint of ONE step record. Constant cost: it never reads or rewrites
--- the other steps (one HSET of one field), whatever the number of steps already stored.
+-- the other steps (one HSET of one field), whatever the number of steps already stored; the
+-- run's TTLs are refreshed only when its expiry horizon comes due (lib/run_write.lua).
 --
 -- KEYS: 1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock
 -- ARGV:
@@ -7,23 +8,25 @@
 --   8.. events (oldest first)
 -- Returns: {1, control or nil} when written (or already written by this very call);
 --          {0} when refused: `owner` does not hold the lock or the run is gone (nothing written).
-local seen = redis.call('HGET', KEYS[7], 'w') or ''  -- tokens of the last 1024 writes
-if string.find(',' .. seen, ',' .. ARGV[1] .. ',', 1, true) then  -- a retry of an applied write
+if seen(KEYS[7], ARGV[1]) then  -- a retry of an applied write
   return {1, redis.call('GET', KEYS[4])}
 end
-if redis.call('HGET', KEYS[8], 'owner') ~= ARGV[2] or redis.call('EXISTS', KEYS[1]) == 0 then
+if redis.call('HGET', KEYS[8], 'owner') ~= ARGV[2] then
   return {0}
 end
+local exp, n, steps_kept = horizon(KEYS[1])
+if not exp then
+  return {0}
+end
+local fresh = {}
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-redis.call('HSET', KEYS[1], 'touched', ARGV[5])
-redis.call('HSET', KEYS[7], 'w', string.sub(seen .. ARGV[1] .. ',', -17 * 1024))
-for i = 8, #ARGV, 512 do
-  redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 511, #ARGV)))
+if not steps_kept then
+  fresh[1] = KEYS[2]
 end
-if #ARGV >= 8 then
-  redis.call('LTRIM', KEYS[3], -tonumber(ARGV[7]), -1)
+redis.call('HSET', KEYS[1], 'touched', ARGV[5], 'wn', n, 'sx', 1)
+remember(KEYS[7], ARGV[1], n)
+if append(KEYS[3], 8, ARGV[7]) then
+  fresh[#fresh + 1] = KEYS[3]
 end
-for i = 1, 7 do
-  redis.call('PEXPIRE', KEYS[i], ARGV[6])
-end
+keep(exp, ARGV[6], fresh)
 return {1, redis.call('GET', KEYS[4])}

@@ -1,0 +1,86 @@
+-- run_write: helpers shared by the scripts that write a run (prepended to create_run,
+-- save_step, save_state, save_unit, claim, request_control, incr_counter; see redis_conn).
+--
+-- Retry tokens: a write's token is recorded as field 'w' .. token of the run's tok hash (value:
+-- its generation, one per WINDOW writes; field `wn` of the run hash numbers the writes), so a
+-- retry of an applied write is recognised in O(1), however many writes the run has had. When
+-- generation g starts, the tokens of generation g - 3 are dropped: the tokens of the run's last
+-- 1024 writes at least (1536 at most) are kept.
+--
+-- Expiry: the run hash's field `exp` is the time (server clock, ms) until which every run key
+-- is kept. A write at time t with exp - t >= retention leaves the TTLs alone (keys that it
+-- creates get exp too); otherwise every run key (1-7) gets exp = t + retention + slack, where
+-- slack = min(retention / 8, 60 s) (`retention_slack` in storage/values.py). So every run key
+-- expires at least `retention` and at most `retention + slack` after the run's last write, and
+-- its TTLs are refreshed once per slack at most instead of on every write.
+local WINDOW = 512
+local SLACK_CAP = 60000
+
+local function seen(tok, token)
+  return redis.call('HEXISTS', tok, 'w' .. token) == 1
+end
+
+-- Record the token of write number n (the caller stores n in the run's field `wn`).
+local function remember(tok, token, n)
+  local gen = math.floor(n / WINDOW)
+  redis.call('HSET', tok, 'w' .. token, gen)
+  if n % WINDOW == 0 and gen >= 3 then
+    local old = tostring(gen - 3)
+    local fields = redis.call('HGETALL', tok)
+    for i = 1, #fields, 2 do
+      if fields[i + 1] == old and string.sub(fields[i], 1, 1) == 'w' then
+        redis.call('HDEL', tok, fields[i])
+      end
+    end
+  end
+end
+
+-- The run's expiry horizon (0 for a run written before horizons existed: it gets one now),
+-- the number of its next write, and whether its steps hash has a TTL already (field `sx`:
+-- set by the write that creates the hash, which is never deleted while the run lives); false
+-- when the run is gone.
+local function horizon(run)
+  local found = redis.call('HMGET', run, 'exp', 'wn', 'sx')
+  local n = (tonumber(found[2]) or 0) + 1
+  if found[1] then
+    return tonumber(found[1]), n, found[3] == '1'
+  end
+  if redis.call('EXISTS', run) == 1 then
+    return 0, n, false
+  end
+  return false
+end
+
+-- Keep the run's keys (KEYS 1-7) `retention` ms past now at least; `fresh` lists keys this
+-- write may have created (they get the horizon when no refresh is due).
+local function keep(exp, retention, fresh)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  retention = tonumber(retention)
+  if exp - now < retention then
+    local ttl = retention + math.min(math.floor(retention / 8), SLACK_CAP)
+    redis.call('HSET', KEYS[1], 'exp', now + ttl)
+    for i = 1, 7 do
+      redis.call('PEXPIRE', KEYS[i], ttl)
+    end
+    return
+  end
+  for _, key in ipairs(fresh) do
+    redis.call('PEXPIRE', key, exp - now)
+  end
+end
+
+-- RPUSH the events ARGV[first..] in batches, trim to `limit`; true when it created the list.
+local function append(hist, first, limit)
+  if #ARGV < first then
+    return false
+  end
+  local n = 0
+  for i = first, #ARGV, 512 do
+    n = redis.call('RPUSH', hist, unpack(ARGV, i, math.min(i + 511, #ARGV)))
+  end
+  if n > tonumber(limit) then
+    redis.call('LTRIM', hist, -tonumber(limit), -1)
+  end
+  return n == #ARGV - first + 1
+end

@@ -1,0 +1,160 @@
+"""RedisStorage: what one write costs on the server (commands counted with MONITOR), the
+expiry rule of storage/base.py as Redis implements it (an expiry horizon refreshed once per
+slack, never letting a live run's keys expire), and retry tokens over a long run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import redis.asyncio
+
+import reactorflow as rf
+from reactorflow.storage.base import retention_slack
+from reactorflow.storage.redis import RedisStorage
+from tests.helpers import redis_namespace
+from tests.storage.test_contract import OWNER, _commands_during, new_run
+
+RUN_PARTS = ("run", "steps", "hist", "ctl", "claims", "ctr", "tok")
+
+
+@pytest.fixture
+async def rig(redis_url: str) -> AsyncIterator[tuple[RedisStorage, redis.asyncio.Redis]]:
+    """A storage (retention 10 minutes) and a plain client of its server."""
+    storage = RedisStorage.from_url(redis_url, namespace=redis_namespace(), retention=600)
+    client = redis.asyncio.Redis.from_url(redis_url)
+    yield storage, client
+    await client.aclose()
+    await storage.aclose()
+
+
+def _from_client(seen: list[dict[str, Any]]) -> list[str]:
+    return [c["command"].split(" ", 1)[0].upper() for c in seen if c["client_type"] != "lua"]
+
+
+def _in_lua(seen: list[dict[str, Any]]) -> list[str]:
+    return [c["command"] for c in seen if c["client_type"] == "lua"]
+
+
+async def _ttls(raw: redis.asyncio.Redis, storage: RedisStorage, run_id: str) -> dict[str, int]:
+    found = {}
+    for part in RUN_PARTS:
+        key = f"{storage._keys.ns}:{part}:{{{run_id}}}"
+        if await raw.exists(key):
+            found[part] = await raw.pttl(key)
+    return found
+
+
+async def test_redis_a_step_checkpoint_refreshes_no_ttl_until_the_horizon_is_due(
+        rig: tuple[RedisStorage, redis.asyncio.Redis], redis_url: str) -> None:
+    redis_storage, _ = rig
+    run_id = await new_run(redis_storage, events=[b"e"])
+    await redis_storage.save_step(run_id, OWNER, "a", b"rec", [b"ev"])
+
+    seen = await _commands_during(
+        redis_url, lambda: redis_storage.save_step(run_id, OWNER, "a", b"rec-2", [b"ev-2"]))
+
+    assert _from_client(seen) == ["EVALSHA"]
+    lua = _in_lua(seen)
+    assert not [c for c in lua if c.upper().startswith("PEXPIRE")], lua
+    assert not [c for c in lua if c.upper().startswith("LTRIM")], lua  # under the limit
+    assert len(lua) <= 9, lua  # was 16: 7 PEXPIRE, LTRIM, a 17 KB token window read and written
+
+
+async def test_redis_every_run_key_lives_retention_past_the_last_write_when_due(
+        rig: tuple[RedisStorage, redis.asyncio.Redis]) -> None:
+    """The horizon comes due (simulated: `exp` moved to half a retention from now): the next
+    write gives every run key retention + slack again."""
+    redis_storage, raw = rig
+    retention_ms = redis_storage.retention * 1000
+    most = retention_ms + retention_slack(redis_storage.retention) * 1000
+    run_id = await new_run(redis_storage, events=[b"e"])
+    await redis_storage.save_step(run_id, OWNER, "a", b"rec")
+    await redis_storage.claim(run_id, "approve", b"p")
+    await redis_storage.incr_counter(run_id, "n")
+    run_key = redis_storage._keys.run(run_id)
+    now_ms = int(time.time() * 1000)
+    await raw.hset(run_key, "exp", now_ms + retention_ms // 2)
+    for part, ttl in (await _ttls(raw, redis_storage, run_id)).items():
+        await raw.pexpire(f"{redis_storage._keys.ns}:{part}:{{{run_id}}}", int(retention_ms // 2))
+        assert ttl > retention_ms - 60_000, (part, ttl)
+
+    await redis_storage.save_step(run_id, OWNER, "b", b"rec")
+
+    ttls = await _ttls(raw, redis_storage, run_id)
+    assert set(ttls) == {"run", "steps", "hist", "claims", "ctr", "tok"}
+    for part, ttl in ttls.items():
+        assert retention_ms - 60_000 < ttl <= most, (part, ttl)  # minus a loaded minute at most
+    assert int(await raw.hget(run_key, "exp")) > now_ms + retention_ms
+
+
+async def test_redis_keys_a_write_creates_get_the_runs_horizon(
+        rig: tuple[RedisStorage, redis.asyncio.Redis]) -> None:
+    """No refresh due, but the write creates keys (steps, history, claims, control, counters):
+    each gets the run's horizon, none is left without a TTL."""
+    redis_storage, raw = rig
+    run_id = await new_run(redis_storage)  # no events: no history key yet
+    await redis_storage.save_step(run_id, OWNER, "a", b"rec", [b"ev"])
+    await redis_storage.claim(run_id, "approve", b"p")
+    await redis_storage.incr_counter(run_id, "n")
+    await redis_storage.request_control(run_id, b"cancel")
+    horizon = int(await raw.hget(redis_storage._keys.run(run_id), "exp"))
+    ttls = await _ttls(raw, redis_storage, run_id)
+    assert set(ttls) == set(RUN_PARTS)
+    now_ms = int(time.time() * 1000)
+    for part, ttl in ttls.items():
+        assert 0 < ttl <= horizon - now_ms + 1000, (part, ttl)
+
+
+async def test_redis_a_write_retried_after_1000_others_is_applied_once(
+        rig: tuple[RedisStorage, redis.asyncio.Redis], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tokens are kept by generation (1024 writes at least): a write's retry after 1000 others
+    of the same run (generations rolled over, older ones dropped) is still recognised."""
+    redis_storage, _ = rig
+    run_id = await new_run(redis_storage)
+    await redis_storage.save_step(run_id, OWNER, "a", b"rec", [b"A"])
+    for i in range(1000):
+        await redis_storage.save_step(run_id, OWNER, f"s{i}", b"r")
+    conn = await redis_storage._redis.get()
+    tokens = iter(["fixed-token-a", "fixed-token-a"])
+    monkeypatch.setattr("reactorflow.storage.redis._token", lambda: next(tokens))
+    await redis_storage.save_step(run_id, OWNER, "b", b"rec", [b"B"])
+    monkeypatch.undo()
+    for i in range(1000, 2000):
+        await redis_storage.save_step(run_id, OWNER, f"s{i}", b"r")
+    keys = redis_storage._keys.run_keys(run_id)
+    args: list[Any] = ["fixed-token-a", OWNER, "b", b"rec", repr(time.time()), 600_000, 1000,
+                       b"B"]
+    assert (await conn.script("save_step", keys, args))[0] == 1  # the retry, 1000 writes later
+    assert (await redis_storage.history(run_id)).count(b"B") == 1
+
+
+async def test_redis_a_chain_costs_one_command_per_step_and_one_per_run_end(
+        redis_url: str) -> None:
+    """A 3-step chain on one node: create_run (its index writes in its script), one EVALSHA per
+    step, the final save with its release and index moves in its script: 5 commands, no
+    pipelines, no index commands from the client."""
+    storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
+    rf.configure(storage=storage)
+    flow = rf.Reactor(f"chain-{redis_namespace()}")
+
+    @flow.step
+    async def a() -> int:
+        return 1
+
+    @flow.step
+    async def b(a: int) -> int:
+        return a + 1
+
+    @flow.step
+    async def c(b: int) -> int:
+        return b + 1
+
+    try:
+        assert (await flow.run()).value == 3  # warm: scripts loaded, connection open
+        seen = await _commands_during(redis_url, flow.run)
+    finally:
+        await storage.aclose()
+    assert _from_client(seen) == ["EVALSHA"] * 5, _from_client(seen)
