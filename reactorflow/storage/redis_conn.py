@@ -89,9 +89,9 @@ SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock",
            "rate_charge", "ordered_enter", "ordered_turn", "ordered_stamp", "ordered_leave",
            "ordered_peek", "ordered_reset",
            "load_run", "schedule_load", "schedule_advance", "schedule_record",
-           "schedule_relet", "schedule_pause")
+           "schedule_relet", "schedule_pause", "claim_lock_load")
 RUN_WRITES = frozenset({"create_run", "save_step", "save_state", "save_unit", "claim",
-                        "request_control", "incr_counter"})
+                        "request_control", "incr_counter", "claim_lock_load"})
 """The scripts that write a run: `scripts/lib/run_write.lua` (retry tokens, expiry horizon) is
 prepended to each."""
 _SCRIPTS_DIR = files("reactorflow.storage") / "scripts"
@@ -140,11 +140,31 @@ class WaitingPool(ConnectionPool):
             self._slots.release()
 
 
-class HiredisPacking:
-    """Mixed into a redis.asyncio connection class: commands packed by hiredis (C) instead of
-    redis-py's Python packer (a run script's twenty arguments cost microseconds each there).
-    Anything hiredis refuses (None, bools, a str with a lone surrogate) takes redis-py's path,
-    which encodes it as before or raises its usual error."""
+class LeanConnection:
+    """Mixed into a redis.asyncio connection class, two savings on every command:
+
+    * packed by hiredis (C) instead of redis-py's Python packer (a run script's twenty
+      arguments cost microseconds each there). Anything hiredis refuses (None, bools, a str
+      with a lone surrogate) takes redis-py's path, which encodes it as before or raises its
+      usual error;
+    * sent without a timer task when the socket takes every byte at once: redis-py wraps each
+      send in `asyncio.wait_for(..., socket_timeout)`, a task and an event-loop turn per
+      command. Only when bytes stay buffered (a full socket) is the drain waited for, bounded
+      by `socket_timeout`, on redis-py's own path (its errors and disconnects unchanged).
+    """
+
+    is_connected: bool  # (of the connection class it is mixed into)
+    health_check_interval: float
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        writer = getattr(self, "_writer", None)
+        if (writer is None or not isinstance(command, list) or not self.is_connected
+                or self.health_check_interval or writer.transport.is_closing()):
+            await super().send_packed_command(command, check_health)  # type: ignore[misc]
+            return
+        writer.writelines(command)
+        if writer.transport.get_write_buffer_size():  # not all sent: drain, bounded
+            await super().send_packed_command([], False)  # type: ignore[misc]
 
     def pack_command(self, *args: EncodableT) -> list[bytes]:
         try:
@@ -155,15 +175,15 @@ class HiredisPacking:
             return super().pack_command(*args)  # type: ignore[misc, no-any-return]
 
 
-_PACKING: dict[type[Any], type[Any]] = {}
+_LEAN: dict[type[Any], type[Any]] = {}
 
 
-def with_hiredis_packing(connection_class: type[Any]) -> type[Any]:
-    """`connection_class` with `HiredisPacking` mixed in (one subclass per class)."""
-    if connection_class not in _PACKING:
-        _PACKING[connection_class] = type(f"Packed{connection_class.__name__}",
-                                          (HiredisPacking, connection_class), {})
-    return _PACKING[connection_class]
+def lean(connection_class: type[Any]) -> type[Any]:
+    """`connection_class` with `LeanConnection` mixed in (one subclass per class)."""
+    if connection_class not in _LEAN:
+        _LEAN[connection_class] = type(f"Lean{connection_class.__name__}",
+                                       (LeanConnection, connection_class), {})
+    return _LEAN[connection_class]
 
 
 def cluster_url(url: str) -> str | None:
@@ -328,7 +348,8 @@ class RedisConnector:
     def _new_client(self) -> Client:
         """A client whose pool makes callers wait for a free connection (up to
         `POOL_TIMEOUT`) instead of failing when `MAX_CONNECTIONS` are busy (`WaitingPool`),
-        and whose connections pack commands with hiredis (`HiredisPacking`).
+        and whose connections pack commands with hiredis and send them without a timer task
+        (`LeanConnection`).
 
         On a cluster: a `RedisCluster` with up to `max_connections` per node (1024 unless
         given; redis-py's cluster pools do not wait: a command beyond that fails at once with
@@ -340,7 +361,7 @@ class RedisConnector:
             return RedisCluster.from_url(self._url, max_connections=self._pool_size, **options)
         pool = WaitingPool.from_url(self._url, max_connections=self._pool_size,
                                     timeout=self._pool_timeout, **options)
-        pool.connection_class = with_hiredis_packing(pool.connection_class)
+        pool.connection_class = lean(pool.connection_class)
         client = Redis(connection_pool=pool)
         client.auto_close_connection_pool = True
         return client
