@@ -41,7 +41,7 @@ from reactorflow.runtime.units import report_child_end
 from reactorflow.runtime.views import assemble, build_run, decode_history, run_status
 from reactorflow.snapshot import Run, RunPage
 from reactorflow.status import TERMINAL, ControlKind, RollbackTrigger, Status
-from reactorflow.storage.base import RunHead, Storage
+from reactorflow.storage.base import RunHead, Storage, StoredRun
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -187,6 +187,12 @@ async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str
     stored = await storage.load_run(run_id, history=True, claims=True)
     if stored is None:
         raise RunNotFound(run_id, reactor.name)
+    return owned_execution(reactor, storage, stored, owner)
+
+
+def owned_execution(reactor: Reactor, storage: Storage, stored: StoredRun,
+                    owner: str) -> Execution:
+    """The execution of a run read (with its history and claims) while `owner` held its lock."""
     ex = Execution.from_stored(stored, plan=plan_for(reactor), storage=storage, owner=owner,
                                claims=stored.claims or {}, hooks=hooks_for(reactor))
     if stored.history is not None:  # from here on it knows every event: no reading back
@@ -206,10 +212,13 @@ def needs_execution(ex: Execution) -> bool:
 
 
 async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
-                    ex: Execution | None = None, *, parks: bool = False) -> Execution:
+                    ex: Execution | None = None, *, parks: bool = False,
+                    loaded: bool = False) -> Execution:
     """Drive a run whose lock `owner` holds (count 1) until it settles, then release; returns
     the execution as it ended. `parks=True` (a worker): a step waiting for an async unit
-    parks the run instead of holding it (see `driver.park`).
+    parks the run instead of holding it (see `driver.park`). `ex` is the run as this owner
+    created it, or, with `loaded=True`, as it read it under the lock (it is then checked like
+    a run this call loads: one that needs no execution is only released).
 
     After releasing a paused run, check for a claim that arrived while the lock was held: its
     `continue_` could not take the lock, so the holder applies it (an accepted resume is never
@@ -218,8 +227,9 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
     ttl = config.settings().lock_ttl
     while True:
         async with keep_alive(storage, run_id, owner, ttl) as hold:
-            if ex is None:
-                ex = await load_owned(reactor, storage, run_id, owner)
+            if ex is None or loaded:
+                ex = ex or await load_owned(reactor, storage, run_id, owner)
+                loaded = False
                 if not needs_execution(ex):
                     return ex
             ex.parks = parks

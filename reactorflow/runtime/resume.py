@@ -8,7 +8,8 @@ The protocol (the same for an interrupt nested in a composed child, named by its
    in the interrupt's own counter and changes nothing else; the attempt that reaches
    `max_attempts` rolls the whole run back (from the root) to `failed`.
 3. Claim the interrupt with the validated payload (first wins, atomic with a status check).
-4. Try to own the run. The owner loads it (lock, then load), applies every claim and drives it.
+4. Try to own the run, in the same call as the claim (`Storage.claim_and_lock`: claim, lock,
+   then load, one round trip on Redis). The owner applies every claim and drives the run.
    If another execution holds the run, return at once with status `running`: that execution
    applies the claim once it is free (see `operations.run_owned`), so an accepted payload is
    never stranded.
@@ -37,7 +38,7 @@ from reactorflow.errors import (
 from reactorflow.records import Control, RunError
 from reactorflow.runtime import operations, queue
 from reactorflow.runtime.driver import drive
-from reactorflow.runtime.execution import event
+from reactorflow.runtime.execution import Execution, event
 from reactorflow.runtime.inputs import Rejected, conform
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.views import read_head
@@ -97,29 +98,31 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
         await fail_run(reactor, storage, run_id, error)
         raise InterruptExpired(run_id, waiting_label(key), deadline)
     encoded = await _validated(reactor, storage, run_id, node, payload)
-    outcome = await storage.claim(run_id, key, encoded)
+    owner = new_owner()
+    settings = config.settings()
+    outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
+                                                   lock_ttl=settings.lock_ttl)
     if outcome is ClaimResult.TAKEN:
         raise AlreadyResumed(run_id, waiting_label(key))
     if outcome is ClaimResult.NOT_RESUMABLE:
         current = await storage.load_head(run_id)
         raise NotPaused(run_id, current.status if current is not None else "gone")
     log.info("reactorflow.resume.accepted run_id=%s step=%s", run_id, key)
-    owner = new_owner()
-    settings = config.settings()
     assert node.spec.interrupt is not None
     background = node.spec.interrupt.resume == "background"
-    if not await acquire(storage, run_id, owner, settings.lock_ttl, 0.0):
+    if stored is None:
         # Another execution holds the run: it applies the claim once free, and a worker is
         # asked too (it waits for the lock; a duplicate finds nothing left to apply).
         log.info("reactorflow.resume.deferred run_id=%s step=%s reason=run_busy", run_id, key)
         queue.enqueue_run(run_id, reactor.name)
         claimed = set(await storage.claims(run_id)) | {key}
         return accepted(await operations.get(reactor, run_id), claimed)
+    ex = operations.owned_execution(reactor, storage, stored, owner)
     if background:
-        await _hand_to_worker(reactor, storage, run_id, owner, key)
+        await _hand_to_worker(reactor, storage, ex, key)
     else:
         return await operations.snapshot(
-            await operations.run_owned(reactor, storage, run_id, owner))
+            await operations.run_owned(reactor, storage, run_id, owner, ex, loaded=True))
     return await operations.get(reactor, run_id)
 
 
@@ -135,12 +138,12 @@ def accepted(run: Run, claimed: set[str]) -> Run:
     return msgspec.structs.replace(run, status=status, waiting_on=still)
 
 
-async def _hand_to_worker(reactor: Reactor, storage: Storage, run_id: str, owner: str,
-                          key: str) -> None:
-    """resume="background": mark the run running, release it, and let a worker go on."""
+async def _hand_to_worker(reactor: Reactor, storage: Storage, ex: Execution, key: str) -> None:
+    """resume="background": mark the run (read under its lock) running, release it, and let a
+    worker go on."""
     settings = config.settings()
-    async with keep_alive(storage, run_id, owner, settings.lock_ttl):
-        ex = await operations.load_owned(reactor, storage, run_id, owner)
+    run_id = ex.run_id
+    async with keep_alive(storage, run_id, ex.owner, settings.lock_ttl):
         if ex.state.status == Status.PAUSED:
             await ex.save_state(Status.RUNNING, events=[event("run.resumed", detail=key)])
     log.info("reactorflow.resume.deferred run_id=%s step=%s reason=background", run_id, key)

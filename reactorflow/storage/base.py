@@ -334,6 +334,34 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
 
+    async def claim_and_lock(self, run_id: str, name: str, payload: bytes, *, owner: str,
+                             lock_ttl: float) -> tuple[ClaimResult, StoredRun | None]:
+        """`claim`, then, if it was accepted, `acquire_lock(run_id, owner, lock_ttl)`, then, if
+        the lock was taken, `load_run(run_id, history=True, claims=True)`: what `continue_`
+        does first, in one call. Redis does all three in one script (one round trip); this
+        default makes the three calls.
+
+        Args:
+            run_id: The run's id.
+            name: The interrupt's key.
+            payload: The encoded payload.
+            owner: Who takes the lock.
+            lock_ttl: Seconds the lock lives unless extended.
+
+        Returns:
+            The claim's outcome, and the run as `load_run` reads it when the claim was
+            accepted and `owner` now holds the lock (None otherwise: another owner holds it,
+            or the claim was not accepted, and then no lock was taken).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+        outcome = await self.claim(run_id, name, payload)
+        if outcome is not ClaimResult.ACCEPTED or not await self.acquire_lock(run_id, owner,
+                                                                               lock_ttl):
+            return outcome, None
+        return outcome, await self.load_run(run_id, history=True, claims=True)
+
     @abc.abstractmethod
     async def claims(self, run_id: str) -> dict[str, bytes]:
         """Every claim of the run (applied or not).

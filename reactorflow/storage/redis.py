@@ -375,6 +375,23 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                                         [_token(), name, payload, self._retention_ms])
         return ClaimResult(_text(verdict))
 
+    async def claim_and_lock(self, run_id: str, name: str, payload: bytes, *, owner: str,
+                             lock_ttl: float) -> tuple[ClaimResult, StoredRun | None]:
+        conn = await self._redis.get()
+        with self._errors():
+            reply = await conn.script("claim_lock_load", self._keys.run_keys(run_id),
+                                      [_token(), name, payload, self._retention_ms, owner,
+                                       _ms(lock_ttl)])
+        outcome = ClaimResult(_text(reply[0]))
+        if len(reply) < 3:
+            return outcome, None
+        head = self._head(run_id, reply[2])
+        if head is None:  # unreachable: the script saw the run
+            return outcome, None
+        steps = {_text(k): _bytes(v) for k, v in _pairs(reply[3]).items()}
+        found = {_text(k): _bytes(v) for k, v in _pairs(reply[5]).items()}
+        return outcome, StoredRun(head, steps, [_bytes(e) for e in reply[4]], found)
+
     async def claims(self, run_id: str) -> dict[str, bytes]:
         conn = await self._redis.get()
         with self._errors():
