@@ -41,6 +41,9 @@ ALLOWED: dict[str, tuple[set[str], str]] = {
                           "bounds it in clock time)"),
     "storage/redis_pubsub.py": ({"move_on_after(", "loop.time("},
                                 "network I/O timeouts of the Redis pub/sub connection"),
+    "storage/redis_conn.py": ({"asyncio.wait_for("},
+                              "the connection pool's wait for a free connection (pool_timeout): "
+                              "a network-I/O timeout in real seconds, like redis-py's own"),
     "web/events.py": ({"time.monotonic(", "anyio.sleep("},
                       "the HTTP event stream's keep-alive and polling are wall-clock matters"),
     "demo.py": ({"anyio.sleep("}, "the demo's steps simulate work (user code, not the engine)"),
