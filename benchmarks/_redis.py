@@ -18,13 +18,13 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import redis
 import redis.asyncio
-from redis.asyncio.connection import AbstractConnection
 
 URL_ENV = "REACTORFLOW_BENCH_REDIS_URL"
 SERVER_ENV = "REACTORFLOW_BENCH_REDIS_SERVER"
@@ -178,24 +178,25 @@ class Traffic:
 
 @contextlib.contextmanager
 def _count_round_trips(traffic: Traffic) -> Iterator[None]:
-    """Count `send_packed_command` calls of every redis.asyncio connection: one per command
-    or per pipeline, i.e. one per round trip."""
-    original = AbstractConnection.send_packed_command
+    """Count the writes of every asyncio stream (redis.asyncio connections write each command
+    or pipeline with one `writelines`, whichever connection class sends it): one per round
+    trip. Empty writes (a drain after bytes stayed buffered) are not counted."""
+    original = asyncio.StreamWriter.writelines
 
-    async def counted(self: AbstractConnection, command: object,
-                      check_health: bool = True) -> None:
-        traffic.round_trips += 1
-        await original(self, command, check_health)  # type: ignore[arg-type]
-        writer = getattr(self, "_writer", None)
-        name = writer.get_extra_info("sockname") if writer is not None else None
-        if isinstance(name, tuple) and len(name) >= 2:
-            traffic.ports.add(str(name[1]))
+    def counted(self: asyncio.StreamWriter, data: Iterable[Any]) -> None:
+        chunks = list(data)
+        if chunks:
+            traffic.round_trips += 1
+            name = self.get_extra_info("sockname")
+            if isinstance(name, tuple) and len(name) >= 2:
+                traffic.ports.add(str(name[1]))
+        original(self, chunks)
 
-    AbstractConnection.send_packed_command = counted  # type: ignore[method-assign]
+    asyncio.StreamWriter.writelines = counted  # type: ignore[method-assign]
     try:
         yield
     finally:
-        AbstractConnection.send_packed_command = original  # type: ignore[method-assign]
+        asyncio.StreamWriter.writelines = original  # type: ignore[method-assign]
 
 
 @contextlib.asynccontextmanager
