@@ -9,7 +9,8 @@ The protocol (the same for an interrupt nested in a composed child, named by its
    `max_attempts` rolls the whole run back (from the root) to `failed`.
 3. Claim the interrupt with the validated payload (first wins, atomic with a status check).
 4. Try to own the run, in the same call as the claim (`Storage.claim_and_lock`: claim, lock,
-   then load, one round trip on Redis). The owner applies every claim and drives the run.
+   mark the run `running` if it is still as read in 1 (reactors without gates), then load;
+   one round trip on Redis). The owner applies every claim and drives the run.
    If another execution holds the run, return at once with status `running`: that execution
    applies the claim once it is free (see `operations.run_owned`), so an accepted payload is
    never stranded.
@@ -24,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from reactorflow import clock, config, records
-from reactorflow.definition.graph import SEP, Node, compare_fingerprints, plan_for, waiting_label
+from reactorflow.definition.graph import (
+    SEP,
+    Node,
+    Plan,
+    compare_fingerprints,
+    plan_for,
+    waiting_label,
+)
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import (
     AlreadyResumed,
@@ -35,16 +43,17 @@ from reactorflow.errors import (
     PayloadValidationError,
     RunNotFound,
 )
-from reactorflow.records import Control, RunError
+from reactorflow.records import Control, RunError, RunState
 from reactorflow.runtime import operations, queue
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import Execution, event
+from reactorflow.runtime.gates.levels import has_gates
 from reactorflow.runtime.inputs import Rejected, conform
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.views import read_head
 from reactorflow.snapshot import Run
 from reactorflow.status import ControlKind, RollbackTrigger, Status
-from reactorflow.storage.base import ClaimResult, Storage
+from reactorflow.storage.base import ClaimResult, Resumption, RunHead, Storage
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -101,7 +110,8 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     owner = new_owner()
     settings = config.settings()
     outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
-                                                   lock_ttl=settings.lock_ttl)
+                                                   lock_ttl=settings.lock_ttl,
+                                                   then=_resumption(plan, head, state, key))
     if outcome is ClaimResult.TAKEN:
         raise AlreadyResumed(run_id, waiting_label(key))
     if outcome is ClaimResult.NOT_RESUMABLE:
@@ -124,6 +134,22 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
         return await operations.snapshot(
             await operations.run_owned(reactor, storage, run_id, owner, ex, loaded=True))
     return await operations.get(reactor, run_id)
+
+
+def _resumption(plan: Plan, head: RunHead, state: RunState, key: str) -> Resumption | None:
+    """The write `driver.drive` starts a resumed run with (`running`, no longer waiting on
+    `key`, event `run.resumed`), made in the claim's own call instead (`claim_and_lock`), if
+    the run is still as read here and no other interrupt it waits on is claimed by then. Not
+    for a reactor with gates: their admission comes first and may decide otherwise."""
+    if head.status != Status.PAUSED or plan.reactor.gates or any(
+            has_gates(node) for node in plan.nodes.values()):
+        return None
+    others = [k for k in state.waiting_on if k != key]
+    resumed = msgspec.structs.replace(state, status=Status.RUNNING, updated_at=clock.now(),
+                                      waiting_on=others)
+    return Resumption(Status.PAUSED.value, head.state, Status.RUNNING.value,
+                      records.encode(resumed), [records.encode(event("run.resumed", detail=key))],
+                      others)
 
 
 def accepted(run: Run, claimed: set[str]) -> Run:

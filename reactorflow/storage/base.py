@@ -41,6 +41,7 @@ from reactorflow.storage.values import (
     GateTake,
     Liveness,
     OrderedLine,
+    Resumption,
     RunHead,
     RunPageData,
     ScheduleState,
@@ -55,8 +56,9 @@ from reactorflow.storage.values import (
 
 __all__ = [
     "DEFAULT_HISTORY_LIMIT", "DEFAULT_RETENTION", "ClaimResult", "GateTake", "Liveness",
-    "OrderedLine", "RunHead", "RunPageData", "ScheduleState", "SlotWrite", "Storage", "StoredRun",
-    "Subscription", "UnitLiveness", "check_count", "check_seconds", "retention_slack",
+    "OrderedLine", "Resumption", "RunHead", "RunPageData", "ScheduleState", "SlotWrite",
+    "Storage", "StoredRun", "Subscription", "UnitLiveness", "check_count", "check_seconds",
+    "retention_slack",
 ]
 
 
@@ -335,11 +337,13 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
         """
 
     async def claim_and_lock(self, run_id: str, name: str, payload: bytes, *, owner: str,
-                             lock_ttl: float) -> tuple[ClaimResult, StoredRun | None]:
+                             lock_ttl: float, then: Resumption | None = None,
+                             ) -> tuple[ClaimResult, StoredRun | None]:
         """`claim`, then, if it was accepted, `acquire_lock(run_id, owner, lock_ttl)`, then, if
-        the lock was taken, `load_run(run_id, history=True, claims=True)`: what `continue_`
-        does first, in one call. Redis does all three in one script (one round trip); this
-        default makes the three calls.
+        the lock was taken, the status write `then` (when the run is still as it describes),
+        then `load_run(run_id, history=True, claims=True)`: what `continue_` does first, in one
+        call. Redis does it all in one script (one round trip); this default makes the calls
+        in turn.
 
         Args:
             run_id: The run's id.
@@ -347,11 +351,15 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
             payload: The encoded payload.
             owner: Who takes the lock.
             lock_ttl: Seconds the lock lives unless extended.
+            then: A status write to make under the new lock, only if the run's status, state
+                and claims are still as it expects (see `Resumption`); else nothing is written
+                and the caller sees the run as it is.
 
         Returns:
-            The claim's outcome, and the run as `load_run` reads it when the claim was
-            accepted and `owner` now holds the lock (None otherwise: another owner holds it,
-            or the claim was not accepted, and then no lock was taken).
+            The claim's outcome, and the run as `load_run` reads it (after `then`, if it was
+            written) when the claim was accepted and `owner` now holds the lock (None
+            otherwise: another owner holds it, or the claim was not accepted, and then no lock
+            was taken and nothing else written).
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
@@ -360,7 +368,16 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
         if outcome is not ClaimResult.ACCEPTED or not await self.acquire_lock(run_id, owner,
                                                                                lock_ttl):
             return outcome, None
-        return outcome, await self.load_run(run_id, history=True, claims=True)
+        stored = await self.load_run(run_id, history=True, claims=True)
+        if (then is not None and stored is not None
+                and stored.head.status == then.previous_status
+                and stored.head.state == then.expected_state
+                and not any(k in (stored.claims or {}) for k in then.unclaimed)):
+            await self.save_state(run_id, owner, status=then.status,
+                                  previous_status=then.previous_status, state=then.state,
+                                  events=then.events)
+            stored = await self.load_run(run_id, history=True, claims=True)
+        return outcome, stored
 
     @abc.abstractmethod
     async def claims(self, run_id: str) -> dict[str, bytes]:

@@ -25,6 +25,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from redis.asyncio.client import Pipeline
+from redis.typing import EncodableT
 
 from reactorflow import clock
 from reactorflow.errors import LockLost
@@ -32,6 +33,7 @@ from reactorflow.storage.base import (
     DEFAULT_HISTORY_LIMIT,
     DEFAULT_RETENTION,
     ClaimResult,
+    Resumption,
     RunHead,
     Storage,
     StoredRun,
@@ -376,16 +378,34 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
         return ClaimResult(_text(verdict))
 
     async def claim_and_lock(self, run_id: str, name: str, payload: bytes, *, owner: str,
-                             lock_ttl: float) -> tuple[ClaimResult, StoredRun | None]:
+                             lock_ttl: float, then: Resumption | None = None,
+                             ) -> tuple[ClaimResult, StoredRun | None]:
         conn = await self._redis.get()
+        keys = self._keys.run_keys(run_id)
+        args: list[EncodableT] = [_token(), name, payload, self._retention_ms, owner,
+                                  _ms(lock_ttl)]
+        facts = self._recall(run_id)
+        if then is None:
+            args += ["", "", "", "", "", self.history_limit, run_id, 0]
+        else:
+            args += [then.status, then.previous_status, then.expected_state, then.state, _now(),
+                     self.history_limit, run_id, len(then.unclaimed), *then.unclaimed,
+                     *then.events]
+            if facts is not None and not conn.cluster:  # the script moves the index entries
+                keys += [self._keys.by_status(facts[0], then.status),
+                         self._keys.by_reactor(facts[0]),
+                         self._keys.by_status(facts[0], then.previous_status)]
         with self._errors():
-            reply = await conn.script("claim_lock_load", self._keys.run_keys(run_id),
-                                      [_token(), name, payload, self._retention_ms, owner,
-                                       _ms(lock_ttl)])
-        outcome = ClaimResult(_text(reply[0]))
-        if len(reply) < 3:
-            return outcome, None
-        head = self._head(run_id, reply[2])
+            reply = await conn.script("claim_lock_load", keys, args)
+            outcome = ClaimResult(_text(reply[0]))
+            if len(reply) < 3:
+                return outcome, None
+            head = self._head(run_id, reply[2])
+            if then is not None and reply[6] == 1 and len(keys) == 8 and head is not None:
+                pipe = conn.client.pipeline(transaction=False)  # other slots: apart
+                self._queue_index(pipe, run_id, (head.reactor, head.created_at), then.status,
+                                  then.previous_status)
+                await pipe.execute()
         if head is None:  # unreachable: the script saw the run
             return outcome, None
         steps = {_text(k): _bytes(v) for k, v in _pairs(reply[3]).items()}

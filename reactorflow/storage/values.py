@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -51,6 +52,21 @@ class RunHead:
     state: bytes
     created_at: float
     touched_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Resumption:
+    """A status write `claim_and_lock` makes in the same atomic call as the claim and the lock,
+    only if the run is still as the caller read it: status `previous_status`, state bytes
+    `expected_state`, and no claim for any interrupt in `unclaimed`. Written as `save_state`
+    by the new lock owner would (status, state, events appended)."""
+
+    previous_status: str
+    expected_state: bytes
+    status: str
+    state: bytes
+    events: Sequence[bytes] = ()
+    unclaimed: Sequence[str] = ()
 
 
 @dataclass(frozen=True, slots=True)

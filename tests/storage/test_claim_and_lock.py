@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reactorflow.storage.base import ClaimResult, Storage
+from reactorflow.storage.base import ClaimResult, Resumption, Storage
 from reactorflow.storage.redis import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import redis_namespace
@@ -91,10 +91,63 @@ async def test_redis_claim_and_lock_replayed_claims_and_locks_once(redis_url: st
     run_id = await _paused(redis_storage)
     conn = await redis_storage._redis.get()
     keys = redis_storage._keys.run_keys(run_id)
-    args: list[Any] = ["token-1", "approve", b"p", 60_000, RESUMER, 10_000]
+    args: list[Any] = ["token-1", "approve", b"p", 60_000, RESUMER, 10_000, "", "", "", "", "",
+                       100, run_id, 0]
     first = await conn.script("claim_lock_load", keys, args)
     again = await conn.script("claim_lock_load", keys, args)
     assert first[:2] == again[:2] == [b"accepted", 1]
     assert await redis_storage.release_lock(run_id, RESUMER) == 0  # counted once
     assert await redis_storage.claims(run_id) == {"approve": b"p"}
+    await redis_storage.aclose()
+
+
+def _resumption(expected: bytes = b"state-0", unclaimed: tuple[str, ...] = ()) -> Resumption:
+    return Resumption("paused", expected, "running", b"state-1", [b"resumed"], unclaimed)
+
+
+async def test_claim_and_lock_makes_the_resumption_when_the_run_is_as_expected(
+        storage: Storage) -> None:
+    run_id = await _paused(storage)
+    outcome, stored = await storage.claim_and_lock(
+        run_id, "approve", b"p", owner=RESUMER, lock_ttl=10.0,
+        then=_resumption(unclaimed=("other",)))
+    assert outcome is ClaimResult.ACCEPTED and stored is not None
+    assert (stored.head.status, stored.head.state) == ("running", b"state-1")
+    assert stored.history == [b"e1", b"e2", b"resumed"]
+    head = await storage.load_head(run_id)
+    assert head is not None and (head.status, head.state) == ("running", b"state-1")
+    running = await storage.list_runs("flow", "running", 10, None)
+    assert [h.run_id for h in running.heads] == [run_id]
+    assert (await storage.list_runs("flow", "paused", 10, None)).heads == []
+    assert await storage.lock_owner(run_id) == RESUMER
+
+
+@pytest.mark.parametrize("change", ["state", "claimed"])
+async def test_claim_and_lock_skips_the_resumption_when_the_run_changed(
+        storage: Storage, change: str) -> None:
+    run_id = await _paused(storage)
+    then = _resumption(expected=b"another state") if change == "state" else _resumption(
+        unclaimed=("other",))
+    if change == "claimed":
+        assert await storage.claim(run_id, "other", b"q") is ClaimResult.ACCEPTED
+    outcome, stored = await storage.claim_and_lock(run_id, "approve", b"p", owner=RESUMER,
+                                                   lock_ttl=10.0, then=then)
+    assert outcome is ClaimResult.ACCEPTED and stored is not None  # claimed and locked
+    assert (stored.head.status, stored.head.state) == ("paused", b"state-0")  # nothing else
+    assert stored.history == [b"e1", b"e2"]
+    assert await storage.lock_owner(run_id) == RESUMER
+
+
+async def test_redis_claim_and_lock_replayed_resumes_once(redis_url: str) -> None:
+    redis_storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
+    run_id = await _paused(redis_storage)
+    conn = await redis_storage._redis.get()
+    keys = redis_storage._keys.run_keys(run_id)
+    args: list[Any] = ["token-1", "approve", b"p", 60_000, RESUMER, 10_000, "running", "paused",
+                       b"state-0", b"state-1", "1.0", 100, run_id, 0, b"resumed"]
+    first = await conn.script("claim_lock_load", keys, args)
+    again = await conn.script("claim_lock_load", keys, args)
+    assert first[6] == 1 and again[6] == 0  # the retry recognised its write
+    assert await redis_storage.history(run_id) == [b"e1", b"e2", b"resumed"]
+    assert await redis_storage.release_lock(run_id, RESUMER) == 0
     await redis_storage.aclose()
