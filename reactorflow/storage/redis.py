@@ -38,6 +38,7 @@ from reactorflow.storage.base import (
     Storage,
     StoredRun,
     Subscription,
+    retention_slack,
 )
 from reactorflow.storage.redis_conn import Args, LoopClient, RedisConnector
 from reactorflow.storage.redis_gates import RedisGates
@@ -116,6 +117,7 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
         """
         super().__init__(retention=retention, history_limit=history_limit)
         self._retention_ms = _ms(self.retention)
+        self._keep_ms = _ms(self.retention + retention_slack(self.retention))
         self._keys = RedisKeys(namespace)
         self._redis = RedisConnector(url, redis_options)
         self._errors = self._redis.errors

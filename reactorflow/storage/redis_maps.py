@@ -26,6 +26,7 @@ class RedisMaps:
     _redis: RedisConnector
     _keys: RedisKeys
     _retention_ms: int
+    _keep_ms: int  # retention + its slack (storage/values.py `retention_slack`)
     _errors: Callable[[], AbstractContextManager[None]]
 
     async def acquire_lock(self, run_id: str, owner: str, ttl: float) -> bool:
@@ -66,10 +67,10 @@ class RedisMaps:
             return
         conn = await self._redis.get()
         with self._errors():
-            await conn.script("refresh_elements",
+            await conn.script("refresh_elements",  # as long as the run's keys may live
                               [self._keys.run(run_id),
                                *(self._keys.elements(run_id, key) for key in keys)],
-                              [self._retention_ms])
+                              [self._keep_ms])
 
     async def load_elements(self, run_id: str, key: str, start: int,
                             count: int) -> list[bytes | None]:
