@@ -52,6 +52,8 @@ class StepEnd(StrEnum):
     SNOOZED = "snoozed"  # a gate was busy in a worker: nothing ran, the run tries again later
 
 
+_FAILED, _DONE = StepEnd.FAILED, StepEnd.COMPLETED  # looked up once (see forward._STEP)
+
 PARK_BACKOFF = 0.5
 """In a worker, a retry backoff at least this long (seconds) parks the run instead of sleeping
 (a shorter one is slept: re-enqueueing the run costs more)."""
@@ -214,7 +216,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
     """
     spec = node.spec
     key = node.key
-    out = Outcome(StepEnd.FAILED)
+    out = Outcome(_FAILED)
     record = ex.records.get(key)
     retry_at = record.retry_at if record is not None else None
     try:
@@ -279,7 +281,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
                 raise  # the run itself is being cancelled
             error = exc
         else:
-            out.status = StepEnd.COMPLETED
+            out.status = _DONE
             out.attempts = attempt
             out.finished_at = finished = clock.now()
             events.append(Event(finished, "step.completed", key, attempt))
