@@ -20,6 +20,19 @@ __all__ = ["gates", "shared"]  # fixtures, used by name
 SIZE = 1_000
 
 
+async def _sweep_while(reactor: rf.Reactor, run_id: str, status: rf.Status, stuck: str) -> int:
+    """Run the sweeper every half second while the run is still `status` (the recovery under
+    test); fail with `stuck` after 180 s. Returns how many sweeps ran."""
+    deadline = time.monotonic() + 180
+    sweeps = 0
+    while (await reactor.get(run_id)).status is status:
+        assert time.monotonic() < deadline, stuck
+        await rf.sweep_once()
+        sweeps += 1
+        await anyio.sleep(0.5)
+    return sweeps
+
+
 async def test_a_killed_worker_mid_map_is_recovered_by_the_sweeper(shared: Shared,
                                                                    gates: Path) -> None:
     storage = rf.RedisStorage.from_url(shared.url, namespace=shared.namespace)
@@ -34,13 +47,8 @@ async def test_a_killed_worker_mid_map_is_recovered_by_the_sweeper(shared: Share
         doomed.kill()  # mid-map: elements in flight in it die with it
         killed_at = await storage.count_elements(run.id, "haul")
         assert killed_at < SIZE
-        deadline = time.monotonic() + 180
-        sweeps = 0
-        while (await bg.fleet.get(run.id)).status is rf.Status.RUNNING:
-            assert time.monotonic() < deadline, "the map never completed after the kill"
-            await rf.sweep_once()
-            sweeps += 1
-            await anyio.sleep(0.5)
+        sweeps = await _sweep_while(bg.fleet, run.id, rf.Status.RUNNING,
+                                    "the map never completed after the kill")
         done = await bg.fleet.wait(run.id, timeout=30)
     finally:
         doomed.kill()
@@ -86,13 +94,8 @@ async def test_a_worker_killed_mid_rollback_is_recovered_by_the_sweeper(shared: 
         cut_off = {int(line.split()[1]) for line in bg.notes(shared.log)
                    if line.startswith("uncarry-hangs ")}
         assert (await bg.unhaul_fleet.get(run.id)).status is rf.Status.ROLLING_BACK
-        deadline = time.monotonic() + 180
-        sweeps = 0
-        while (await bg.unhaul_fleet.get(run.id)).status is rf.Status.ROLLING_BACK:
-            assert time.monotonic() < deadline, "the rollback never finished after the kill"
-            await rf.sweep_once()
-            sweeps += 1
-            await anyio.sleep(0.5)
+        sweeps = await _sweep_while(bg.unhaul_fleet, run.id, rf.Status.ROLLING_BACK,
+                                    "the rollback never finished after the kill")
         done = await bg.unhaul_fleet.wait(run.id, timeout=30)
         undone = {int(i) for i in client.smembers(undone_key)}
         calls = [int(i) for i in client.lrange(calls_key, 0, -1)]
