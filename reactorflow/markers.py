@@ -83,9 +83,12 @@ class StepContext:
     Attributes:
         run_id: The run's id.
         reactor: The name of the reactor that declares the step.
-        step: The step's key (dotted inside a composed child).
+        step: The step's key (dotted inside a composed child; `<map>:<index>.<step>` inside a
+            map's element reactor).
         attempt: 1 on the first try.
-        idempotency_key: `"<run id>:<step key>"`, the same on every retry and re-run.
+        idempotency_key: `"<run id>:<step key>"`, the same on every retry and re-run (of an
+            element: `"<run id>:<map>:<index>"`, and `"<run id>:<map>:<index>.<step>"` for a
+            step of its element reactor).
     """
 
     run_id: str

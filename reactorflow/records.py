@@ -182,6 +182,10 @@ class ElementRecord(msgspec.Struct, omit_defaults=True, array_like=True):
     result: msgspec.Raw = NIL  # the encoded result, once completed
     error: ErrorRecord | None = None
     rollback_error: ErrorRecord | None = None  # its undo (completed) or compensate (failed) raised
+    # an element reactor's element (runtime.maps.children), kept while its rollback may need
+    # them: the child's validated inputs and its step records (keyed as in the child's plan)
+    inputs: msgspec.Raw = NIL
+    steps: dict[str, StepRecord] = {}
 
 
 class ElementArgs(msgspec.Struct, frozen=True, omit_defaults=True):

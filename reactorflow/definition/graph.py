@@ -2,6 +2,12 @@
 
 A node's key is its path from the root joined with dots: `charge`, `fulfil.approve`. The plan is
 built on first use and rebuilt when any declaration changes; it is immutable.
+
+An element reactor (`map_step(reactor=child)`) is a flattened child too, one per element: its
+steps are the child's own plan (`Plan.elements[map key]`), run for each element inside the run
+(runtime.maps.children). They are part of the run's graph under the map — in its fingerprint
+as `<map>.<child step>` (a changed child is a changed graph) and in its Mermaid chart — but not
+nodes of the run's drive: the run's step records hold the map, its element slots the rest.
 """
 
 from __future__ import annotations
@@ -69,9 +75,15 @@ class Plan:
         self.nodes: dict[str, Node] = {}
         self.levels: dict[str, Level] = {}
         self.value_type: Any = self._build_level(reactor, "", ())
+        self.elements: dict[str, Plan] = {  # map key -> its element reactor's plan
+            key: plan_for(node.spec.child) for key, node in self.nodes.items()
+            if node.kind is StepKind.MAP and node.spec.child is not None}
         self.fingerprint: dict[str, list[str]] = {
             key: [_kind_label(node.spec), *sorted(node.deps)] for key, node in self.nodes.items()
         }
+        for key, child in self.elements.items():
+            self.fingerprint.update({join(key, k): [entry[0], *(join(key, d) for d in entry[1:])]
+                                     for k, entry in child.fingerprint.items()})
         self.redactions = self._redactions()
 
     def _build_level(self, reactor: Reactor, level: str, stack: tuple[Reactor, ...]) -> Any:
@@ -192,6 +204,8 @@ def waiting_label(key: str) -> str | tuple[str, ...]:
 def _kind_label(spec: StepSpec) -> str:
     if spec.kind is StepKind.COMPOSE and spec.child is not None:
         return f"compose:{spec.child.name}"
+    if spec.kind is StepKind.MAP and spec.child is not None:
+        return f"map:{spec.child.name}"
     return spec.kind.value
 
 

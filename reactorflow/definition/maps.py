@@ -28,6 +28,7 @@ from reactorflow.markers import Outcome
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
 
+_NOT_IN_ELEMENTS = {StepKind.MAP: "a map step", StepKind.ASYNC_REACTOR: "an async reactor"}
 _SEQUENCES = (list, tuple, collections.abc.Sequence, collections.abc.MutableSequence)
 
 
@@ -115,6 +116,12 @@ def check_element_reactor(owner: Reactor, child: Reactor, where: str, step: str)
                     f"{where}: element reactor {child.name!r} has an interrupt "
                     f"({reactor.name}.{spec.name}); a map element cannot pause its run. Move the "
                     "interrupt out of the element reactor", reactor=owner.name, step=step)
+            if spec.kind in _NOT_IN_ELEMENTS:
+                raise DefinitionError(
+                    f"{where}: element reactor {child.name!r} has {_NOT_IN_ELEMENTS[spec.kind]} "
+                    f"({reactor.name}.{spec.name}); an element runs its child inside the run, "
+                    "and that needs a run of its own. Move it out of the element reactor (map or "
+                    "start it from a step of the run)", reactor=owner.name, step=step)
 
 
 def read_kind(annotation: Any) -> MapRead:

@@ -8,7 +8,7 @@ from reactorflow.definition.graph import plan_for
 from reactorflow.definition.specs import StepKind
 
 if TYPE_CHECKING:
-    from reactorflow.definition.graph import Node
+    from reactorflow.definition.graph import Node, Plan
     from reactorflow.definition.reactor import Reactor
 
 
@@ -16,44 +16,55 @@ def _node_id(key: str) -> str:
     return "n_" + key.replace(".", "__").replace("-", "_")
 
 
-def _shape(node: Node) -> str:
+def _shape(node: Node, prefix: str = "") -> str:
     label = node.spec.name
     kind = node.kind
+    key = prefix + node.key
     if kind is StepKind.INTERRUPT:
-        return f'{_node_id(node.key)}{{{{"{label} ⏸"}}}}'
+        return f'{_node_id(key)}{{{{"{label} ⏸"}}}}'
     if kind is StepKind.ASYNC_STEP:
-        return f'{_node_id(node.key)}[/"{label} (async)"/]'
+        return f'{_node_id(key)}[/"{label} (async)"/]'
     if kind is StepKind.ASYNC_REACTOR:
-        return f'{_node_id(node.key)}[/"{label} (async reactor)"/]'
+        return f'{_node_id(key)}[/"{label} (async reactor)"/]'
     if kind is StepKind.MAP:
-        return f'{_node_id(node.key)}[["{label} (map)"]]'
+        return f'{_node_id(key)}[["{label} (map)"]]'
     if kind is StepKind.COMPOSE:
         child = node.spec.child.name if node.spec.child is not None else "?"
-        return f'{_node_id(node.key)}[["{label} ({child})"]]'
-    return f'{_node_id(node.key)}["{label}"]'
+        return f'{_node_id(key)}[["{label} ({child})"]]'
+    return f'{_node_id(key)}["{label}"]'
 
 
 def render(reactor: Reactor) -> str:
-    plan = plan_for(reactor)
+    """The reactor's graph as a Mermaid flowchart: a composed child, and a map's element
+    reactor (its steps run once per element), as a subgraph under its step."""
     lines = ["flowchart TD"]
 
-    def emit_level(level_key: str, indent: str) -> None:
+    def emit_level(plan: Plan, level_key: str, prefix: str, indent: str) -> None:
         level = plan.levels[level_key]
         for key in level.node_keys:
             node = plan.nodes[key]
-            lines.append(indent + _shape(node))
+            lines.append(indent + _shape(node, prefix))
+            child = (plan.levels[key].reactor.name if node.kind is StepKind.COMPOSE
+                     else node.spec.child.name if node.kind is StepKind.MAP
+                     and node.spec.child is not None else None)
+            if child is None:
+                continue
+            every = " (each element)" if node.kind is StepKind.MAP else ""
+            box = _node_id(prefix + key)
+            lines.append(f'{indent}subgraph {box}_child["{level.reactor.name}.'
+                         f'{node.spec.name}: {child}{every}"]')
             if node.kind is StepKind.COMPOSE:
-                lines.append(f'{indent}subgraph {_node_id(key)}_child["{level.reactor.name}.'
-                             f'{node.spec.name}: {plan.levels[key].reactor.name}"]')
-                emit_level(key, indent + "  ")
-                lines.append(f"{indent}end")
-                lines.append(f"{indent}{_node_id(key)} -.- {_node_id(key)}_child")
+                emit_level(plan, key, prefix, indent + "  ")
+            else:
+                emit_level(plan.elements[key], "", f"{prefix}{key}.", indent + "  ")
+            lines.append(f"{indent}end")
+            lines.append(f"{indent}{box} -.- {box}_child")
         for key in level.node_keys:
             node = plan.nodes[key]
             after = {f"{level_key}.{a}" if level_key else a for a in node.spec.after}
             for dep in node.deps:
                 arrow = "-.->" if dep in after else "-->"
-                lines.append(f"{indent}{_node_id(dep)} {arrow} {_node_id(key)}")
+                lines.append(f"{indent}{_node_id(prefix + dep)} {arrow} {_node_id(prefix + key)}")
 
-    emit_level("", "  ")
+    emit_level(plan_for(reactor), "", "", "  ")
     return "\n".join(lines) + "\n"

@@ -76,6 +76,10 @@ class Execution:
         self.history: list[Event] | None = None  # events written here, when all are known...
         self.loaded_history: list[bytes] | None = None  # ...after these, read when loaded
         self.unconfirmed: set[str] = set()  # step writes cut off: landed or not, unknown
+        # an element reactor's element (runtime.maps.children), "<map>:<index>", else "": its
+        # steps are named "<element>.<step>" in step contexts, idempotency keys and gate scopes
+        self.element = ""
+        self.step_prefix = ""
         for key, record in steps.items():
             if record.child_started and key in plan.levels:
                 self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(record.child_inputs)

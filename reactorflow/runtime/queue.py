@@ -149,7 +149,7 @@ async def deferring(work: Awaitable[None]) -> tuple[Deferred, Exception | None]:
 @contextmanager
 def immediate() -> Iterator[None]:
     """Inside `deferring`: the jobs enqueued in this block are sent at once (work that waits
-    for what it enqueues, such as an element reactor's async steps)."""
+    for what it enqueues, such as a map element whose step starts a run and waits for it)."""
     token = _deferred.set(None)
     try:
         yield

@@ -165,7 +165,8 @@ def skip_reason(ex: Execution, node: Node) -> str | None:
 
 def context_for(ex: Execution, node: Node, attempt: int) -> StepContext:
     reactor = ex.plan.levels[node.level].reactor.name
-    return StepContext(ex.run_id, reactor, node.key, attempt, f"{ex.run_id}:{node.key}")
+    key = ex.step_prefix + node.key
+    return StepContext(ex.run_id, reactor, key, attempt, f"{ex.run_id}:{key}")
 
 
 async def evaluate_when(ex: Execution, node: Node, kwargs: dict[str, Any]) -> bool:

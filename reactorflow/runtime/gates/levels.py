@@ -41,8 +41,8 @@ async def open_level(ex: Execution, node: Node, kwargs: dict[str, Any],
     """Take the child's gates as it opens (`GateKeyError` when a key cannot be built); the
     entry says whether it was admitted. An admitted entry is kept until `close_level`."""
     needs = level_needs(ex, node, kwargs, inputs)
-    entry = await enter(ex.gates, needs, node.key, wait=not ex.in_worker, keep_turn=ex.in_worker,
-                        step=node.key)
+    entry = await enter(ex.gates, needs, ex.step_prefix + node.key, wait=not ex.in_worker,
+                        keep_turn=ex.in_worker, step=node.key, element=ex.element)
     if entry.admitted:
         ex.level_entries[node.key] = entry
     return entry

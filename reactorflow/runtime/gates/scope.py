@@ -10,7 +10,9 @@ Who holds what (`GateHolds`, one per execution of a run):
 
 * a lock's holder is the run id, so a run re-enters its own locks (a composed child or a step
   taking its reactor's lock proceeds); within one execution a lock is counted, and released to
-  storage when its last user leaves;
+  storage when its last user leaves. An element of an element reactor (`element`, e.g.
+  `ship:3`) holds its locks as `<run id>:<element>`, so elements exclude each other, except a
+  lock this execution holds as the run, which it re-enters;
 * a semaphore's holder is `<run id>|<scope>`: not re-entrant;
 * a rate limit is charged as `<run id>|<scope>`: once per run, whatever its resumes;
 * an ordered lock's ticket is the run id for the run's own gate, `<run id>|<scope>` for a step.
@@ -59,7 +61,7 @@ class GateHolds:
         self.hooks = hooks
         self.reactor = reactor
         self._mutex = threading.Lock()
-        self._locks: dict[str, int] = {}  # lock key -> users in this execution
+        self._locks: dict[tuple[str, str], int] = {}  # (lock key, holder) -> users in here
         self._places: dict[tuple[str, str], float] = {}  # (key, holder) -> ttl
         self._tickets: dict[tuple[str, str], float] = {}  # (key, ticket) -> poison timeout
         self._dropped: set[tuple[str, str]] = set()  # places a final save released already
@@ -147,15 +149,17 @@ class Entry:
         return self.busy is None and self.period_done is None
 
 
-def holder_of(holds: GateHolds, need: Need, scope: str) -> str:
+def holder_of(holds: GateHolds, need: Need, scope: str, element: str = "") -> str:
     if need.kind is GateKind.LOCK or (need.kind is GateKind.ORDERED_LOCK and not scope):
+        if element and not holds._locks.get((need.key, holds.run_id)):
+            return f"{holds.run_id}:{element}"
         return holds.run_id
     return f"{holds.run_id}|{scope}"
 
 
 async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bool,
                 keep_turn: bool = False, charge_rate: bool = True, check_period: bool = True,
-                step: str | None = None) -> Entry:
+                step: str | None = None, element: str = "") -> Entry:
     """Take `needs` in order for `scope` ("" for the run itself, else a step key).
 
     Args:
@@ -164,13 +168,14 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
         charge_rate: charge rate limits (False when resuming: the run was charged already).
         check_period: check periods (False when resuming a run that already started).
         step: the step, for the error's fields.
+        element: the map element whose element reactor enters (its locks' holder).
     """
     entry = Entry(scope)
     storage = holds.storage
     for need in needs:
         gate = need.gate
         patience = gate.wait if wait else 0.0
-        holder = holder_of(holds, need, scope)
+        holder = holder_of(holds, need, scope, element)
         if isinstance(gate, OrderedLock):
             entry.tickets.append((need, holder))
             holds.track_ticket(need.key, holder, gate.poison_pill_timeout, True)
@@ -218,9 +223,9 @@ async def _take(holds: GateHolds, need: Need, holder: str, patience: float) -> b
     assert isinstance(gate, Lock | Semaphore)
     if isinstance(gate, Lock):
         with holds._mutex:
-            users = holds._locks.get(need.key, 0)
+            users = holds._locks.get((need.key, holder), 0)
             if users:
-                holds._locks[need.key] = users + 1
+                holds._locks[need.key, holder] = users + 1
                 return True
         limit = 1
     else:
@@ -231,7 +236,7 @@ async def _take(holds: GateHolds, need: Need, holder: str, patience: float) -> b
         return False
     if isinstance(gate, Lock):
         with holds._mutex:
-            holds._locks[need.key] = holds._locks.get(need.key, 0) + 1
+            holds._locks[need.key, holder] = holds._locks.get((need.key, holder), 0) + 1
     holds._add(need.key, holder, gate.ttl, gate.exclusive)
     return True
 
@@ -268,11 +273,11 @@ def _let_go(holds: GateHolds, need: Need, holder: str) -> bool:
     the deadlock guard."""
     if isinstance(need.gate, Lock):
         with holds._mutex:
-            users = holds._locks.get(need.key, 0) - 1
+            users = holds._locks.get((need.key, holder), 0) - 1
             if users > 0:
-                holds._locks[need.key] = users
+                holds._locks[need.key, holder] = users
                 return False
-            holds._locks.pop(need.key, None)
+            holds._locks.pop((need.key, holder), None)
     holds._drop(need.key, holder, need.gate.exclusive)
     return True
 

@@ -72,8 +72,8 @@ async def call_gated(ex: Execution, node: Node, payload: Any = MISSING, *,
         out.error = exc
         out.events.append(event("step.failed", key, detail=str(exc)))
         return out
-    entry = await enter(ex.gates, needs, key, wait=not ex.in_worker, keep_turn=ex.in_worker,
-                        step=key)
+    entry = await enter(ex.gates, needs, ex.step_prefix + key, wait=not ex.in_worker,
+                        keep_turn=ex.in_worker, step=key, element=ex.element)
     if entry.period_done is not None:
         out.status = StepEnd.SKIPPED
         out.events.append(event("step.skipped", key,
@@ -155,7 +155,8 @@ async def rollback_places(ex: Execution, node: Node) -> tuple[Entry | None, Exce
         needs = step_needs(ex, node, resolve_arguments(ex, node), places)
     except ArgumentError as exc:
         return None, exc
-    entry = await enter(ex.gates, needs, f"{node.key}:rollback", wait=True, step=node.key)
+    entry = await enter(ex.gates, needs, f"{ex.step_prefix}{node.key}:rollback", wait=True,
+                        step=node.key, element=ex.element)
     if entry.busy is not None:
         return None, entry.busy
     return entry, None

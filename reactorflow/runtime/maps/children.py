@@ -1,80 +1,163 @@
-"""Element reactors (`map_step(reactor=child)`): each element runs the child reactor as a run of
-its own, with an id derived from the element (`<run>-<map>-<index>`), inline in the process that
-runs the element (the run's, or a worker's for a fanned-out map).
+"""Element reactors (`map_step(reactor=child)`): each element runs the child reactor as a
+flattened child of the run, like `compose` — the child's steps execute inside the run (inline
+in the run's process, or in the element's worker job for a fanned-out map), never as a run of
+their own: no run record, no run id, no liveness lock and no listing entry per element.
 
-* The map's function returns the element's child inputs (validated against the child's
-  `inputs`); the element's result is the child's value. A child that fails rolled its own
-  steps back: the element is failed with the child's error.
-* The id is derived, so an element re-run after a crash finds its child stored and waits for
-  it (the sweeper recovers a child whose execution died) instead of starting another.
-* Rolling the map back undoes each completed element's child run (`undo`), highest index
-  first. Async units inside a child are never rolled back, as anywhere.
+Running one element (`run_child`), in order:
+
+1. The map's function returns the element's child inputs, validated against the child's
+   `inputs` (a failure fails the element).
+2. The child reactor's own gates are taken for the element (scope `<map>:<index>`; held by
+   the run, so a lock the run holds is re-entered, as for a composed child), then its steps
+   run on the forward drive in memory (`element_run`): concurrently where they can, with their
+   own retries, timeouts, step gates and composed children. Nothing is written while they run:
+   the element's child steps are checkpointed together, at the element's settle.
+3. Completed: the element's result is the child's value, checked against the element
+   annotation; the element's slot also keeps the child's inputs and step records (when any of
+   its steps has an undo handler), for its rollback.
+4. Failed (a step failed after its retries, or halted): the element's completed child steps are
+   rolled back here, newest first (compensate the failed ones, undo the completed ones, as a
+   composed child's), and the element fails with the child step's error. Failures of that
+   rollback are the element's `rollback_error`.
+
+A crash mid-element stores nothing of it: the element is run again from its child's first
+step. The step contexts' idempotency keys (`<run>:<map>:<index>.<child step>`) are the same on
+every retry and re-run of that element, so the systems a child step calls see the same key.
+
+Undoing a completed element (`undo_child`, when its map rolls back): its child's recorded
+steps are rolled back newest first, each handler's outcome saved in the element's slot as it
+returns, so a rollback cut off (a crash, a killed undo job) resumes after the last saved undo.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from reactorflow import config
-from reactorflow.definition.graph import plan_for
-from reactorflow.errors import RunExists
-from reactorflow.records import ElementRecord, ErrorRecord
+from reactorflow import config, records
+from reactorflow.errors import GateBusy, RecordedError
+from reactorflow.records import NIL, ElementRecord, ErrorRecord, RollbackFailure
 from reactorflow.runtime import operations
-from reactorflow.runtime.creation import create_run
-from reactorflow.runtime.execution import Execution
+from reactorflow.runtime.forward import Ending, Verdict
+from reactorflow.runtime.gates.runs import run_needs
+from reactorflow.runtime.gates.scope import Entry, enter, leave
 from reactorflow.runtime.inputs import validate_inputs
+from reactorflow.runtime.maps.element_run import ElementExecution, ElementForward
 from reactorflow.runtime.maps.elements import Scope, encode
-from reactorflow.runtime.ownership import new_owner
-from reactorflow.status import Status, StepStatus
+from reactorflow.runtime.rollback import collected_failures, roll_back
+from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
-    from reactorflow.definition.graph import Node
-    from reactorflow.snapshot import Run
+    from reactorflow.definition.graph import Node, Plan
 
 
-def element_run_id(run_id: str, key: str, index: int) -> str:
-    return f"{run_id}-{key.replace('.', '-')}-{index}"
+def _execution(scope: Scope, node: Node, index: int, inputs: Any,
+               steps: dict[str, Any]) -> ElementExecution:
+    hooks = scope.hooks if scope.hooks is not None else operations.hooks_for(scope.plan.reactor)
+    return ElementExecution(scope.run_id, node, index, inputs, steps, hooks=hooks,
+                            gates=scope.gates)
 
 
 async def run_child(scope: Scope, node: Node, kwargs: dict[str, Any], index: int
                     ) -> tuple[ElementRecord, BaseException | None]:
-    """Run one element's child reactor to its end; the element's outcome."""
+    """Run one element's child reactor to its end (see the module docstring, steps 1-4); the
+    element's outcome, with the live exception when it failed."""
     child = node.spec.child
     assert child is not None
     try:
         inputs = validate_inputs(child, await node.spec.fn(**kwargs))
+        raw = records.raw(inputs)
     except Exception as exc:
         return ElementRecord(StepStatus.FAILED, 1, error=ErrorRecord.from_exception(exc)), exc
-    storage = config.current_storage()
-    child_id = element_run_id(scope.run_id, node.key, index)
-    owner = new_owner()
+    ex = _execution(scope, node, index, raw, {})
+    entry: Entry | None = None
+    error: BaseException | None = None
+    live: dict[str, BaseException] = {}
     try:
-        meta, state, started = await create_run(storage, child, plan_for(child), child_id,
-                                                inputs, owner)
-    except RunExists:
-        run: Run = await operations.wait(child, child_id)
-    else:
-        ex = Execution(plan=plan_for(child), storage=storage, owner=owner, meta=meta,
-                       state=state, steps={}, claims={}, hooks=operations.hooks_for(child))
-        ex.history = [started]
-        run = await operations.snapshot(await operations.run_owned(child, storage, child_id,
-                                                                   owner, ex))
-    if run.status is Status.COMPLETED:
-        try:
-            return ElementRecord(StepStatus.COMPLETED, 1,
-                                 encode(scope, node, index, run.value)), None
-        except Exception as exc:
-            return ElementRecord(StepStatus.FAILED, 1,
-                                 error=ErrorRecord.from_exception(exc)), exc
-    error = run.error
-    record = ErrorRecord(error.type if error else "ChildRunFailed",
-                         f"element reactor run {child_id!r} ended {run.status}"
-                         + (f": {error.message}" if error else ""))
-    return ElementRecord(StepStatus.FAILED, 1, error=record), RuntimeError(record.message)
+        if child.gates:
+            entry = await enter(ex.gates, run_needs(child, inputs, scope.run_id), ex.element,
+                                wait=True, step=node.key, element=ex.element)
+            if not entry.admitted:
+                error = entry.busy or GateBusy("period", entry.period_done.key
+                                               if entry.period_done else "", run_id=ex.run_id,
+                                               step=node.key)
+        if error is None:
+            verdict = await ElementForward(ex, max_concurrency=child.max_concurrency).run()
+            if verdict.status is Ending.COMPLETED:
+                result = encode(scope, node, index, _value(ex))
+                kept = dict(ex.records) if _undoable(ex.plan) else {}
+                return ElementRecord(StepStatus.COMPLETED, 1, result,
+                                     inputs=raw if kept else NIL, steps=kept), None
+            live = verdict.errors
+            error = _why(ex, verdict)
+    except Exception as exc:  # the child's value does not match the element annotation
+        error = exc
+    finally:
+        if entry is not None:
+            await leave(ex.gates, entry, completed=error is None)
+    await roll_back(ex, live)
+    stored = (ErrorRecord(error.type, error.message) if isinstance(error, RecordedError)
+              else ErrorRecord.from_exception(error))
+    return ElementRecord(StepStatus.FAILED, 1, error=stored,
+                         rollback_error=_summed(collected_failures(ex))), error
 
 
-async def undo_child(scope: Scope, node: Node, index: int) -> None:
-    """Roll back a completed element's child run."""
-    child = node.spec.child
-    assert child is not None
-    await operations.undo(child, element_run_id(scope.run_id, node.key, index))
+def _value(ex: ElementExecution) -> Any:
+    """The child's value: its value step's result (None when it has none, or it skipped)."""
+    key = ex.plan.levels[""].value_key
+    if key is None or ex.status_of(key) != StepStatus.COMPLETED:
+        return None
+    return ex.value_of(key)
+
+
+def _undoable(plan: Plan) -> bool:
+    """Whether undoing the child can run anything (else its records are not kept)."""
+    return any(n.spec.undo is not None for n in plan.nodes.values())
+
+
+def _why(ex: ElementExecution, verdict: Verdict) -> BaseException:
+    """The exception an element whose child did not complete fails with: its first failed
+    step's (as it was raised), else what stopped it."""
+    for key in verdict.failed:
+        error = verdict.errors.get(key)
+        if error is not None:
+            return error
+        stored = ex.records[key].error
+        if stored is not None:
+            return RecordedError(stored.type, stored.message, step=key)
+    if verdict.status is Ending.HALTED:
+        return RecordedError("Halt", f"element reactor {ex.reactor!r} halted: "
+                             f"{verdict.halt_reason or ''}", step=None)
+    return RecordedError("ElementReactorStopped",
+                         f"element reactor {ex.reactor!r} ended {verdict.status}", step=None)
+
+
+def _summed(failures: list[RollbackFailure]) -> ErrorRecord | None:
+    """The element's `rollback_error`: its child's rollback failures, in one record."""
+    if not failures:
+        return None
+    first = failures[0]
+    more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+    return ErrorRecord(first.type, f"element reactor step {first.step!r}: {first.kind} "
+                       f"failed: {first.message}{more}")
+
+
+async def undo_child(scope: Scope, node: Node, index: int,
+                     record: ElementRecord) -> ErrorRecord | None:
+    """Roll back a completed element's child steps, newest first; each handler's outcome is
+    saved in the element's slot as it returns. Its failures, summed (None when all returned).
+    `record` keeps the child's step records until the caller stores the element undone."""
+    if not record.steps:
+        return None  # nothing of its child can be undone (or it was, before a crash)
+    storage = config.current_storage()
+
+    async def save(ex: ElementExecution) -> None:
+        record.steps = dict(ex.records)
+        await storage.save_elements(scope.run_id, node.key, {index: records.encode(record)},
+                                    replace=True)
+
+    ex = _execution(scope, node, index, record.inputs, dict(record.steps))
+    ex.save = save
+    await roll_back(ex)
+    failures = collected_failures(ex)
+    record.steps, record.inputs = {}, NIL
+    return _summed(failures)

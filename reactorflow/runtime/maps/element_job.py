@@ -18,9 +18,10 @@ from reactorflow.definition.params import Source
 from reactorflow.records import ElementArgs, ElementRecord
 from reactorflow.redaction import EVERY, secrets_in, watch
 from reactorflow.runtime import queue
+from reactorflow.runtime.gates.scope import GateHolds
 from reactorflow.runtime.gates.steps import element_places
 from reactorflow.runtime.lockkeeper import keeper, renew_gates
-from reactorflow.runtime.maps.elements import JobScope, call_element
+from reactorflow.runtime.maps.elements import JobScope, call_element, gated_child
 from reactorflow.runtime.maps.fanout import ARGS, NEXT, STOP, element_lock
 from reactorflow.runtime.maps.keys import items_key, job_key
 from reactorflow.runtime.maps.reading import results_view
@@ -106,7 +107,11 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
             kept = element_places(storage, run_id, node, kwargs) if node.spec.gates else None
             if kept is not None:  # the parked map's gates: renewed while its elements run
                 await renew_gates(kept)
+            if kept is None and gated_child(node):  # what its element reactor takes
+                kept = GateHolds(storage, run_id)
+            if kept is not None:
                 keeper.attach(hold, kept)
+                scope = JobScope(run_id, scope.plan, kept)
             if scope.plan.redactions:
                 held = ElementSecrets(node, scope, item, kwargs)
                 watch(held)  # held here while the element runs (sources are held weakly)

@@ -12,7 +12,7 @@ import anyio
 import msgspec
 
 from reactorflow import clock, records
-from reactorflow.definition.graph import join
+from reactorflow.definition.graph import join, plan_for
 from reactorflow.definition.params import MapRead
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import ArgumentError, SerializationError, StepTimeout
@@ -24,7 +24,9 @@ from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
+    from reactorflow.middleware import Hooks
     from reactorflow.runtime.execution import Execution
+    from reactorflow.runtime.gates.scope import GateHolds
 
 log = logging.getLogger("reactorflow.map")
 _NOT_RETRIED = (SerializationError, ArgumentError)
@@ -39,13 +41,34 @@ class Scope(Protocol):
     @property
     def plan(self) -> Plan: ...
 
+    @property
+    def gates(self) -> GateHolds | None:
+        """The gate places its element reactors' gates join (None: their own)."""
+
+    @property
+    def hooks(self) -> Hooks | None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class JobScope:
-    """An element job's scope: it knows its run by id and plan only (never loads it)."""
+    """An element job's scope: it knows its run by id and plan only (never loads it), and the
+    gate places its job renews."""
 
     run_id: str
     plan: Plan
+    gates: GateHolds | None = None
+    hooks: Hooks | None = None
+
+
+def gated_child(node: Node) -> bool:
+    """Whether the map's element reactor takes gates (its own, or its steps')."""
+    child = node.spec.child
+    if child is None:
+        return False
+    plan = plan_for(child)
+    return bool(child.gates) or any(n.spec.gates or (n.spec.child is not None
+                                                     and n.spec.child.gates)
+                                    for n in plan.nodes.values())
 
 
 def context(ex: Scope, node: Node, index: int, attempt: int) -> StepContext:

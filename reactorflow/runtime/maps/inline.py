@@ -166,12 +166,31 @@ async def run_inline(ex: Execution, node: Node, base: dict[str, Any],
             end.error, end.error_record, end.failed_index = error, record.error, index
             window.stop()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(writer.run)
-        async with anyio.create_task_group() as runners:
-            window.open(runners, element)
-        for index in window.left():  # an atomic map stopped: these never started
-            writer.add(index, ElementRecord(StepStatus.SKIPPED))
-        writer.close()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer.run)
+            async with anyio.create_task_group() as runners:
+                window.open(runners, element)
+            for index in window.left():  # an atomic map stopped: these never started
+                writer.add(index, ElementRecord(StepStatus.SKIPPED))
+            writer.close()
+    except BaseExceptionGroup as group:
+        raise _alone(group) from None
     return end
+
+
+def _alone(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """What cut an inline map off (a storage failure, an interruption, a process "killed" in
+    an element), as it was raised: the one exception in the task groups' nesting that is not
+    a cancellation, else the group itself."""
+    cancelled = anyio.get_cancelled_exc_class()
+    found: list[BaseException] = []
+    stack: list[BaseException] = [group]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, BaseExceptionGroup):
+            stack.extend(current.exceptions)
+        elif not isinstance(current, cancelled):
+            found.append(current)
+    return found[0] if len(found) == 1 else group
 

@@ -4,7 +4,8 @@
    is reported here, once per rollback, as a `compensate` failure of the map.
 2. With `undo_all`: called once with a lazy iterator of the completed elements' results in
    index order (not called when none completed); its failure is one `undo_all` failure.
-3. Else, with `undo` (or an element reactor: its child runs are undone): inline, each completed
+3. Else, with `undo` (or an element reactor: each element's child steps are undone, newest
+   first, by `children.undo_child`): inline, each completed
    element is undone here, highest index first; fanned out, worker jobs undo them in throws
    of `batch_size`, started highest index first, while the run parks (`throws`). Each undo's
    outcome is stored in that element's slot, so a rollback cut off by a crash resumes after the
@@ -27,7 +28,6 @@ from reactorflow.definition.graph import Node
 from reactorflow.errors import ArgumentError
 from reactorflow.records import ElementRecord, ErrorRecord, RollbackFailure, describe, summary
 from reactorflow.runtime.execution import event
-from reactorflow.runtime.maps.children import undo_child
 from reactorflow.runtime.maps.elements import Scope, context, source_of
 from reactorflow.runtime.maps.reading import element_key, walk
 from reactorflow.runtime.maps.throws import roll_back_fanned
@@ -102,7 +102,7 @@ async def _roll_back_here(ex: Execution, node: Node, count: int) -> list[Rollbac
 
 
 def _undone_each(node: Node) -> bool:
-    """Its completed elements are undone one by one: an element reactor's child runs, or the
+    """Its completed elements are undone one by one: an element reactor's child steps, or the
     map's `undo` (without `undo_all`)."""
     options = node.spec.map
     assert options is not None
@@ -128,13 +128,21 @@ async def _recorded_failures(ex: Execution, key: str, count: int) -> list[Rollba
 
 async def undo_element(scope: Scope, node: Node, base: dict[str, Any], item: Any, index: int,
                        record: ElementRecord) -> None:
-    """Undo one completed element (its undo handler, or its element reactor's child run) and
-    set its outcome on `record`: `undone`, or its undo's error (logged; never raised)."""
+    """Undo one completed element (its undo handler, or its element reactor's child steps,
+    each saved in its slot as it returns) and set its outcome on `record`: `undone`, or its
+    undo's error (logged; never raised)."""
     options = node.spec.map
     assert options is not None
     try:
         if node.spec.child is not None:
-            await undo_child(scope, node, index)
+            from reactorflow.runtime.maps.children import undo_child  # noqa: PLC0415 (a cycle)
+
+            failed = await undo_child(scope, node, index, record)
+            if failed is not None:
+                log.warning("reactorflow.undo.failed run_id=%s step=%s index=%d error=%s: %s",
+                            scope.run_id, node.key, index, failed.type, failed.message)
+                record.rollback_error = failed
+                return
         else:
             handler = node.spec.undo
             assert handler is not None

@@ -7,7 +7,9 @@ An undo job, for element `index` of map `key`:
    trip (never the run);
 2. an element of the current throw whose undo has no saved outcome: enqueues the throw's next
    element (so undos start highest index first), then calls the map's undo handler (or undoes
-   the element reactor's child run) and saves the outcome in the element's slot — `undone`, or
+   the element reactor's child steps, newest first, each saved in the slot as it returns: a
+   killed job's successor resumes after the last saved one) and saves the outcome in the
+   element's slot — `undone`, or
    still completed with its undo's error; an element already settled only passes the chain on;
 3. acknowledges the element (first wins); the acknowledgement that brings the count to the
    throw's `end` publishes on the map's undo topic and re-enqueues the run.

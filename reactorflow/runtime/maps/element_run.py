@@ -1,0 +1,96 @@
+"""The execution of one element of an element reactor (`map_step(reactor=child)`): the child's
+compiled plan, driven in this process for that element's inputs, like a composed child, but
+with nothing stored as a run.
+
+* `ElementExecution` is an `Execution` of the child's plan whose checkpoints stay in memory
+  (or, while it rolls back, go to the element's slot through its `save` callback): no run
+  record, no run id, no liveness lock, no listing entry. It has the run's id, so its steps'
+  contexts and gates belong to the run; its step names (contexts, idempotency keys, gate
+  scopes) carry the element: `<map>:<index>.<child step key>`.
+* `ElementForward` is the forward drive of any run, except that an async step inside the
+  element runs right there, in the element's task group, instead of in a worker (the element
+  has no run record a worker could report to); like any async unit it is never rolled back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from reactorflow import clock, config, records
+from reactorflow.definition.graph import plan_for
+from reactorflow.records import ErrorRecord, Event, RunMeta, RunState, StepRecord
+from reactorflow.runtime.execution import Execution
+from reactorflow.runtime.forward import Forward
+from reactorflow.runtime.gates.steps import call_gated
+from reactorflow.runtime.maps.reading import element_key
+from reactorflow.runtime.rollback import call_handler
+from reactorflow.runtime.stepcall import StepEnd, call_step
+from reactorflow.status import Status, StepStatus
+
+if TYPE_CHECKING:
+    import msgspec
+
+    from reactorflow.definition.graph import Node
+    from reactorflow.middleware import Hooks
+    from reactorflow.runtime.gates.scope import GateHolds
+
+Save = Callable[["ElementExecution"], Awaitable[None]]
+
+
+class ElementExecution(Execution):
+    """One element's child reactor, as an execution that stores nothing of its own."""
+
+    def __init__(self, run_id: str, node: Node, index: int, inputs: msgspec.Raw,
+                 steps: dict[str, StepRecord], *, hooks: Hooks, gates: GateHolds | None,
+                 save: Save | None = None) -> None:
+        child = node.spec.child
+        assert child is not None
+        now = clock.now()
+        meta = RunMeta(records.SCHEMA_VERSION, run_id, child.name, now, inputs, {})
+        state = RunState(Status.RUNNING, now, handed_off=True)  # no background hand-off
+        super().__init__(plan=plan_for(child), storage=config.current_storage(), owner="",
+                         meta=meta, state=state, steps=steps, claims={}, hooks=hooks)
+        if gates is not None:  # the run's (inline) or the element job's: renewed by its holder
+            self.gates = gates
+        self.element = element_key(node.key, index)
+        self.step_prefix = f"{self.element}."
+        self.save = save
+
+    async def checkpoint(self, key: str, record: StepRecord, events: list[Event], *,
+                         unit: bool = False) -> None:
+        """Keep the step record here; while rolling back, `save` stores the element's slot."""
+        self.records[key] = record
+        if self.save is not None:
+            await self.save(self)
+
+
+class ElementForward(Forward):
+    """The forward drive of an element's child (see the module docstring)."""
+
+    async def _dispatch_unit(self, node: Node) -> None:
+        """An async step inside an element runs here, once (its own retries), and compensates
+        itself if its last attempt failed; its readers go on once it settled."""
+        ex = self.ex
+        out = await (call_gated(ex, node) if node.spec.gates else call_step(ex, node))
+        if out.status is StepEnd.COMPLETED:
+            ex.values[node.key] = out.value
+            record = StepRecord(StepStatus.COMPLETED, out.attempts, out.started_at,
+                                out.finished_at, out.raw)  # seq 0: never undone
+        elif out.status is StepEnd.SKIPPED:
+            record = StepRecord(StepStatus.SKIPPED, finished_at=clock.now())
+        else:
+            error = out.error or RuntimeError(f"async step {node.key!r} ended {out.status}")
+            record = StepRecord(StepStatus.FAILED, out.attempts, out.started_at,
+                                out.finished_at or clock.now(),
+                                error=ErrorRecord.from_exception(error))
+            handler = node.spec.compensate
+            if handler is not None and out.body_started:
+                try:
+                    await call_handler(ex, handler, node.key, error)
+                except Exception as exc:
+                    record.rollback_error = ErrorRecord.from_exception(exc)
+                else:
+                    record.status = StepStatus.COMPENSATED
+        await ex.checkpoint(node.key, record, [])
+        self._after_checkpoint(node)
