@@ -327,14 +327,17 @@ async def test_a_compose_nested_in_an_element_reactor(storage: rf.Storage,
     assert sorted(log.entries) == ["unbox box(x)", "unbox box(y)"]
 
 
+@MODES
 async def test_a_childs_reactor_lock_excludes_elements_but_is_re_entered_for_the_run(
-        storage: rf.Storage) -> None:
+        storage: rf.Storage, fan_out: bool) -> None:
     """The child reactor's lock is held per element (two elements with the same key run one at
-    a time), while a lock the run holds itself is re-entered, as for a composed child."""
+    a time), while a lock the run holds itself is re-entered, as for a composed child (inline:
+    a fanned-out element runs without its run, and holds its locks as itself)."""
     inside: list[int] = []
     peak: list[int] = []
+    shared = [] if fan_out else [rf.Lock("order:all", wait=1)]
     child = rf.Reactor(unique("lockchild"), inputs=Parcel,
-                       gates=[rf.Lock("shelf:{item}", wait=10), rf.Lock("order:all", wait=1)])
+                       gates=[rf.Lock("shelf:{item}", wait=10), *shared])
 
     @child.step
     async def hold(item: str) -> str:
@@ -346,7 +349,7 @@ async def test_a_childs_reactor_lock_excludes_elements_but_is_re_entered_for_the
 
     parent = rf.Reactor(unique("lockparent"), inputs=Order, gates=[rf.Lock("order:all")])
 
-    @parent.map_step(over="items", reactor=child, batch_size=4)
+    @parent.map_step(over="items", reactor=child, batch_size=4, fan_out=fan_out)
     async def each(item: str) -> Parcel:
         return Parcel(item)
 
