@@ -7,11 +7,12 @@ Running one element (`run_child`), in order:
 
 1. The map's function returns the element's child inputs, validated against the child's
    `inputs` (a failure fails the element).
-2. The child reactor's own gates are taken for the element (scope `<map>:<index>`; held by
-   the run, so a lock the run holds is re-entered, as for a composed child), then its steps
-   run on the forward drive in memory (`element_run`): concurrently where they can, with their
-   own retries, timeouts, step gates and composed children. Nothing is written while they run:
-   the element's child steps are checkpointed together, at the element's settle.
+2. The child reactor's own gates are taken for the element (scope `<map>:<index>`), then its
+   steps run on the forward drive in memory (`element_run`): concurrently where they can, with
+   their own retries, timeouts, step gates and composed children. The element holds its locks
+   as `<run>:<map>:<index>` (elements exclude each other), except a lock this execution holds
+   as the run, which it re-enters as a composed child does (see `gates.scope`). Nothing is
+   written while they run: the element's child steps are checkpointed together, at its settle.
 3. Completed: the element's result is the child's value, checked against the element
    annotation; the element's slot also keeps the child's inputs and step records (when any of
    its steps has an undo handler), for its rollback.
