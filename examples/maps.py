@@ -1,5 +1,6 @@
 """Maps: one step run once per element of a list, inline and fanned out over workers, rolled
-back as one step of the saga.
+back as one step of the saga; and an element reactor (a whole child reactor per element, run
+inside the run like a composed child).
 
 Run it with `python examples/maps.py` (no setup: storage is in memory and the Dramatiq worker
 runs inside this process, the embedded default). In production the same code runs with
@@ -29,8 +30,37 @@ class Label(msgspec.Struct):
     code: str
 
 
+class Parcel(msgspec.Struct):
+    item: str
+
+
 LOG: list[str] = []
+packing = rf.Reactor("examples.maps.packing", inputs=Parcel)
+
+
+@packing.step
+async def pick(item: str) -> str:
+    return f"picked {item}"
+
+
+@pick.undo
+async def put_back(picked: str, item: str) -> None:
+    LOG.append(f"put back {item}")
+
+
+@packing.step
+async def wrap(pick: str) -> str:
+    return pick.replace("picked", "wrapped")
+
+
 orders = rf.Reactor("examples.maps", inputs=Order)
+
+
+@orders.map_step(over="items", reactor=packing, batch_size=3)
+async def pack(item: str) -> Parcel:
+    """An element reactor: each element runs `packing`'s steps inside this run (no run of its
+    own per element); the saga's rollback undoes each element's steps, newest first."""
+    return Parcel(item)
 
 
 @orders.map_step(over="items", batch_size=3, retries=rf.Retry(2, backoff=0))
@@ -56,9 +86,10 @@ async def void_labels(labels: AsyncIterator[Label], order_id: str) -> None:
 
 
 @orders.step
-async def summary(price: list[float], label: rf.MapResults[Label]) -> str:
+async def summary(price: list[float], pack: list[str], label: rf.MapResults[Label]) -> str:
     codes = [outcome.value.code async for outcome in label if outcome.value is not None]
-    return f"{len(label)} parcels, total {sum(price):.2f}: {', '.join(codes)}"
+    return (f"{len(label)} parcels ({len(pack)} wrapped), total {sum(price):.2f}: "
+            f"{', '.join(codes)}")
 
 
 async def main() -> int:
@@ -72,7 +103,9 @@ async def main() -> int:
     print(failed.status, "->", failed.error)
     print("rolled back:", LOG)
     ok = (run.status is rf.Status.COMPLETED and failed.status is rf.Status.FAILED
-          and len(LOG) == 1)
+          and sum(entry.startswith("void") for entry in LOG) == 1
+          and sorted(entry for entry in LOG if entry.startswith("put back")) == [
+              "put back anvil", "put back mug", "put back tea"])
     return 0 if ok else 1
 
 

@@ -7,6 +7,7 @@ storage backends, inline and fanned out on the embedded worker)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -46,6 +47,7 @@ class Log:
     entries: list[str] = field(default_factory=list)
     keys: dict[str, list[str]] = field(default_factory=dict)  # item -> weigh's idempotency keys
     fail_undo: str = ""
+    on_unweigh: Callable[[str], Awaitable[None]] | None = None
 
 
 def child_reactor(log: Log, *, flaky: bool = False) -> rf.Reactor:
@@ -64,6 +66,8 @@ def child_reactor(log: Log, *, flaky: bool = False) -> rf.Reactor:
 
     @weigh.undo
     async def unweigh(result: int, item: str) -> None:
+        if log.on_unweigh is not None:
+            await log.on_unweigh(item)
         log.entries.append(f"unweigh {item}")
 
     @child.step
@@ -404,3 +408,28 @@ def test_an_element_reactor_takes_no_handlers_retries_or_timeout() -> None:
         @parent.map_step(over="items", reactor=each.child, retries=rf.Retry(2), name="again")
         async def again(item: str) -> Parcel:
             return Parcel(item)
+
+
+@MODES
+async def test_an_element_rollback_cut_off_resumes_after_the_last_saved_child_undo(
+        storage: rf.Storage, fan_out: bool) -> None:
+    """Each child undo is saved in the element's slot as it returns; a rollback that finds one
+    saved (its process was killed right after it) does not run it again."""
+    parent, _child, log = flows(fan_out=fan_out)
+    run = await finished(parent, items=["a", "bb"])
+    assert run.status is rf.Status.COMPLETED, run.error
+    # as a killed rollback leaves it: element 1's newest child step (pack) undone and saved
+    slot = await element(storage, run.id, 1)
+    slot.steps["pack"] = msgspec.structs.replace(slot.steps["pack"], status=rf.StepStatus.UNDONE)
+    await storage.save_elements(run.id, "each", {1: records.encode(slot)}, replace=True)
+    seen: list[str] = []
+
+    async def probe(item: str) -> None:  # what the slot holds when unweigh runs
+        saved = await element(storage, run.id, 0 if item == "a" else 1)
+        seen.append(f"{item}: pack {saved.steps['pack'].status}")
+
+    log.on_unweigh = probe
+    await parent.undo(run.id)
+    assert sorted(e for e in log.entries if e.startswith("un")) == [
+        "unpack a", "unweigh a", "unweigh bb"]  # bb's pack was not undone again
+    assert sorted(seen) == ["a: pack undone", "bb: pack undone"]
