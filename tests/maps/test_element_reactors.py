@@ -433,3 +433,36 @@ async def test_an_element_rollback_cut_off_resumes_after_the_last_saved_child_un
     assert sorted(e for e in log.entries if e.startswith("un")) == [
         "unpack a", "unweigh a", "unweigh bb"]  # bb's pack was not undone again
     assert sorted(seen) == ["a: pack undone", "bb: pack undone"]
+
+
+async def test_duplicate_and_lost_element_jobs_of_an_element_reactor(storage: rf.Storage) -> None:
+    """Fanned out: a duplicate delivery of a settled element runs nothing of its child; a lost
+    element job is re-dispatched by the sweeper, and its child runs once."""
+    from reactorflow.runtime import jobs, queue
+    from tests.maps.test_fanout import Dropping
+
+    parent, _child, log = flows(fan_out=True)
+    inner = queue.current()
+    dropping = Dropping(inner, {1})
+    queue.register(lambda: dropping)
+    try:
+        rf.configure(stall_timeout=3600, async_wait_timeout=3600)  # no fallback re-check
+        run = await parent.run(items=["a", "bb", "ccc"])
+        with anyio.fail_after(20):
+            while await storage.count_elements(run.id, "each") < 2:
+                await anyio.sleep(0.02)
+        assert dropping.dropped == [1]
+        rf.configure(stall_timeout=0.01)
+        with anyio.fail_after(20):
+            while run.id not in (await rf.sweep_once()).recovered:
+                await anyio.sleep(0.02)
+        done = await parent.wait(run.id, timeout=30)
+    finally:
+        queue.register(lambda: inner)
+    assert done.status is rf.Status.COMPLETED, done.error
+    assert done.value == ["[a:1]", "[bb:2]", "[ccc:3]"]
+    assert sorted(log.entries) == sorted(
+        f"{step} {item}" for step in ("weigh", "pack") for item in ("a", "bb", "ccc"))
+    for index in range(3):  # late duplicates of every element
+        await jobs.execute_element(run.id, parent.name, "each", index)
+    assert len(log.entries) == 6  # nothing ran again
