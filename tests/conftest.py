@@ -38,7 +38,7 @@ from reactorflow.testing.redis_server import (
     start_redis,
     stop_servers,
 )
-from tests.helpers import RUN_NAMESPACE, configured, redis_namespace
+from tests.helpers import RUN_NAMESPACE, Captured, configured, redis_namespace
 
 REDIS_ENV = "REACTORFLOW_TEST_REDIS_URL"
 BACKEND_FIXTURES = ("storage", "factory", "shared")
@@ -234,3 +234,17 @@ def _fresh_embedded_worker() -> Iterator[None]:
             runtime.actors.pop(id(embedded), None)
     if embedded is not None:
         embedded.close()
+
+
+@pytest.fixture
+def captured() -> Iterator[Captured]:
+    """The runtime's queue keeps its jobs: the test delivers them itself."""
+    from reactorflow.runtime import queue
+    from reactorflow.workers.queue import current_queue
+
+    kept = Captured()
+    queue.register(lambda: kept)
+    try:
+        yield kept
+    finally:
+        queue.register(current_queue)

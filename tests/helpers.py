@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 import reactorflow as rf
+from reactorflow.runtime.queue import Job
 
 RUN_NAMESPACE = f"rftest{uuid.uuid4().hex[:8]}"
 """Every Redis key (and Dramatiq queue) this test run writes starts with this; the suite deletes
@@ -158,3 +159,15 @@ async def configured(backend: rf.Storage) -> AsyncIterator[rf.Storage]:
     finally:
         config.reset()
         await backend.aclose()
+
+
+class Captured:
+    """A queue that keeps the jobs it is given (to hand them to the queue under test)."""
+
+    shared = False
+
+    def __init__(self) -> None:
+        self.jobs: list[Job] = []
+
+    def enqueue(self, job: Job, *, delay: float | None = None) -> None:
+        self.jobs.append(job)

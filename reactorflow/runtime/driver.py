@@ -26,6 +26,7 @@ from reactorflow.runtime.execution import event
 from reactorflow.runtime.forward import Ending, Forward, Verdict
 from reactorflow.runtime.gates import levels
 from reactorflow.runtime.gates import runs as gates
+from reactorflow.runtime.gates.parked import keep_while_parked
 from reactorflow.runtime.lockkeeper import keeper
 from reactorflow.runtime.parking import park
 from reactorflow.runtime.rollback import collected_failures, roll_back
@@ -182,7 +183,8 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
         case Ending.SNOOZED:
             await snooze(ex, verdict.snoozed[0][1], verdict.snoozed[0][0])
             return
-        case Ending.HANDOFF:
+        case Ending.HANDOFF:  # still running: its gates are kept for the worker (its TTLs)
+            await keep_while_parked(ex, 0.0)
             await ex.save_state(Status.RUNNING, final=True, events=[event("run.handed_off")],
                                 handed_off=True)
             ex.enqueue_after_release = True

@@ -31,6 +31,7 @@ from reactorflow.runtime.creation import create_run, release
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import Execution, event
 from reactorflow.runtime.gates import runs as run_gates
+from reactorflow.runtime.gates.parked import release_stopped
 from reactorflow.runtime.gates.scope import Entry, GateHolds
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.maps.fanout import parks_on_map
@@ -406,6 +407,7 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
                                     clear_control=True, wake_at=None,
                                     cancel_reason=reason, waiting_on=[], deadlines={},
                                     timeout_at=None)
+                await release_stopped(ex)  # what a parked run kept, a paused run's turn
                 log.info("reactorflow.run.cancelled run_id=%s reactor=%s", run_id, reactor.name)
             else:
                 await ex.save_state(Status(ex.state.status), clear_control=True)

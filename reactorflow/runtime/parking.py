@@ -5,7 +5,9 @@ backoff) saves the run, releases it and holds nothing; a signal or a timer re-en
    fanned-out map (`Verdict.parked`: key -> since when) or for their next attempt
    (`Verdict.wake_at`).
 2. `park` saves the run `running` with `parked_on` and `wake_at` and a `run.parked` event,
-   releasing its lock in the same write.
+   releasing its lock in the same write. The run is still running: it keeps its gates
+   (`gates.parked`), each place extended to the park's bound (`hold_bound`: until the run is
+   looked at again) plus its TTL.
 3. After the release, `after_park` checks the units and maps once more (one may have finished
    before the run parked: its signal saw nothing parked) and enqueues the run now if something
    is due, else for when the first thing falls due (a unit's wait running out, a retry's time,
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING
 from reactorflow import clock, config
 from reactorflow.runtime import queue
 from reactorflow.runtime.execution import event
+from reactorflow.runtime.gates.parked import keep_while_parked
 from reactorflow.runtime.maps.fanout import parked_maps_settled
 from reactorflow.runtime.maps.throws import throw_settled
 from reactorflow.runtime.units import FINISHED, unit_finished
@@ -50,21 +53,21 @@ def is_parked(ex: Execution) -> bool:
             and bool(state.parked_on or state.wake_at))
 
 
-def _units(ex: Execution) -> dict[str, float]:
-    """The async units the run parked on (unit key -> since when); maps apart."""
+def _units(ex: Execution, parked: dict[str, float] | None = None) -> dict[str, float]:
+    """The async units the run parked (or parks) on (unit key -> since when); maps apart."""
     nodes = ex.plan.nodes
-    return {key: since for key, since in ex.state.parked_on.items()
+    return {key: since for key, since in (ex.state.parked_on if parked is None else parked).items()
             if key not in nodes or nodes[key].spec.map is None}
 
 
-def _due_times(ex: Execution) -> list[float]:
+def _due_times(ex: Execution, parked: dict[str, float], wake_at: float | None) -> list[float]:
     timeout = config.settings().async_wait_timeout
-    units = _units(ex)
+    units = _units(ex, parked)
     times = [since + timeout for since in units.values()]
-    if len(units) < len(ex.state.parked_on):  # a map: re-checked every timeout
+    if len(units) < len(parked):  # a map: re-checked every timeout
         times.append(clock.now() + timeout)
-    if ex.state.wake_at is not None:
-        times.append(ex.state.wake_at)
+    if wake_at is not None:
+        times.append(wake_at)
     return times
 
 
@@ -81,10 +84,22 @@ def due(ex: Execution) -> bool:
     return ex.state.wake_at is not None and ex.state.wake_at <= now
 
 
+def hold_bound(ex: Execution, parked: dict[str, float], wake_at: float | None) -> float:
+    """Seconds from now until a run parking on `parked` (units, maps) or until `wake_at` is
+    looked at again (`after_park` enqueues it for then); a rollback's re-check."""
+    timeout = config.settings().async_wait_timeout
+    if ex.state.status is Status.ROLLING_BACK:
+        return timeout
+    now = clock.now()
+    return max(0.0, min(_due_times(ex, parked, wake_at), default=now + timeout) - now)
+
+
 async def park(ex: Execution, units: dict[str, float], wake_at: float | None) -> None:
-    """Save the run parked (`running`, holding nothing): the last write of this execution."""
+    """Save the run parked (`running`, keeping its gates for `hold_bound` plus their TTLs, see
+    `gates.parked`): the last write of this execution."""
     waits = [*units, *(["retry"] if wake_at is not None else [])]
     status = Status.ROLLING_BACK if ex.state.status is Status.ROLLING_BACK else Status.RUNNING
+    await keep_while_parked(ex, hold_bound(ex, units, wake_at))
     await ex.save_state(status, final=True, parked_on=units, wake_at=wake_at,
                         waiting_on=[], events=[event("run.parked", detail=", ".join(waits))])
     log.info("reactorflow.run.parked run_id=%s reactor=%s waits=%s", ex.run_id, ex.reactor,
@@ -104,5 +119,5 @@ async def after_park(ex: Execution) -> None:
     if due(ex) or await parked_maps_settled(ex):
         queue.enqueue_run(ex.run_id, ex.reactor)
         return
-    delay = max(0.0, min(_due_times(ex)) - clock.now())
+    delay = max(0.0, min(_due_times(ex, ex.state.parked_on, ex.state.wake_at)) - clock.now())
     queue.enqueue_run(ex.run_id, ex.reactor, delay=delay)

@@ -6,18 +6,15 @@ that ends while a step waits for its next attempt fails that step for good (comp
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import anyio
 import pytest
 
 import reactorflow as rf
 from reactorflow import records
-from reactorflow.runtime import jobs, queue
+from reactorflow.runtime import jobs
 from reactorflow.runtime.queue import Job, JobKind
-from reactorflow.workers.queue import current_queue
-from tests.helpers import kinds, unique
-from tests.runtime.test_queue_contract import Captured
+from tests.helpers import Captured, kinds, unique
 
 pytestmark = pytest.mark.usefixtures("storage")
 
@@ -33,16 +30,9 @@ async def flaky(ctx: rf.StepContext) -> int:
     return ctx.attempt
 
 
-@pytest.fixture
-def captured() -> Iterator[Captured]:
-    """The runtime's queue keeps its jobs: the test delivers them itself."""
-    kept = Captured()
-    queue.register(lambda: kept)
+@pytest.fixture(autouse=True)
+def _fresh_attempts() -> None:
     attempts.clear()
-    try:
-        yield kept
-    finally:
-        queue.register(current_queue)
 
 
 async def _retry_at(storage: rf.Storage, run_id: str) -> float:

@@ -16,7 +16,7 @@ from reactorflow.runtime import queue
 from reactorflow.runtime.localqueue import InProcessQueue
 from reactorflow.runtime.queue import Job, JobKind, JobQueue
 from reactorflow.workers.queue import DramatiqQueue, current_queue
-from tests.helpers import unique
+from tests.helpers import Captured, unique
 
 pytestmark = pytest.mark.usefixtures("storage")
 
@@ -51,17 +51,6 @@ async def unit(ctx: rf.StepContext) -> str:
 @units.step
 async def reader(unit: str) -> str:
     return f"read {unit}"
-
-class Captured:
-    """A queue that keeps the jobs it is given (to hand them to the queue under test)."""
-
-    shared = False
-
-    def __init__(self) -> None:
-        self.jobs: list[Job] = []
-
-    def enqueue(self, job: Job, *, delay: float | None = None) -> None:
-        self.jobs.append(job)
 
 @pytest.fixture(params=["in-process", "dramatiq"])
 def jobs(request: pytest.FixtureRequest) -> Iterator[JobQueue]:

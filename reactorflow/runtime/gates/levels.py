@@ -2,8 +2,9 @@
 
 Both are taken together when the child opens (scope: the compose step's key; a lock the run
 already holds is re-entered), held while the child's steps run, and given back when the compose
-step completes. Like the run's own gates they are let go whenever the execution stops (a pause,
-a park, a snooze) and taken again by the next execution (`retake`). A used period skips the
+step completes. Like the run's own gates they are let go when the execution stops at a pause
+or a snooze, kept while the run is parked (`gates.parked`), and taken again by the next
+execution (`retake`). A used period skips the
 compose step; a busy gate fails it in a caller, or snoozes the run in a worker.
 """
 

@@ -16,9 +16,11 @@ The protocol:
    waits, then hands the run to a worker). Periods are checked and rate limits charged only
    before the run's first step (a charge is also remembered by storage, so a redelivery is not
    charged again).
-3. When the execution lets go of the run (`release`): places are given back at any stop (the
-   run holds nothing while paused, parked or snoozed); its ordered turn passes on at a final
-   status only; periods are recorded when it completed.
+3. When the execution lets go of the run (`release`): places are given back when it is
+   paused or snoozed (it holds nothing then); a run parked or handed to a worker is still
+   running and keeps them (`gates.parked`: they are forgotten here, released by nobody, and
+   extended for the park); its ordered turn passes on at a final status only; periods are
+   recorded when it completed.
 """
 
 from __future__ import annotations

@@ -67,6 +67,8 @@ class GateHolds:
         self._dropped: set[tuple[str, str]] = set()  # places a final save released already
         self.exclusive: dict[str, int] = {}  # keys held exclusively -> users (deadlock guard)
         self.listener: Callable[[float], None] | None = None  # told each new place's TTL
+        self.kept: list[tuple[str, str, float]] = []  # places kept in storage (`keep`): ttl
+        self.kept_tickets: list[tuple[str, str]] = []  # ... and turns
 
     def places(self) -> list[tuple[str, str, float]]:
         """The places held (and not yet dropped by a final save), with their TTLs."""
@@ -284,14 +286,33 @@ def _let_go(holds: GateHolds, need: Need, holder: str) -> bool:
 
 def keep(holds: GateHolds, entry: Entry) -> None:
     """The execution stops while `entry`'s places and turns stay taken in storage (a parked
-    map's: its element jobs renew them, and the execution that takes the run on next takes
-    them again as their holder): forget them here, releasing nothing."""
+    run's, or its parked map's: the execution that takes the run on next takes them again as
+    their holder): forget them here, releasing nothing. They are remembered in `holds.kept`
+    until `extend_kept` makes them last as long as the park."""
     for need, holder in entry.taken:
-        _let_go(holds, need, holder)
+        gate = need.gate
+        if _let_go(holds, need, holder) and isinstance(gate, Lock | Semaphore):
+            holds.kept.append((need.key, holder, gate.ttl))
     for need, ticket in entry.tickets:
         holds.track_ticket(need.key, ticket, 0.0, False)
+        holds.kept_tickets.append((need.key, ticket))
     entry.taken.clear()
     entry.tickets.clear()
+
+
+async def extend_kept(holds: GateHolds, bound: float) -> None:
+    """The places `keep` kept outlive the execution: each is extended to `bound` seconds (how
+    long nobody may look at the run: its park) plus its own `ttl`, so a live run keeps it
+    until whoever takes the run on next re-adopts it, and a crashed one's lapses that long
+    after; each kept turn is stamped (its holder is alive)."""
+    storage = holds.storage
+    kept, holds.kept = holds.kept, []
+    tickets, holds.kept_tickets = holds.kept_tickets, []
+    for key, holder, ttl in kept:
+        if not await storage.gate_extend(key, holder, bound + ttl):
+            log.warning("reactorflow.gate.lost run_id=%s key=%s", holds.run_id, key)
+    for key, ticket in tickets:
+        await storage.ordered_stamp(key, ticket)
 
 
 def _busy(holds: GateHolds, need: Need, waited: float, step: str | None,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from reactorflow import clock
+from reactorflow import clock, config
 from reactorflow.definition.gates import BoundGate, Lock, OrderedLock, Semaphore
 from reactorflow.definition.params import MISSING
 from reactorflow.errors import ArgumentError, GateDeadlock, GateKeyError
@@ -124,15 +124,18 @@ def element_places(storage: Storage, run_id: str, node: Node,
                    kwargs: dict[str, Any]) -> GateHolds | None:
     """The places and turn a parked map keeps, for one of its element jobs to renew (its
     locks and semaphores, its ordered lock's ticket; keys built from the map's arguments as
-    the map built them). None when the map has none, or a key cannot be built."""
+    the map built them). Each is renewed for its TTL plus `async_wait_timeout` (the longest
+    the parked map waits to be looked at: see `gates.parked`), never shorter than the park
+    made it. None when the map has none, or a key cannot be built."""
     holds = GateHolds(storage, run_id)
+    park = config.settings().async_wait_timeout
     try:
         for bound in node.spec.gates:
             gate = bound.gate
             need = Need(gate, render(bound, kwargs, run_id=run_id, step=node.key))  # type: ignore[arg-type]
             holder = holder_of(holds, need, node.key)
             if isinstance(gate, Lock | Semaphore):
-                holds._add(need.key, holder, gate.ttl, False)
+                holds._add(need.key, holder, park + gate.ttl, False)
             elif isinstance(gate, OrderedLock):
                 holds.track_ticket(need.key, holder, gate.poison_pill_timeout, True)
     except GateKeyError:
