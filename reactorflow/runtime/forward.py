@@ -43,6 +43,7 @@ from reactorflow.runtime.gates.steps import (
     enter_whole,
     leave_whole,
     step_needs,
+    used_period,
 )
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.maps.drive import run_map
@@ -412,6 +413,10 @@ class Forward:
             except AsyncWaitTimeout as exc:
                 await self._fail_step(node, exc, detail=str(exc))
                 return False
+        reason = skip_reason(ex, node)  # a unit it reads was skipped (its period was used)
+        if reason is not None:
+            await self._skip(node, reason)
+            return False
         return True
 
     async def _parked_since(self, node: Node, dep: str) -> float | None:
@@ -434,6 +439,10 @@ class Forward:
         try:
             kwargs = resolve_arguments(ex, node)
             if await self._skipped_by_when(node, kwargs):
+                return
+            used = await used_period(ex, node, kwargs) if node.spec.gates else None
+            if used is not None:
+                await self._skip(node, f"period {used.key!r} already used")
                 return
             if node.kind is StepKind.ASYNC_REACTOR:
                 assert node.spec.child is not None

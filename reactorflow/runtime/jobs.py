@@ -253,7 +253,9 @@ async def _run_unit(ex: Execution, key: str, snoozes: int) -> None:
             record = StepRecord(StepStatus.FAILED, out.attempts, out.started_at,
                                 out.finished_at, error=ErrorRecord("GateBusy", message))
             events.append(event("step.failed", key, detail=message))
-        case StepEnd.SKIPPED | StepEnd.RETRYING:  # no when=; never parks
+        case StepEnd.SKIPPED:  # its period was used meanwhile (no when=: checked at dispatch)
+            record = StepRecord(StepStatus.SKIPPED, 0, out.started_at, clock.now())
+        case StepEnd.RETRYING:  # never parks
             raise AssertionError(f"unit {key!r} ended {out.status}")
         case _:
             assert_never(out.status)

@@ -22,6 +22,7 @@ import msgspec
 
 from reactorflow import clock, config, records
 from reactorflow.definition import registry
+from reactorflow.definition.gates import Period
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import AsyncWaitTimeout
@@ -30,6 +31,7 @@ from reactorflow.records import ErrorRecord, RunError, StepRecord
 from reactorflow.runtime import queue
 from reactorflow.runtime.creation import create_child_run
 from reactorflow.runtime.execution import Execution, event
+from reactorflow.runtime.gates.keys import period_marker
 from reactorflow.runtime.views import run_status
 from reactorflow.status import Status, StepStatus
 
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("reactorflow.async")
 FINISHED = frozenset({StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.HALTED,
-                      StepStatus.COMPENSATED})
+                      StepStatus.COMPENSATED, StepStatus.SKIPPED})
 
 
 def unit_lock(run_id: str, key: str) -> str:
@@ -142,11 +144,31 @@ async def child_report(storage: Storage, child_id: str, node: Node,
         result = records.decode_step(raw).result if raw is not None else records.NIL
         return StepRecord(StepStatus.COMPLETED, 1, marker.started_at, clock.now(), result,
                           child_run=child_id)
+    if status is Status.HALTED and state.halt_reason == "period" and await _step_period_used(
+            storage, node, stored.head.meta, state.updated_at):
+        return StepRecord(StepStatus.SKIPPED, 1, marker.started_at, clock.now(),
+                          child_run=child_id)
     error = state.error
     reason = ErrorRecord(error.type, error.message, "", error.traceback) if error else \
         ErrorRecord(status.value.title(), f"child run {child_id!r} ended {status.value}")
     return StepRecord(StepStatus.FAILED, 1, marker.started_at, clock.now(), error=reason,
                       child_run=child_id)
+
+
+async def _step_period_used(storage: Storage, node: Node, raw_meta: bytes,
+                            when: float) -> bool:
+    """A child run halted by a period: whether the async_reactor step's own period (its key is
+    among the child's `parent_gates`) was used when it halted. The step is then skipped, as a
+    step gate's used period skips a step; a period of the child reactor's own fails it."""
+    keys = records.decode_meta(raw_meta).parent_gates
+    if len(keys) != len(node.spec.gates):
+        return False
+    for bound, key in zip(node.spec.gates, keys, strict=True):
+        gate = bound.gate
+        if isinstance(gate, Period) and await storage.period_marked(
+                period_marker(gate, key, when)[0]):
+            return True
+    return False
 
 
 # -- dispatching (the run's owner) ---------------------------------------------------------------

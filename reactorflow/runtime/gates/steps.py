@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from reactorflow import clock, config
-from reactorflow.definition.gates import BoundGate, Lock, OrderedLock, Semaphore
+from reactorflow.definition.gates import BoundGate, GateKind, Lock, OrderedLock, Period, Semaphore
 from reactorflow.definition.params import MISSING
 from reactorflow.errors import ArgumentError, GateDeadlock, GateKeyError
 from reactorflow.records import summary
 from reactorflow.runtime.execution import event
-from reactorflow.runtime.gates.keys import is_place, render
+from reactorflow.runtime.gates.keys import is_place, period_marker, render
 from reactorflow.runtime.gates.runs import run_needs
 from reactorflow.runtime.gates.scope import (
     Entry,
@@ -141,6 +141,20 @@ def element_places(storage: Storage, run_id: str, node: Node,
     except GateKeyError:
         return None
     return holds if holds.places() or holds.tickets() else None
+
+
+async def used_period(ex: Execution, node: Node, kwargs: dict[str, Any]) -> Need | None:
+    """Before dispatching an async unit: its own period gate already used in this period (the
+    unit's worker, or its child run, would find it used and not run; the step is skipped
+    instead, as a step gate's used period skips a step). `GateKeyError` when a key cannot be
+    built."""
+    periods = tuple(b for b in node.spec.gates if b.kind is GateKind.PERIOD)
+    for need in step_needs(ex, node, kwargs, periods) if periods else ():
+        assert isinstance(need.gate, Period)
+        marker, _ = period_marker(need.gate, need.key, clock.now())
+        if await ex.storage.period_marked(marker):
+            return need
+    return None
 
 
 def _describe(needs: list[Need]) -> str:
