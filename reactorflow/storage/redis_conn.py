@@ -433,6 +433,10 @@ class RedisConnector:
         options = dict(self._options)
         options.pop("max_connections", None)
         options.pop("pool_timeout", None)
-        client = Redis(connection_pool=ConnectionPool.from_url(self._url, **options))
+        pool = ConnectionPool.from_url(self._url, **options)
+        # lean: a SUBSCRIBE/UNSUBSCRIBE is written at once, with no timer task and no event
+        # loop turn (a waiter handed a gate leaves its channel on the way to its run)
+        pool.connection_class = lean(pool.connection_class)
+        client = Redis(connection_pool=pool)
         client.auto_close_connection_pool = True
         return client
