@@ -228,3 +228,29 @@ async def test_a_crashed_parked_holders_gates_lapse_after_the_park_and_their_ttl
     finally:
         if fake is not None:
             clock.use(previous)
+
+
+async def test_a_run_handed_to_a_worker_keeps_its_gates_for_it(
+        storage: rf.Storage, captured: Captured) -> None:
+    """`background`: the caller's run is handed to a worker with its gates kept (nobody can
+    take them in between); the worker takes them on as their holder and gives them back at
+    the run's final state."""
+    key = unique("ph")
+    flow = rf.Reactor(unique("parked.handoff"), inputs=Account, gates=_gated(key))
+
+    @flow.step
+    async def first(account_id: str) -> str:
+        return account_id
+
+    @flow.step
+    async def second(first: str) -> str:
+        return first
+
+    flow.background(after="first")
+    other, waiter = _others(key)
+    run = await flow.run(account_id="A1")
+    assert run.status is rf.Status.RUNNING and kinds(run, "run.handed_off")
+    waiting = await _assert_held_by(storage, key, run.id, other, waiter, captured)
+    await _deliver(captured, run.id)  # the worker finishes it
+    assert (await flow.get(run.id)).status is rf.Status.COMPLETED
+    await _assert_free(storage, key, other, waiter, waiting, captured)
