@@ -254,3 +254,39 @@ async def test_a_run_handed_to_a_worker_keeps_its_gates_for_it(
     await _deliver(captured, run.id)  # the worker finishes it
     assert (await flow.get(run.id)).status is rf.Status.COMPLETED
     await _assert_free(storage, key, other, waiter, waiting, captured)
+
+
+async def test_fanned_out_element_reactors_re_enter_their_parked_runs_lock(
+        storage: rf.Storage, captured: Captured) -> None:
+    """A fanned-out element's reactor (and its steps) taking the lock its parked run keeps
+    re-enter it, as an inline element does: they run, and leave it held by the run."""
+    key = unique("pe")
+    seen: list[list[str]] = []
+    child = rf.Reactor(unique("parked.child"), inputs=Account,
+                       gates=[rf.Lock(f"{key}:{{account_id}}", wait=0)])
+
+    @child.step(gates=[rf.Lock(f"{key}:{{account_id}}", wait=0)])
+    async def inner(account_id: str) -> str:
+        seen.append(await storage.gate_holders(f"{key}:{account_id}"))
+        return account_id
+
+    flow = rf.Reactor(unique("parked.elements"), inputs=Account,
+                      gates=[rf.Lock(f"{key}:{{account_id}}")])
+
+    @flow.step
+    async def letters(account_id: str) -> list[str]:
+        return ["x", "y"]
+
+    @flow.map_step(over="letters", fan_out=True, reactor=child)
+    async def each(letter: str, account_id: str) -> Account:
+        return Account(account_id)
+
+    run = await flow.dispatch(account_id="A1")
+    await _deliver(captured, run.id, JobKind.RUN, once=True)  # fans out: parks at the map
+    await _deliver(captured, run.id, JobKind.ELEMENT)
+    assert seen == [[run.id], [run.id]]
+    assert await storage.gate_holders(f"{key}:A1") == [run.id]  # still the run's
+    await _deliver(captured, run.id)
+    done = await flow.get(run.id)
+    assert done.status is rf.Status.COMPLETED, done.error
+    assert await storage.gate_holders(f"{key}:A1") == []

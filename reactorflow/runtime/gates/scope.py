@@ -12,7 +12,9 @@ Who holds what (`GateHolds`, one per execution of a run):
   taking its reactor's lock proceeds); within one execution a lock is counted, and released to
   storage when its last user leaves. An element of an element reactor (`element`, e.g.
   `ship:3`) holds its locks as `<run id>:<element>`, so elements exclude each other, except a
-  lock this execution holds as the run, which it re-enters;
+  lock this execution holds as the run, which it re-enters. A fanned-out element's job
+  (`borrows`) re-enters a lock its parked run keeps in storage (see `gates.parked`) the same
+  way, borrowed: never released by the job;
 * a semaphore's holder is `<run id>|<scope>`: not re-entrant;
 * a rate limit is charged as `<run id>|<scope>`: once per run, whatever its resumes;
 * an ordered lock's ticket is the run id for the run's own gate, `<run id>|<scope>` for a step.
@@ -28,7 +30,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from reactorflow import clock
+from reactorflow import clock, config
 from reactorflow.definition.gates import GateKind, Lock, OrderedLock, Period, RateLimit, Semaphore
 from reactorflow.errors import GateBusy
 from reactorflow.middleware import GateEvent, Hooks
@@ -69,6 +71,7 @@ class GateHolds:
         self.listener: Callable[[float], None] | None = None  # told each new place's TTL
         self.kept: list[tuple[str, str, float]] = []  # places kept in storage (`keep`): ttl
         self.kept_tickets: list[tuple[str, str]] = []  # ... and turns
+        self.borrows = False  # a fanned-out element's job: re-enters the parked run's locks
 
     def places(self) -> list[tuple[str, str, float]]:
         """The places held (and not yet dropped by a final save), with their TTLs."""
@@ -177,6 +180,8 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
     for need in needs:
         gate = need.gate
         patience = gate.wait if wait else 0.0
+        if holds.borrows and isinstance(gate, Lock):
+            await _borrow(holds, need, gate)
         holder = holder_of(holds, need, scope, element)
         if isinstance(gate, OrderedLock):
             entry.tickets.append((need, holder))
@@ -218,6 +223,22 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
     if not entry.admitted:
         await leave(holds, entry, completed=False, keep_turn=keep_turn)
     return entry
+
+
+async def _borrow(holds: GateHolds, need: Need, gate: Lock) -> None:
+    """In a fanned-out element's job (`holds.borrows`): a lock its parked run keeps (held as
+    the run id, see `gates.parked`) is re-entered, as the run's own execution re-enters it for
+    an inline element or a composed child. It is borrowed: counted as one user already, so
+    leaving never releases it, and renewed while the job runs (for the park's bound plus its
+    TTL, as `element_places` renews a parked map's places)."""
+    with holds._mutex:
+        if holds._locks.get((need.key, holds.run_id)):
+            return
+    if holds.run_id not in await holds.storage.gate_holders(need.key):
+        return
+    with holds._mutex:
+        holds._locks[need.key, holds.run_id] = 1
+    holds._add(need.key, holds.run_id, config.settings().async_wait_timeout + gate.ttl, False)
 
 
 async def _take(holds: GateHolds, need: Need, holder: str, patience: float) -> bool:

@@ -110,6 +110,7 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
             if kept is None and gated_child(node):  # what its element reactor takes
                 kept = GateHolds(storage, run_id)
             if kept is not None:
+                kept.borrows = True  # the parked run's locks: re-entered, never released
                 keeper.attach(hold, kept)
                 scope = JobScope(run_id, scope.plan, kept)
             if scope.plan.redactions:

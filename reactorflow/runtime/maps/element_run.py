@@ -53,6 +53,8 @@ class ElementExecution(Execution):
                          meta=meta, state=state, steps=steps, claims={}, hooks=hooks)
         if gates is not None:  # the run's (inline) or the element job's: renewed by its holder
             self.gates = gates
+        else:  # a job's own (an undo job's): never the run's execution, which may be parked
+            self.gates.borrows = True
         self.element = element_key(node.key, index)
         self.step_prefix = f"{self.element}."
         self.save = save
