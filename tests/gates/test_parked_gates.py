@@ -17,6 +17,7 @@ import reactorflow as rf
 from reactorflow import clock
 from reactorflow.runtime import jobs
 from reactorflow.runtime.queue import JobKind
+from reactorflow.runtime.units import child_run_id
 from reactorflow.testing.clock import FakeClock
 from tests.helpers import Captured, kinds, unique
 
@@ -290,3 +291,44 @@ async def test_fanned_out_element_reactors_re_enter_their_parked_runs_lock(
     done = await flow.get(run.id)
     assert done.status is rf.Status.COMPLETED, done.error
     assert await storage.gate_holders(f"{key}:A1") == []
+
+
+async def test_an_async_reactor_steps_gates_are_kept_while_its_child_run_is_parked(
+        storage: rf.Storage, captured: Captured) -> None:
+    """An async_reactor step's own gates are the child run's: kept while the child is parked
+    at an async unit of its own, given back at its final state."""
+    key = unique("pa")
+    child = rf.Reactor(unique("parked.arc"), inputs=Account)
+
+    @child.async_step
+    async def notify(account_id: str) -> str:
+        return account_id
+
+    @child.step
+    async def after(notify: str) -> str:
+        return notify
+
+    flow = rf.Reactor(unique("parked.arp"), inputs=Account)
+
+    @flow.async_reactor(child, gates=[rf.Lock(f"{key}:{{account_id}}")])
+    async def handle(account_id: str) -> Account:
+        return Account(account_id)
+
+    @flow.step
+    async def done(handle: str) -> str:
+        return handle
+
+    other, _ = _others(key)
+    run = await flow.dispatch(account_id="A1")
+    await _deliver(captured, run.id, JobKind.RUN, once=True)  # starts the child, parks
+    child_id = child_run_id(run.id, "handle")
+    await _deliver(captured, child_id, JobKind.RUN, once=True)  # the child parks at notify
+    assert kinds(await child.get(child_id), "run.parked")
+    assert await storage.gate_holders(f"{key}:A1") == [child_id]
+    with pytest.raises(rf.GateBusy):
+        await other.run(account_id="A1")
+    await _deliver(captured, child_id)
+    assert (await child.get(child_id)).status is rf.Status.COMPLETED
+    assert await storage.gate_holders(f"{key}:A1") == []
+    await _deliver(captured, run.id)
+    assert (await flow.get(run.id)).status is rf.Status.COMPLETED
