@@ -7,7 +7,8 @@
    part, release -> the waiter holds the place (the release hands it over and names the
    waiter: no acquire round trip), the rest being the run's creation (one round trip) and
    the start of its first step. Holder and waiter share one event loop, as two callers of one
-   process do: the holder's own work after its final save delays the waiter's wake-up;
+   process do: a waiter handed the place runs first (its notification usually arrives before
+   the holder's reply), so the holder's save returns after the waiter sent its run's creation;
 3. a rate limiter at `second=1000` under 50 concurrent callers: admitted calls per second,
    against the limit (never above it).
 """
