@@ -278,3 +278,10 @@ decode_throw = _throw_decoder.decode
 def raw(value: Any) -> msgspec.Raw:
     """Encode a user value for embedding in a record (raises TypeError when unsupported)."""
     return msgspec.Raw(_encoder.encode(value))
+
+
+def fingerprint_marker(fingerprint: dict[str, list[str]]) -> bytes:
+    """Bytes that the encoded `RunMeta` of every run started with this graph `fingerprint`
+    contains (its `fingerprint` field, key and value): storage finds them in a run's meta to
+    tell, without decoding it, that the run's graph is unchanged (`ResumeCheck`)."""
+    return _encoder.encode("fingerprint") + _encoder.encode(fingerprint)

@@ -280,7 +280,11 @@ async def after_release(reactor: Reactor, storage: Storage, ex: Execution) -> No
 
 
 async def head_of(reactor: Reactor, storage: Storage, run_id: str) -> RunHead:
-    head = await storage.load_head(run_id)
+    return own_head(reactor, run_id, await storage.load_head(run_id))
+
+
+def own_head(reactor: Reactor, run_id: str, head: RunHead | None) -> RunHead:
+    """`head`, the run's as read, when it is a run of `reactor`; else `RunNotFound`."""
     if head is None:
         raise RunNotFound(run_id, reactor.name)
     if head.reactor != reactor.name:

@@ -2,23 +2,31 @@
 
 The protocol (the same for an interrupt nested in a composed child, named by its path):
 
-1. Read the run's head (no lock) and refuse what cannot be resumed: `NotPaused`,
-   `AlreadyResumed`, `InterruptNotPending`, `InterruptExpired`.
-2. Validate the payload against the interrupt's schema. An invalid payload counts one attempt
-   in the interrupt's own counter and changes nothing else; the attempt that reaches
-   `max_attempts` rolls the whole run back (from the root) to `failed`.
-3. Claim the interrupt with the validated payload (first wins, atomic with a status check).
-4. Try to own the run, in the same call as the claim (`Storage.claim_and_lock`: claim, lock,
-   mark the run `running` if it is still as read in 1 (reactors without gates), then load;
-   one round trip on Redis). The owner applies every claim and drives the run.
-   If another execution holds the run, return at once with status `running`: that execution
-   applies the claim once it is free (see `operations.run_owned`), so an accepted payload is
-   never stranded.
+1. Conform the payload to the interrupt's schema, in the caller (no storage involved).
+2. If it conforms: check, claim, lock and mark the run `running` in one storage call
+   (`Storage.claim_and_lock` with a `ResumeCheck`; one round trip on Redis): the run must be a
+   run of this reactor, `paused` or `running`, of the same graph, waiting on the interrupt and
+   not past its deadline; then the claim (first wins, atomic with a status check), the run's
+   lock, and, for a paused reactor without gates whose other interrupts are unclaimed, the
+   `running` write `driver.drive` would start with; then the run is read under the lock.
+   Refused by the check, nothing was written, and the run's head as storage saw it goes to 3.
+3. Otherwise (a payload that does not conform, a step that is no interrupt, a refused check),
+   the checks again in the caller on the run's head, each refusal its error: `RunNotFound`,
+   `NotPaused`, `AlreadyResumed`, `DefinitionChanged`, `InterruptNotPending`,
+   `InterruptExpired` (the run is rolled back to `failed` first). An invalid payload then
+   counts one attempt in the interrupt's own counter and changes nothing else; the attempt
+   that reaches `max_attempts` rolls the whole run back (from the root) to `failed`. A check
+   that passes here (a compatible change of the graph) claims and locks as in 2, with the
+   `running` write made only if the run is still as read here (a `Resumption`).
+4. The owner applies every claim and drives the run. If another execution holds the run,
+   return at once with status `running`: that execution applies the claim once it is free
+   (see `operations.run_owned`), so an accepted payload is never stranded.
 """
 
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +61,14 @@ from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.views import read_head
 from reactorflow.snapshot import Run
 from reactorflow.status import ControlKind, RollbackTrigger, Status
-from reactorflow.storage.base import ClaimResult, Resumption, RunHead, Storage
+from reactorflow.storage.base import (
+    ClaimResult,
+    ResumeCheck,
+    Resumption,
+    RunHead,
+    Storage,
+    StoredRun,
+)
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -85,7 +100,33 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     storage = config.current_storage()
     plan = plan_for(reactor)
     key = step_key(step)
-    head = await operations.head_of(reactor, storage, run_id)
+    owner = new_owner()
+    lock_ttl = config.settings().lock_ttl
+    encoded = _conformed(plan, key, payload)
+    if encoded is not None:  # checks, claim, lock and the `running` write in one call
+        outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
+                                                       lock_ttl=lock_ttl,
+                                                       check=_check(reactor, plan, key))
+        if outcome is not ClaimResult.REFUSED:
+            return await _claimed(reactor, storage, run_id, key, owner, outcome, stored)
+        found = stored.head if stored is not None else None  # refused: say why from it
+    else:
+        found = await storage.load_head(run_id)
+    head = operations.own_head(reactor, run_id, found)
+    node, state = await _checked(reactor, storage, plan, run_id, key, head)
+    if encoded is None:
+        encoded = await _validated(reactor, storage, run_id, node, payload)
+    outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
+                                                   lock_ttl=lock_ttl,
+                                                   then=_resumption(plan, head, state, key))
+    return await _claimed(reactor, storage, run_id, key, owner, outcome, stored)
+
+
+async def _checked(reactor: Reactor, storage: Storage, plan: Plan, run_id: str, key: str,
+                   head: RunHead) -> tuple[Node, RunState]:
+    """The checks before anything is claimed, on the run as `head` shows it: the interrupt's
+    node and the run's state when they pass; else the refusal (`NotPaused`, `AlreadyResumed`,
+    `DefinitionChanged`, `InterruptNotPending`, `InterruptExpired` after failing the run)."""
     status, meta, state = read_head(head)
     if status not in (Status.PAUSED, Status.RUNNING):
         if key in await storage.claims(run_id):
@@ -106,20 +147,22 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
                          f"no payload for interrupt {waiting_label(key)!r} before its deadline")
         await fail_run(reactor, storage, run_id, error)
         raise InterruptExpired(run_id, waiting_label(key), deadline)
-    encoded = await _validated(reactor, storage, run_id, node, payload)
-    owner = new_owner()
-    settings = config.settings()
-    outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
-                                                   lock_ttl=settings.lock_ttl,
-                                                   then=_resumption(plan, head, state, key))
+    return node, state
+
+
+async def _claimed(reactor: Reactor, storage: Storage, run_id: str, key: str, owner: str,
+                   outcome: ClaimResult, stored: StoredRun | None) -> Run:
+    """After `claim_and_lock`: refuse a claim not accepted; else drive the run (as `stored`,
+    read under the lock), hand it to a worker (`resume="background"`), or, when another
+    execution holds it, return it as accepted."""
     if outcome is ClaimResult.TAKEN:
         raise AlreadyResumed(run_id, waiting_label(key))
     if outcome is ClaimResult.NOT_RESUMABLE:
         current = await storage.load_head(run_id)
         raise NotPaused(run_id, current.status if current is not None else "gone")
     log.info("reactorflow.resume.accepted run_id=%s step=%s", run_id, key)
-    assert node.spec.interrupt is not None
-    background = node.spec.interrupt.resume == "background"
+    options = plan_for(reactor).nodes[key].spec.interrupt
+    assert options is not None
     if stored is None:
         # Another execution holds the run: it applies the claim once free, and a worker is
         # asked too (it waits for the lock; a duplicate finds nothing left to apply).
@@ -128,12 +171,39 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
         claimed = set(await storage.claims(run_id)) | {key}
         return accepted(await operations.get(reactor, run_id), claimed)
     ex = operations.owned_execution(reactor, storage, stored, owner)
-    if background:
+    if options.resume == "background":
         await _hand_to_worker(reactor, storage, ex, key)
-    else:
-        return await operations.snapshot(
-            await operations.run_owned(reactor, storage, run_id, owner, ex, loaded=True))
-    return await operations.get(reactor, run_id)
+        return await operations.get(reactor, run_id)
+    return await operations.snapshot(
+        await operations.run_owned(reactor, storage, run_id, owner, ex, loaded=True))
+
+
+def _conformed(plan: Plan, key: str, payload: Any) -> bytes | None:
+    """The payload encoded, when `key` is an interrupt and the payload conforms to its schema;
+    else None (nothing is counted here: the checks come first, see `_validated`)."""
+    node = plan.nodes.get(key)
+    if node is None or node.spec.interrupt is None or node.kind is not StepKind.INTERRUPT:
+        return None
+    try:
+        return records.encode(conform(payload, node.spec.interrupt.payload_type))
+    except Exception:  # said (and counted) by `_validated`, after the checks
+        return None
+
+
+_FACTS: weakref.WeakKeyDictionary[Plan, tuple[bytes, bool]] = weakref.WeakKeyDictionary()
+
+
+def _check(reactor: Reactor, plan: Plan, key: str) -> ResumeCheck:
+    """The checks of `_checked` as storage makes them (`ResumeCheck`), with the write a resumed
+    run starts with (`running`, no longer waiting on `key`, event `run.resumed`) for a reactor
+    without gates (their admission comes first and may decide otherwise)."""
+    facts = _FACTS.get(plan)
+    if facts is None:
+        gated = bool(plan.reactor.gates) or any(has_gates(n) for n in plan.nodes.values())
+        facts = _FACTS[plan] = (records.fingerprint_marker(plan.fingerprint), not gated)
+    marker, resume = facts
+    events = [records.encode(event("run.resumed", detail=key))] if resume else []
+    return ResumeCheck(reactor.name, marker, clock.now(), resume, events)
 
 
 def _resumption(plan: Plan, head: RunHead, state: RunState, key: str) -> Resumption | None:

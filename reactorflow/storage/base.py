@@ -41,6 +41,7 @@ from reactorflow.storage.values import (
     GateTake,
     Liveness,
     OrderedLine,
+    ResumeCheck,
     Resumption,
     RunHead,
     RunPageData,
@@ -56,9 +57,9 @@ from reactorflow.storage.values import (
 
 __all__ = [
     "DEFAULT_HISTORY_LIMIT", "DEFAULT_RETENTION", "ClaimResult", "GateTake", "Liveness",
-    "OrderedLine", "Resumption", "RunHead", "RunPageData", "ScheduleState", "SlotWrite",
-    "Storage", "StoredRun", "Subscription", "UnitLiveness", "check_count", "check_seconds",
-    "retention_slack",
+    "OrderedLine", "ResumeCheck", "Resumption", "RunHead", "RunPageData", "ScheduleState",
+    "SlotWrite", "Storage", "StoredRun", "Subscription", "UnitLiveness", "check_count",
+    "check_seconds", "retention_slack",
 ]
 
 
@@ -338,12 +339,14 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
 
     async def claim_and_lock(self, run_id: str, name: str, payload: bytes, *, owner: str,
                              lock_ttl: float, then: Resumption | None = None,
+                             check: ResumeCheck | None = None,
                              ) -> tuple[ClaimResult, StoredRun | None]:
-        """`claim`, then, if it was accepted, `acquire_lock(run_id, owner, lock_ttl)`, then, if
-        the lock was taken, the status write `then` (when the run is still as it describes),
-        then `load_run(run_id, history=True, claims=True)`: what `continue_` does first, in one
-        call. Redis does it all in one script (one round trip); this default makes the calls
-        in turn.
+        """`check` (if given: else nothing is checked first), then `claim`, then, if it was
+        accepted, `acquire_lock(run_id, owner, lock_ttl)`, then, if the lock was taken, the
+        status write `then` (when the run is still as it describes; with `check`, the one the
+        check makes), then `load_run(run_id, history=True, claims=True)`: what `continue_` does
+        first, in one call. Redis does it all in one script (one round trip); this default makes
+        the calls in turn.
 
         Args:
             run_id: The run's id.
@@ -354,16 +357,25 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
             then: A status write to make under the new lock, only if the run's status, state
                 and claims are still as it expects (see `Resumption`); else nothing is written
                 and the caller sees the run as it is.
+            check: What must hold before anything is claimed (see `ResumeCheck`; not with
+                `then`). A retry of a call that claimed skips it (it answers as that call did).
 
         Returns:
-            The claim's outcome, and the run as `load_run` reads it (after `then`, if it was
-            written) when the claim was accepted and `owner` now holds the lock (None
+            The claim's outcome, and the run as `load_run` reads it (after the status write,
+            if it was made) when the claim was accepted and `owner` now holds the lock (None
             otherwise: another owner holds it, or the claim was not accepted, and then no lock
-            was taken and nothing else written).
+            was taken and nothing else written). `REFUSED` when `check` failed: nothing was
+            written, and the run is returned with its head only (no steps; None when the run
+            does not exist), for the caller to say why.
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
+        if check is not None:
+            head = await self.load_head(run_id)
+            if head is None or not check.admits(head, name):
+                return ClaimResult.REFUSED, None if head is None else StoredRun(head, {})
+            then = check.resumption(head, name)
         outcome = await self.claim(run_id, name, payload)
         if outcome is not ClaimResult.ACCEPTED or not await self.acquire_lock(run_id, owner,
                                                                                lock_ttl):

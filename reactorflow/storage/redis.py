@@ -33,6 +33,7 @@ from reactorflow.storage.base import (
     DEFAULT_HISTORY_LIMIT,
     DEFAULT_RETENTION,
     ClaimResult,
+    ResumeCheck,
     Resumption,
     RunHead,
     Storage,
@@ -381,32 +382,40 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
 
     async def claim_and_lock(self, run_id: str, name: str, payload: bytes, *, owner: str,
                              lock_ttl: float, then: Resumption | None = None,
+                             check: ResumeCheck | None = None,
                              ) -> tuple[ClaimResult, StoredRun | None]:
         conn = await self._redis.get()
         keys = self._keys.run_keys(run_id)
         args: list[EncodableT] = [_token(), name, payload, self._retention_ms, owner,
-                                  _ms(lock_ttl)]
+                                  _ms(lock_ttl), _now(), self.history_limit, run_id]
         facts = self._recall(run_id)
-        if then is None:
-            args += ["", "", "", "", "", self.history_limit, run_id, 0]
+        reactor = None if facts is None else facts[0]
+        change = ("", "")  # the status write's new and previous status
+        if check is not None:
+            args += ["check", check.reactor, check.marker, check.now,
+                     "1" if check.resume else "0", *check.events]
+            reactor, change = check.reactor, ("running", "paused")  # (checked by the script)
+        elif then is not None:
+            args += ["then", then.status, then.previous_status, then.expected_state, then.state,
+                     len(then.unclaimed), *then.unclaimed, *then.events]
+            change = (then.status, then.previous_status)
         else:
-            args += [then.status, then.previous_status, then.expected_state, then.state, _now(),
-                     self.history_limit, run_id, len(then.unclaimed), *then.unclaimed,
-                     *then.events]
-            if facts is not None and not conn.cluster:  # the script moves the index entries
-                keys += [self._keys.by_status(facts[0], then.status),
-                         self._keys.by_reactor(facts[0]),
-                         self._keys.by_status(facts[0], then.previous_status)]
+            args.append("")
+        if change[0] and reactor is not None and not conn.cluster:  # the script moves them
+            keys += [self._keys.by_status(reactor, change[0]), self._keys.by_reactor(reactor),
+                     self._keys.by_status(reactor, change[1])]
         with self._errors():
             reply = await conn.script("claim_lock_load", keys, args)
             outcome = ClaimResult(_text(reply[0]))
+            if outcome is ClaimResult.REFUSED:
+                head = self._head(run_id, reply[1]) if len(reply) > 1 else None
+                return outcome, None if head is None else StoredRun(head, {})
             if len(reply) < 3:
                 return outcome, None
             head = self._head(run_id, reply[2])
-            if then is not None and reply[6] == 1 and len(keys) == 8 and head is not None:
+            if reply[6] == 1 and len(keys) == 8 and head is not None:
                 pipe = conn.client.pipeline(transaction=False)  # other slots: apart
-                self._queue_index(pipe, run_id, (head.reactor, head.created_at), then.status,
-                                  then.previous_status)
+                self._queue_index(pipe, run_id, (head.reactor, head.created_at), *change)
                 await pipe.execute()
         if head is None:  # unreachable: the script saw the run
             return outcome, None

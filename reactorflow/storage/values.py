@@ -7,6 +7,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
+
+import msgspec
 
 from reactorflow.errors import ConfigurationError
 
@@ -70,6 +73,67 @@ class Resumption:
 
 
 @dataclass(frozen=True, slots=True)
+class ResumeCheck:
+    """What `claim_and_lock` checks before it claims anything, and the status write it then
+    makes itself (no head read by the caller first): the run exists, belongs to `reactor`, is
+    `paused` or `running`, its meta contains `marker` (the bytes every meta of a run of the
+    caller's definition contains: its graph is unchanged), and its state waits on the
+    interrupt and has no deadline for it at or before `now`. Storage reads these two fields of
+    the state (a msgpack map): `waiting_on` (a list of interrupt keys) and `deadlines` (key ->
+    seconds since the epoch).
+
+    With `resume`, once claimed and locked, a `paused` run whose other waiting interrupts are
+    unclaimed is written `running` as a `Resumption` would write it: its state with `status`
+    "running", `updated_at` `now` and the interrupt no longer in `waiting_on`, and `events`
+    appended."""
+
+    reactor: str
+    marker: bytes
+    now: float
+    resume: bool = False
+    events: Sequence[bytes] = ()
+
+    def admits(self, head: RunHead, name: str) -> bool:
+        """Whether the run as `head` shows it passes the check for interrupt `name`."""
+        if (head.reactor != self.reactor or head.status not in ("paused", "running")
+                or self.marker not in head.meta):
+            return False
+        state = _state_map(head.state)
+        if state is None or name not in _strings(state.get("waiting_on")):
+            return False
+        deadlines = state.get("deadlines")
+        deadline = deadlines.get(name) if isinstance(deadlines, dict) else None
+        return not isinstance(deadline, int | float) or self.now < deadline
+
+    def resumption(self, head: RunHead, name: str) -> Resumption | None:
+        """The status write the check makes once `name` is claimed and the run locked (for a
+        run `head` shows as it `admits` it), or None when it makes none."""
+        state = _state_map(head.state)
+        if not self.resume or head.status != "paused" or state is None:
+            return None
+        others = [k for k in _strings(state.get("waiting_on")) if k != name]
+        state.update(status="running", updated_at=self.now)
+        if others:
+            state["waiting_on"] = others
+        else:
+            state.pop("waiting_on", None)
+        return Resumption("paused", head.state, "running", msgspec.msgpack.encode(state),
+                          self.events, others)
+
+
+def _state_map(state: bytes) -> dict[str, Any] | None:
+    try:
+        found = msgspec.msgpack.decode(state)
+    except msgspec.DecodeError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _strings(value: object) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+@dataclass(frozen=True, slots=True)
 class StoredRun:
     head: RunHead
     steps: dict[str, bytes]
@@ -123,6 +187,7 @@ class ClaimResult(Enum):
     ACCEPTED = "accepted"  # this call's payload is the interrupt's one payload
     TAKEN = "taken"  # another payload was claimed first; nothing written
     NOT_RESUMABLE = "not_resumable"  # run missing, or not paused/running, or cancel requested
+    REFUSED = "refused"  # `claim_and_lock`'s `check` failed: nothing written (see `ResumeCheck`)
 
 
 class GateTake(Enum):

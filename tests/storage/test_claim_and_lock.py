@@ -1,5 +1,5 @@
-"""`Storage.claim_and_lock`: claim, lock, load in one call (what `continue_` does first), on
-every backend; on Redis one command, retry-safe."""
+"""`Storage.claim_and_lock`: (check,) claim, lock, load in one call (what `continue_` does
+first), on every backend; on Redis one command, retry-safe."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
-from reactorflow.storage.base import ClaimResult, Resumption, Storage
+from reactorflow import records
+from reactorflow.records import RollbackFailure, RunError, RunState
+from reactorflow.status import Status
+from reactorflow.storage.base import ClaimResult, ResumeCheck, Resumption, Storage
 from reactorflow.storage.redis import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import redis_namespace
@@ -91,8 +94,8 @@ async def test_redis_claim_and_lock_replayed_claims_and_locks_once(redis_url: st
     run_id = await _paused(redis_storage)
     conn = await redis_storage._redis.get()
     keys = redis_storage._keys.run_keys(run_id)
-    args: list[Any] = ["token-1", "approve", b"p", 60_000, RESUMER, 10_000, "", "", "", "", "",
-                       100, run_id, 0]
+    args: list[Any] = ["token-1", "approve", b"p", 60_000, RESUMER, 10_000, "1.0", 100, run_id,
+                       ""]
     first = await conn.script("claim_lock_load", keys, args)
     again = await conn.script("claim_lock_load", keys, args)
     assert first[:2] == again[:2] == [b"accepted", 1]
@@ -143,11 +146,163 @@ async def test_redis_claim_and_lock_replayed_resumes_once(redis_url: str) -> Non
     run_id = await _paused(redis_storage)
     conn = await redis_storage._redis.get()
     keys = redis_storage._keys.run_keys(run_id)
-    args: list[Any] = ["token-1", "approve", b"p", 60_000, RESUMER, 10_000, "running", "paused",
-                       b"state-0", b"state-1", "1.0", 100, run_id, 0, b"resumed"]
+    args: list[Any] = ["token-1", "approve", b"p", 60_000, RESUMER, 10_000, "1.0", 100, run_id,
+                       "then", "running", "paused", b"state-0", b"state-1", 0, b"resumed"]
     first = await conn.script("claim_lock_load", keys, args)
     again = await conn.script("claim_lock_load", keys, args)
     assert first[6] == 1 and again[6] == 0  # the retry recognised its write
     assert await redis_storage.history(run_id) == [b"e1", b"e2", b"resumed"]
     assert await redis_storage.release_lock(run_id, RESUMER) == 0
+    await redis_storage.aclose()
+
+
+# -- with a ResumeCheck: the checks before the claim, and the `running` write built by storage
+
+MARKER = records.fingerprint_marker({"prep": ["step"], "approve": ["interrupt", "prep"]})
+META = b"meta-head" + MARKER + b"meta-tail"
+
+
+def _state(**changes: Any) -> RunState:
+    fields: dict[str, Any] = dict(
+        status=Status.PAUSED, updated_at=1_000.0, waiting_on=["approve", "other"],
+        deadlines={"approve": 5_000.0, "other": 4_000.5}, timeout_at=4_000.5,
+        gate_waits={"s": "lock 'k'"}, gate_snoozes=2,
+        error=RunError("s", "Boom", "it broke", "tb", [RollbackFailure("u", "undo", "m")]))
+    fields.update(changes)
+    return RunState(**fields)
+
+
+async def _waiting(storage: Storage, state: RunState | bytes | None = None, *,
+                   status: str = "paused", meta: bytes = META) -> str:
+    """A run paused at `approve` (and `other`), its state in the runtime's encoding."""
+    encoded = state if isinstance(state, bytes) else records.encode(state or _state())
+    run_id = await new_run(storage, status=status, meta=meta, state=encoded, events=[b"e1"])
+    await storage.save_step(run_id, OWNER, "prep", b"rec", [b"e2"])
+    assert await storage.release_lock(run_id, OWNER) == 0
+    return run_id
+
+
+def _check(now: float = 2_000.0, *, reactor: str = "flow", resume: bool = True) -> ResumeCheck:
+    return ResumeCheck(reactor, MARKER, now, resume, [b"resumed"])
+
+
+async def test_claim_and_lock_checks_then_claims_locks_and_resumes(storage: Storage) -> None:
+    run_id = await _waiting(storage)
+    outcome, stored = await storage.claim_and_lock(run_id, "approve", b"p", owner=RESUMER,
+                                                   lock_ttl=10.0, check=_check())
+    assert outcome is ClaimResult.ACCEPTED and stored is not None
+    expected = _state(status=Status.RUNNING, updated_at=2_000.0, waiting_on=["other"])
+    assert stored.head.status == "running"
+    assert records.decode_state(stored.head.state) == expected  # as the runtime would write it
+    assert stored.history == [b"e1", b"e2", b"resumed"]
+    assert stored.claims == {"approve": b"p"} and stored.steps == {"prep": b"rec"}
+    head = await storage.load_head(run_id)
+    assert head is not None and head.status == "running" and head.state == stored.head.state
+    running = await storage.list_runs("flow", "running", 10, None)
+    assert [h.run_id for h in running.heads] == [run_id]
+    assert (await storage.list_runs("flow", "paused", 10, None)).heads == []
+    assert await storage.lock_owner(run_id) == RESUMER
+    assert await storage.release_lock(run_id, RESUMER) == 0
+
+
+async def test_claim_and_lock_check_resumes_the_last_waiting_interrupt(storage: Storage) -> None:
+    run_id = await _waiting(storage, _state(waiting_on=["approve"], deadlines={}, timeout_at=None,
+                                            gate_waits={}))
+    outcome, stored = await storage.claim_and_lock(run_id, "approve", b"p", owner=RESUMER,
+                                                   lock_ttl=10.0, check=_check())
+    assert outcome is ClaimResult.ACCEPTED and stored is not None
+    assert records.decode_state(stored.head.state) == _state(
+        status=Status.RUNNING, updated_at=2_000.0, waiting_on=[], deadlines={},
+        timeout_at=None, gate_waits={})
+
+
+@pytest.mark.parametrize("why", ["other claimed", "no resume", "running"])
+async def test_claim_and_lock_check_passes_without_the_write(storage: Storage, why: str) -> None:
+    """Claimed and locked, nothing else written: another waiting interrupt has a claim (the
+    owner applies both), the caller asked for no write (gates first), or the run is running."""
+    run_id = await _waiting(storage, status="running" if why == "running" else "paused")
+    if why == "other claimed":
+        assert await storage.claim(run_id, "other", b"q") is ClaimResult.ACCEPTED
+    before = await storage.load_head(run_id)
+    outcome, stored = await storage.claim_and_lock(
+        run_id, "approve", b"p", owner=RESUMER, lock_ttl=10.0,
+        check=_check(resume=why != "no resume"))
+    assert outcome is ClaimResult.ACCEPTED and stored is not None and before is not None
+    assert (stored.head.status, stored.head.state) == (before.status, before.state)
+    assert stored.history == [b"e1", b"e2"]
+    assert await storage.lock_owner(run_id) == RESUMER
+
+
+@pytest.mark.parametrize("why", ["reactor", "status", "graph", "not waiting", "expired",
+                                 "undecodable"])
+async def test_claim_and_lock_check_refused_writes_nothing(storage: Storage, why: str) -> None:
+    state: RunState | bytes | None = (_state(waiting_on=["other"]) if why == "not waiting"
+                                      else b"\xc1 not msgpack" if why == "undecodable" else None)
+    run_id = await _waiting(storage, state, status="completed" if why == "status" else "paused",
+                            meta=b"meta of another graph" if why == "graph" else META)
+    before = await storage.load_run(run_id, history=True, claims=True)
+    check = _check(5_000.0 if why == "expired" else 2_000.0,
+                   reactor="another" if why == "reactor" else "flow")
+    outcome, stored = await storage.claim_and_lock(run_id, "approve", b"p", owner=RESUMER,
+                                                   lock_ttl=10.0, check=check)
+    assert outcome is ClaimResult.REFUSED and stored is not None and before is not None
+    assert stored.head == before.head  # as storage saw it, to say why
+    assert await storage.load_run(run_id, history=True, claims=True) == before
+    assert await storage.lock_owner(run_id) is None
+
+
+async def test_claim_and_lock_check_of_a_missing_run_is_refused(storage: Storage) -> None:
+    assert await storage.claim_and_lock("no-such-run", "approve", b"p", owner=RESUMER,
+                                        lock_ttl=10.0, check=_check()) == (ClaimResult.REFUSED,
+                                                                           None)
+
+
+async def test_claim_and_lock_check_then_a_claim_taken(storage: Storage) -> None:
+    run_id = await _waiting(storage)
+    assert await storage.claim(run_id, "approve", b"first") is ClaimResult.ACCEPTED
+    assert await storage.claim_and_lock(run_id, "approve", b"p", owner=RESUMER, lock_ttl=10.0,
+                                        check=_check()) == (ClaimResult.TAKEN, None)
+    assert await storage.lock_owner(run_id) is None
+
+
+async def test_redis_claim_and_lock_check_is_one_command_from_a_fresh_process(
+        redis_url: str) -> None:
+    """Checked, claimed, locked, written `running` with its index moves, and read: one
+    EVALSHA, also from a storage that never saw the run (it names the reactor)."""
+    namespace = redis_namespace()
+    creator = RedisStorage.from_url(redis_url, namespace=namespace)
+    run_id = await _waiting(creator)
+    await creator.aclose()
+    redis_storage = RedisStorage.from_url(redis_url, namespace=namespace)
+    assert await redis_storage.lock_owner(run_id) is None  # (connected before the window)
+    found: list[Any] = []
+
+    async def resume() -> None:
+        found.append(await redis_storage.claim_and_lock(run_id, "approve", b"p", owner=RESUMER,
+                                                        lock_ttl=10.0, check=_check()))
+
+    seen = await _commands_during(redis_url, resume)
+    assert [c["command"].split(" ", 1)[0] for c in seen if c["client_type"] != "lua"] == [
+        "EVALSHA"]
+    assert found[0][0] is ClaimResult.ACCEPTED and found[0][1].head.status == "running"
+    running = await redis_storage.list_runs("flow", "running", 10, None)
+    assert [h.run_id for h in running.heads] == [run_id]
+    await redis_storage.aclose()
+
+
+async def test_redis_claim_and_lock_check_replayed_answers_as_the_first(redis_url: str) -> None:
+    """A retry after a lost reply skips the checks (the run is `running` by then) and answers
+    as the first call did, writing nothing again."""
+    redis_storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
+    run_id = await _waiting(redis_storage)
+    conn = await redis_storage._redis.get()
+    keys = redis_storage._keys.run_keys(run_id)
+    args: list[Any] = ["token-1", "approve", b"p", 60_000, RESUMER, 10_000, "1.0", 100, run_id,
+                       "check", "flow", MARKER, 2_000.0, "1", b"resumed"]
+    first = await conn.script("claim_lock_load", keys, args)
+    again = await conn.script("claim_lock_load", keys, args)
+    assert first[:2] == again[:2] == [b"accepted", 1]
+    assert first[6] == 1 and again[6] == 0
+    assert await redis_storage.history(run_id) == [b"e1", b"e2", b"resumed"]
+    assert await redis_storage.release_lock(run_id, RESUMER) == 0  # counted once
     await redis_storage.aclose()

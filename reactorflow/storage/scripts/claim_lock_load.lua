@@ -1,37 +1,91 @@
--- claim_lock_load: `claim` (first wins), then, when accepted, take the run's lock for `owner`
--- (as `acquire_lock`), then, when taken, optionally the status write of a resumption (only if
--- the run's status and state are still the ones the caller read and none of the interrupts it
--- names is claimed; on a single node with its index moves, KEYS 9-11), then read the run (as
--- `load_run` with its history and claims): the start of `continue_` in one round trip. A retry
--- of this very call answers as the first did (the claim's, the lock's and the write's token).
+-- claim_lock_load: optionally the checks of a `ResumeCheck` (mode 'check'; refused: nothing
+-- written), then `claim` (first wins), then, when accepted, take the run's lock for `owner`
+-- (as `acquire_lock`), then, when taken, optionally a status write (mode 'then': the caller's
+-- resumption, only if the run's status and state are still the ones the caller read; mode
+-- 'check': the resumption built here from the state as checked, for a paused run), made only
+-- if none of the other interrupts named is claimed (on a single node with its index moves,
+-- KEYS 9-11), then read the run (as `load_run` with its history and claims): the start of
+-- `continue_` in one round trip. A retry of this very call answers as the first did (the
+-- claim's, the lock's and the write's token; it skips the checks).
 --
 -- KEYS: 1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock
 --       [9 the new status's index  10 the reactor's index  11 the previous status's index]
 -- ARGV: 1 token  2 interrupt name  3 payload  4 retention (ms)  5 owner  6 lock ttl (ms)
---       7 new status ("" = no status write)  8 previous status  9 expected state
---       10 new state  11 touched_at  12 history limit  13 run id (the index member)
---       14 n = number of interrupts that must be unclaimed  15 .. 14+n their names
---       15+n .. events (oldest first)
--- Returns: {verdict} when not accepted ('taken' or 'not_resumable', as `claim`);
+--       7 touched_at  8 history limit  9 run id (the index member)
+--       10 mode: '' (no check, no status write), 'then' or 'check'
+--   'then':  11 new status  12 previous status  13 expected state  14 new state
+--            15 n = number of interrupts that must be unclaimed  16 .. 15+n their names
+--            16+n .. events (oldest first)
+--   'check': 11 reactor  12 meta marker  13 now (seconds, the caller's clock)
+--            14 '1' to make the resumption, else '0'  15 .. events (oldest first)
+-- Returns: {'refused', head fields (reactor, status, meta, state, created, touched)} when the
+--          check failed ({'refused'} when the run is gone);
+--          {verdict} when not accepted ('taken' or 'not_resumable', as `claim`);
 --          {'accepted', 0} when accepted but another owner holds the lock;
---          {'accepted', 1, head fields (reactor, status, meta, state, created, touched),
---           steps as a flat field/value list, history list, claims flat list,
---           1 if the status write was made by this call else 0}.
+--          {'accepted', 1, head fields, steps as a flat field/value list, history list,
+--           claims flat list, 1 if the status write was made by this call else 0}.
+local HEAD = {'reactor', 'status', 'meta', 'state', 'created', 'touched'}
+local name, mode = ARGV[2], ARGV[10]
 local exp, n = horizon(KEYS[1])
+local retry = redis.call('HEXISTS', KEYS[5], name) == 1
+  and redis.call('HGET', KEYS[7], 'claim:' .. name) == ARGV[1]
+
+-- The state of a run that passes the check (mode 'check'), decoded; nil when it does not.
+local function checked()
+  local head = redis.call('HMGET', KEYS[1], 'reactor', 'status', 'meta', 'state')
+  if head[1] ~= ARGV[11] or (head[2] ~= 'paused' and head[2] ~= 'running') or not head[3]
+      or not string.find(head[3], ARGV[12], 1, true) then
+    return nil
+  end
+  local ok, state = pcall(cmsgpack.unpack, head[4] or '')
+  if not ok or type(state) ~= 'table' or type(state.waiting_on) ~= 'table' then
+    return nil
+  end
+  local waits = false
+  for _, key in ipairs(state.waiting_on) do
+    waits = waits or key == name
+  end
+  local deadline = type(state.deadlines) == 'table' and state.deadlines[name]
+  if not waits or (type(deadline) == 'number' and tonumber(ARGV[13]) >= deadline) then
+    return nil
+  end
+  return state
+end
+
+-- A table with an empty table inside (msgpack would write it back as an array, maybe for a map).
+local function has_empty(t)
+  for _, v in pairs(t) do
+    if type(v) == 'table' and (next(v) == nil or has_empty(v)) then
+      return true
+    end
+  end
+  return false
+end
+
+local state
+if mode == 'check' and not retry then
+  state = exp and checked()
+  if not state then
+    if not exp then
+      return {'refused'}
+    end
+    return {'refused', redis.call('HMGET', KEYS[1], unpack(HEAD))}
+  end
+end
 if not exp then
   return {'not_resumable'}
 end
-if redis.call('HEXISTS', KEYS[5], ARGV[2]) == 1 then
-  if redis.call('HGET', KEYS[7], 'claim:' .. ARGV[2]) ~= ARGV[1] then
+if redis.call('HEXISTS', KEYS[5], name) == 1 then
+  if not retry then
     return {'taken'}
-  end  -- else a retry of this very call
+  end
 else
   local status = redis.call('HGET', KEYS[1], 'status')
   if (status ~= 'paused' and status ~= 'running') or redis.call('EXISTS', KEYS[4]) == 1 then
     return {'not_resumable'}
   end
-  redis.call('HSET', KEYS[5], ARGV[2], ARGV[3])
-  redis.call('HSET', KEYS[7], 'claim:' .. ARGV[2], ARGV[1])
+  redis.call('HSET', KEYS[5], name, ARGV[3])
+  redis.call('HSET', KEYS[7], 'claim:' .. name, ARGV[1])
   keep(exp, ARGV[4], {KEYS[5]})
 end
 local holder = redis.call('HGET', KEYS[8], 'owner')
@@ -44,35 +98,64 @@ elseif redis.call('HGET', KEYS[8], 't') ~= ARGV[1] then
   redis.call('HSET', KEYS[8], 't', ARGV[1])
 end
 redis.call('PEXPIRE', KEYS[8], ARGV[6])
+
+-- The status write: new status, previous status, new state, the interrupts that must be
+-- unclaimed, the first event's ARGV index; nil when there is none to make.
+local function write()
+  if mode == 'then' then
+    local head = redis.call('HMGET', KEYS[1], 'status', 'state')
+    if head[1] ~= ARGV[12] or head[2] ~= ARGV[13] then
+      return nil
+    end
+    local others = {}
+    for i = 16, 15 + tonumber(ARGV[15]) do
+      others[#others + 1] = ARGV[i]
+    end
+    return ARGV[11], ARGV[12], ARGV[14], others, 16 + tonumber(ARGV[15])
+  end
+  if mode ~= 'check' or not state or ARGV[14] ~= '1'
+      or redis.call('HGET', KEYS[1], 'status') ~= 'paused' or has_empty(state) then
+    return nil
+  end
+  local others = {}
+  for _, key in ipairs(state.waiting_on) do
+    if key ~= name then
+      others[#others + 1] = key
+    end
+  end
+  state.status = 'running'
+  state.updated_at = tonumber(ARGV[13])
+  state.waiting_on = #others > 0 and others or nil
+  return 'running', 'paused', cmsgpack.pack(state), others, 15
+end
+
 local written = 0
-if (ARGV[7] or '') ~= '' and not seen(KEYS[7], ARGV[1]) then
-  local head = redis.call('HMGET', KEYS[1], 'status', 'state')
-  local free = head[1] == ARGV[8] and head[2] == ARGV[9]
-  local first_event = 15 + tonumber(ARGV[14])
-  for i = 15, first_event - 1 do
-    if free and redis.call('HEXISTS', KEYS[5], ARGV[i]) == 1 then
+if mode ~= '' and not seen(KEYS[7], ARGV[1]) then
+  local status, previous, new_state, others, first_event = write()
+  local free = status ~= nil
+  for _, key in ipairs(others or {}) do
+    if free and redis.call('HEXISTS', KEYS[5], key) == 1 then
       free = false
     end
   end
   if free then
-    redis.call('HSET', KEYS[1], 'status', ARGV[7], 'state', ARGV[10], 'touched', ARGV[11],
+    redis.call('HSET', KEYS[1], 'status', status, 'state', new_state, 'touched', ARGV[7],
                'wn', n)
     remember(KEYS[7], ARGV[1], n)
     local fresh = {}
-    if append(KEYS[3], first_event, ARGV[12]) then
+    if append(KEYS[3], first_event, ARGV[8]) then
       fresh[1] = KEYS[3]
     end
     keep(exp, ARGV[4], fresh)
     if #KEYS > 8 then
       local created = redis.call('HGET', KEYS[1], 'created')
-      redis.call('ZADD', KEYS[9], 'NX', created, ARGV[13])
-      redis.call('ZADD', KEYS[10], 'NX', created, ARGV[13])
-      redis.call('ZREM', KEYS[11], ARGV[13])
+      redis.call('ZADD', KEYS[9], 'NX', created, ARGV[9])
+      redis.call('ZADD', KEYS[10], 'NX', created, ARGV[9])
+      redis.call('ZREM', KEYS[11], ARGV[9])
     end
     written = 1
   end
 end
-return {'accepted', 1,
-        redis.call('HMGET', KEYS[1], 'reactor', 'status', 'meta', 'state', 'created', 'touched'),
+return {'accepted', 1, redis.call('HMGET', KEYS[1], unpack(HEAD)),
         redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -1),
         redis.call('HGETALL', KEYS[5]), written}
