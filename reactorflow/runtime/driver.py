@@ -30,7 +30,7 @@ from reactorflow.runtime.gates.parked import keep_while_parked
 from reactorflow.runtime.lockkeeper import keeper
 from reactorflow.runtime.parking import park
 from reactorflow.runtime.rollback import collected_failures, roll_back
-from reactorflow.status import RollbackTrigger, Status, StepStatus
+from reactorflow.status import ControlKind, RollbackTrigger, Status, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.runtime.execution import Execution
@@ -167,9 +167,17 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
     or roll it back first when it failed."""
     match verdict.status:
         case Ending.COMPLETED:
-            await ex.save_state(Status.COMPLETED, final=True, publish=True,
-                                events=[event("run.completed")], waiting_on=[], deadlines={},
-                                timeout_at=None)
+            if not await ex.save_state(Status.COMPLETED, final=True, publish=True,
+                                       events=[event("run.completed")], waiting_on=[],
+                                       deadlines={}, timeout_at=None,
+                                       unless_control=bool(ex.folded)):
+                # a request came while the last step ran (its completion, which this save
+                # carried, is checkpointed now): honoured as at any step boundary
+                assert ex.control is not None
+                await conclude(ex, Verdict(Ending.CANCELLED
+                                           if ex.control.kind is ControlKind.CANCEL
+                                           else Ending.FAILED))
+                return
         case Ending.PAUSED:
             deadlines = {k: d for k in verdict.waiting
                          if (d := ex.records[k].deadline) is not None}

@@ -80,6 +80,7 @@ class Execution:
         # steps are named "<element>.<step>" in step contexts, idempotency keys and gate scopes
         self.element = ""
         self.step_prefix = ""
+        self.folded: dict[str, list[Event]] = {}  # completions the next save_state carries
         for key, record in steps.items():
             if record.child_started and key in plan.levels:
                 self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(record.child_inputs)
@@ -254,6 +255,12 @@ class Execution:
         if control is not None and self.control is None:
             self.control = records.decode_control(control)
 
+    def fold(self, key: str, record: StepRecord, events: list[Event]) -> None:
+        """Keep a step's completion for the run's next `save_state` (the final save of a run
+        that this completion completes) instead of a checkpoint of its own."""
+        self.records[key] = record
+        self.folded[key] = events
+
     async def save_state(
         self,
         status: Status,
@@ -263,19 +270,29 @@ class Execution:
         clear_control: bool = False,
         publish: bool = False,
         final: bool = False,
+        unless_control: bool = False,
         **changes: Any,
-    ) -> None:
-        """Persist the run's status and state (fenced), with the named step records.
+    ) -> bool:
+        """Persist the run's status and state (fenced), with the named step records and the
+        completions kept by `fold` (with their events, first; the write is then shielded from
+        cancellation, as a checkpoint is).
 
         `final=True` marks the last write of the owning execution: when it holds the lock
         through `hold`, the same atomic write releases it (save before release, in one trip).
-        Once a terminal status is saved, the run's correlation ids are released.
+        Once a terminal status is saved, the run's correlation ids are released. With
+        `unless_control`, a pending control request refuses the write (nothing written): the
+        folded completions are then checkpointed on their own, the request is kept in
+        `control`, and False is returned (else True).
         """
         state = self.state
         state.status = status
         state.updated_at = clock.now()
         for name, value in changes.items():
             setattr(state, name, value)
+        folded = self.folded
+        if folded:
+            steps = [*folded, *(steps or ())]
+            events = [e for pending in folded.values() for e in pending] + (events or [])
         encoded_steps = (
             {key: records.encode(self.records[key]) for key in steps} if steps else None
         )
@@ -286,17 +303,27 @@ class Execution:
         if hold is not None:
             hold.releasing = True  # the keeper's extensions may now find the lock released
         try:
-            control = await self.storage.save_state(
-                self.run_id, self.owner, status=status, previous_status=self.stored_status,
-                state=records.encode(state), steps=encoded_steps,
-                events=[records.encode(e) for e in events or ()],
-                clear_control=clear_control, publish=publish, release=hold is not None,
-                gates=places,
-            )
+            with anyio.CancelScope(shield=bool(folded)):  # a completion: as `checkpoint`
+                control = await self.storage.save_state(
+                    self.run_id, self.owner, status=status, previous_status=self.stored_status,
+                    state=records.encode(state), steps=encoded_steps,
+                    events=[records.encode(e) for e in events or ()],
+                    clear_control=clear_control, publish=publish, release=hold is not None,
+                    gates=places, unless_control=unless_control,
+                )
+            if unless_control and control is not None:  # refused: nothing was written
+                self.folded = {}
+                for key, pending in folded.items():
+                    await self.checkpoint(key, self.records[key], pending)
+                self.control = self.control or records.decode_control(control)
+                if hold is not None:
+                    hold.releasing = False
+                return False
         except BaseException:
             if hold is not None:
                 hold.releasing = False  # not released: a refused extension is a loss again
             raise
+        self.folded = {}
         if hold is not None:
             hold.released = True
         self.gates.released_by_save(places)
@@ -308,6 +335,7 @@ class Execution:
             self.control = records.decode_control(control)
         if status.is_terminal:
             await self.release_correlations()
+        return True
 
     async def refresh_maps(self) -> None:
         """Before the execution's last write: reset the retention of the slots of the run's

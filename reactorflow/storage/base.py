@@ -204,6 +204,7 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
         publish: bool = False,
         release: bool = False,
         gates: Sequence[tuple[str, str]] = (),
+        unless_control: bool = False,
     ) -> bytes | None:
         """Fenced write of the run's status and state, with any step records that change with
         it; atomic like `save_step`. With `release`, the same atomic write then leaves the run's
@@ -214,7 +215,10 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
         holder) pairs to drop, each as `gate_release` does, in the same round trip and before
         the write (whoever sees the new state finds them free; not atomic with the write: a
         refused write may still have dropped them). Returns the pending control request (None
-        when cleared).
+        when cleared). With `unless_control`, a pending control request refuses the write:
+        nothing is written (nor released, published or moved between indexes, but for index
+        hints a Redis Cluster may have added), and the request is returned; so there, a returned
+        request means nothing was written.
 
         Args:
             run_id: The run's id.
@@ -228,6 +232,7 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
             publish: Notify the run's completion channel after the write.
             release: Leave the run's lock once in the same atomic write.
             gates: (gate key, holder) pairs to drop before the write.
+            unless_control: Write nothing when a control request is pending (see above).
 
         Raises:
             LockLost: `owner` does not hold the run's lock (nothing was written).

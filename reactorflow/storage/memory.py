@@ -252,12 +252,15 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
                          state: bytes, steps: Mapping[str, bytes] | None = None,
                          events: Sequence[bytes] = (), clear_control: bool = False,
                          publish: bool = False, release: bool = False,
-                         gates: Sequence[tuple[str, str]] = ()) -> bytes | None:
+                         gates: Sequence[tuple[str, str]] = (),
+                         unless_control: bool = False) -> bytes | None:
         now = clock.monotonic()
         for key, holder in gates:  # before the write: its state shows them free
             self._release_holder(key, holder)
         with self._mutex:
             run = self._fenced(run_id, owner, now)
+            if unless_control and run.control is not None:
+                return run.control
             if release:
                 lock = self._locks[run_id]
                 lock.count -= 1

@@ -278,10 +278,12 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                          state: bytes, steps: Mapping[str, bytes] | None = None,
                          events: Sequence[bytes] = (), clear_control: bool = False,
                          publish: bool = False, release: bool = False,
-                         gates: Sequence[tuple[str, str]] = ()) -> bytes | None:
+                         gates: Sequence[tuple[str, str]] = (),
+                         unless_control: bool = False) -> bytes | None:
         conn = await self._redis.get()
         pairs = [part for item in (steps or {}).items() for part in item]
-        flags = ("c" if clear_control else "") + ("r" if release else "")
+        flags = (("c" if clear_control else "") + ("r" if release else "")
+                 + ("u" if unless_control else ""))
         args: Args = [_token(), owner, status, state, _now(), self._retention_ms,
                       self.history_limit, flags,
                       self._keys.channel(run_id) if publish else "", run_id, len(pairs) // 2,
@@ -294,7 +296,7 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                 keys += [self._keys.by_status(reactor, status), self._keys.by_reactor(reactor),
                          self._keys.by_status(reactor, previous_status)]
                 reply = await conn.script("save_state", keys, args)
-                if reply[0] != 1:  # refused: nothing written, no index touched
+                if reply[0] == 0:  # refused: nothing written, no index touched
                     raise LockLost(run_id, owner)
             elif facts is None:  # unknown to this process: the script tells, index writes follow
                 for key, holder in gates:  # before the write: its state shows them free
@@ -310,9 +312,11 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                 reply = await conn.script_pipeline("save_state", keys, args, after,
                                                    before=before)
             if reply[0] != 1:
-                if facts is not None and status != previous_status:  # put back what ZREM took
+                if facts is not None and status != previous_status and len(keys) == 8:
                     await conn.client.zadd(self._keys.by_status(facts[0], previous_status),
-                                           {run_id: facts[1]}, nx=True)
+                                           {run_id: facts[1]}, nx=True)  # what ZREM took
+                if reply[0] == 2:  # a pending control request refused it (`unless_control`)
+                    return _bytes(reply[1])
                 raise LockLost(run_id, owner)
             actual = (_text(reply[1]), float(reply[2]))
             if actual != facts:

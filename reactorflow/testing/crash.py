@@ -4,7 +4,9 @@ A crash point is a (reactor, step, when) triple armed by `Environment.crash`:
 
 * `when="before"`: the step's body is about to run (its dependencies are checkpointed, it is
   not);
-* `when="after"`: the step's result has just been checkpointed.
+* `when="after"`: the step's result has just been checkpointed (the last step's completion,
+  which the run's final save carries, is then written alone first, as a checkpoint of its own:
+  the crash leaves the run `running` with that step completed).
 
 When a point fires, the execution's lock is handed to a dead owner (released by the execution's
 owner and taken again, with the full `lock_ttl`, by a token nobody holds), and `SimulatedCrash`
@@ -123,8 +125,20 @@ class CrashInjector(Middleware):
             return control
 
         async def checked_save_state(run_id: str, owner: str, **options: Any) -> bytes | None:
+            steps = options.get("steps") or {}
+            if options.get("status") == "completed" and steps:
+                # the final save carries the last step's completion (`Execution.fold`): a
+                # point after that step sees it written alone first, as a checkpoint of its own
+                reactor = self.reactors.get(run_id)
+                for key, record in steps.items():
+                    if any(p.when == "after" and p.reactor == reactor and p.step == key
+                           for p in self.points):
+                        events = [e for e in options.get("events", ())
+                                  if records.decode_event(e).step == key]
+                        await save_step(run_id, owner, key, record, events)
+                        await self._after(run_id, {key: record})
             control = await save_state(run_id, owner, **options)
-            await self._after(run_id, options.get("steps") or {})
+            await self._after(run_id, steps)
             return control
 
         storage.save_step = checked_save_step  # type: ignore[method-assign]

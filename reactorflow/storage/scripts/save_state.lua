@@ -9,11 +9,13 @@
 --       [9 the new status's index  10 the reactor's index  11 the previous status's index]
 -- ARGV:
 --   1 token  2 owner  3 status  4 state  5 touched_at  6 retention (ms)  7 history limit
---   8 flags: "c" clear the control request, "r" release the lock once (e.g. "cr", or "")
+--   8 flags: "c" clear the control request, "r" release the lock once, "u" write nothing when
+--     a control request is pending (e.g. "cr", or "")
 --   9 channel to publish on ("" = none)  10 run id (the index member)  11 n = number of steps
 --   12 .. 11+2n step key, record pairs   12+2n .. events (oldest first)
 -- Returns: {1, reactor, created_at, control or nil} when written (or already written by this
---          very call); {0} when refused: `owner` does not hold the lock or the run is gone.
+--          very call); {0} when refused: `owner` does not hold the lock or the run is gone;
+--          {2, control} when refused by a pending control request (flag "u").
 if seen(KEYS[7], ARGV[1]) then  -- a retry of an applied write
   local head = redis.call('HMGET', KEYS[1], 'reactor', 'created')
   return {1, head[1], head[2], redis.call('GET', KEYS[4])}
@@ -24,6 +26,12 @@ end
 local exp, n, steps_kept = horizon(KEYS[1])
 if not exp then
   return {0}
+end
+if string.find(ARGV[8], 'u', 1, true) then
+  local control = redis.call('GET', KEYS[4])
+  if control then
+    return {2, control}
+  end
 end
 local fresh = {}
 local first_event = 12 + 2 * tonumber(ARGV[11])
