@@ -35,6 +35,7 @@ from reactorflow.errors import (
 )
 from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
+from reactorflow.runtime.folding import completes_run
 from reactorflow.runtime.gates.levels import close_level, has_gates, open_level
 from reactorflow.runtime.gates.scope import Entry
 from reactorflow.runtime.gates.steps import (
@@ -300,7 +301,7 @@ class Forward:
                     done.deadline = record.deadline
                     done.correlation_id = record.correlation_id
                     out.events.insert(0, event("interrupt.resumed", node.key))
-                if self._completes_run(node):  # its checkpoint rides in the final save
+                if completes_run(self, node):  # its checkpoint rides in the final save
                     ex.fold(node.key, done, out.events)
                 else:  # (as `_finish`, inline: the path every completed step takes)
                     await ex.checkpoint(node.key, done, out.events)
@@ -328,21 +329,6 @@ class Forward:
                                       started_at=out.started_at, finished_at=out.finished_at)
             case _:
                 assert_never(out.status)
-
-    def _completes_run(self, node: Node) -> bool:
-        """Whether this step's completion completes a run that got a payload (the tail of a
-        `continue_`): the last unsettled step of the root, nothing else in flight, queued,
-        waiting, parked or retrying, no stop, control request, hand-off after it or gate held.
-        Its record and events are then written by the run's final save (`Execution.fold`),
-        which a control request that came meanwhile refuses (`unless_control`): the step is
-        then checkpointed and the request honoured."""
-        ex = self.ex
-        return (bool(ex.claims) and not node.level and self.unsettled[""] == 1
-                and len(self.in_flight) == 1
-                and not self.queue and not self.stopping and not self.waiting
-                and not self.parked and not self.retrying and ex.control is None
-                and self.handoff != ("after", node.key) and ex.run_entry is None
-                and not ex.level_entries and not ex.gates.places_to_release())
 
     async def _retry_later(self, node: Node, out: Outcome) -> None:
         """In a worker: the step's next attempt is due later; it stays unsettled, checkpointed

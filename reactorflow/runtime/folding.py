@@ -1,0 +1,30 @@
+"""Which step completion rides in the run's final save instead of a checkpoint of its own
+(`Execution.fold`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reactorflow.definition.graph import Node
+    from reactorflow.runtime.forward import Forward
+
+
+def completes_run(forward: Forward, node: Node) -> bool:
+    """Whether the completion of `node` completes a run that got a payload (the tail of a
+    `continue_`): the last unsettled step of the root, nothing else in flight, queued, waiting,
+    parked or retrying, no stop, control request, hand-off after it or gate held. Its record
+    and events are then written by the run's final save (`Execution.fold`), which a control
+    request that came meanwhile refuses (`unless_control`): the step is then checkpointed on its
+    own and the request honoured, as at any step boundary.
+
+    Plain runs keep their last checkpoint (tests pin it: the command count of a chain, the
+    cancellation shield of a one-step run's checkpoint).
+    """
+    ex = forward.ex
+    return (bool(ex.claims) and not node.level and forward.unsettled[""] == 1
+            and len(forward.in_flight) == 1 and not forward.queue and not forward.stopping
+            and not forward.waiting and not forward.parked and not forward.retrying
+            and ex.control is None and forward.handoff != ("after", node.key)
+            and ex.run_entry is None and not ex.level_entries
+            and not ex.gates.places_to_release())
