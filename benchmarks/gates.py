@@ -2,13 +2,14 @@
 
 1. an uncontended reactor lock: round trips and time one run adds, against the same reactor
    without the lock (and one SET round trip);
-2. hand-over: the holder's release -> the next waiting caller's first step, p50 against the
-   pub/sub floor (PUBLISH on one connection -> the message read on another); and its first
+2. hand-over: the holder's release (its final save sent) -> the next waiting caller's first
+   step, p50 against the pub/sub floor (PUBLISH sent on one connection -> the message read on
+   another: both marks taken before the round trip that releases or publishes); and its first
    part, release -> the waiter holds the place (the release hands it over and names the
    waiter: no acquire round trip), the rest being the run's creation (one round trip) and
    the start of its first step. Holder and waiter share one event loop, as two callers of one
    process do: a waiter handed the place runs first (its notification usually arrives before
-   the holder's reply), so the holder's save returns after the waiter sent its run's creation;
+   the holder's reply);
 3. a rate limiter at `second=1000` under 50 concurrent callers: admitted calls per second,
    against the limit (never above it).
 """
@@ -126,8 +127,9 @@ async def _pubsub_floor(url: str, samples: int) -> list[float]:
 
 async def _hand_over(ctx: Context, storage: rf.RedisStorage, url: str) -> None:
     """One holder keeps the lock until a waiter is subscribed; then its step returns. The
-    hand-over is measured from the holder's final save (which releases the lock) returning to
-    the waiter's step."""
+    hand-over is measured from the moment the holder sends its final save (which releases the
+    lock) to the waiter's step, as the floor is measured from the moment PUBLISH is sent: the
+    mark does not depend on when the holder's own reply is read."""
     report = ctx.report
     flow = rf.Reactor(f"bench.gates.handover.{uuid.uuid4().hex[:6]}", inputs=Account,
                       gates=[rf.Lock("handover:{account_id}", wait=30)])
@@ -143,10 +145,9 @@ async def _hand_over(ctx: Context, storage: rf.RedisStorage, url: str) -> None:
         return took
 
     async def timed_release(run_id: str, owner: str, **kwargs: Any) -> bytes | None:
-        done = await original(run_id, owner, **kwargs)
-        if kwargs.get("gates"):  # the holder's final save: its lock is released with it
+        if kwargs.get("gates"):  # the holder's final save, sent now: its lock is released with it
             released.append(time.perf_counter())
-        return done
+        return await original(run_id, owner, **kwargs)
 
     storage.save_state = timed_release  # type: ignore[method-assign]
     scope.take_place = timed_take  # type: ignore[assignment]
@@ -190,7 +191,7 @@ async def _hand_over(ctx: Context, storage: rf.RedisStorage, url: str) -> None:
     floor = await _pubsub_floor(url, samples * 4)
     us = 1e6
     p50, floor50 = percentile(found, 50), percentile(floor, 50)
-    report.row("hand-over: release -> next caller's step, p50", p50 * us, "µs",
+    report.row("hand-over: release sent -> next caller's step, p50", p50 * us, "µs",
                f"p90 {percentile(found, 90) * us:.0f} µs ({samples} hand-overs)")
     report.row("  of which: release -> the waiter holds the place, p50",
                percentile(woken, 50) * us, "µs",
