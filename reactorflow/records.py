@@ -183,9 +183,11 @@ class ElementRecord(msgspec.Struct, omit_defaults=True, array_like=True):
     error: ErrorRecord | None = None
     rollback_error: ErrorRecord | None = None  # its undo (completed) or compensate (failed) raised
     # an element reactor's element (runtime.maps.children), kept while its rollback may need
-    # them: the child's validated inputs and its step records (keyed as in the child's plan)
+    # them: the child's validated inputs and its step records (keyed as in the child's plan),
+    # and the element slots of the maps nested in it (map key -> index -> encoded outcome)
     inputs: msgspec.Raw = NIL
     steps: dict[str, StepRecord] = {}
+    maps: dict[str, dict[int, bytes]] = {}
 
 
 class ElementArgs(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -340,10 +340,12 @@ class Reactor(RunMethods):
             over: An input field's name, or an earlier step (name or handle) whose value is a
                 list or tuple.
             batch_size: The most elements in flight at once.
-            fan_out: Run each element as a worker job instead of inline.
+            fan_out: Run each element as a worker job instead of inline (a map inside an
+                element reactor runs inline in its element either way).
             atomic: Fail the map on an element's failure (rolling back the completed
                 elements); `False` completes it with every element's outcome.
-            reactor: A child reactor run once per element, as a run of its own.
+            reactor: A child reactor run once per element inside the run (a flattened child,
+                like `compose`; a map inside it runs inline in the element).
             name: The step's name (default: the function's name).
             retries: An `rf.Retry` policy per element (not with `reactor=`).
             timeout: Seconds each element's attempt may take (not with `reactor=`).

@@ -25,6 +25,7 @@ from reactorflow.redaction import secrets_in, watch
 from reactorflow.runtime.gates.scope import Entry, GateHolds
 from reactorflow.runtime.lockkeeper import Hold
 from reactorflow.runtime.maps.keys import slot_keys
+from reactorflow.runtime.maps.reading import Slots
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage, StoredRun
 from reactorflow.storage.inline import is_inline
@@ -81,6 +82,8 @@ class Execution:
         self.element = ""
         self.step_prefix = ""
         self.folded: dict[str, list[Event]] = {}  # completions the next save_state carries
+        self.slots: Slots = storage  # its maps' element slots (an element's: in memory)
+        self.maps_inline = False  # an element's maps run inline, fan_out=True too
         for key, record in steps.items():
             if record.child_started and key in plan.levels:
                 self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(record.child_inputs)

@@ -364,28 +364,25 @@ async def test_a_childs_reactor_lock_excludes_elements_but_is_re_entered_for_the
     assert await storage.gate_holders("order:all") == []
 
 
-def test_a_map_or_async_reactor_inside_an_element_reactor_is_refused() -> None:
-    for kind in ("map", "async_reactor"):
-        child = rf.Reactor(unique("inner"), inputs=Order)
-        if kind == "map":
-            @child.map_step(over="items")
-            async def nested(item: str) -> str:
-                return item
-        else:
-            other = rf.Reactor(unique("other"))
+def test_an_async_reactor_inside_an_element_reactor_is_refused() -> None:
+    """(A map inside an element reactor runs inline in the element: tests/maps/
+    test_nested_maps.py.)"""
+    child = rf.Reactor(unique("inner"), inputs=Order)
+    other = rf.Reactor(unique("other"))
 
-            @other.step
-            async def anything() -> int:
-                return 1
+    @other.step
+    async def anything() -> int:
+        return 1
 
-            @child.async_reactor(other)
-            async def nested2() -> dict[str, object]:
-                return {}
-        parent = rf.Reactor(unique("outer"), inputs=Order)
-        with pytest.raises(rf.DefinitionError, match="needs a run of its own"):
-            @parent.map_step(over="items", reactor=child)
-            async def each(item: str) -> Order:
-                return Order([item])
+    @child.async_reactor(other)
+    async def nested() -> dict[str, object]:
+        return {}
+
+    parent = rf.Reactor(unique("outer"), inputs=Order)
+    with pytest.raises(rf.DefinitionError, match="needs a run of its own"):
+        @parent.map_step(over="items", reactor=child)
+        async def each(item: str) -> Order:
+            return Order([item])
 
 
 def test_the_graph_shows_the_element_reactor_under_the_map() -> None:

@@ -14,8 +14,9 @@ Running one element (`run_child`), in order:
    as the run, which it re-enters as a composed child does (see `gates.scope`). Nothing is
    written while they run: the element's child steps are checkpointed together, at its settle.
 3. Completed: the element's result is the child's value, checked against the element
-   annotation; the element's slot also keeps the child's inputs and step records (when any of
-   its steps has an undo handler), for its rollback.
+   annotation; the element's slot also keeps the child's inputs, step records and its nested
+   maps' element slots (when undoing it can run something: `undoable`), for its rollback. A
+   map inside the child runs inline in the element, its slots held in memory (`held`).
 4. Failed (a step failed after its retries, or halted): the element's completed child steps are
    rolled back here, newest first (compensate the failed ones, undo the completed ones, as a
    composed child's), and the element fails with the child step's error. Failures of that
@@ -26,15 +27,18 @@ step. The step contexts' idempotency keys (`<run>:<map>:<index>.<child step>`) a
 every retry and re-run of that element, so the systems a child step calls see the same key.
 
 Undoing a completed element (`undo_child`, when its map rolls back): its child's recorded
-steps are rolled back newest first, each handler's outcome saved in the element's slot as it
-returns, so a rollback cut off (a crash, a killed undo job) resumes after the last saved undo.
+steps are rolled back newest first (a nested map's turn: its completed inner elements, highest
+index first), each handler's outcome saved in the element's slot as it returns, so a rollback
+cut off (a crash, a killed undo job) resumes after the last saved undo.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from reactorflow import config, records
+from reactorflow import records
+from reactorflow.definition.graph import plan_for
+from reactorflow.definition.params import MapRead
 from reactorflow.errors import GateBusy, RecordedError
 from reactorflow.records import NIL, ElementRecord, ErrorRecord, RollbackFailure
 from reactorflow.runtime import operations
@@ -44,18 +48,19 @@ from reactorflow.runtime.gates.scope import Entry, enter, leave
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.maps.element_run import ElementExecution, ElementForward
 from reactorflow.runtime.maps.elements import Scope, encode
-from reactorflow.runtime.rollback import collected_failures, roll_back
-from reactorflow.status import StepStatus
+from reactorflow.runtime.maps.reading import element_count, load_list
+from reactorflow.runtime.rollback import Rollback, collected_failures, roll_back
+from reactorflow.status import HandlerKind, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
 
 
-def _execution(scope: Scope, node: Node, index: int, inputs: Any,
-               steps: dict[str, Any]) -> ElementExecution:
+def _execution(scope: Scope, node: Node, index: int, inputs: Any, steps: dict[str, Any],
+               maps: dict[str, dict[int, bytes]] | None = None) -> ElementExecution:
     hooks = scope.hooks if scope.hooks is not None else operations.hooks_for(scope.plan.reactor)
     return ElementExecution(scope.run_id, node, index, inputs, steps, hooks=hooks,
-                            gates=scope.gates)
+                            gates=scope.gates, prefix=scope.step_prefix, maps=maps)
 
 
 async def run_child(scope: Scope, node: Node, kwargs: dict[str, Any], index: int
@@ -84,10 +89,10 @@ async def run_child(scope: Scope, node: Node, kwargs: dict[str, Any], index: int
         if error is None:
             verdict = await ElementForward(ex, max_concurrency=child.max_concurrency).run()
             if verdict.status is Ending.COMPLETED:
-                result = encode(scope, node, index, _value(ex))
-                kept = dict(ex.records) if _undoable(ex.plan) else {}
-                return ElementRecord(StepStatus.COMPLETED, 1, result,
-                                     inputs=raw if kept else NIL, steps=kept), None
+                result = encode(scope, node, index, await _value(ex))
+                kept = dict(ex.records) if undoable(ex.plan) else {}
+                return ElementRecord(StepStatus.COMPLETED, 1, result, inputs=raw if kept else NIL,
+                                     steps=kept, maps=ex.held.maps if kept else {}), None
             live = verdict.errors
             error = _why(ex, verdict)
     except Exception as exc:  # the child's value does not match the element annotation
@@ -95,24 +100,37 @@ async def run_child(scope: Scope, node: Node, kwargs: dict[str, Any], index: int
     finally:
         if entry is not None:
             await leave(ex.gates, entry, completed=error is None)
-    await roll_back(ex, live)
+    done = await roll_back(ex, live)
     stored = (ErrorRecord(error.type, error.message) if isinstance(error, RecordedError)
               else ErrorRecord.from_exception(error))
     return ElementRecord(StepStatus.FAILED, 1, error=stored,
-                         rollback_error=_summed(collected_failures(ex))), error
+                         rollback_error=_summed(_failures(ex, done))), error
 
 
-def _value(ex: ElementExecution) -> Any:
-    """The child's value: its value step's result (None when it has none, or it skipped)."""
+async def _value(ex: ElementExecution) -> Any:
+    """The child's value: its value step's result (None when it has none, or it skipped); a
+    nested map's, the list its reader would get."""
     key = ex.plan.levels[""].value_key
     if key is None or ex.status_of(key) != StepStatus.COMPLETED:
         return None
+    options = ex.plan.nodes[key].spec.map
+    if options is not None:
+        read = MapRead.VALUES if options.atomic else MapRead.OUTCOMES
+        return await load_list(ex.slots, ex.run_id, ex.plan.nodes[key], element_count(ex, key),
+                               read)
     return ex.value_of(key)
 
 
-def _undoable(plan: Plan) -> bool:
-    """Whether undoing the child can run anything (else its records are not kept)."""
-    return any(n.spec.undo is not None for n in plan.nodes.values())
+def undoable(plan: Plan) -> bool:
+    """Whether undoing an element of this child can run anything (else its records are not
+    kept): an undo handler, a nested map's `undo_all`, or a nested element reactor's."""
+    for n in plan.nodes.values():
+        if n.spec.undo is not None:
+            return True
+        if n.spec.map is not None and (n.spec.map.undo_all is not None or (
+                n.spec.child is not None and undoable(plan_for(n.spec.child)))):
+            return True
+    return False
 
 
 def _why(ex: ElementExecution, verdict: Verdict) -> BaseException:
@@ -132,6 +150,14 @@ def _why(ex: ElementExecution, verdict: Verdict) -> BaseException:
                          f"element reactor {ex.reactor!r} ended {verdict.status}", step=None)
 
 
+def _failures(ex: ElementExecution, done: Rollback) -> list[RollbackFailure]:
+    """The child's rollback failures: those its step records hold, and those of its nested
+    maps' elements (held in the maps' slots, not on a step record)."""
+    inner = [f for f in done.failures
+             if ex.plan.nodes[f.step].spec.map is not None and f.kind is not HandlerKind.UNDO_ALL]
+    return collected_failures(ex) + inner
+
+
 def _summed(failures: list[RollbackFailure]) -> ErrorRecord | None:
     """The element's `rollback_error`: its child's rollback failures, in one record."""
     if not failures:
@@ -149,16 +175,15 @@ async def undo_child(scope: Scope, node: Node, index: int,
     `record` keeps the child's step records until the caller stores the element undone."""
     if not record.steps:
         return None  # nothing of its child can be undone (or it was, before a crash)
-    storage = config.current_storage()
+    ex = _execution(scope, node, index, record.inputs, dict(record.steps), record.maps)
 
-    async def save(ex: ElementExecution) -> None:
-        record.steps = dict(ex.records)
-        await storage.save_elements(scope.run_id, node.key, {index: records.encode(record)},
-                                    replace=True)
+    async def save(_: ElementExecution | None = None) -> None:
+        record.steps, record.maps = dict(ex.records), ex.held.maps
+        await scope.slots.save_elements(scope.run_id, node.key,
+                                        {index: records.encode(record)}, replace=True)
 
-    ex = _execution(scope, node, index, record.inputs, dict(record.steps))
     ex.save = save
-    await roll_back(ex)
-    failures = collected_failures(ex)
-    record.steps, record.inputs = {}, NIL
+    ex.held.after = save  # each nested map's element undo, saved as it returns
+    failures = _failures(ex, await roll_back(ex))
+    record.steps, record.inputs, record.maps = {}, NIL, {}
     return _summed(failures)

@@ -57,9 +57,10 @@ async def run_map(ex: Execution, node: Node, kwargs: dict[str, Any]) -> MapStepE
         opened = StepRecord(StepStatus.RUNNING, 1, started)
         await ex.checkpoint(key, opened, [event("step.started", key, 1,
                                                 f"map of {len(items)} elements")])
-    if options.fan_out and (not resumed or not await fanout.started(ex, node)):
+    fanned = options.fan_out and not ex.maps_inline  # a map nested in an element: inline
+    if fanned and (not resumed or not await fanout.started(ex, node)):
         await fanout.start(ex, node, kwargs, items)  # checkpoint before enqueue
-    if options.fan_out:
+    if fanned:
         found = await fanout.collect(ex, node, len(items))
         if found is None:
             return MapStepEnd(parked=True)

@@ -6,7 +6,9 @@ with nothing stored as a run.
   (or, while it rolls back, go to the element's slot through its `save` callback): no run
   record, no run id, no liveness lock, no listing entry. It has the run's id, so its steps'
   contexts and gates belong to the run; its step names (contexts, idempotency keys, gate
-  scopes) carry the element: `<map>:<index>.<child step key>`.
+  scopes) carry the element: `<map>:<index>.<child step key>` (an element of a map nested in
+  an element: `<outer map>:<index>.<map>:<index>.<step>`). A map inside the element runs
+  inline there (`fan_out=True` too), its element slots held in memory (`held.HeldSlots`).
 * `ElementForward` is the forward drive of any run, except that an async step inside the
   element runs right there, in the element's task group, instead of in a worker (the element
   has no run record a worker could report to); like any async unit it is never rolled back.
@@ -14,7 +16,7 @@ with nothing stored as a run.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 from reactorflow import clock, config, records
@@ -23,6 +25,7 @@ from reactorflow.records import ErrorRecord, Event, RunMeta, RunState, StepRecor
 from reactorflow.runtime.execution import Execution
 from reactorflow.runtime.forward import Forward
 from reactorflow.runtime.gates.steps import call_gated
+from reactorflow.runtime.maps.held import HeldSlots
 from reactorflow.runtime.maps.reading import element_key
 from reactorflow.runtime.rollback import call_handler
 from reactorflow.runtime.stepcall import StepEnd, call_step
@@ -43,6 +46,7 @@ class ElementExecution(Execution):
 
     def __init__(self, run_id: str, node: Node, index: int, inputs: msgspec.Raw,
                  steps: dict[str, StepRecord], *, hooks: Hooks, gates: GateHolds | None,
+                 prefix: str = "", maps: Mapping[str, Mapping[int, bytes]] | None = None,
                  save: Save | None = None) -> None:
         child = node.spec.child
         assert child is not None
@@ -55,8 +59,11 @@ class ElementExecution(Execution):
             self.gates = gates
         else:  # a job's own (an undo job's): never the run's execution, which may be parked
             self.gates.borrows = True
-        self.element = element_key(node.key, index)
+        self.element = prefix + element_key(node.key, index)  # prefix: the enclosing element's
         self.step_prefix = f"{self.element}."
+        self.held = HeldSlots(maps)
+        self.slots = self.held
+        self.maps_inline = True
         self.save = save
 
     async def checkpoint(self, key: str, record: StepRecord, events: list[Event], *,

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import msgspec
 
-from reactorflow import clock, records
+from reactorflow import clock, config, records
 from reactorflow.definition.graph import join, plan_for
 from reactorflow.definition.params import MapRead
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import ArgumentError, SerializationError, StepTimeout
 from reactorflow.markers import StepContext
 from reactorflow.records import ElementRecord, ErrorRecord, describe, summary
-from reactorflow.runtime.maps.reading import element_count, element_key, load_list
+from reactorflow.runtime.maps.reading import Slots, element_count, element_key, load_list
 from reactorflow.runtime.stepcall import read_input, scope_cancelled
 from reactorflow.status import StepStatus
 
@@ -48,6 +48,15 @@ class Scope(Protocol):
     @property
     def hooks(self) -> Hooks | None: ...
 
+    @property
+    def step_prefix(self) -> str:
+        """What its step names start with: `<map>:<index>.` in an element reactor's element
+        (whose reactor nests this map), else ""."""
+
+    @property
+    def slots(self) -> Slots:
+        """Where its maps' element slots live (see `Execution.slots`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class JobScope:
@@ -58,6 +67,12 @@ class JobScope:
     plan: Plan
     gates: GateHolds | None = None
     hooks: Hooks | None = None
+    step_prefix: str = ""
+
+    @property
+    def slots(self) -> Slots:
+        """The run's storage (an element job's map is a step of the run)."""
+        return config.current_storage()
 
 
 def gated_child(node: Node) -> bool:
@@ -73,10 +88,11 @@ def gated_child(node: Node) -> bool:
 
 def context(ex: Scope, node: Node, index: int, attempt: int) -> StepContext:
     """An element's step context: its idempotency key `<run>:<map>:<index>` is the same on
-    every retry and re-run of that element."""
+    every retry and re-run of that element (a map nested in an element reactor's element:
+    `<run>:<outer map>:<index>.<map>:<index>`)."""
     reactor = ex.plan.levels[node.level].reactor.name
-    return StepContext(ex.run_id, reactor, node.key, attempt,
-                       f"{ex.run_id}:{element_key(node.key, index)}")
+    key = ex.step_prefix + node.key
+    return StepContext(ex.run_id, reactor, key, attempt, f"{ex.run_id}:{element_key(key, index)}")
 
 
 def source_items(ex: Execution, node: Node, value: Any) -> list[Any] | tuple[Any, ...]:
@@ -107,7 +123,7 @@ async def source_of(ex: Execution, node: Node) -> list[Any] | tuple[Any, ...]:
     assert options is not None
     over = join(node.level, options.over)
     if options.over_is_step and ex.plan.nodes[over].kind is StepKind.MAP:
-        return await load_list(ex.storage, ex.run_id, ex.plan.nodes[over],
+        return await load_list(ex.slots, ex.run_id, ex.plan.nodes[over],
                                element_count(ex, over), MapRead.VALUES)
     return source_items(ex, node, read_source(ex, node))
 

@@ -73,7 +73,7 @@ class _Writer:
                 self.wake = anyio.Event()
                 continue
             batch, self.pending = self.pending, {}
-            await self.ex.storage.save_elements(self.ex.run_id, self.key, batch)
+            await self.ex.slots.save_elements(self.ex.run_id, self.key, batch)
 
     def close(self) -> None:
         self.closed = True
@@ -136,7 +136,7 @@ class _Window:
 
 async def stored_outcomes(ex: Execution, node: Node, count: int) -> dict[int, ElementRecord]:
     """The outcomes a crashed execution of this map already stored."""
-    return {index: record async for index, record in walk(ex.storage, ex.run_id, node.key, count)
+    return {index: record async for index, record in walk(ex.slots, ex.run_id, node.key, count)
             if record.error is not None or record.status is not StepStatus.SKIPPED}
 
 

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -18,12 +18,22 @@ from reactorflow.markers import Outcome
 from reactorflow.records import ElementRecord, RunError, decode_element
 from reactorflow.redaction import masked
 from reactorflow.status import Status, StepStatus
-from reactorflow.storage.base import Storage
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
     from reactorflow.runtime.execution import Execution
     from reactorflow.snapshot import Run
+
+
+class Slots(Protocol):
+    """Where an execution's map element slots live: its storage (a run), or the memory of an
+    element whose reactor nests a map (`held.HeldSlots`)."""
+
+    async def save_elements(self, run_id: str, key: str, outcomes: Mapping[int, bytes], *,
+                            replace: bool = False) -> object: ...
+
+    async def load_elements(self, run_id: str, key: str, start: int,
+                            count: int) -> list[bytes | None]: ...
 
 
 def element_key(key: str, index: int) -> str:
@@ -40,7 +50,7 @@ def element_count(ex: Execution, key: str) -> int:
     return int(msgspec.msgpack.decode(ex.records[key].result))
 
 
-async def page(storage: Storage, run_id: str, key: str, start: int,
+async def page(storage: Slots, run_id: str, key: str, start: int,
                count: int) -> list[ElementRecord]:
     """Element outcomes `start` .. `start + count - 1`, one round trip."""
     found = await storage.load_elements(run_id, key, start, count)
@@ -50,7 +60,7 @@ async def page(storage: Storage, run_id: str, key: str, start: int,
         raise CorruptRecord(run_id, f"an element outcome of map {key!r}: {exc}") from exc
 
 
-async def walk(storage: Storage, run_id: str, key: str, count: int, *,
+async def walk(storage: Slots, run_id: str, key: str, count: int, *,
                backwards: bool = False) -> AsyncIterator[tuple[int, ElementRecord]]:
     """Every element outcome with its index, in index order (or highest index first)."""
     starts = range(0, count, PAGE_SIZE)
@@ -73,7 +83,7 @@ def outcome(node: Node, index: int, record: ElementRecord) -> Outcome[Any]:
                                          error.message, error.traceback))
 
 
-def results_view(storage: Storage, run_id: str, node: Node, count: int) -> MapResults[Any]:
+def results_view(storage: Slots, run_id: str, node: Node, count: int) -> MapResults[Any]:
     async def load(start: int, size: int) -> Sequence[Outcome[Any]]:
         found = await page(storage, run_id, node.key, start, size)
         return [outcome(node, start + i, r) for i, r in enumerate(found)]
@@ -81,7 +91,7 @@ def results_view(storage: Storage, run_id: str, node: Node, count: int) -> MapRe
     return MapResults(node.key, count, load)
 
 
-async def load_list(storage: Storage, run_id: str, node: Node, count: int,
+async def load_list(storage: Slots, run_id: str, node: Node, count: int,
                     read: MapRead) -> list[Any]:
     """Every element's result (VALUES) or outcome (OUTCOMES), in index order."""
     found: list[Any] = []
@@ -101,18 +111,18 @@ async def prepare_readers(ex: Execution, node: Node) -> None:
         wanted = (dep, param.map_read)
         if wanted in ex.map_lists or ex.status_of(dep) != StepStatus.COMPLETED:
             continue
-        ex.map_lists[wanted] = await load_list(ex.storage, ex.run_id, ex.plan.nodes[dep],
+        ex.map_lists[wanted] = await load_list(ex.slots, ex.run_id, ex.plan.nodes[dep],
                                                element_count(ex, dep), param.map_read)
 
 
 def map_argument(ex: Execution, dep: str, read: MapRead) -> Any:
     """The value a map reader gets (loaded beforehand by `prepare_readers` unless lazy)."""
     if read is MapRead.LAZY:
-        return results_view(ex.storage, ex.run_id, ex.plan.nodes[dep], element_count(ex, dep))
+        return results_view(ex.slots, ex.run_id, ex.plan.nodes[dep], element_count(ex, dep))
     return ex.map_lists[(dep, read)]
 
 
-async def with_map_value(run: Run, plan: Plan | None, storage: Storage) -> Run:
+async def with_map_value(run: Run, plan: Plan | None, storage: Slots) -> Run:
     """A completed run whose value is a map gets the list a reader would get."""
     if plan is None or run.status is not Status.COMPLETED:
         return run
@@ -134,6 +144,6 @@ async def map_value_raw(ex: Execution, key: str) -> msgspec.Raw | None:
     if node.spec.map is None:
         return None
     read = MapRead.VALUES if node.spec.map.atomic else MapRead.OUTCOMES
-    found = await load_list(ex.storage, ex.run_id, node, element_count(ex, key), read)
+    found = await load_list(ex.slots, ex.run_id, node, element_count(ex, key), read)
     return records.raw(found)
 

@@ -64,7 +64,7 @@ async def roll_back_map(ex: Execution, key: str) -> MapRollback:
     options = node.spec.map
     assert options is not None
     count = await _count(ex, node)
-    if options.fan_out and _undone_each(node):
+    if options.fan_out and not ex.maps_inline and _undone_each(node):
         since = await roll_back_fanned(ex, node, count)
         if since is not None:
             return MapRollback(parked_since=since)
@@ -84,7 +84,7 @@ async def _roll_back_here(ex: Execution, node: Node, count: int) -> list[Rollbac
     assert options is not None
     failures: list[RollbackFailure] = []
     completed = 0
-    async for index, record in walk(ex.storage, ex.run_id, key, count):
+    async for index, record in walk(ex.slots, ex.run_id, key, count):
         if record.status is StepStatus.FAILED and record.rollback_error is not None:
             failures.append(_failure(key, index, HandlerKind.COMPENSATE, record.rollback_error))
         elif record.status is StepStatus.COMPLETED and record.rollback_error is None:
@@ -115,7 +115,7 @@ async def _recorded_failures(ex: Execution, key: str, count: int) -> list[Rollba
     order, then undos highest index first."""
     compensates: list[RollbackFailure] = []
     undos: list[RollbackFailure] = []
-    async for index, record in walk(ex.storage, ex.run_id, key, count, backwards=True):
+    async for index, record in walk(ex.slots, ex.run_id, key, count, backwards=True):
         if record.rollback_error is None:
             continue
         if record.status is StepStatus.FAILED:
@@ -175,13 +175,13 @@ async def _undo_each(ex: Execution, node: Node, base: dict[str, Any],
     in the element's slot as it returns; a failure is recorded and the rest goes on."""
     items = await source_of(ex, node) if node.spec.child is None else ()
     failures: list[RollbackFailure] = []
-    async for index, record in walk(ex.storage, ex.run_id, node.key, count, backwards=True):
+    async for index, record in walk(ex.slots, ex.run_id, node.key, count, backwards=True):
         if record.status is not StepStatus.COMPLETED or record.rollback_error is not None:
             continue
         await undo_element(ex, node, base, items[index] if items else None, index, record)
         if record.rollback_error is not None:
             failures.append(_failure(node.key, index, HandlerKind.UNDO, record.rollback_error))
-        await ex.storage.save_elements(ex.run_id, node.key, {index: records.encode(record)},
+        await ex.slots.save_elements(ex.run_id, node.key, {index: records.encode(record)},
                                        replace=True)
     return failures
 
@@ -193,7 +193,7 @@ async def _undo_all(ex: Execution, node: Node, base: dict[str, Any],
     handler = options.undo_all
 
     async def results() -> AsyncIterator[Any]:
-        async for _, record in walk(ex.storage, ex.run_id, node.key, count):
+        async for _, record in walk(ex.slots, ex.run_id, node.key, count):
             if record.status is StepStatus.COMPLETED and record.rollback_error is None:
                 yield node.decoder.decode(record.result)
 
