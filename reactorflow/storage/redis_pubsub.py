@@ -117,7 +117,7 @@ class Multiplexer:
                 with anyio.move_on_after(2.0, shield=True), \
                         contextlib.suppress(RedisError, OSError):
                     async with self._sending:
-                        await self._pubsub.unsubscribe(name)
+                        await self._unsubscribe(name)
             self._pass_turn()  # it may have been handed the turn while leaving
 
     async def until(self, waiter: _Waiter, done: Callable[[], bool], timeout: float) -> bool:
@@ -157,9 +157,40 @@ class Multiplexer:
                 message = await self._pubsub.get_message(timeout=remaining)
                 if message is not None:
                     self._dispatch(message)
-            # what already arrived goes out now: notifications coalesce into one wake-up
-            while done() and (message := await self._pubsub.get_message(timeout=0.0)):
+            # what already arrived goes out now: notifications coalesce into one wake-up (only
+            # what is buffered: a read that finds nothing would cost an event-loop turn)
+            while done() and await self._buffered() and (
+                    message := await self._pubsub.get_message(timeout=0.0)):
                 self._dispatch(message)
+
+    async def _buffered(self) -> bool:
+        """Whether the connection holds bytes read and not yet parsed (checked without a
+        read: no event-loop turn)."""
+        conn = self._pubsub.connection
+        if conn is None or not conn.is_connected:
+            return False
+        can_read = getattr(conn, "can_read", None)  # redis-py >= 8; before it, only a read tells
+        return True if can_read is None else bool(await can_read())
+
+    async def _unsubscribe(self, name: str) -> None:
+        """UNSUBSCRIBE `name`, no reply awaited. On a live connection it is written straight
+        on it (redis-py's bookkeeping of the pending unsubscription kept): its own path costs
+        a connect check, an event dispatch and retry bookkeeping per call, on the way of a
+        waiter handed a gate. Otherwise, or if that write fails, redis-py's path, which
+        reconnects (re-subscribing the channels still subscribed) and sends it."""
+        pubsub = self._pubsub
+        conn = pubsub.connection
+        if conn is not None and conn.is_connected:
+            encoder = pubsub.encoder
+            pending = encoder.decode(encoder.encode(name))  # as redis-py keys its channels
+            pubsub.pending_unsubscribe_channels.add(pending)
+            try:
+                await conn.send_command("UNSUBSCRIBE", name, check_health=False)
+            except (RedisError, OSError):
+                pass  # the connection broke: redis-py's path below reconnects
+            else:
+                return
+        await pubsub.unsubscribe(name)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         raw = message.get("channel")

@@ -134,3 +134,33 @@ async def test_an_exhausted_pool_is_reported_as_such(redis_url: str) -> None:
         assert isinstance(error, rf.StorageError)
     finally:
         await storage.aclose()
+
+
+async def test_a_channel_left_stays_left_across_a_reconnect(redis_url: str) -> None:
+    """A waiter leaving its channel writes UNSUBSCRIBE straight on the subscriber connection
+    (no reply awaited): the server drops the channel, and redis-py's own record of it goes with
+    the confirmation, so a reconnect re-subscribes only the channels still waited on."""
+    storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
+    client = redis.asyncio.Redis.from_url(redis_url)
+    pattern = f"{storage._keys.ns}:gate:*"
+    kept = storage._gate("kept")
+    try:
+        async with configured(storage):
+            async with storage.subscribe_gate("left"):
+                pass
+            async with storage.subscribe_gate("kept") as subscription:
+                # confirming `kept` read the reply to the UNSUBSCRIBE of `left` before it
+                assert await client.pubsub_channels(pattern) == [kept.encode()]
+                mux = (await storage._redis.get()).mux
+                assert mux is not None
+                assert set(mux._pubsub.channels) == {kept.encode()}
+                connection = mux._pubsub.connection
+                assert connection is not None
+                await connection.disconnect()  # the next read reconnects and re-subscribes
+                await client.publish(kept, b"1")
+                with anyio.fail_after(10):
+                    while not await subscription.wait(1.0):  # (a publish before the
+                        await client.publish(kept, b"1")  # re-subscription is not heard)
+                assert await client.pubsub_channels(pattern) == [kept.encode()]
+    finally:
+        await client.aclose()
