@@ -26,6 +26,8 @@ from typing import Any
 import redis
 import redis.asyncio
 
+from reactorflow.storage import redis_wire
+
 URL_ENV = "REACTORFLOW_BENCH_REDIS_URL"
 SERVER_ENV = "REACTORFLOW_BENCH_REDIS_SERVER"
 
@@ -143,6 +145,22 @@ async def set_round_trip(client: redis.asyncio.Redis, key: str, iterations: int)
     return (clock() - start) / iterations
 
 
+async def wire_set_round_trip(storage: Any, key: str, iterations: int) -> float | None:
+    """Mean seconds of one SET (256 bytes) through `storage`'s wire path (the connection its
+    run scripts use, `reactorflow.storage.redis_wire`), or None where it has none (a cluster,
+    TLS, or options only redis-py applies)."""
+    conn = await storage._redis.get()
+    wire = conn.wire
+    if wire is None:
+        return None
+    value = b"x" * 256
+    clock = time.perf_counter
+    start = clock()
+    for _ in range(iterations):
+        await wire.command("SET", key, value)
+    return (clock() - start) / iterations
+
+
 async def set_latencies(client: redis.asyncio.Redis, key: str, iterations: int) -> list[float]:
     value = b"x" * 256
     clock = time.perf_counter
@@ -179,24 +197,36 @@ class Traffic:
 @contextlib.contextmanager
 def _count_round_trips(traffic: Traffic) -> Iterator[None]:
     """Count the writes of every asyncio stream (redis.asyncio connections write each command
-    or pipeline with one `writelines`, whichever connection class sends it): one per round
-    trip. Empty writes (a drain after bytes stayed buffered) are not counted."""
+    or pipeline with one `writelines`, whichever connection class sends it) and of the
+    storage's wire path (`redis_wire`: one `send` per command): one per round trip. Empty
+    writes (a drain after bytes stayed buffered) are not counted."""
     original = asyncio.StreamWriter.writelines
+    original_send = redis_wire._Wire.send
+
+    def note(transport: asyncio.BaseTransport) -> None:
+        traffic.round_trips += 1
+        name = transport.get_extra_info("sockname")
+        if isinstance(name, tuple) and len(name) >= 2:
+            traffic.ports.add(str(name[1]))
 
     def counted(self: asyncio.StreamWriter, data: Iterable[Any]) -> None:
         chunks = list(data)
         if chunks:
-            traffic.round_trips += 1
-            name = self.get_extra_info("sockname")
-            if isinstance(name, tuple) and len(name) >= 2:
-                traffic.ports.add(str(name[1]))
+            note(self.transport)
         original(self, chunks)
 
+    def counted_send(self: redis_wire._Wire, command: bytes) -> asyncio.Future[Any]:
+        if self.transport is not None:
+            note(self.transport)
+        return original_send(self, command)
+
     asyncio.StreamWriter.writelines = counted  # type: ignore[method-assign]
+    redis_wire._Wire.send = counted_send  # type: ignore[method-assign]
     try:
         yield
     finally:
         asyncio.StreamWriter.writelines = original  # type: ignore[method-assign]
+        redis_wire._Wire.send = original_send  # type: ignore[method-assign]
 
 
 @contextlib.asynccontextmanager

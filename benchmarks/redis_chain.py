@@ -122,12 +122,17 @@ async def run(ctx: Context) -> None:
         for _ in range(ctx.pick(full=50, quick=10)):
             await flow.run()
         await _redis.set_round_trip(client, server.baseline_key, 500)
+        await _redis.wire_set_round_trip(storage, server.baseline_key, 500)
         t_run: list[float] = []
         t_set: list[float] = []
+        t_wire: list[float] = []
         t_save: list[float] = []
         for _ in range(reps):
             settle()
             t_set.append(await _redis.set_round_trip(client, server.baseline_key, sets))
+            wire = await _redis.wire_set_round_trip(storage, server.baseline_key, sets)
+            if wire is not None:
+                t_wire.append(wire)
             settle()
             t_run.append(await time_per_call(flow.run, runs))
             timer = SaveStepTimer(storage)  # context, after the timed loop: one checkpoint
@@ -144,6 +149,10 @@ async def run(ctx: Context) -> None:
     report.row("reactorflow: per step (run / 10)", Spread.of(per_step).scaled(us), "µs/step")
     report.row("baseline: await client.set(k, 256 B)", Spread.of(t_set).scaled(us), "µs")
     report.row("ratio per step / SET round trip", ratio, "x")
+    if t_wire:  # the same SET through the connection the run scripts use
+        report.row("  context: SET through the storage's wire path", Spread.of(t_wire).scaled(us),
+                   "µs", "(redis_wire: the connection the run scripts use)")
+        report.row("  context: ratio per step / wire SET", ratios(per_step, t_wire), "x")
     report.row("  context: one save_step (EVALSHA) call, median", Spread.of(t_save).scaled(us),
                "µs", f"{ratios(t_save, t_set).median:.2f}x SET")
     report.row("  context: rest of the run (run - 10 x save_step)",

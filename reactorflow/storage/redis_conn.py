@@ -51,6 +51,7 @@ from reactorflow.errors import (
 from reactorflow.storage.base import Subscription
 from reactorflow.storage.redis_keys import safe_url, url_secrets
 from reactorflow.storage.redis_pubsub import Multiplexer
+from reactorflow.storage.redis_wire import WireLink, wire_for
 
 RETRY_ATTEMPTS = 3
 """Retries of a command that failed on a connection error or timeout (redis-py's `Retry`)."""
@@ -204,14 +205,20 @@ class LoopClient:
     guard: AsyncGenerator[None, None] | None = None
     mux: Multiplexer | None = None  # every waiter of the loop, on one subscriber connection
     cluster: bool = False  # a RedisCluster: no scripts in pipelines
+    wire: WireLink | None = None  # the scripts' lean path on one node (see redis_wire)
 
     async def aclose(self) -> None:
+        if self.wire is not None:
+            self.wire.close()
         if self.mux is not None:
             await self.mux.aclose()
         await self.client.aclose()
 
     async def script(self, name: str, keys: Sequence[str], args: Args) -> Any:
-        """EVALSHA: one round trip (on NOSCRIPT, load the script and send it again)."""
+        """EVALSHA: one round trip (on NOSCRIPT, load the script and send it again); on the
+        wire path where the connection settings allow it (`redis_wire`)."""
+        if self.wire is not None:
+            return await self.wire.evalsha(self.scripts[name].sha, SOURCES[name], keys, args)
         try:
             return await self.client.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
         except NoScriptError:
@@ -320,9 +327,12 @@ class RedisConnector:
                 for old in [lp for lp in self._clients if lp.is_closed()]:
                     del self._clients[old]  # its loop closed without finalising: nothing to await
                 client = self._new_client()
+                pool = None if self.cluster else cast(Redis, client).connection_pool
                 found = LoopClient(client,
                                    {n: client.register_script(s) for n, s in SOURCES.items()},
-                                   cluster=self.cluster)
+                                   cluster=self.cluster,
+                                   wire=None if pool is None else wire_for(
+                                       pool.connection_class, pool.connection_kwargs))
                 self._clients[loop] = found
         if created:
             found.guard = self._guard(loop, found)
