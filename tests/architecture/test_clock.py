@@ -44,6 +44,9 @@ ALLOWED: dict[str, tuple[set[str], str]] = {
     "storage/redis_conn.py": ({"asyncio.wait_for("},
                               "the connection pool's wait for a free connection (pool_timeout): "
                               "a network-I/O timeout in real seconds, like redis-py's own"),
+    "storage/redis_wire.py": ({"loop.time("},
+                              "the wire connection's socket timeout: a network-I/O timeout in "
+                              "real seconds, like redis-py's own"),
     "web/events.py": ({"time.monotonic(", "anyio.sleep("},
                       "the HTTP event stream's keep-alive and polling are wall-clock matters"),
     "demo.py": ({"anyio.sleep("}, "the demo's steps simulate work (user code, not the engine)"),
