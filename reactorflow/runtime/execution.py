@@ -28,7 +28,7 @@ from reactorflow.runtime.maps.keys import slot_keys
 from reactorflow.runtime.maps.reading import Slots
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage, StoredRun
-from reactorflow.storage.inline import is_inline
+from reactorflow.storage.inline import is_foldable, is_inline
 
 log = logging.getLogger("reactorflow.run")
 _WITH_RESULT = frozenset({StepStatus.COMPLETED, StepStatus.UNDONE})
@@ -84,6 +84,7 @@ class Execution:
         self.folded: dict[str, list[Event]] = {}  # completions the next save_state carries
         self.slots: Slots = storage  # its maps' element slots (an element's: in memory)
         self.maps_inline = False  # an element's maps run inline, fan_out=True too
+        self.folds = is_foldable(storage.save_step)  # a plain run's last completion may, too
         for key, record in steps.items():
             if record.child_started and key in plan.levels:
                 self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(record.child_inputs)

@@ -1,4 +1,6 @@
-"""`@inline`: a storage method that finishes without suspending (its body awaits nothing).
+"""Marks on storage methods that the engine reads: `@inline` and `@foldable`.
+
+`@inline`: a storage method that finishes without suspending (its body awaits nothing).
 
 `Execution.checkpoint` shields every step write from cancellation, and entering an anyio
 cancel scope costs more than a whole `MemoryStorage` write. A cancellation can only reach a
@@ -6,6 +8,12 @@ coroutine where it suspends, so a write that never suspends needs no shield: the
 it for a method marked `@inline`. The mark is on the function: a subclass's override, or a
 replacement set on an instance (fault injection, a test's slow reply), is not marked and is
 shielded. `tests/architecture/test_inline.py` checks that no marked method awaits anything.
+
+`@foldable`: a `save_step` that only stores. The last step of a run that completes needs no
+write of its own then: its record rides in the run's final save (`Execution.defer`), one round
+trip less per run. The mark is on the function, as above: a replacement set on an instance or
+a subclass's override may watch every step's checkpoint (fault injection, a test's slow write),
+so each step is then written through it, the last one included.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__reactorflow_inline__"
+_FOLDABLE = "__reactorflow_foldable__"
 
 
 def inline(fn: F) -> F:
@@ -30,3 +39,18 @@ def inline(fn: F) -> F:
 def is_inline(method: Callable[..., Any]) -> bool:
     """Whether `method` (a bound method or a function) was marked `@inline`."""
     return getattr(method, _MARK, False) is True
+
+
+def foldable(fn: F) -> F:
+    """Mark a `save_step` that only stores (see the module).
+
+    Args:
+        fn: the method.
+    """
+    setattr(fn, _FOLDABLE, True)
+    return fn
+
+
+def is_foldable(method: Callable[..., Any]) -> bool:
+    """Whether `method` (a bound method or a function) was marked `@foldable`."""
+    return getattr(method, _FOLDABLE, False) is True

@@ -34,7 +34,7 @@ from reactorflow.storage.base import (
     UnitLiveness,
     check_count,
 )
-from reactorflow.storage.inline import inline
+from reactorflow.storage.inline import foldable, inline
 from reactorflow.storage.memory_gates import MemoryGates
 from reactorflow.storage.memory_maps import MemoryMaps
 from reactorflow.storage.memory_schedules import MemorySchedules
@@ -231,6 +231,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
             return None if run is None else run.head()
 
     @inline
+    @foldable
     async def save_step(self, run_id: str, owner: str, key: str, record: bytes,
                         events: Sequence[bytes] = (), *, unit: bool = False) -> bytes | None:
         now = clock.monotonic()

@@ -41,6 +41,7 @@ from reactorflow.storage.base import (
     Subscription,
     retention_slack,
 )
+from reactorflow.storage.inline import foldable
 from reactorflow.storage.redis_conn import Args, LoopClient, RedisConnector
 from reactorflow.storage.redis_gates import RedisGates
 from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
@@ -245,6 +246,7 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
             values = await conn.client.hmget(self._keys.run(run_id), HEAD_FIELDS)
         return self._head(run_id, values)
 
+    @foldable
     async def save_step(self, run_id: str, owner: str, key: str, record: bytes,
                         events: Sequence[bytes] = (), *, unit: bool = False) -> bytes | None:
         conn = await self._redis.get()

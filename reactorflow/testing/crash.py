@@ -33,6 +33,7 @@ from reactorflow.config import settings
 from reactorflow.middleware import Middleware, RunEvent, StepEvent
 from reactorflow.status import StepStatus
 from reactorflow.storage.base import Storage
+from reactorflow.storage.inline import foldable, is_foldable
 
 When = Literal["before", "after"]
 FINISHED = frozenset({StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.SKIPPED})
@@ -141,6 +142,8 @@ class CrashInjector(Middleware):
             await self._after(run_id, steps)
             return control
 
+        if is_foldable(save_step):  # it still only stores (the fold is mapped just above)
+            checked_save_step = foldable(checked_save_step)
         storage.save_step = checked_save_step  # type: ignore[method-assign]
         storage.save_state = checked_save_state  # type: ignore[method-assign]
         schedule_advance = storage.schedule_advance

@@ -65,6 +65,7 @@ class ElementExecution(Execution):
         self.slots = self.held
         self.maps_inline = True
         self.save = save
+        self.folds = False  # its checkpoints stay here: no final save to fold the last into
 
     async def checkpoint(self, key: str, record: StepRecord, events: list[Event], *,
                          unit: bool = False) -> None:
