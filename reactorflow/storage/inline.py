@@ -10,7 +10,7 @@ replacement set on an instance (fault injection, a test's slow reply), is not ma
 shielded. `tests/architecture/test_inline.py` checks that no marked method awaits anything.
 
 `@foldable`: a `save_step` that only stores. The last step of a run that completes needs no
-write of its own then: its record rides in the run's final save (`Execution.defer`), one round
+write of its own then: its record rides in the run's final save (`Execution.fold`), one round
 trip less per run. The mark is on the function, as above: a replacement set on an instance or
 a subclass's override may watch every step's checkpoint (fault injection, a test's slow write),
 so each step is then written through it, the last one included.

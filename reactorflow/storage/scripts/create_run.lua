@@ -25,13 +25,20 @@ if holder and holder ~= ARGV[8] then
 end
 -- Leftovers of an expired run with the same id (a lock outlives retention only by its TTL).
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
+-- The expiry horizon starts here: the keys this write creates get its TTL, the others get it
+-- from the write that creates them (lib/run_write.lua).
+local now, ttl = lifetime(ARGV[10])
 redis.call('HSET', KEYS[1], 'reactor', ARGV[2], 'status', ARGV[3], 'meta', ARGV[4],
-           'state', ARGV[5], 'created', ARGV[6], 'touched', ARGV[7], 'wn', 1)
+           'state', ARGV[5], 'created', ARGV[6], 'touched', ARGV[7], 'wn', 1,
+           'exp', now + ttl)
 remember(KEYS[7], ARGV[1], 1)
 redis.call('HSET', KEYS[8], 'owner', ARGV[8], 'count', 1)
 redis.call('PEXPIRE', KEYS[8], ARGV[9])
-append(KEYS[3], 13, ARGV[11])
-keep(0, ARGV[10], {})
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[7], ttl)
+if append(KEYS[3], 13, ARGV[11]) then
+  redis.call('PEXPIRE', KEYS[3], ttl)
+end
 if #KEYS > 8 then
   redis.call('ZADD', KEYS[9], 'NX', ARGV[6], ARGV[12])
   redis.call('ZADD', KEYS[10], 'NX', ARGV[6], ARGV[12])

@@ -23,12 +23,14 @@ end
 if redis.call('HGET', KEYS[8], 'owner') ~= ARGV[2] then
   return {0}
 end
-local exp, n, steps_kept = horizon(KEYS[1])
+local exp, n, steps_kept, head = horizon(KEYS[1], 'reactor', 'created')
 if not exp then
   return {0}
 end
-if string.find(ARGV[8], 'u', 1, true) then
-  local control = redis.call('GET', KEYS[4])
+local control = false  -- read at the end, unless already known (flags "u", "c")
+local guarded = string.find(ARGV[8], 'u', 1, true)
+if guarded then
+  control = redis.call('GET', KEYS[4])
   if control then
     return {2, control}
   end
@@ -47,7 +49,8 @@ redis.call('HSET', KEYS[1], 'status', ARGV[3], 'state', ARGV[4], 'touched', ARGV
 if append(KEYS[3], first_event, ARGV[7]) then
   fresh[#fresh + 1] = KEYS[3]
 end
-if string.find(ARGV[8], 'c', 1, true) then
+local cleared = string.find(ARGV[8], 'c', 1, true)
+if cleared then
   redis.call('DEL', KEYS[4])
 end
 if string.find(ARGV[8], 'r', 1, true) then
@@ -57,10 +60,9 @@ if string.find(ARGV[8], 'r', 1, true) then
 end
 remember(KEYS[7], ARGV[1], n)
 keep(exp, ARGV[6], fresh)
-local head = redis.call('HMGET', KEYS[1], 'reactor', 'created')
 if #KEYS > 8 then
-  redis.call('ZADD', KEYS[9], 'NX', head[2], ARGV[10])
-  redis.call('ZADD', KEYS[10], 'NX', head[2], ARGV[10])
+  redis.call('ZADD', KEYS[9], 'NX', head[5], ARGV[10])
+  redis.call('ZADD', KEYS[10], 'NX', head[5], ARGV[10])
   if KEYS[11] ~= KEYS[9] then
     redis.call('ZREM', KEYS[11], ARGV[10])
   end
@@ -68,4 +70,7 @@ end
 if ARGV[9] ~= '' then
   redis.call('PUBLISH', ARGV[9], '1')
 end
-return {1, head[1], head[2], redis.call('GET', KEYS[4])}
+if not guarded and not cleared then
+  control = redis.call('GET', KEYS[4])
+end
+return {1, head[4], head[5], control}

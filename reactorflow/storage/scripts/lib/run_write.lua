@@ -36,29 +36,37 @@ local function remember(tok, token, n)
 end
 
 -- The run's expiry horizon (0 for a run written before horizons existed: it gets one now),
--- the number of its next write, and whether its steps hash has a TTL already (field `sx`:
--- set by the write that creates the hash, which is never deleted while the run lives); false
--- when the run is gone.
-local function horizon(run)
-  local found = redis.call('HMGET', run, 'exp', 'wn', 'sx')
+-- the number of its next write, whether its steps hash has a TTL already (field `sx`: set by
+-- the write that creates the hash, which is never deleted while the run lives), and the whole
+-- HMGET reply, which has the values of the further fields named (from its 4th on), read in
+-- the same command; false when the run is gone.
+local function horizon(run, ...)
+  local found = redis.call('HMGET', run, 'exp', 'wn', 'sx', ...)
   local n = (tonumber(found[2]) or 0) + 1
   if found[1] then
-    return tonumber(found[1]), n, found[3] == '1'
+    return tonumber(found[1]), n, found[3] == '1', found
   end
   if redis.call('EXISTS', run) == 1 then
-    return 0, n, false
+    return 0, n, false, found
   end
   return false
+end
+
+-- Now (server clock, ms), the lifetime a refresh gives the run's keys (retention + slack, ms)
+-- and the retention (ms).
+local function lifetime(retention)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  retention = tonumber(retention)
+  return now, retention + math.min(math.floor(retention / 8), SLACK_CAP), retention
 end
 
 -- Keep the run's keys (KEYS 1-7) `retention` ms past now at least; `fresh` lists keys this
 -- write may have created (they get the horizon when no refresh is due).
 local function keep(exp, retention, fresh)
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  retention = tonumber(retention)
+  local now, ttl
+  now, ttl, retention = lifetime(retention)
   if exp - now < retention then
-    local ttl = retention + math.min(math.floor(retention / 8), SLACK_CAP)
     redis.call('HSET', KEYS[1], 'exp', now + ttl)
     for i = 1, 7 do
       redis.call('PEXPIRE', KEYS[i], ttl)
