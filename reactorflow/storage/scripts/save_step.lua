@@ -8,14 +8,15 @@
 --   8.. events (oldest first)
 -- Returns: {1, control or nil} when written (or already written by this very call);
 --          {0} when refused: `owner` does not hold the lock or the run is gone (nothing written).
-if seen(KEYS[7], ARGV[1]) then  -- a retry of an applied write
+local exp, n, steps_kept = horizon(KEYS[1])
+if not exp then
+  return {0}
+end
+if not first(KEYS[7], ARGV[1], n) then  -- a retry of an applied write
   return {1, redis.call('GET', KEYS[4])}
 end
 if redis.call('HGET', KEYS[8], 'owner') ~= ARGV[2] then
-  return {0}
-end
-local exp, n, steps_kept = horizon(KEYS[1])
-if not exp then
+  redis.call('HDEL', KEYS[7], 'w' .. ARGV[1])  -- refused: the token is not a write's
   return {0}
 end
 local fresh = {}
@@ -24,7 +25,6 @@ if not steps_kept then
   fresh[1] = KEYS[2]
 end
 redis.call('HSET', KEYS[1], 'touched', ARGV[5], 'wn', n, 'sx', 1)
-remember(KEYS[7], ARGV[1], n)
 if append(KEYS[3], 8, ARGV[7]) then
   fresh[#fresh + 1] = KEYS[3]
 end

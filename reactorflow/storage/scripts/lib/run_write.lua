@@ -20,10 +20,8 @@ local function seen(tok, token)
   return redis.call('HEXISTS', tok, 'w' .. token) == 1
 end
 
--- Record the token of write number n (the caller stores n in the run's field `wn`).
-local function remember(tok, token, n)
-  local gen = math.floor(n / WINDOW)
-  redis.call('HSET', tok, 'w' .. token, gen)
+-- When write number n starts generation gen: drop the tokens of generation gen - 3.
+local function prune(tok, n, gen)
   if n % WINDOW == 0 and gen >= 3 then
     local old = tostring(gen - 3)
     local fields = redis.call('HGETALL', tok)
@@ -33,6 +31,25 @@ local function remember(tok, token, n)
       end
     end
   end
+end
+
+-- Record the token of write number n (the caller stores n in the run's field `wn`).
+local function remember(tok, token, n)
+  local gen = math.floor(n / WINDOW)
+  redis.call('HSET', tok, 'w' .. token, gen)
+  prune(tok, n, gen)
+end
+
+-- `seen` and `remember` in one command: records the token of write number n unless it is
+-- recorded already; false for a retry of an applied write. A write refused after it takes the
+-- token back (HDEL), so that a retry of the refused call is refused again.
+local function first(tok, token, n)
+  local gen = math.floor(n / WINDOW)
+  if redis.call('HSETNX', tok, 'w' .. token, gen) == 0 then
+    return false
+  end
+  prune(tok, n, gen)
+  return true
 end
 
 -- The run's expiry horizon (0 for a run written before horizons existed: it gets one now),
