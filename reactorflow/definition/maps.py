@@ -103,8 +103,8 @@ def _result_type(spec: StepSpec) -> Any:
 
 
 def check_element_reactor(owner: Reactor, child: Reactor, where: str, step: str) -> None:
-    """An element reactor (a `rf.Reactor`, checked by `map_step`) has no interrupt and no
-    async reactor anywhere in it, and does not nest its owner (a map inside it runs inline in
+    """An element reactor (a `rf.Reactor`, checked by `map_step`) has no interrupt anywhere in
+    it and does not nest its owner (a map, an async step and an async reactor inside it run in
     the element: `runtime.maps.element_run`)."""
     if child is owner or owner in checks.composed_tree(child):
         raise DefinitionError(f"{where}: reactor={child.name!r} would nest reactor "
@@ -116,12 +116,6 @@ def check_element_reactor(owner: Reactor, child: Reactor, where: str, step: str)
                     f"{where}: element reactor {child.name!r} has an interrupt "
                     f"({reactor.name}.{spec.name}); a map element cannot pause its run. Move the "
                     "interrupt out of the element reactor", reactor=owner.name, step=step)
-            if spec.kind is StepKind.ASYNC_REACTOR:
-                raise DefinitionError(
-                    f"{where}: element reactor {child.name!r} has an async reactor "
-                    f"({reactor.name}.{spec.name}); an element runs its child inside the run, "
-                    "and that needs a run of its own. Move it out of the element reactor (start "
-                    "it from a step of the run)", reactor=owner.name, step=step)
 
 
 def read_kind(annotation: Any) -> MapRead:

@@ -382,7 +382,9 @@ class Reactor(RunMethods):
 
         The child run has the id `<run id>-<step>`, is linked to this run and never rolled back
         with it; the function returns the child's inputs (validated at dispatch), the step's
-        result is the child's value. See [Workers](workers.md#async-child-reactors).
+        result is the child's value. See [Workers](workers.md#async-child-reactors). (Inside an
+        element reactor its child runs in the element instead, with no run of its own: see
+        [Maps](maps.md#element-reactors).)
 
         Args:
             child: The reactor to start.

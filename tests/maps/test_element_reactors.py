@@ -364,22 +364,23 @@ async def test_a_childs_reactor_lock_excludes_elements_but_is_re_entered_for_the
     assert await storage.gate_holders("order:all") == []
 
 
-def test_an_async_reactor_inside_an_element_reactor_is_refused() -> None:
-    """(A map inside an element reactor runs inline in the element: tests/maps/
-    test_nested_maps.py.)"""
+def test_an_interrupt_in_an_async_reactor_of_an_element_reactor_is_refused() -> None:
+    """(A map, an async step or an async reactor inside an element reactor runs in the
+    element: tests/maps/test_nested_maps.py.)"""
+    mailer = rf.Reactor(unique("mailer"))
+
+    @mailer.interrupt
+    async def approve(payload: bool) -> bool:
+        return payload
+
     child = rf.Reactor(unique("inner"), inputs=Order)
-    other = rf.Reactor(unique("other"))
 
-    @other.step
-    async def anything() -> int:
-        return 1
-
-    @child.async_reactor(other)
+    @child.async_reactor(mailer)
     async def nested() -> dict[str, object]:
         return {}
 
     parent = rf.Reactor(unique("outer"), inputs=Order)
-    with pytest.raises(rf.DefinitionError, match="needs a run of its own"):
+    with pytest.raises(rf.DefinitionError, match="cannot pause its run"):
         @parent.map_step(over="items", reactor=child)
         async def each(item: str) -> Order:
             return Order([item])

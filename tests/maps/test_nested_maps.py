@@ -47,10 +47,8 @@ class Log:
     on_unline: Callable[[str], Awaitable[None]] | None = None
 
 
-def order_reactor(log: Log, *, atomic: bool = True, inner_fan_out: bool = False,
-                  leaf: bool = False, undo_all: bool = False) -> rf.Reactor:
-    """reserve (undo) -> lines (a map over the order's items, batch_size=1, each line flaky
-    once; its elements undone by `unline`, or its own element reactor) -> total."""
+def reserving(log: Log) -> rf.Reactor:
+    """An order reactor whose first step, reserve, has an undo."""
     order = rf.Reactor(unique("order"), inputs=Order)
 
     @order.step
@@ -61,6 +59,15 @@ def order_reactor(log: Log, *, atomic: bool = True, inner_fan_out: bool = False,
     @reserve.undo
     async def unreserve(result: str) -> None:
         log.entries.append(f"unreserve {result}")
+
+    return order
+
+
+def order_reactor(log: Log, *, atomic: bool = True, inner_fan_out: bool = False,
+                  leaf: bool = False, undo_all: bool = False) -> rf.Reactor:
+    """reserve (undo) -> lines (a map over the order's items, batch_size=1, each line flaky
+    once; its elements undone by `unline`, or its own element reactor) -> total."""
+    order = reserving(log)
 
     if leaf:
         pick = rf.Reactor(unique("pick"), inputs=Line)
@@ -304,3 +311,68 @@ async def test_an_outer_element_rollback_cut_off_resumes_after_the_last_saved_in
         "unline b", "unline a", "unreserve a"]  # c was not undone again
     assert seen == ["b: completed completed undone", "a: completed undone undone"]
     assert (await slot(storage, run.id, 0)).maps == {}
+
+
+def notifying_reactor(log: Log) -> rf.Reactor:
+    """reserve (undo) -> notify: an async reactor whose child (send (undo) -> confirm, which
+    fails for the order's broken item) runs inside the element -> total."""
+    mailer = rf.Reactor(unique("mailer"), inputs=Order)
+
+    @mailer.step
+    async def send(items: list[str], ctx: rf.StepContext) -> str:
+        log.keys.append(ctx.idempotency_key)
+        log.entries.append(f"send {items[0]}")
+        return f"mail {items[0]}"
+
+    @send.undo
+    async def unsend(result: str, items: list[str]) -> None:
+        log.entries.append(f"unsend {items[0]}")
+
+    @mailer.step
+    async def confirm(send: str, items: list[str], broken: str) -> str:
+        if broken in items:
+            raise RuntimeError(f"mail for {broken} bounced")
+        return f"{send} sent"
+
+    order = reserving(log)
+
+    @order.async_reactor(mailer)
+    async def notify(items: list[str], broken: str, reserve: str) -> Order:
+        return Order(items, broken)
+
+    @order.step
+    async def total(notify: str, reserve: str) -> str:
+        return f"{reserve}: {notify}"
+
+    return order
+
+
+@OUTER
+async def test_an_async_reactor_inside_an_element_reactor_runs_in_the_element(
+        storage: rf.Storage, fan_out: bool) -> None:
+    log = Log()
+    order = notifying_reactor(log)
+    cart = cart_reactor(order, fan_out=fan_out)
+    run = await finished(cart, orders=[["a"], ["b", "c"]])
+    assert run.status is rf.Status.COMPLETED, run.error
+    assert run.value == ["a: mail a sent", "b: mail b sent"]
+    assert sorted(log.keys) == [f"{run.id}:each:0.notify.send", f"{run.id}:each:1.notify.send"]
+    mailer = order.steps["notify"].child
+    assert mailer is not None
+    assert (await rf.list_runs(reactor=mailer.name)).runs == []  # no run of its own
+    # never rolled back: a later failure undoes the element's other steps only
+    late = await finished(cart, orders=[["d"]], late=True)
+    assert late.status is rf.Status.FAILED and late.error is not None
+    assert late.error.rollback_failures == []
+    assert [e for e in log.entries if e.startswith("un")] == ["unreserve d"]
+
+
+@OUTER
+async def test_a_failing_async_reactor_child_rolls_itself_back_and_fails_the_element(
+        storage: rf.Storage, fan_out: bool) -> None:
+    log = Log()
+    cart = cart_reactor(notifying_reactor(log), fan_out=fan_out)
+    run = await finished(cart, orders=[["a", "x"]], broken="x")
+    assert run.status is rf.Status.FAILED and run.error is not None
+    assert run.error.step == "each" and "mail for x bounced" in run.error.message
+    assert log.entries == ["reserve a", "send a", "unsend a", "unreserve a"]

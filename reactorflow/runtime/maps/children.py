@@ -56,17 +56,19 @@ if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
 
 
-def _execution(scope: Scope, node: Node, index: int, inputs: Any, steps: dict[str, Any],
+def _execution(scope: Scope, node: Node, index: int | None, inputs: Any, steps: dict[str, Any],
                maps: dict[str, dict[int, bytes]] | None = None) -> ElementExecution:
     hooks = scope.hooks if scope.hooks is not None else operations.hooks_for(scope.plan.reactor)
     return ElementExecution(scope.run_id, node, index, inputs, steps, hooks=hooks,
                             gates=scope.gates, prefix=scope.step_prefix, maps=maps)
 
 
-async def run_child(scope: Scope, node: Node, kwargs: dict[str, Any], index: int
+async def run_child(scope: Scope, node: Node, kwargs: dict[str, Any], index: int | None
                     ) -> tuple[ElementRecord, BaseException | None]:
     """Run one element's child reactor to its end (see the module docstring, steps 1-4); the
-    element's outcome, with the live exception when it failed."""
+    element's outcome, with the live exception when it failed. `index` None: the child of an
+    async reactor inside an element (`element_run.ElementForward`), run the same way, its
+    outcome's result the child's value as it is."""
     child = node.spec.child
     assert child is not None
     try:
@@ -89,7 +91,9 @@ async def run_child(scope: Scope, node: Node, kwargs: dict[str, Any], index: int
         if error is None:
             verdict = await ElementForward(ex, max_concurrency=child.max_concurrency).run()
             if verdict.status is Ending.COMPLETED:
-                result = encode(scope, node, index, await _value(ex))
+                value = await _value(ex)
+                result = records.raw(value) if index is None else encode(scope, node, index,
+                                                                         value)
                 kept = dict(ex.records) if undoable(ex.plan) else {}
                 return ElementRecord(StepStatus.COMPLETED, 1, result, inputs=raw if kept else NIL,
                                      steps=kept, maps=ex.held.maps if kept else {}), None

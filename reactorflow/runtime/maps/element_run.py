@@ -11,7 +11,9 @@ with nothing stored as a run.
   inline there (`fan_out=True` too), its element slots held in memory (`held.HeldSlots`).
 * `ElementForward` is the forward drive of any run, except that an async step inside the
   element runs right there, in the element's task group, instead of in a worker (the element
-  has no run record a worker could report to); like any async unit it is never rolled back.
+  has no run record a worker could report to), and an async reactor's child runs there too,
+  in memory like the element's own (no run of its own); like any async unit, neither is ever
+  rolled back.
 """
 
 from __future__ import annotations
@@ -21,14 +23,23 @@ from typing import TYPE_CHECKING
 
 from reactorflow import clock, config, records
 from reactorflow.definition.graph import plan_for
-from reactorflow.records import ErrorRecord, Event, RunMeta, RunState, StepRecord
+from reactorflow.definition.specs import StepKind
+from reactorflow.records import (
+    ElementRecord,
+    ErrorRecord,
+    Event,
+    RunMeta,
+    RunState,
+    StepRecord,
+    summary,
+)
 from reactorflow.runtime.execution import Execution
 from reactorflow.runtime.forward import Forward
-from reactorflow.runtime.gates.steps import call_gated
+from reactorflow.runtime.gates.steps import call_gated, enter_whole, leave_whole
 from reactorflow.runtime.maps.held import HeldSlots
 from reactorflow.runtime.maps.reading import element_key
 from reactorflow.runtime.rollback import call_handler
-from reactorflow.runtime.stepcall import StepEnd, call_step
+from reactorflow.runtime.stepcall import StepEnd, call_step, resolve_arguments
 from reactorflow.status import Status, StepStatus
 
 if TYPE_CHECKING:
@@ -44,7 +55,7 @@ Save = Callable[["ElementExecution"], Awaitable[None]]
 class ElementExecution(Execution):
     """One element's child reactor, as an execution that stores nothing of its own."""
 
-    def __init__(self, run_id: str, node: Node, index: int, inputs: msgspec.Raw,
+    def __init__(self, run_id: str, node: Node, index: int | None, inputs: msgspec.Raw,
                  steps: dict[str, StepRecord], *, hooks: Hooks, gates: GateHolds | None,
                  prefix: str = "", maps: Mapping[str, Mapping[int, bytes]] | None = None,
                  save: Save | None = None) -> None:
@@ -59,7 +70,8 @@ class ElementExecution(Execution):
             self.gates = gates
         else:  # a job's own (an undo job's): never the run's execution, which may be parked
             self.gates.borrows = True
-        self.element = prefix + element_key(node.key, index)  # prefix: the enclosing element's
+        # prefix: the enclosing element's; no index: an async reactor's child, named by its step
+        self.element = prefix + (node.key if index is None else element_key(node.key, index))
         self.step_prefix = f"{self.element}."
         self.held = HeldSlots(maps)
         self.slots = self.held
@@ -82,6 +94,9 @@ class ElementForward(Forward):
         """An async step inside an element runs here, once (its own retries), and compensates
         itself if its last attempt failed; its readers go on once it settled."""
         ex = self.ex
+        if node.kind is StepKind.ASYNC_REACTOR:
+            await self._reactor(node)
+            return
         out = await (call_gated(ex, node) if node.spec.gates else call_step(ex, node))
         if out.status is StepEnd.COMPLETED:
             ex.values[node.key] = out.value
@@ -104,3 +119,38 @@ class ElementForward(Forward):
                     record.status = StepStatus.COMPENSATED
         await ex.checkpoint(node.key, record, [])
         self._after_checkpoint(node)
+
+    async def _reactor(self, node: Node) -> None:
+        """An async reactor inside an element runs its child here, once, as the element runs
+        its own (`children.run_child`: in memory, no run of its own, its steps named
+        `<element>.<step>.<child step>`, a failing child rolling its own steps back); the
+        step's result is the child's value, and like any async unit it is never rolled back.
+        Step gates on it are held while its child runs."""
+        from reactorflow.runtime.maps.children import run_child  # noqa: PLC0415 (a cycle)
+
+        ex = self.ex
+        started = clock.now()
+        try:
+            kwargs = resolve_arguments(ex, node)
+            if await self._skipped_by_when(node, kwargs):
+                return
+            entry = await enter_whole(ex, node, kwargs) if node.spec.gates else None
+        except Exception as exc:
+            await self._fail_step(node, exc, detail=summary(exc), started_at=started)
+            return
+        if entry is not None and not entry.admitted:
+            await self._refused(node, entry)
+            return
+        outcome: ElementRecord | None = None
+        try:
+            outcome, error = await run_child(ex, node, kwargs, None)
+        finally:
+            await leave_whole(ex, entry, completed=outcome is not None and outcome.error is None)
+        if error is None:
+            ex.values[node.key] = node.decoder.decode(outcome.result)
+            done = StepRecord(StepStatus.COMPLETED, 1, started, clock.now(), outcome.result)
+            await self._finish(node, done, [])  # seq 0: never undone
+            return
+        await self._fail_step(node, error, detail=summary(error), started_at=started,
+                              error_record=outcome.error)
+        ex.records[node.key].rollback_error = outcome.rollback_error  # its child's rollback
