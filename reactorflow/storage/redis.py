@@ -15,9 +15,6 @@
 
 from __future__ import annotations
 
-import itertools
-import os
-import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -48,26 +45,11 @@ from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
 from reactorflow.storage.redis_maps import RedisMaps
 from reactorflow.storage.redis_scan import RedisScans, unit_member
 from reactorflow.storage.redis_schedules import RedisSchedules
+from reactorflow.storage.redis_tokens import token as _token
 
 FACTS_CACHE_SIZE = 4096
 """Runs whose (reactor, created_at) this process remembers, so that `save_state` can send its
 index writes in the same round trip as its script."""
-
-_TOKENS: list[Any] = []  # [per-process random prefix, counter]: set by _seed_tokens
-
-
-def _seed_tokens() -> None:
-    """A fresh random prefix (also in a forked child, which must not repeat its parent's)."""
-    _TOKENS[:] = [secrets.token_hex(8), itertools.count(1)]
-
-
-_seed_tokens()
-os.register_at_fork(after_in_child=_seed_tokens)
-
-
-def _token() -> str:
-    """Unique per call: a random per-process prefix and a counter (no system call per write)."""
-    return f"{_TOKENS[0]}{next(_TOKENS[1]):x}"
 
 
 def _ms(seconds: float) -> int:

@@ -90,14 +90,18 @@ SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock",
            "rate_charge", "ordered_enter", "ordered_turn", "ordered_stamp", "ordered_leave",
            "ordered_peek", "ordered_reset",
            "load_run", "schedule_load", "schedule_advance", "schedule_record",
-           "schedule_relet", "schedule_pause", "claim_lock_load")
+           "schedule_relet", "schedule_pause", "claim_lock_load", "lock_load_elements")
 RUN_WRITES = frozenset({"create_run", "save_step", "save_state", "save_unit", "claim",
                         "request_control", "incr_counter", "claim_lock_load"})
 """The scripts that write a run: `scripts/lib/run_write.lua` (retry tokens, expiry horizon) is
 prepended to each."""
+LOCK_TAKERS = frozenset({"acquire_lock", "lock_load_elements"})
+"""The scripts that take a liveness lock: `scripts/lib/take_lock.lua` is prepended to each."""
 _SCRIPTS_DIR = files("reactorflow.storage") / "scripts"
 _RUN_WRITE = (_SCRIPTS_DIR / "lib" / "run_write.lua").read_text("utf-8")
+_TAKE_LOCK = (_SCRIPTS_DIR / "lib" / "take_lock.lua").read_text("utf-8")
 SOURCES = {name: (_RUN_WRITE if name in RUN_WRITES else "")
+           + (_TAKE_LOCK if name in LOCK_TAKERS else "")
            + (_SCRIPTS_DIR / f"{name}.lua").read_text("utf-8") for name in SCRIPTS}
 
 Args = Sequence[EncodableT]

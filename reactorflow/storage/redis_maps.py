@@ -4,16 +4,15 @@ field per element index (the run's hash tag: same slot as the run's keys). A mix
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from reactorflow.storage.base import SlotWrite
+from reactorflow.storage.redis_tokens import token as _token
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from redis.asyncio.client import Pipeline
     from redis.typing import EncodableT
 
     from reactorflow.storage.redis_conn import RedisConnector
@@ -99,24 +98,22 @@ class RedisMaps:
                                      ranges: Sequence[tuple[str, int, int]]
                                      ) -> list[list[bytes | None]] | None:
         conn = await self._redis.get()
-        if conn.cluster:  # the lock is in a slot of its own: redis-py pipelines no EVALSHA there
+        if conn.cluster:  # the lock is in a slot of its own: no script may touch both
             if not await self.acquire_lock(lock_id, owner, ttl):
                 return None
             return await self.load_element_ranges(run_id, ranges)
-
-        def reads(pipe: Pipeline) -> None:
-            for key, start, count in ranges:
-                pipe.hmget(self._keys.elements(run_id, key),
-                           list(range(start, start + max(count, 1))))
-
-        with self._errors():  # the lock first, then the reads, in one round trip
-            replies, _ = await conn.script_replies(
-                "acquire_lock", [self._keys.lock(lock_id)],
-                [owner, max(1, round(ttl * 1000)), secrets.token_hex(8)], reads)
-        if replies[0] != 1:
+        args: list[EncodableT] = [owner, max(1, round(ttl * 1000)), _token()]
+        for _, start, count in ranges:
+            args.extend((start, max(count, 1)))
+        with self._errors():  # the lock first, then the reads, in one script
+            reply = await conn.script(
+                "lock_load_elements",
+                [self._keys.lock(lock_id), *(self._keys.elements(run_id, key)
+                                             for key, _, _ in ranges)], args)
+        if reply == 0:
             return None
         return [[None if v is None else bytes(v) for v in reply[:max(count, 0)]]
-                for reply, (_, _, count) in zip(replies[1:], ranges, strict=True)]
+                for reply, (_, _, count) in zip(reply[1:], ranges, strict=True)]
 
     async def count_elements(self, run_id: str, key: str) -> int:
         conn = await self._redis.get()

@@ -159,3 +159,24 @@ async def test_redis_a_chain_costs_one_command_per_step_and_one_per_run_end(
     finally:
         await storage.aclose()
     assert _from_client(seen) == ["EVALSHA"] * 4, _from_client(seen)
+
+
+async def test_redis_an_element_jobs_lock_and_reads_are_one_command(
+        rig: tuple[RedisStorage, redis.asyncio.Redis], redis_url: str) -> None:
+    """An element job's start (its lock, its slot, the map's job data, its item) is one
+    EVALSHA: no pipeline of reads beside the lock (a fanned-out map pays it per element)."""
+    redis_storage, _ = rig
+    run_id = await new_run(redis_storage)
+    await redis_storage.save_elements(run_id, "m", {0: b"e0"})
+    await redis_storage.save_elements(run_id, "m#items", {0: b"i0", 1: b"i1"})
+    ranges = [("m", 1, 1), ("m#job", 0, 2), ("m#items", 1, 1)]
+    await redis_storage.lock_and_load_elements(f"{run_id}:m:0", "me", 10.0, run_id, ranges)
+
+    seen = await _commands_during(redis_url, lambda: redis_storage.lock_and_load_elements(
+        f"{run_id}:m:1", "me", 10.0, run_id, ranges))
+
+    assert _from_client(seen) == ["EVALSHA"]
+    assert [c.split(" ", 1)[0].strip('"').upper() for c in _in_lua(seen)].count("HMGET") == 3
+    found = await redis_storage.lock_and_load_elements(f"{run_id}:m:1", "me", 10.0, run_id,
+                                                       ranges)
+    assert found == [[None], [None, None], [b"i1"]]
