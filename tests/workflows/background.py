@@ -373,15 +373,18 @@ async def uncarry(result: int, item: int) -> None:
 
     undone, calls = undo_keys(os.environ[NAMESPACE_ENV])
     client = redis.Redis.from_url(os.environ["REACTORFLOW_REDIS_URL"])
-    hangs = bool(os.environ.get(DOOMED_ENV)) and item < HANG_BELOW
-    if hangs:  # noted before the call is counted: a call the kill cuts off is always noted
-        note(f"uncarry-hangs {item}")
+    doomed = bool(os.environ.get(DOOMED_ENV))
+    if doomed:  # noted before the call is counted: every call the kill cuts off is noted
+        note(f"uncarry-starts {item}")
     client.rpush(calls, item)
-    if hangs:
+    if doomed and item < HANG_BELOW:
+        note(f"uncarry-hangs {item}")
         await anyio.sleep_forever()  # until the test SIGKILLs this worker
     await anyio.sleep(0.002)
     client.sadd(undone, item)
     client.close()
+    if doomed:
+        note(f"uncarry-ends {item}")
 
 
 @unhaul_fleet.step
