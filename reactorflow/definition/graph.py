@@ -39,6 +39,23 @@ def split(key: str) -> tuple[str, ...]:
     return tuple(key.split(SEP))
 
 
+_SCALARS: frozenset[type] = frozenset({int, str, float, bool, type(None)})
+
+
+def self_decoding(result_type: Any) -> frozenset[type]:
+    """The types of result that decode back from storage, under `result_type`, as an equal
+    value of the same type (exact types: a subclass, a bool for an int, an int for a float
+    decode as something else). A step that returns one keeps its value instead of decoding
+    the bytes it just encoded."""
+    if result_type is Any:
+        return _SCALARS
+    if result_type is None or result_type is type(None):
+        return frozenset({type(None)})
+    if isinstance(result_type, type) and result_type in _SCALARS:
+        return frozenset({result_type})
+    return frozenset()
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     key: str
@@ -52,6 +69,8 @@ class Node:
     kind: StepKind
     unit_deps: tuple[str, ...]  # dependencies that are async units (their results are awaited)
     reads_maps: bool  # a parameter reads a map step's results (loaded before the step runs)
+    plain: bool  # a plain step: no gates, timeout, when=, map or async-unit reads (fast path)
+    same_types: frozenset[type]  # result types that decode back unchanged (see self_decoding)
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -140,6 +159,11 @@ class Plan:
                                 if reactor.steps[d].kind in UNIT_KINDS),
                 reads_maps=any(p.map_read is not None and p.source is Source.RESULT
                                for p in spec.params),
+                plain=(spec.kind is StepKind.STEP and not spec.gates and spec.timeout is None
+                       and spec.when is None and not any(
+                           reactor.steps[d].kind in UNIT_KINDS for d in spec.deps)
+                       and not any(p.map_read is not None for p in spec.params)),
+                same_types=self_decoding(result_type),
             )
             if spec.name == value_step:
                 value_type = result_type

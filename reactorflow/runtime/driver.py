@@ -23,13 +23,14 @@ from reactorflow.errors import GateBusy, LockLost, RecordedError, StorageError
 from reactorflow.middleware import GateEvent, RunEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, RunError, StepRecord
 from reactorflow.runtime.execution import event
-from reactorflow.runtime.forward import Ending, Forward, Verdict
+from reactorflow.runtime.forward import Forward
 from reactorflow.runtime.gates import levels
 from reactorflow.runtime.gates import runs as gates
 from reactorflow.runtime.gates.parked import keep_while_parked
 from reactorflow.runtime.lockkeeper import keeper
 from reactorflow.runtime.parking import park
 from reactorflow.runtime.rollback import collected_failures, roll_back
+from reactorflow.runtime.runners import Ending, Verdict
 from reactorflow.status import ControlKind, RollbackTrigger, Status, StepStatus
 
 if TYPE_CHECKING:

@@ -28,9 +28,10 @@ from reactorflow.runtime.maps.keys import slot_keys
 from reactorflow.runtime.maps.reading import Slots
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage, StoredRun
-from reactorflow.storage.inline import is_foldable, is_inline
+from reactorflow.storage.inline import INLINE, is_foldable
 
 log = logging.getLogger("reactorflow.run")
+_encode = records.encode
 _WITH_RESULT = frozenset({StepStatus.COMPLETED, StepStatus.UNDONE})
 
 
@@ -243,16 +244,17 @@ class Execution:
         back). `unit=True` marks the dispatch of an async unit (indexed so a lost one is
         found)."""
         self.records[key] = record
-        self.unconfirmed.add(key)
+        unconfirmed = self.unconfirmed
+        unconfirmed.add(key)
         save = self.storage.save_step
-        write = save(self.run_id, self.owner, key, records.encode(record),
-                     list(map(records.encode, events)), unit=unit)
-        if is_inline(save):  # it awaits nothing: no cancellation can reach it, no shield
+        write = save(self.run_id, self.owner, key, _encode(record), list(map(_encode, events)),
+                     unit=unit)
+        if getattr(save, INLINE, False) is True:  # awaits nothing: no cancellation reaches it
             control = await write
         else:
             with anyio.CancelScope(shield=True):
                 control = await write
-        self.unconfirmed.discard(key)
+        unconfirmed.discard(key)
         self._remember(events)
         if unit:  # the unit's worker appends events of its own, unseen here
             self.history = self.loaded_history = None

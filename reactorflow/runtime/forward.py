@@ -1,25 +1,12 @@
-"""Driving a run forward: ready steps run concurrently in the run's one anyio task group.
-
-Steps run on a small pool of runner tasks inside that group. A runner takes the next ready step;
-before it starts one, it makes sure a spare runner exists while more steps are ready, so a step
-that suspends never holds back the others, and a step that finishes without suspending costs no
-task spawn. `max_concurrency` caps the number of runners.
-
-When a step fails, nothing new starts; steps in flight finish (and are checkpointed), then the
-caller rolls back. A halt stops the same way without rollback. A cancel request read back from
-a checkpoint stops at the next step boundary.
+"""Driving a run forward: each kind of step (a plain step's fast path, steps, interrupts,
+composed children, async units, maps), run by `runners.Runners` (the run's task group, its
+runners and each level's dependency counts; see there).
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections import deque
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, assert_never
-
-import anyio
+from typing import Any, assert_never
 
 from reactorflow import clock, config, records
 from reactorflow.definition.graph import Node
@@ -50,208 +37,31 @@ from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.maps.drive import run_map
 from reactorflow.runtime.maps.reading import map_value_raw, prepare_readers
 from reactorflow.runtime.pausing import claimed_payload, waiting_record
+from reactorflow.runtime.runners import Ending, Runners
 from reactorflow.runtime.stepcall import (
     Outcome,
     StepEnd,
     call_step,
+    context_for,
+    encode_result,
     evaluate_when,
     halted_record,
     resolve_arguments,
-    scope_cancelled,
     skip_reason,
 )
 from reactorflow.runtime.units import await_unit, unit_finished
 from reactorflow.runtime.units import dispatch as dispatch_unit
-from reactorflow.status import ControlKind, StepStatus
-
-if TYPE_CHECKING:
-    from anyio.abc import TaskGroup
-
-    from reactorflow.runtime.execution import Execution
+from reactorflow.status import StepStatus
 
 log = logging.getLogger("reactorflow.run")
-_SETTLED = frozenset({StepStatus.COMPLETED, StepStatus.SKIPPED})
 # members the per-step path reads, looked up once (an enum member's look-up costs ~6x a global's)
 _STEP, _INTERRUPT, _COMPLETED = StepKind.STEP, StepKind.INTERRUPT, StepStatus.COMPLETED
 
 
-class Ending(StrEnum):
-    """How a forward drive ended (what `driver.conclude` saves)."""
-
-    COMPLETED = "completed"
-    PAUSED = "paused"  # interrupts wait for payloads
-    PARKED = "parked"  # steps wait for async units; the run is re-enqueued when they finish
-    SNOOZED = "snoozed"  # a step's gate was busy in a worker: the run is put back for later
-    FAILED = "failed"
-    HALTED = "halted"
-    CANCELLED = "cancelled"
-    HANDOFF = "handoff"  # the background cut point: a worker takes the rest
-
-
-@dataclass(slots=True)
-class Verdict:
-    """How a forward drive ended."""
-
-    status: Ending
-    failed: list[str] = field(default_factory=list)  # keys of failed steps, in failure order
-    errors: dict[str, BaseException] = field(default_factory=dict)
-    halt_reason: str | None = None
-    waiting: list[str] = field(default_factory=list)
-    parked: dict[str, float] = field(default_factory=dict)  # unit key -> waited on since
-    wake_at: float | None = None  # PARKED: when the first step's next attempt is due
-    snoozed: list[tuple[str, GateBusy]] = field(default_factory=list)  # step key -> busy gate
-
-
-class Forward:
-    def __init__(self, ex: Execution, *, max_concurrency: int | None = None) -> None:
-        self.ex = ex
-        self.plan = ex.plan
-        self.queue: deque[str] = deque()
-        self.missing: dict[str, int] = {}
-        self.unsettled: dict[str, int] = {}
-        self.waiting: dict[str, None] = {}
-        self.parked: dict[str, float] = {}
-        self.retrying: dict[str, float] = {}  # step key -> when its next attempt is due
-        self.in_flight: set[str] = set()
-        self.verdict = Verdict(Ending.COMPLETED)
-        self.stopping = False
-        self.fatal: BaseException | None = None
-        self.limit = max_concurrency if max_concurrency is not None else math.inf
-        handoff = self.plan.reactor.handoff
-        self.handoff = None if ex.state.handed_off else handoff
-        self.handing_off = False
-        self.runners = 0
-        self.idle = 0
-        self.tg: TaskGroup | None = None
-
-    # -- the drive -----------------------------------------------------------------------------
-
-    async def run(self) -> Verdict:
-        self._open_level("")
-        if self.queue and not self.stopping:
-            async with anyio.create_task_group() as tg:
-                self.tg = tg
-                self._dispatch()
-        self.tg = None
-        if self.fatal is not None:
-            raise self.fatal
-        verdict = self.verdict
-        control = self.ex.control
-        if verdict.status is Ending.COMPLETED:
-            if control is not None and self.stopping:
-                verdict.status = (Ending.CANCELLED if control.kind is ControlKind.CANCEL
-                                  else Ending.FAILED)
-            elif self.handing_off:
-                verdict.status = Ending.HANDOFF
-            elif verdict.snoozed:
-                verdict.status = Ending.SNOOZED
-            elif self.parked or self.retrying:
-                verdict.status = Ending.PARKED
-                verdict.parked = dict(self.parked)
-                verdict.wake_at = min(self.retrying.values(), default=None)
-            elif self.waiting:
-                verdict.status = Ending.PAUSED
-        verdict.waiting = list(self.waiting)
-        return verdict
-
-    def _open_level(self, level_key: str) -> None:
-        """Register a level's steps: count what each waits for, queue what is ready."""
-        ex = self.ex
-        nodes = self.plan.nodes
-        fresh = not ex.records  # nothing recorded yet: every step is pending, none settled
-        unsettled = 0
-        for key in self.plan.levels[level_key].node_keys:
-            node = nodes[key]
-            unsettled += 1
-            if fresh:
-                missing = len(node.deps)
-            else:
-                status = ex.status_of(key)
-                if status in _SETTLED or (node.kind in UNIT_KINDS
-                                          and status != StepStatus.PENDING):
-                    unsettled -= 1  # settled (as `_settled` says)
-                    continue
-                if node.kind is StepKind.COMPOSE and status == StepStatus.RUNNING:
-                    self._open_level(key)
-                    continue
-                if status == StepStatus.WAITING and key not in ex.claims:
-                    self.waiting[key] = None
-                    continue
-                missing = sum(1 for dep in node.deps if not self._settled(dep))
-            self.missing[key] = missing
-            if missing == 0:
-                self.queue.append(key)
-        self.unsettled[level_key] = unsettled
-        if unsettled == 0 and level_key:
-            self.queue.append(level_key)  # an empty child: its compose step completes at once
-
-    def _settled(self, key: str) -> bool:
-        """Done as far as scheduling goes: completed or skipped, or an async unit dispatched
-        (its readers wait for its result themselves)."""
-        status = self.ex.status_of(key)
-        if status in _SETTLED:
-            return True
-        return self.plan.nodes[key].kind in UNIT_KINDS and status != StepStatus.PENDING
-
-    # -- runners -------------------------------------------------------------------------------
-
-    def _dispatch(self) -> None:
-        if self.queue and self.idle == 0 and not self.stopping:
-            self._spawn()
-
-    def _spawn(self) -> None:
-        if self.runners >= self.limit or self.tg is None:
-            return
-        self.runners += 1
-        self.idle += 1
-        self.tg.start_soon(self._runner)
-
-    async def _runner(self) -> None:
-        try:
-            while self.queue and not self.stopping:
-                key = self.queue.popleft()
-                self.idle -= 1
-                if self.queue and self.idle == 0:
-                    self._spawn()
-                try:
-                    await self._execute(key)
-                finally:
-                    self.idle += 1
-        finally:
-            self.runners -= 1
-            self.idle -= 1
-
-    def _stop(self) -> None:
-        self.stopping = True
-        self.queue.clear()
+class Forward(Runners):
+    """The forward drive: each kind of step, run by `Runners`."""
 
     # -- one step ------------------------------------------------------------------------------
-
-    async def _execute(self, key: str) -> None:
-        node = self.plan.nodes[key]
-        self.in_flight.add(key)
-        cut_off = False
-        try:
-            try:
-                await self._one(node)
-            except anyio.get_cancelled_exc_class() as exc:
-                if scope_cancelled():
-                    raise
-                # step code (its body, a when=, a mapping function) raised it: a step failure
-                await self._fail_step(node, exc, detail=summary(exc))
-        except anyio.get_cancelled_exc_class():
-            cut_off = True
-            raise
-        except BaseException as exc:  # storage failure, KeyboardInterrupt, SystemExit ...
-            cut_off = True
-            if self.fatal is None:
-                self.fatal = exc
-            self._stop()
-            if self.tg is not None:
-                self.tg.cancel_scope.cancel()
-        finally:
-            if not cut_off:
-                self.in_flight.discard(key)
 
     async def _one(self, node: Node) -> None:
         ex = self.ex
@@ -291,6 +101,48 @@ class Forward:
             out = await call_gated(ex, node, payload)
         else:
             out = await call_step(ex, node, payload)
+        await self._ended(node, out)
+
+    async def _plain(self, node: Node) -> None:
+        """The fast path of a plain step (`Node.plain`, no middleware observing): what `_one`,
+        `_step`, `call_step` and `_ended` do for it, in one function. A step with a record
+        already (e.g. parked between retry attempts) or one to skip takes the general path; a
+        first attempt that raised goes on in `call_step` (`failed=`: retried, failed, halted
+        or re-raised exactly as there)."""
+        ex = self.ex
+        key = node.key
+        if key in ex.records or (node.deps and skip_reason(ex, node) is not None):
+            await self._one(node)
+            return
+        try:
+            kwargs = resolve_arguments(ex, node) if node.spec.params else {}
+        except ArgumentError:
+            await self._step(node)  # resolved again there, and recorded failed
+            return
+        if node.context_name is not None:
+            kwargs[node.context_name] = context_for(ex, node, 1)
+        began = clock.now()
+        try:
+            raw, value = encode_result(ex, node, await node.spec.fn(**kwargs))
+        except BaseException as exc:
+            error = exc
+        else:
+            finished = clock.now()
+            ex.values[key] = value
+            done = StepRecord(_COMPLETED, 1, began, finished, raw, seq=ex.next_seq())
+            events = [Event(began, "step.started", key, 1),
+                      Event(finished, "step.completed", key, 1)]
+            if completes_run(self, node):  # (as `_ended`) it rides in the final save
+                ex.fold(key, done, events)
+            else:
+                await ex.checkpoint(key, done, events)
+            self._after_checkpoint(node)
+            return
+        await self._ended(node, await call_step(ex, node, failed=(began, error)))
+
+    async def _ended(self, node: Node, out: Outcome) -> None:
+        """Record how a call of the step ended (`call_step`'s outcome), and go on from there."""
+        ex = self.ex
         match out.status:
             case StepEnd.COMPLETED:
                 ex.values[node.key] = out.value
@@ -384,21 +236,6 @@ class Forward:
         await self.ex.checkpoint(node.key, record, events)
         self._after_checkpoint(node, handoff=record.status == StepStatus.COMPLETED)
 
-    def _after_checkpoint(self, node: Node, *, handoff: bool = True) -> None:
-        """After a step settled: stop for a control request read back from the checkpoint,
-        or at the `background(after=...)` point; release the steps that waited for it."""
-        if self.ex.control is not None:
-            self._stop()
-        elif handoff and self.handoff == ("after", node.key):
-            self._hand_off()
-        self._settle(node)
-
-    def _hand_off(self) -> None:
-        """The background cut point was reached: stop here; a worker takes the rest."""
-        if self.verdict.status is Ending.COMPLETED:
-            self.handing_off = True
-        self._stop()
-
     # -- async units ---------------------------------------------------------------------------
 
     async def _units_ready(self, node: Node) -> bool:
@@ -462,22 +299,6 @@ class Forward:
             return
         await dispatch_unit(ex, node, child_inputs, gate_keys)
         self._after_checkpoint(node)
-
-    def _settle(self, node: Node) -> None:
-        level = node.level
-        self.unsettled[level] -= 1
-        for dependent in node.dependents:
-            left = self.missing.get(dependent)
-            if left is None:
-                continue
-            left -= 1
-            self.missing[dependent] = left
-            if left == 0 and not self.stopping:
-                self.queue.append(dependent)
-        if level and self.unsettled[level] == 0 and not self.stopping:
-            self.queue.append(level)  # the child is done: complete its compose step
-        # no spawn here: the runner that settled takes the next step itself, and spawns a
-        # spare for the rest when it does (see _runner)
 
     # -- maps ----------------------------------------------------------------------------------
 

@@ -186,7 +186,8 @@ def encode_result(ex: Execution, node: Node, result: Any) -> tuple[msgspec.Raw, 
     """Encode a result for storage and decode it back with the step's annotation.
 
     Dependents receive the decoded value, so a run that resumed from storage sees exactly what
-    an uninterrupted run sees.
+    an uninterrupted run sees. A result of one of the node's `same_types` (an `int` for an `int`
+    annotation...) decodes back as an equal value of its type: it is kept, not decoded.
     """
     try:
         raw = records.raw(result)
@@ -196,6 +197,8 @@ def encode_result(ex: Execution, node: Node, result: Any) -> tuple[msgspec.Raw, 
             f"{describe(exc)}. Return builtins, a msgspec.Struct or a dataclass",
             run_id=ex.run_id, step=node.key, type_name=type(result).__name__, cause=exc,
         ) from exc
+    if type(result) in node.same_types:
+        return raw, result
     try:
         return raw, node.decoder.decode(raw)
     except msgspec.ValidationError as exc:
@@ -207,13 +210,18 @@ def encode_result(ex: Execution, node: Node, result: Any) -> tuple[msgspec.Raw, 
 
 
 async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
-                    check_when: bool = True) -> Outcome:
+                    check_when: bool = True,
+                    failed: tuple[float, BaseException] | None = None) -> Outcome:
     """Run the step to an outcome. Cancellation and interpreter exits propagate.
 
     A step parked between attempts (its record has `retry_at`) goes on with its next attempt
     (its `when=` is not asked again), once that is due: until then an execution that parks
     (a worker) gets `RETRYING` back, another one sleeps. In a worker, a backoff of at least
     `PARK_BACKOFF` seconds ends the call `RETRYING` (the run parks) instead of sleeping.
+
+    `failed=(began, error)`: the first attempt already ran (the forward drive's fast path for a
+    plain step, `Forward._plain`), began then and raised `error`; it is taken from there as if
+    it had raised here (retried, failed, halted, or re-raised), without calling the step again.
     """
     spec = node.spec
     key = node.key
@@ -248,7 +256,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
             hooks.call("after_retry", StepEvent(ex.run_id, ex.reactor, key, attempt + 1))
     while True:
         attempt += 1
-        began = clock.now()
+        began = clock.now() if failed is None else failed[0]
         if out.started_at is None:
             out.started_at = began
         if context_name is not None:
@@ -259,6 +267,9 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
         out.body_started = True
         error: BaseException
         try:
+            if failed is not None:  # the first attempt, run by the caller
+                first, failed = failed[1], None
+                raise first
             if timeout is not None:
                 with clock.move_on_after(timeout) as scope:
                     result = await fn(**kwargs)

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
-_MARK = "__reactorflow_inline__"
+INLINE = "__reactorflow_inline__"
+"""The attribute that marks a method: `getattr(method, INLINE, False) is True` (`is_inline`)."""
 _FOLDABLE = "__reactorflow_foldable__"
 
 
@@ -32,13 +33,13 @@ def inline(fn: F) -> F:
     Args:
         fn: the method.
     """
-    setattr(fn, _MARK, True)
+    setattr(fn, INLINE, True)
     return fn
 
 
 def is_inline(method: Callable[..., Any]) -> bool:
     """Whether `method` (a bound method or a function) was marked `@inline`."""
-    return getattr(method, _MARK, False) is True
+    return getattr(method, INLINE, False) is True
 
 
 def foldable(fn: F) -> F:

@@ -236,7 +236,11 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
                         events: Sequence[bytes] = (), *, unit: bool = False) -> bytes | None:
         now = clock.monotonic()
         with self._mutex:
-            run = self._fenced(run_id, owner, now)
+            lock = self._locks.get(run_id)
+            run = self._runs.get(run_id)
+            if (lock is None or lock.owner != owner or lock.expires <= now or run is None
+                    or run.expires <= now):  # (as `_fenced`, inline: the path of every step)
+                run = self._fenced(run_id, owner, now)
             run.steps[key] = record
             run.history.extend(events)
             self._touch(run, now)
