@@ -255,7 +255,11 @@ class Execution:
             with anyio.CancelScope(shield=True):
                 control = await write
         unconfirmed.discard(key)
-        self._remember(events)
+        history = self.history
+        if history is not None:  # (as `_remember`, inline)
+            history.extend(events)
+            if len(history) + len(self.loaded_history or ()) > self.storage.history_limit:
+                self.history = self.loaded_history = None
         if unit:  # the unit's worker appends events of its own, unseen here
             self.history = self.loaded_history = None
         if control is not None and self.control is None:

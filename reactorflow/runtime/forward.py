@@ -129,7 +129,8 @@ class Forward(Runners):
         else:
             finished = clock.now()
             ex.values[key] = value
-            done = StepRecord(_COMPLETED, 1, began, finished, raw, seq=ex.next_seq())
+            ex.seq = seq = ex.seq + 1  # (as `next_seq`)
+            done = StepRecord(_COMPLETED, 1, began, finished, raw, None, seq)
             events = [Event(began, "step.started", key, 1),
                       Event(finished, "step.completed", key, 1)]
             if completes_run(self, node):  # (as `_ended`) it rides in the final save

@@ -64,6 +64,7 @@ def _decode_head(head: RunHead) -> tuple[RunMeta | None, RunState]:
 
 
 _WITH_RESULT = frozenset({StepStatus.COMPLETED, StepStatus.UNDONE})
+_PENDING, _COMPLETED = StepStatus.PENDING, StepStatus.COMPLETED  # looked up once
 
 
 def redactions_of(plan: Plan | None, meta: RunMeta | None) -> Redactions:
@@ -176,10 +177,20 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
     masks = redactions.results
     states: dict[str, StepState] = {}
     if plan is not None:
+        known = values if values is not None else {}
         for key in plan.nodes:
             record = steps.get(key)
-            states[key] = _step_state(plan, run_id, key, record, values, masks.get(key)) if (
-                record is not None) else StepState(StepStatus.PENDING)
+            if record is None:
+                states[key] = StepState(_PENDING)
+            elif (record.status is _COMPLETED and key in known and record.error is None
+                  and record.rollback_error is None and key not in masks):
+                # the common case (as `_step_state`, inline): completed, its value at hand
+                done = StepState(_COMPLETED, record.attempts, record.started_at,
+                                 record.finished_at)
+                done.__dict__["_result"] = known[key]
+                states[key] = done
+            else:
+                states[key] = _step_state(plan, run_id, key, record, values, masks.get(key))
     for key, record in steps.items():
         if key not in states:
             states[key] = _step_state(plan, run_id, key, record, values, masks.get(key))

@@ -243,7 +243,11 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
                 run = self._fenced(run_id, owner, now)
             run.steps[key] = record
             run.history.extend(events)
-            self._touch(run, now)
+            run.touched_at = clock.now()  # (as `_touch`, inline)
+            run.expires = now + self.retention
+            self._ops = ops = self._ops + 1
+            if ops % 1024 == 0:
+                self._purge(now)
             if unit:
                 self._units.setdefault((run_id, key), clock.now())
             return run.control

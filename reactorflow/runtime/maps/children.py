@@ -42,7 +42,6 @@ from reactorflow.definition.params import MapRead
 from reactorflow.errors import GateBusy, RecordedError
 from reactorflow.records import NIL, ElementRecord, ErrorRecord, RollbackFailure
 from reactorflow.runtime import operations
-from reactorflow.runtime.forward import Ending, Verdict
 from reactorflow.runtime.gates.runs import run_needs
 from reactorflow.runtime.gates.scope import Entry, enter, leave
 from reactorflow.runtime.inputs import validate_inputs
@@ -50,6 +49,7 @@ from reactorflow.runtime.maps.element_run import ElementExecution, ElementForwar
 from reactorflow.runtime.maps.elements import Scope, encode
 from reactorflow.runtime.maps.reading import element_count, load_list
 from reactorflow.runtime.rollback import Rollback, collected_failures, roll_back
+from reactorflow.runtime.runners import Ending, Verdict
 from reactorflow.status import HandlerKind, StepStatus
 
 if TYPE_CHECKING:
