@@ -190,7 +190,7 @@ def encode_result(ex: Execution, node: Node, result: Any) -> tuple[msgspec.Raw, 
     annotation...) decodes back as an equal value of its type: it is kept, not decoded.
     """
     try:
-        raw = records.raw(result)
+        raw = msgspec.Raw(records.encode(result))  # (as `records.raw`)
     except (TypeError, OverflowError) as exc:
         raise SerializationError(
             f"step {node.key!r} returned a {type(result).__name__}, which cannot be stored: "
