@@ -2,12 +2,11 @@
 
 `Runners` is the scheduling half of the forward drive (`forward.Forward` runs each kind of
 step): each level's dependency counts, the queue of ready steps, and the runners that take them.
-A runner takes the next ready step; when it starts one while more steps are ready and no runner
-is free, it has a spare runner started at the event loop's next turn (`_spare_soon`), which
-comes only when the runners suspend or finish: a step that suspends never holds back the others
-(the spare takes them), and steps that finish without suspending cost no task spawn. Without
-middleware observing steps, the calling task is the first runner (one task spawn less per run);
-spares are tasks of the group. `max_concurrency` caps the number of runners.
+A runner takes the next ready step; before it starts one, it makes sure a spare runner exists
+while more steps are ready, so a step that suspends never holds back the others, and a step that
+finishes without suspending costs no task spawn. Without middleware observing steps, the
+calling task is the first runner (one task spawn less per run); spares are tasks of the group.
+`max_concurrency` caps the number of runners.
 
 When a step fails, nothing new starts; steps in flight finish (and are checkpointed), then the
 caller rolls back. A halt stops the same way without rollback. A cancel request read back from
@@ -16,7 +15,6 @@ a checkpoint stops at the next step boundary.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -91,7 +89,6 @@ class Runners:
         self.runners = 0
         self.idle = 0
         self.tg: TaskGroup | None = None
-        self.spare_due = False  # a check for a spare runner is scheduled (`_spare_soon`)
         # a plain step takes the fast path (`_plain`) unless middleware observes steps or a
         # background cut point is set (both are handled on the general path)
         self.fast = not ex.hooks and self.handoff is None
@@ -180,18 +177,6 @@ class Runners:
         if self.queue and self.idle == 0 and not self.stopping:
             self._spawn()
 
-    def _spare_soon(self) -> None:
-        """More steps are ready than runners are free: have a spare runner started once this
-        one suspends. The check runs at the event loop's next turn, which comes only when the
-        runners suspend (or finish): steps that finish without suspending cost no spawn."""
-        if not self.spare_due:
-            self.spare_due = True
-            asyncio.get_running_loop().call_soon(self._spare)
-
-    def _spare(self) -> None:
-        self.spare_due = False
-        self._dispatch()
-
     def _spawn(self) -> None:
         if self.runners >= self.limit or self.tg is None:
             return
@@ -209,7 +194,7 @@ class Runners:
                 key = queue.popleft()
                 self.idle -= 1
                 if queue and self.idle == 0:
-                    self._spare_soon()
+                    self._spawn()
                 node = nodes[key]
                 in_flight.add(key)
                 try:
