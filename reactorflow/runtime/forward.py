@@ -133,7 +133,7 @@ class Forward(Runners):
             done = StepRecord(_COMPLETED, 1, began, finished, raw, None, seq)
             events = [Event(began, "step.started", key, 1),
                       Event(finished, "step.completed", key, 1)]
-            if ex.claims and completes_run(self, node):  # (as `_ended`) in the final save
+            if (ex.folds or ex.claims) and completes_run(self, node):  # (as `_ended`)
                 ex.fold(key, done, events)
             else:
                 await ex.checkpoint(key, done, events)
