@@ -13,10 +13,12 @@ if TYPE_CHECKING:
 def completes_run(forward: Forward, node: Node) -> bool:
     """Whether the completion of `node` completes the run: the last unsettled step of the root,
     nothing else in flight, queued, waiting, parked or retrying, no stop, control request,
-    hand-off after it or gate held. Its record and events are then written by the run's final
-    save (`Execution.fold`), which a control request that came meanwhile refuses
-    (`unless_control`): the step is then checkpointed on its own and the request honoured, as
-    at any step boundary.
+    hand-off after it, or composed child's gates open. Its record and events are then written by
+    the run's final save (`Execution.fold`), which a control request that came meanwhile
+    refuses (`unless_control`): the step is then checkpointed on its own and the request
+    honoured, as at any step boundary. The reactor's own gates ride in that save as in any
+    final save: `unless_control` drops them only if the write landed, so a refused save keeps
+    them held through the rollback the request may start.
 
     Always for a run that got a payload (the tail of a `continue_`); for any other run where
     the storage's `save_step` is its own (`@foldable`, `Execution.folds`): a `save_step`
@@ -33,5 +35,4 @@ def completes_run(forward: Forward, node: Node) -> bool:
             and len(forward.in_flight) == 1 and not forward.queue and not forward.stopping
             and not forward.waiting and not forward.parked and not forward.retrying
             and ex.control is None and forward.handoff != ("after", node.key)
-            and ex.run_entry is None and not ex.level_entries
-            and not ex.gates.places_to_release())
+            and not ex.level_entries)

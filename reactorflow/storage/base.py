@@ -218,7 +218,9 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
         when cleared). With `unless_control`, a pending control request refuses the write:
         nothing is written (nor released, published or moved between indexes, but for index
         hints a Redis Cluster may have added), and the request is returned; so there, a returned
-        request means nothing was written.
+        request means nothing was written. With `unless_control` the `gates` are dropped only
+        once the write landed, after it (on one Redis node in the same round trip, each release
+        guarded by the status written), so a refused write drops none.
 
         Args:
             run_id: The run's id.

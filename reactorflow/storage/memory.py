@@ -264,8 +264,9 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
                          gates: Sequence[tuple[str, str]] = (),
                          unless_control: bool = False) -> bytes | None:
         now = clock.monotonic()
-        for key, holder in gates:  # before the write: its state shows them free
-            self._release_holder(key, holder)
+        if not unless_control:  # before the write: its state shows them free
+            for key, holder in gates:
+                self._release_holder(key, holder)
         with self._mutex:
             run = self._fenced(run_id, owner, now)
             if unless_control and run.control is not None:
@@ -284,6 +285,9 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
                 run.control = None
             self._touch(run, now)
             control = run.control
+        if unless_control:  # only once the write landed
+            for key, holder in gates:
+                self._release_holder(key, holder)
         if publish:
             await self.publish(run_id)
         return control

@@ -274,21 +274,31 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                       *pairs, *events]
         keys = self._keys.run_keys(run_id)
         facts = self._recall(run_id)
+        # with `unless_control` the gates are dropped only once the write landed: on one node
+        # after it in the same round trip (guarded by the status it wrote), else after it
+        early, late = ((), gates) if unless_control else (gates, ())
         with self._errors():
-            if facts is not None and not gates and not conn.cluster:  # one round trip, one script
+            if facts is not None and not early and not conn.cluster:  # one round trip
                 reactor = facts[0]
                 keys += [self._keys.by_status(reactor, status), self._keys.by_reactor(reactor),
                          self._keys.by_status(reactor, previous_status)]
-                reply = await conn.script("save_state", keys, args)
+                if late:
+                    guard = (keys[0], status)
+                    reply = await conn.script_pipeline(
+                        "save_state", keys, args,
+                        lambda pipe: self._queue_gate_releases(pipe, late, guard))
+                    late = ()
+                else:
+                    reply = await conn.script("save_state", keys, args)
                 if reply[0] == 0:  # refused: nothing written, no index touched
                     raise LockLost(run_id, owner)
             elif facts is None:  # unknown to this process: the script tells, index writes follow
-                for key, holder in gates:  # before the write: its state shows them free
+                for key, holder in early:  # before the write: its state shows them free
                     await self.gate_release(key, holder)
                 reply = await conn.script("save_state", keys, args)
             else:
                 def before(pipe: Pipeline) -> None:
-                    self._queue_gate_releases(pipe, gates)
+                    self._queue_gate_releases(pipe, early)
 
                 def after(pipe: Pipeline) -> None:
                     self._queue_index(pipe, run_id, facts, status, previous_status)
@@ -302,6 +312,8 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                 if reply[0] == 2:  # a pending control request refused it (`unless_control`)
                     return _bytes(reply[1])
                 raise LockLost(run_id, owner)
+            for key, holder in late:  # the write landed (a cluster, or a run not seen here)
+                await self.gate_release(key, holder)
             actual = (_text(reply[1]), float(reply[2]))
             if actual != facts:
                 self._remember(run_id, *actual)

@@ -80,12 +80,19 @@ class RedisGates:
                                    [holder, self._gate(key)])
         return bool(released == 1)
 
-    def _queue_gate_releases(self, pipe: Pipeline, gates: Sequence[tuple[str, str]]) -> None:
+    def _queue_gate_releases(self, pipe: Pipeline, gates: Sequence[tuple[str, str]],
+                             guard: tuple[str, str] | None = None) -> None:
         """Queue `gate_release` of each (key, holder) on a pipeline (by source: EVAL never
-        meets NOSCRIPT), to ride in another write's round trip."""
+        meets NOSCRIPT), to ride in another write's round trip. With `guard` (a run's record
+        key and a status; one node only), each release happens only if that record has that
+        status when it runs: queued after a final save, only if the save landed."""
         for key, holder in gates:
-            pipe.eval(SOURCES["gate_release"], 3, *self._holder_keys(key), holder,
-                      self._gate(key))
+            if guard is None:
+                pipe.eval(SOURCES["gate_release"], 3, *self._holder_keys(key), holder,
+                          self._gate(key))
+            else:
+                pipe.eval(SOURCES["gate_release"], 4, *self._holder_keys(key), guard[0],
+                          holder, self._gate(key), guard[1])
 
     async def gate_extend(self, key: str, holder: str, ttl: float) -> bool:
         kept = await self._run("gate_extend", self._holder_keys(key)[:1], [holder, _ms(ttl)])

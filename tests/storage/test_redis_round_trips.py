@@ -180,3 +180,27 @@ async def test_redis_an_element_jobs_lock_and_reads_are_one_command(
     found = await redis_storage.lock_and_load_elements(f"{run_id}:m:1", "me", 10.0, run_id,
                                                        ranges)
     assert found == [[None], [None, None], [b"i1"]]
+
+
+async def test_redis_a_locked_run_folds_its_last_step_and_drops_its_lock_after_the_write(
+        redis_url: str) -> None:
+    """A 1-step run holding a reactor `rf.Lock` on one node: the lock's acquire, create_run,
+    the final save carrying the step's record, and the lock's release queued after that save
+    in its round trip, guarded by the status it wrote (so a save refused by a control request
+    drops nothing): no checkpoint of its own, no index commands from the client (before, the
+    locked run kept its last checkpoint and sent the release before the save: 8 commands)."""
+    storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
+    rf.configure(storage=storage)
+    flow = rf.Reactor(f"locked-{redis_namespace()}", gates=[rf.Lock("fold-lock")])
+
+    @flow.step
+    async def only() -> int:
+        return 1
+
+    try:
+        assert (await flow.run()).value == 1  # warm: scripts loaded, connection open
+        seen = await _commands_during(redis_url, flow.run)
+        assert await storage.gate_holders("fold-lock") == []
+    finally:
+        await storage.aclose()
+    assert _from_client(seen) == ["EVALSHA", "EVALSHA", "EVALSHA", "EVAL"], _from_client(seen)

@@ -1,13 +1,18 @@
 -- gate_release: drop a holder from a gate; hand each freed place to the first live queued
 -- holder (see gate_acquire), and notify the gate's channel.
 --
--- KEYS: 1 holders  2 queue  3 asks (as in gate_acquire)
--- ARGV: 1 holder  2 channel
--- Returns: 1 released, 0 it did not hold the gate (nothing changed).
+-- KEYS: 1 holders  2 queue  3 asks (as in gate_acquire)  [4 a run (guard, one node only)]
+-- ARGV: 1 holder  2 channel  [3 the status the run must have]
+-- Returns: 1 released, 0 it did not hold the gate, or the guard's run is not in that status
+--          (nothing changed).
 -- Algorithm: drop expired holders; then, while the first queued holder is past its deadline,
 -- drop it; if it fits under its limit, it becomes a holder (expiry now + its ttl), leaves the
 -- queue, and its name is published (the waiter starts without another round trip); repeat
--- for the next. With no hand-over the channel gets '1' (anyone may try).
+-- for the next. With no hand-over the channel gets '1' (anyone may try). With the guard, nothing
+-- happens unless the run's record has that status (a final save queued before it landed).
+if KEYS[4] and redis.call('HGET', KEYS[4], 'status') ~= ARGV[3] then
+  return 0
+end
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
   return 0
 end
