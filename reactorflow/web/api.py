@@ -9,7 +9,7 @@ import msgspec
 from starlette.requests import Request
 
 from reactorflow.definition import registry
-from reactorflow.definition.graph import Plan, plan_for
+from reactorflow.definition.graph import Plan, join, plan_for
 from reactorflow.definition.reactor import Reactor
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import ReactorflowError
@@ -101,11 +101,28 @@ def reactor_form(reactor: Reactor) -> dict[str, Any]:
     assert plan is not None
     steps = [{"key": key, "kind": node.kind.value, "deps": list(node.deps),
               "level": node.level} for key, node in plan.nodes.items()]
+    steps += _element_steps(plan, "")
     interrupts = {key: msgspec.json.schema(node.spec.interrupt.payload_type)
                   for key, node in plan.nodes.items()
                   if node.kind is StepKind.INTERRUPT and node.spec.interrupt is not None}
     return {"name": reactor.name, "steps": steps, "interrupts": interrupts,
             "mermaid": reactor.to_mermaid()}
+
+
+def _element_steps(plan: Plan, outer: str) -> list[dict[str, Any]]:
+    """The steps of each map's element reactor, under the map (`<map>.<step>`, level the map),
+    as the run's graph shows them: run once per element, they have no record of their own in
+    the run (`element_of` names the map whose status they take)."""
+    found: list[dict[str, Any]] = []
+    for map_key, child in plan.elements.items():
+        under = join(outer, map_key)
+        for key, node in child.nodes.items():
+            found.append({"key": join(under, key), "kind": node.kind.value,
+                          "deps": [join(under, dep) for dep in node.deps],
+                          "level": join(under, node.level) if node.level else under,
+                          "element_of": under})
+        found += _element_steps(child, under)
+    return found
 
 
 async def list_reactors(request: Request) -> JSON:

@@ -9,11 +9,12 @@ from typing import Any
 
 import anyio
 import httpx
+import msgspec
 import pytest
 
 import reactorflow as rf
 from reactorflow.web import create_app
-from tests.helpers import redeploy
+from tests.helpers import redeploy, unique
 from tests.operate.flows import approval, orders
 
 TOKEN = "s3cret-token"
@@ -63,6 +64,42 @@ async def test_reactors_give_the_graph_and_interrupt_schemas(client: httpx.Async
     assert schema["$defs"]["Approval"]["properties"]["amount"] == {
         "type": "integer", "minimum": 1, "maximum": 100}
     assert mine["mermaid"].startswith("flowchart")
+
+
+class Parcel(msgspec.Struct):
+    item: str
+
+
+class Crate(msgspec.Struct):
+    items: list[str]
+
+
+async def test_an_element_reactors_steps_are_in_the_graph_under_their_map(
+        client: httpx.AsyncClient) -> None:
+    """The dashboard draws the graph from these steps: an element reactor's steps sit under the
+    map (`<map>.<step>`), marked with the map whose status they show."""
+    packing = rf.Reactor(unique("web.packing"), inputs=Parcel)
+
+    @packing.step
+    async def box(item: str) -> str:
+        return item
+
+    @packing.step
+    async def label(box: str) -> str:
+        return box
+
+    warehouse = rf.Reactor(unique("web.warehouse"), inputs=Crate)
+
+    @warehouse.map_step(over="items", reactor=packing)
+    async def pack_each(item: str) -> Parcel:
+        return Parcel(item)
+
+    reactors = {r["name"]: r for r in (await client.get("/api/reactors")).json()["reactors"]}
+    steps = [(s["key"], s["deps"], s["level"], s.get("element_of"))
+             for s in reactors[warehouse.name]["steps"]]
+    assert steps == [("pack_each", [], "", None),
+                     ("pack_each.box", [], "pack_each", "pack_each"),
+                     ("pack_each.label", ["pack_each.box"], "pack_each", "pack_each")]
 
 
 async def test_continue_undo_cancel_and_retry(client: httpx.AsyncClient) -> None:

@@ -259,12 +259,14 @@
       graph.append(svg("path", { class: "edge", d: `M${a.x + W},${a.y + H / 2} C${a.x + W + GX / 2},${a.y + H / 2} ${b.x - GX / 2},${b.y + H / 2} ${b.x},${b.y + H / 2}` }));
     }
     for (const s of steps) {
-      const state = run.steps[s.key] || { status: "pending" };
-      const g = svg("g", { class: "node kind-" + s.kind + " s-" + state.status, "data-step": s.key, transform: `translate(${pos[s.key].x},${pos[s.key].y})` });
+      // an element reactor's step runs once per element of its map: it shows the map's status
+      const state = run.steps[s.element_of || s.key] || { status: "pending" };
+      const g = svg("g", { class: "node kind-" + s.kind + " s-" + state.status + (s.element_of ? " element" : ""), "data-step": s.key, transform: `translate(${pos[s.key].x},${pos[s.key].y})` });
       g.append(svg("rect", { width: W, height: H }));
       const text = svg("text", { x: 8, y: 21 });
-      text.textContent = s.key + " \u00b7 " + state.status;
-      const title = svg("title"); title.textContent = s.key + ": " + state.status;
+      text.textContent = s.key + " \u00b7 " + (s.element_of ? "each" : state.status);
+      const title = svg("title");
+      title.textContent = s.element_of ? s.key + ": run for each element of " + s.element_of + " (" + state.status + ")" : s.key + ": " + state.status;
       g.append(text, title);
       graph.append(g);
     }
