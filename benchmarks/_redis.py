@@ -215,10 +215,11 @@ def _count_round_trips(traffic: Traffic) -> Iterator[None]:
             note(self.transport)
         original(self, chunks)
 
-    def counted_send(self: redis_wire._Wire, command: bytes) -> asyncio.Future[Any]:
+    def counted_send(self: redis_wire._Wire, command: bytes,
+                     count: int | None = None) -> asyncio.Future[Any]:
         if self.transport is not None:
             note(self.transport)
-        return original_send(self, command)
+        return original_send(self, command, count)
 
     asyncio.StreamWriter.writelines = counted  # type: ignore[method-assign]
     redis_wire._Wire.send = counted_send  # type: ignore[method-assign]

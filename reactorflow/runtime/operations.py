@@ -27,7 +27,7 @@ from reactorflow.errors import (
 from reactorflow.middleware import Hooks
 from reactorflow.records import Control, RunError, RunState
 from reactorflow.runtime import idempotency, lookup, queue
-from reactorflow.runtime.creation import create_run, release
+from reactorflow.runtime.creation import NewRun, new_run, release, store_run
 from reactorflow.runtime.driver import drive
 from reactorflow.runtime.execution import Execution, event
 from reactorflow.runtime.gates import runs as run_gates
@@ -103,6 +103,8 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
     hooks = hooks_for(reactor)
     holds = GateHolds(storage, run_id, hooks=hooks, reactor=reactor.name)
     entry = None
+    run = new_run(reactor, plan, run_id, value, owner, idempotency_key=idempotency_key,
+                  handed_off=dispatch, retried_from=retried_from)
     while True:
         if idempotency_key is not None:
             winner = await idempotency.claim(storage, reactor.name, idempotency_key, run_id,
@@ -112,12 +114,10 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
                 return msgspec.structs.replace(await get(reactor, winner), replayed=True)
         if entry is None:
             entry = await _gates_at_start(storage, holds, reactor, value, idempotency_key,
-                                          dispatch=dispatch)
+                                          dispatch=dispatch, run=run)
         progress.stored = None
         try:
-            meta, state, started = await create_run(
-                storage, reactor, plan, run_id, value, owner, idempotency_key=idempotency_key,
-                handed_off=dispatch, retried_from=retried_from)
+            await store_run(storage, run)
         except RunExists:
             if idempotency_key is None:
                 await run_gates.abandon(holds, entry)
@@ -129,6 +129,7 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
             raise
         progress.stored = True
         break
+    meta, state, started = run.meta, run.state, run.started
     if dispatch:
         await release(storage, run_id, owner)  # save before release: the run is stored
         queue.enqueue_run(run_id, reactor.name)  # first: a worker can start meanwhile
@@ -142,15 +143,42 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
 
 
 async def _gates_at_start(storage: Storage, holds: GateHolds, reactor: Reactor, value: Any,
-                          idempotency_key: str | None, *, dispatch: bool) -> Entry | None:
-    """The reactor's gates for a run about to be stored (`gates.runs.at_start`); a refused
-    start gives back the idempotency claim it took (nothing of the run is stored)."""
+                          idempotency_key: str | None, *, dispatch: bool,
+                          run: NewRun) -> Entry | None:
+    """The reactor's gates for a run about to be stored (`gates.runs.at_start`, which may
+    store it: `run.creation.stored`); a refused start gives back the idempotency claim it took
+    (nothing of the run is stored). A start interrupted after a hand-over stored its run
+    (cancelled as the place was handed over) ends that run `aborted`, as an interruption
+    ends a run it drives, and gives back the places it took."""
     try:
-        return await run_gates.at_start(holds, reactor, value, dispatch=dispatch)
+        return await run_gates.at_start(holds, reactor, value, dispatch=dispatch,
+                                        creates=run.creation)
     except (GateBusy, GateKeyError):
         if idempotency_key is not None:
             await storage.release_idempotency(reactor.name, idempotency_key, holds.run_id)
         raise
+    except BaseException as exc:
+        if run.creation.stored:
+            with anyio.CancelScope(shield=True):
+                await _abort_stored(storage, holds, run, exc)
+        raise
+
+
+async def _abort_stored(storage: Storage, holds: GateHolds, run: NewRun,
+                        cause: BaseException) -> None:
+    """Save `aborted` a run a hand-over stored for a start that was interrupted before it
+    drove the run, releasing its lock and the places the start holds; never raises."""
+    state = msgspec.structs.replace(run.state, status=Status.ABORTED, updated_at=clock.now())
+    try:
+        await storage.save_state(
+            run.creation.run_id, run.creation.owner, status=Status.ABORTED,
+            previous_status=Status.RUNNING, state=records.encode(state),
+            events=[records.encode(event("run.aborted", detail=type(cause).__name__))],
+            publish=True, release=True, gates=holds.places_to_release())
+        log.warning("reactorflow.run.aborted run_id=%s reactor=%s cause=%s cut_off=-",
+                    run.creation.run_id, run.creation.reactor, type(cause).__name__)
+    except Exception:
+        log.exception("reactorflow.run.abort_save_failed run_id=%s", run.creation.run_id)
 
 
 async def mark_unrecoverable(storage: Storage, run_id: str, kind: str, reason: str) -> None:

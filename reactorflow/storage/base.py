@@ -43,6 +43,7 @@ from reactorflow.storage.values import (
     OrderedLine,
     ResumeCheck,
     Resumption,
+    RunCreation,
     RunHead,
     RunPageData,
     ScheduleState,
@@ -57,9 +58,9 @@ from reactorflow.storage.values import (
 
 __all__ = [
     "DEFAULT_HISTORY_LIMIT", "DEFAULT_RETENTION", "ClaimResult", "GateTake", "Liveness",
-    "OrderedLine", "ResumeCheck", "Resumption", "RunHead", "RunPageData", "ScheduleState",
-    "SlotWrite", "Storage", "StoredRun", "Subscription", "UnitLiveness", "check_count",
-    "check_seconds", "retention_slack",
+    "OrderedLine", "ResumeCheck", "Resumption", "RunCreation", "RunHead", "RunPageData",
+    "ScheduleState", "SlotWrite", "Storage", "StoredRun", "Subscription", "UnitLiveness",
+    "check_count", "check_seconds", "retention_slack",
 ]
 
 

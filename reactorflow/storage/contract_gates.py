@@ -6,7 +6,7 @@ import abc
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 
-from reactorflow.storage.values import GateTake, OrderedLine, Subscription
+from reactorflow.storage.values import GateTake, OrderedLine, RunCreation, Subscription
 
 
 class GatesContract(abc.ABC):
@@ -18,14 +18,28 @@ class GatesContract(abc.ABC):
 
     @abc.abstractmethod
     async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float,
-                           queue_for: float = 0.0) -> GateTake:
+                           queue_for: float = 0.0, creates: RunCreation | None = None,
+                           ) -> GateTake:
         """Take one of the `limit` places of gate `key` for `holder`, for `ttl` seconds unless
         extended. Atomic: holders whose TTL ran out are dropped first; then a `holder` already
-        in is HELD (its TTL reset; also when a release handed it the place); else ACQUIRED when
-        fewer than `limit` hold it (it leaves the queue); else BUSY with nothing changed but,
-        when `queue_for` > 0, `holder` queued for `queue_for` seconds from now (first queued,
-        first served; one queued already keeps its place): a release hands a freed place to
-        the first queued holder still within its time (see `gate_release`).
+        in is HELD (its TTL reset; also when a release handed it the place), or CREATED when
+        the release that handed it the place also created its run (see `creates`; said once:
+        a later call says HELD); else ACQUIRED when fewer than `limit` hold it (it leaves the
+        queue, and the run it queued with is forgotten: its caller creates it); else BUSY with
+        nothing changed but, when `queue_for` > 0, `holder` queued for `queue_for` seconds
+        from now (first queued, first served; one queued already keeps its place): a release
+        hands a freed place to the first queued holder still within its time (see
+        `gate_release`).
+
+        `creates` (with `queue_for` > 0; a caller waiting for the last gate its new run needs):
+        the run to create when a release hands `holder` the place, stored beside its queue
+        entry. The release then creates it, atomically with the hand-over and exactly as
+        `create_run` would (if `create_run` would refuse, the place is handed over all the
+        same, without the run). A backend that cannot do that atomically ignores `creates`
+        (`RedisStorage` on a Redis Cluster, where the run's keys and the gate's are in
+        different slots): the holder is then only ever handed the place, and its caller
+        creates the run. Leaving the queue any other way (`gate_withdraw`, a direct ACQUIRED,
+        the queue time running out) forgets the run: nothing of it is ever stored.
 
         Args:
             key: The gate's key.
@@ -33,16 +47,20 @@ class GatesContract(abc.ABC):
             limit: The most holders at once.
             ttl: Seconds the place lives unless extended.
             queue_for: Seconds to stay queued when busy (0: not queued).
+            creates: The run to create when a release hands `holder` the place (queued
+                only).
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
 
     @abc.abstractmethod
-    async def gate_withdraw(self, key: str, holder: str) -> bool:
-        """`holder` stops waiting for gate `key` (atomic): it leaves the queue. True when a
-        release handed it the place meanwhile: it holds the gate, and its caller either keeps
-        the place or releases it.
+    async def gate_withdraw(self, key: str, holder: str) -> GateTake:
+        """`holder` stops waiting for gate `key` (atomic): it leaves the queue and the run it
+        queued with is forgotten (never created now). HELD when a release handed it the place
+        meanwhile: it holds the gate, and its caller either keeps the place or releases it;
+        CREATED when that release also created its run (its caller drives the run or ends
+        it); BUSY when it does not hold the gate.
 
         Args:
             key: The gate's key.
@@ -56,9 +74,10 @@ class GatesContract(abc.ABC):
     async def gate_release(self, key: str, holder: str) -> bool:
         """Drop `holder` from gate `key` (atomic); True if it was there. Then each freed place
         goes to the first queued holder still within its time and under its limit (it becomes
-        a holder for the `ttl` it asked with) and the gate's channel is notified with each such
-        holder's name, or with `b"1"` when no place was handed over (see `subscribe_gate`).
-        Releasing twice is harmless.
+        a holder for the `ttl` it asked with; the run it queued with, if any, is created: see
+        `gate_acquire`) and the gate's channel is notified with each such holder's name
+        (followed by `b"\\0+"` when its run was created), or with `b"1"` when no place was
+        handed over (see `subscribe_gate`). Releasing twice is harmless.
 
         Args:
             key: The gate's key.
@@ -97,7 +116,7 @@ class GatesContract(abc.ABC):
         """Subscribe to gate `key`'s channel: notified when a place frees (a release, an
         ordered turn passed on). Subscribe first, then try, then wait. The message
         (`Subscription.message`) is the name of the queued holder a release handed the place
-        to, else `b"1"`.
+        to (followed by `b"\\0+"` when the release created its run), else `b"1"`.
 
         Args:
             key: The gate's key.

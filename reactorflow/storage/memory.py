@@ -26,6 +26,7 @@ from reactorflow.storage.base import (
     DEFAULT_RETENTION,
     ClaimResult,
     Liveness,
+    RunCreation,
     RunHead,
     RunPageData,
     Storage,
@@ -199,21 +200,28 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
     async def create_run(self, run_id: str, *, reactor: str, status: str, meta: bytes,
                          state: bytes, created_at: float, owner: str, lock_ttl: float,
                          events: Sequence[bytes] = ()) -> bool:
-        now = clock.monotonic()
         with self._mutex:
-            if self._live(run_id, now) is not None:
-                return False
-            lock = self._owner(run_id, now)
-            if lock is not None and lock.owner != owner:
-                return False
-            run = _Run(run_id, reactor, status, meta, state, created_at, clock.now(),
-                       now + self.retention, deque(events, maxlen=self.history_limit))
-            self._runs[run_id] = run
-            self._set_status(run, status)
-            self._locks[run_id] = _Lock(owner, 1, now + lock_ttl)
-            self._by_reactor.setdefault(reactor, {})[run_id] = created_at
-            self._touch(run, now)
-            return True
+            return self._create_held(RunCreation(run_id, reactor, status, meta, state,
+                                                 created_at, owner, lock_ttl, events))
+
+    def _create_held(self, creation: RunCreation) -> bool:
+        """`create_run` under the mutex (also a hand-over's: see `MemoryGates`)."""
+        now = clock.monotonic()
+        run_id = creation.run_id
+        if self._live(run_id, now) is not None:
+            return False
+        lock = self._owner(run_id, now)
+        if lock is not None and lock.owner != creation.owner:
+            return False
+        run = _Run(run_id, creation.reactor, creation.status, creation.meta, creation.state,
+                   creation.created_at, clock.now(), now + self.retention,
+                   deque(creation.events, maxlen=self.history_limit))
+        self._runs[run_id] = run
+        self._set_status(run, creation.status)
+        self._locks[run_id] = _Lock(creation.owner, 1, now + creation.lock_ttl)
+        self._by_reactor.setdefault(creation.reactor, {})[run_id] = creation.created_at
+        self._touch(run, now)
+        return True
 
     async def load_run(self, run_id: str, *, history: bool = False,
                        claims: bool = False) -> StoredRun | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reactorflow import clock
-from reactorflow.storage.base import GateTake, OrderedLine, Subscription
+from reactorflow.storage.base import GateTake, OrderedLine, RunCreation, Subscription
 
 CHARGE_MEMORY = 86_400.0
 """Seconds a rate-limit charge is remembered at least (twice the longest window if longer)."""
@@ -46,11 +46,15 @@ class MemoryGates:
     _mutex: threading.Lock
     _subscription: Callable[[tuple[str, str]], AbstractAsyncContextManager[Subscription]]
     _subscribers: dict[tuple[str, str], set[Any]]
+    _create_held: Callable[[RunCreation], bool]  # `create_run` under the mutex
 
     def _init_gates(self) -> None:
         self._holders: dict[str, dict[str, float]] = {}  # key -> holder -> expires
         # key -> queued holder -> (deadline, ttl, limit), in the order they joined
         self._queues: dict[str, dict[str, tuple[float, float, int]]] = {}
+        # (key, queued holder) -> the run to create on hand-over, or None once created (until
+        # its holder is told or releases the gate)
+        self._creations: dict[tuple[str, str], RunCreation | None] = {}
         self._windows: dict[tuple[str, int], tuple[int, int]] = {}  # -> (bucket, count)
         self._charges: dict[tuple[str, str], float] = {}  # (key, charge) -> expires
         self._periods: dict[str, float] = {}
@@ -72,59 +76,77 @@ class MemoryGates:
         holders = self._holders.setdefault(key, {})
         for holder in [h for h, expires in holders.items() if expires <= now]:
             del holders[holder]
+            self._creations.pop((key, holder), None)
         return holders
 
     async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float,
-                           queue_for: float = 0.0) -> GateTake:
+                           queue_for: float = 0.0, creates: RunCreation | None = None,
+                           ) -> GateTake:
         now = clock.now()
         with self._mutex:
             holders = self._live_holders(key, now)
             if holder in holders:
                 holders[holder] = now + ttl
+                if (key, holder) in self._creations and self._creations[key, holder] is None:
+                    del self._creations[key, holder]
+                    return GateTake.CREATED
                 return GateTake.HELD
             if len(holders) >= limit:
                 if queue_for > 0:
                     queue = self._queues.setdefault(key, {})
                     queue[holder] = (now + queue_for, ttl, limit)  # keeps its place if queued
+                    if creates is not None:
+                        self._creations[key, holder] = creates
                 return GateTake.BUSY
             self._dequeue(key, holder)
             holders[holder] = now + ttl
             return GateTake.ACQUIRED
 
     def _dequeue(self, key: str, holder: str) -> None:
+        self._creations.pop((key, holder), None)
         queue = self._queues.get(key)
         if queue is not None:
             queue.pop(holder, None)
             if not queue:
                 del self._queues[key]
 
-    async def gate_withdraw(self, key: str, holder: str) -> bool:
+    async def gate_withdraw(self, key: str, holder: str) -> GateTake:
         now = clock.now()
         with self._mutex:
+            created = (key, holder) in self._creations and self._creations[key, holder] is None
             self._dequeue(key, holder)
-            return holder in self._live_holders(key, now)
+            if holder not in self._live_holders(key, now):
+                return GateTake.BUSY
+            return GateTake.CREATED if created else GateTake.HELD
 
     async def gate_release(self, key: str, holder: str) -> bool:
         return self._release_holder(key, holder)
 
     def _release_holder(self, key: str, holder: str) -> bool:
         """`gate_release`, also called by `save_state` for the places it drops: each freed place
-        goes to the first live queued holder (as `gate_release.lua` does)."""
+        goes to the first live queued holder, creating the run it queued with (as
+        `gate_release.lua` does)."""
         now = clock.now()
         handed: list[bytes] = []
         with self._mutex:
             holders = self._holders.get(key, {})
             released = holders.pop(holder, None) is not None
             if released:
+                self._creations.pop((key, holder), None)
                 holders = self._live_holders(key, now)
                 queue = self._queues.get(key, {})
                 for waiter, (deadline, ttl, limit) in list(queue.items()):
                     if deadline > now and len(holders) >= limit:
                         break
                     del queue[waiter]
+                    creation = self._creations.pop((key, waiter), None)
                     if deadline > now:
                         holders[waiter] = now + ttl
-                        handed.append(waiter.encode("utf-8", "surrogatepass"))
+                        name = waiter.encode("utf-8", "surrogatepass")
+                        if creation is not None and self._create_held(creation):
+                            self._creations[key, waiter] = None
+                            name += b"\0+"
+                        handed.append(name)
                 if not queue:
                     self._queues.pop(key, None)
             if not holders:

@@ -282,21 +282,19 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                 reactor = facts[0]
                 keys += [self._keys.by_status(reactor, status), self._keys.by_reactor(reactor),
                          self._keys.by_status(reactor, previous_status)]
-                if late:
-                    guard = (keys[0], status)
-                    reply = await conn.script_pipeline(
-                        "save_state", keys, args,
-                        lambda pipe: self._queue_gate_releases(pipe, late, guard))
-                    late = ()
-                else:
-                    reply = await conn.script("save_state", keys, args)
+                # the gates after the write (`late`) in the same batch, each guarded by the
+                # status it wrote (a NOSCRIPT resend keeps that order: the save's token makes
+                # its second run a no-op)
+                reply = (await conn.script_batch([
+                    ("save_state", keys, args), *self._gate_releases(late, (keys[0], status))]))[0]
+                late = ()
                 if reply[0] == 0:  # refused: nothing written, no index touched
                     raise LockLost(run_id, owner)
             elif facts is None:  # unknown to this process: the script tells, index writes follow
                 for key, holder in early:  # before the write: its state shows them free
                     await self.gate_release(key, holder)
                 reply = await conn.script("save_state", keys, args)
-            else:
+            else:  # the gates before the write, in the same round trip (EVAL: no NOSCRIPT)
                 def before(pipe: Pipeline) -> None:
                     self._queue_gate_releases(pipe, early)
 

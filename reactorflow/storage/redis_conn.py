@@ -97,10 +97,16 @@ RUN_WRITES = frozenset({"create_run", "save_step", "save_state", "save_unit", "c
 prepended to each."""
 LOCK_TAKERS = frozenset({"acquire_lock", "lock_load_elements"})
 """The scripts that take a liveness lock: `scripts/lib/take_lock.lua` is prepended to each."""
+RUN_CREATORS = frozenset({"create_run", "gate_release"})
+"""The scripts that create a run: `scripts/lib/create_run.lua` is prepended to each (after
+`run_write.lua`): `gate_release` creates the run a waiter queued with when it hands it the
+place."""
 _SCRIPTS_DIR = files("reactorflow.storage") / "scripts"
 _RUN_WRITE = (_SCRIPTS_DIR / "lib" / "run_write.lua").read_text("utf-8")
 _TAKE_LOCK = (_SCRIPTS_DIR / "lib" / "take_lock.lua").read_text("utf-8")
-SOURCES = {name: (_RUN_WRITE if name in RUN_WRITES else "")
+_CREATE = (_SCRIPTS_DIR / "lib" / "create_run.lua").read_text("utf-8")
+SOURCES = {name: (_RUN_WRITE if name in RUN_WRITES | RUN_CREATORS else "")
+           + (_CREATE if name in RUN_CREATORS else "")
            + (_TAKE_LOCK if name in LOCK_TAKERS else "")
            + (_SCRIPTS_DIR / f"{name}.lua").read_text("utf-8") for name in SCRIPTS}
 
@@ -228,6 +234,32 @@ class LoopClient:
         except NoScriptError:
             await self.client.script_load(SOURCES[name])
             return await self.client.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
+
+    async def script_batch(self, calls: Sequence[tuple[str, Sequence[str], Args]]) -> list[Any]:
+        """Each `(name, keys, args)` of `calls` (EVALSHA), in order, in one round trip on one
+        node (never a cluster); every reply. On the wire path where the connection settings
+        allow it. On NOSCRIPT the missing scripts are loaded and the batch sent again (each
+        script in a batch must be safe to run twice). An error reply is raised."""
+        if self.wire is not None:
+            return await self.wire.evalsha_many(
+                [(self.scripts[name].sha, SOURCES[name], keys, args)
+                 for name, keys, args in calls])
+        for attempt in (1, 2):
+            pipe = self.client.pipeline(transaction=False)
+            for name, keys, args in calls:
+                pipe.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
+            results: list[Any] = await pipe.execute(raise_on_error=False)
+            missing = {name for (name, _, _), result in zip(calls, results, strict=True)
+                       if isinstance(result, NoScriptError)}
+            if missing and attempt == 1:
+                for name in missing:
+                    await self.client.script_load(SOURCES[name])
+                continue
+            for result in results:
+                if isinstance(result, BaseException):
+                    raise result
+            return results
+        raise AssertionError("unreachable")
 
     async def _pipelined(self, queue: Callable[[Pipeline], None]) -> None:
         """The commands `queue` puts on a non-transactional pipeline, in one round trip (per

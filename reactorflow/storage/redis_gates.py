@@ -9,11 +9,16 @@ docs/reference/redis-keys.md):
 * `<ns>:gate:{g:<d>}:holders` — sorted set, holder -> expiry (ms): locks and semaphores;
 * `<ns>:gate:{g:<d>}:queue`, `:asks` — the holders queued for a place (sorted set, by the ms
   they joined) and what each asks for (hash: "<deadline ms> <ttl ms> <limit>");
+* `<ns>:gate:{g:<d>}:runs` — the run each queued holder asks to create on hand-over (hash:
+  holder -> msgpack `[keys, args]` of `create_run.lua`; `+` once a release created it, until
+  its holder is told or releases the gate). One node only: the release creates the run in
+  the run's own keys, which a Redis Cluster keeps in other slots (there the queue carries no
+  run, and the waiter creates its run after the hand-over);
 * `<ns>:gate:{g:<d>}:rate`, `:charges` — rate-limit windows (hash) and admitted charges (zset);
 * `<ns>:gate:{g:<d>}:period` — a period marker (the key includes the bucket);
 * `<ns>:gate:{g:<d>}:line`, `:tickets`, `:stamps`, `:done` — an ordered lock's line;
 * channel `<ns>:gate:{g:<d>}` — notified when a place frees: the name of the queued holder it
-  was handed to, or `1`.
+  was handed to (followed by `\0+` when its run was created), or `1`.
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ from typing import Any
 
 from redis.asyncio.client import Pipeline
 
-from reactorflow.storage.base import GateTake, OrderedLine, Subscription
-from reactorflow.storage.redis_conn import SOURCES, RedisConnector
+from reactorflow import clock
+from reactorflow.storage.base import GateTake, OrderedLine, RunCreation, Subscription
+from reactorflow.storage.redis_conn import SOURCES, Args, RedisConnector
+from reactorflow.storage.redis_tokens import token
 
 CHARGE_MEMORY = 86_400.0
 """Seconds a rate-limit charge is remembered at least (twice the longest window if longer)."""
@@ -38,11 +45,36 @@ def _ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
 
+def _pack(lists: list[list[bytes]]) -> bytes:
+    """Lists of byte strings in msgpack with the formats Redis's `cmsgpack` reads (strings as
+    raw: fixraw/raw16/raw32, never bin or str8, which it refuses), each string verbatim."""
+    out = bytearray(_array(len(lists)))
+    for items in lists:
+        out += _array(len(items))
+        for item in items:
+            out += _raw(len(item))
+            out += item
+    return bytes(out)
+
+
+def _array(n: int) -> bytes:
+    return bytes([0x90 | n]) if n < 16 else (
+        b"\xdc" + n.to_bytes(2) if n < 65536 else b"\xdd" + n.to_bytes(4))
+
+
+def _raw(n: int) -> bytes:
+    return bytes([0xa0 | n]) if n < 32 else (
+        b"\xda" + n.to_bytes(2) if n < 65536 else b"\xdb" + n.to_bytes(4))
+
+
 class RedisGates:
     """Gate holders, rate windows, period markers and ordered-lock lines, in Redis."""
 
     _redis: RedisConnector
     _keys: Any  # RedisKeys
+    _retention_ms: int
+    history_limit: int
+    _remember: Any  # (run id, reactor, created_at) -> None: RedisStorage's facts of a run
 
     def _gate(self, key: str, part: str = "") -> str:
         digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -50,7 +82,7 @@ class RedisGates:
         return f"{base}:{part}" if part else base
 
     def _holder_keys(self, key: str) -> list[str]:
-        return [self._gate(key, part) for part in ("holders", "queue", "asks")]
+        return [self._gate(key, part) for part in ("holders", "queue", "asks", "runs")]
 
     def _line_keys(self, key: str) -> list[str]:
         return [self._gate(key, part) for part in ("line", "tickets", "stamps", "done")]
@@ -66,33 +98,62 @@ class RedisGates:
     # -- holders -------------------------------------------------------------------------------
 
     async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float,
-                           queue_for: float = 0.0) -> GateTake:
+                           queue_for: float = 0.0, creates: RunCreation | None = None,
+                           ) -> GateTake:
+        run = b""
+        if creates is not None and queue_for > 0 and not (await self._redis.get()).cluster:
+            run = self._creation(creates)
         verdict = await self._run("gate_acquire", self._holder_keys(key),
-                                  [holder, limit, _ms(ttl), _ms(queue_for) if queue_for > 0 else 0])
+                                  [holder, limit, _ms(ttl), _ms(queue_for) if queue_for > 0 else 0,
+                                   run])
         text = verdict.decode() if isinstance(verdict, bytes) else str(verdict)
         return GateTake(text)
 
-    async def gate_withdraw(self, key: str, holder: str) -> bool:
-        return bool(await self._run("gate_withdraw", self._holder_keys(key), [holder]) == 1)
+    def _creation(self, run: RunCreation) -> bytes:
+        """`run` as `create_run.lua` takes it (its keys, the indexes included, and its
+        arguments), packed for `gate_release` to create it; the run's facts are remembered
+        now, so that its first save costs one round trip whoever created it."""
+        keys = self._keys
+        run_keys = [*keys.run_keys(run.run_id), keys.by_reactor(run.reactor),
+                    keys.by_status(run.reactor, run.status), keys.reactors()]
+        texts = [token(), run.reactor, run.status]
+        numbers = [repr(run.created_at), repr(clock.now()), run.owner, str(_ms(run.lock_ttl)),
+                   str(self._retention_ms), str(self.history_limit), run.run_id]
+        args = [*(t.encode() for t in texts), run.meta, run.state,
+                *(n.encode("utf-8", "surrogatepass") for n in numbers), *run.events]
+        self._remember(run.run_id, run.reactor, run.created_at)
+        return _pack([[k.encode("utf-8", "surrogatepass") for k in run_keys], args])
+
+    async def gate_withdraw(self, key: str, holder: str) -> GateTake:
+        left = int(await self._run("gate_withdraw", self._holder_keys(key), [holder]))
+        return (GateTake.BUSY, GateTake.HELD, GateTake.CREATED)[left]
 
     async def gate_release(self, key: str, holder: str) -> bool:
         released = await self._run("gate_release", self._holder_keys(key),
                                    [holder, self._gate(key)])
         return bool(released == 1)
 
-    def _queue_gate_releases(self, pipe: Pipeline, gates: Sequence[tuple[str, str]],
-                             guard: tuple[str, str] | None = None) -> None:
+    def _queue_gate_releases(self, pipe: Pipeline, gates: Sequence[tuple[str, str]]) -> None:
         """Queue `gate_release` of each (key, holder) on a pipeline (by source: EVAL never
-        meets NOSCRIPT), to ride in another write's round trip. With `guard` (a run's record
-        key and a status; one node only), each release happens only if that record has that
-        status when it runs: queued after a final save, only if the save landed."""
+        meets NOSCRIPT, and a cluster pipeline takes no EVALSHA)."""
+        for key, holder in gates:
+            pipe.eval(SOURCES["gate_release"], 4, *self._holder_keys(key), holder,
+                      self._gate(key))
+
+    def _gate_releases(self, gates: Sequence[tuple[str, str]],
+                       guard: tuple[str, str] | None = None) -> list[tuple[str, list[str], Args]]:
+        """`gate_release` of each (key, holder) as `(script, keys, args)`, to ride in another
+        write's round trip (`LoopClient.script_batch`). With `guard` (a run's record key and a
+        status; one node only), each release happens only if that record has that status when
+        it runs: sent after a final save, only if the save landed."""
+        calls: list[tuple[str, list[str], Args]] = []
         for key, holder in gates:
             if guard is None:
-                pipe.eval(SOURCES["gate_release"], 3, *self._holder_keys(key), holder,
-                          self._gate(key))
+                calls.append(("gate_release", self._holder_keys(key), [holder, self._gate(key)]))
             else:
-                pipe.eval(SOURCES["gate_release"], 4, *self._holder_keys(key), guard[0],
-                          holder, self._gate(key), guard[1])
+                calls.append(("gate_release", [*self._holder_keys(key), guard[0]],
+                              [holder, self._gate(key), guard[1]]))
+        return calls
 
     async def gate_extend(self, key: str, holder: str, ttl: float) -> bool:
         kept = await self._run("gate_extend", self._holder_keys(key)[:1], [holder, _ms(ttl)])

@@ -104,6 +104,29 @@ def wire_for(connection_class: type[Any], kwargs: dict[str, Any]) -> WireLink | 
                                    kwargs.get("encoding_errors", "strict"), False))
 
 
+class _Batch:
+    """The replies of commands written together, gathered into one future (a list): it
+    stands in the FIFO for each of them, as their futures would."""
+
+    __slots__ = ("count", "future", "replies")
+
+    def __init__(self, future: asyncio.Future[Any], count: int) -> None:
+        self.future = future
+        self.count = count
+        self.replies: list[Any] = []
+
+    def done(self) -> bool:
+        return self.future.done()
+
+    def set_result(self, reply: Any) -> None:
+        self.replies.append(reply)
+        if len(self.replies) == self.count:
+            self.future.set_result(self.replies)
+
+    def set_exception(self, error: BaseException) -> None:
+        self.future.set_exception(error)
+
+
 class _Wire(asyncio.Protocol):
     """One connection: commands written in order, replies matched to a FIFO of futures."""
 
@@ -112,7 +135,7 @@ class _Wire(asyncio.Protocol):
         self.timeout = timeout
         self.reader = hiredis.Reader(protocolError=InvalidResponse,
                                      replyError=BaseParser.parse_error)
-        self.pending: deque[tuple[asyncio.Future[Any], float]] = deque()
+        self.pending: deque[tuple[asyncio.Future[Any] | _Batch, float]] = deque()
         self.transport: asyncio.Transport | None = None
         self.lost: BaseException | None = None
         self.timer: asyncio.TimerHandle | None = None
@@ -122,19 +145,21 @@ class _Wire(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
 
-    def send(self, command: bytes) -> asyncio.Future[Any]:
-        """Write `command`; the future of its reply (an error reply as an exception object)."""
+    def send(self, command: bytes, count: int | None = None) -> asyncio.Future[Any]:
+        """Write `command` (or `count` commands packed together: one write); the future of its
+        reply (an error reply as an exception object), or of the list of their replies."""
         if self.lost is not None or self.transport is None:
             raise RedisConnectionError(CLOSED)
-        future = self.loop.create_future()
+        future: asyncio.Future[Any] = self.loop.create_future()
         self.transport.write(command)
-        if self.timeout is None:
-            self.pending.append((future, 0.0))
-        else:
-            deadline = self.loop.time() + self.timeout
+        deadline = 0.0 if self.timeout is None else self.loop.time() + self.timeout
+        if count is None:
             self.pending.append((future, deadline))
-            if self.timer is None:
-                self.timer = self.loop.call_at(deadline, self._expire)
+        else:
+            batch = _Batch(future, count)
+            self.pending.extend((batch, deadline) for _ in range(count))
+        if self.timeout is not None and self.timer is None:
+            self.timer = self.loop.call_at(deadline, self._expire)
         return future
 
     def data_received(self, data: bytes) -> None:
@@ -229,14 +254,35 @@ class WireLink:
             raise reply
         return reply
 
-    async def request(self, packed: bytes) -> Any:
-        """Send one packed command, retried as redis-py retries; its reply, error replies
-        returned as exception objects."""
+    async def evalsha_many(self, calls: Sequence[tuple[str, str, Sequence[str],
+                                                      Sequence[EncodableT]]]) -> list[Any]:
+        """EVALSHA each `(sha, source, keys, args)` of `calls`, pipelined: one write, one round
+        trip, run by the server in this order; every reply. On NOSCRIPT the scripts missing
+        are loaded and the whole batch is sent again (each script of a batch must be safe to
+        run twice: a run write's token, a gate release). An error reply is raised (the first),
+        after every reply arrived."""
+        packed = b"".join(self.pack(("EVALSHA", sha, len(keys), *keys, *args))
+                          for sha, _, keys, args in calls)
+        replies: list[Any] = await self.request(packed, len(calls))
+        missing = {source for (_, source, _, _), reply in zip(calls, replies, strict=True)
+                   if isinstance(reply, NoScriptError)}
+        if missing:
+            for source in missing:
+                await self.command("SCRIPT", "LOAD", source)
+            replies = await self.request(packed, len(calls))
+        for reply in replies:
+            if isinstance(reply, ResponseError):
+                raise reply
+        return replies
+
+    async def request(self, packed: bytes, count: int | None = None) -> Any:
+        """Send one packed command (or `count` packed together), retried as redis-py retries;
+        its reply (the list of their replies), error replies returned as exception objects."""
         wire = self._wire
         try:
             if wire is None or wire.lost is not None:
                 wire = await self._open()
-            return await wire.send(packed)
+            return await wire.send(packed, count)
         except self.retry_on as exc:
             if self.retry is None or isinstance(exc, AuthenticationError):
                 raise
@@ -248,7 +294,7 @@ class WireLink:
                 found = self._wire
                 if found is None or found.lost is not None:
                     found = await self._open()
-                return await found.send(packed)
+                return await found.send(packed, count)
 
             return await self.retry.call_with_retry(attempt, self._failed, _retryable)
 

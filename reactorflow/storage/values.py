@@ -196,6 +196,28 @@ class GateTake(Enum):
     ACQUIRED = "acquired"  # the holder took a free place
     HELD = "held"  # the holder already had a place (re-entry: its TTL reset, nothing counted)
     BUSY = "busy"  # every place is taken by others; nothing changed
+    CREATED = "created"  # a release handed the holder the place and created its run (`RunCreation`)
+
+
+@dataclass(slots=True)
+class RunCreation:
+    """A run to create when a gate is handed over: what `Storage.create_run` takes, queued
+    with a waiter (`gate_acquire(creates=...)`), so that the release that hands the waiter the
+    place creates its run in the same atomic step where the backend can (see `gate_acquire`).
+
+    `stored` is the runtime's own note (storage never reads or sets it): True once the waiter
+    learnt that a hand-over created the run (`GateTake.CREATED`, or its notification)."""
+
+    run_id: str
+    reactor: str
+    status: str
+    meta: bytes
+    state: bytes
+    created_at: float
+    owner: str
+    lock_ttl: float
+    events: Sequence[bytes] = ()
+    stored: bool = False
 
 
 @dataclass(frozen=True, slots=True)

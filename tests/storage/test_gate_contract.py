@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from reactorflow.storage.base import GateTake, Storage
+from reactorflow.storage.base import GateTake, RunCreation, Storage
+from reactorflow.storage.redis import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 
 
@@ -218,11 +219,11 @@ async def test_an_expired_or_withdrawn_waiter_is_passed_over(storage: Storage) -
     await storage.gate_acquire(key, "late", limit=1, ttl=10, queue_for=0.05)
     await storage.gate_acquire(key, "gone", limit=1, ttl=10, queue_for=30)
     await storage.gate_acquire(key, "next", limit=1, ttl=10, queue_for=30)
-    assert await storage.gate_withdraw(key, "gone") is False  # it did not hold the gate
+    assert await storage.gate_withdraw(key, "gone") is GateTake.BUSY  # it did not hold the gate
     await anyio.sleep(0.2)  # "late" stops waiting (its queue time is up)
     await storage.gate_release(key, "a")
     assert await storage.gate_holders(key) == ["next"]
-    assert await storage.gate_withdraw(key, "next") is True  # handed the place: it holds it
+    assert await storage.gate_withdraw(key, "next") is GateTake.HELD  # handed the place: held
     assert await storage.gate_holders(key) == ["next"]
 
 
@@ -267,3 +268,101 @@ async def test_an_ordered_line_can_be_peeked_skipped_and_reset(storage: Storage)
     assert await storage.ordered_turn(key, "c", 600) is None  # it asks again: enters anew
     assert await storage.ordered_enter(key, "c") == 1
     assert await storage.ordered_reset(gate()) == 0  # no line: nothing to reset
+
+
+def creation(owner: str = "o") -> RunCreation:
+    run_id = f"run-{uuid.uuid4().hex[:10]}"
+    return RunCreation(run_id, "flow", "running", b"meta", b"state", time.time(), owner, 10.0,
+                       [b"started"])
+
+
+async def creates_runs(storage: Storage) -> bool:
+    """Whether this backend creates a queued run with the hand-over (all but a cluster)."""
+    if not isinstance(storage, RedisStorage):
+        return True
+    return not (await storage._redis.get()).cluster
+
+
+async def test_a_release_creates_the_run_queued_with_the_waiter(storage: Storage) -> None:
+    """The run a waiter queued with is created by the release that hands it the place, in the
+    same atomic step (its lock taken for its owner, listed), and the notification says so;
+    on a Redis Cluster only the place is handed over."""
+    key, run = gate(), creation()
+    await storage.gate_acquire(key, "a", limit=1, ttl=10)
+    assert await storage.gate_acquire(key, run.run_id, limit=1, ttl=10, queue_for=30,
+                                      creates=run) is GateTake.BUSY
+    assert await storage.load_head(run.run_id) is None  # nothing stored while it waits
+    async with storage.subscribe_gate(key) as subscription:
+        assert await storage.gate_release(key, "a") is True
+        assert await subscription.wait(10) is True
+        message = subscription.message
+    assert await storage.gate_holders(key) == [run.run_id]
+    if not await creates_runs(storage):
+        assert message == run.run_id.encode()
+        assert await storage.load_head(run.run_id) is None
+        assert await storage.gate_acquire(key, run.run_id, limit=1, ttl=10) is GateTake.HELD
+        return
+    assert message == run.run_id.encode() + b"\0+"
+    stored = await storage.load_run(run.run_id, history=True)
+    assert stored is not None and stored.history == [b"started"]
+    assert (stored.head.reactor, stored.head.status, stored.head.meta, stored.head.state) == (
+        "flow", "running", b"meta", b"state")
+    assert await storage.lock_owner(run.run_id) == "o"
+    listed = await storage.list_runs("flow", "running", 1000, None)
+    assert run.run_id in [head.run_id for head in listed.heads]
+    # told once (a waiter whose notification was lost asks again), then a plain holder
+    assert await storage.gate_acquire(key, run.run_id, limit=1, ttl=10) is GateTake.CREATED
+    assert await storage.gate_acquire(key, run.run_id, limit=1, ttl=10) is GateTake.HELD
+
+
+async def test_a_withdrawn_or_expired_waiter_s_run_is_never_created(storage: Storage) -> None:
+    key, gone, late, served = gate(), creation(), creation(), creation()
+    await storage.gate_acquire(key, "a", limit=1, ttl=10)
+    await storage.gate_acquire(key, late.run_id, limit=1, ttl=10, queue_for=0.05, creates=late)
+    await storage.gate_acquire(key, gone.run_id, limit=1, ttl=10, queue_for=30, creates=gone)
+    await storage.gate_acquire(key, served.run_id, limit=1, ttl=10, queue_for=30,
+                               creates=served)
+    assert await storage.gate_withdraw(key, gone.run_id) is GateTake.BUSY
+    await anyio.sleep(0.2)  # "late" stops waiting: a stale entry (e.g. its caller crashed)
+    await storage.gate_release(key, "a")
+    assert await storage.gate_holders(key) == [served.run_id]
+    assert await storage.load_head(gone.run_id) is None
+    assert await storage.load_head(late.run_id) is None
+    expected = GateTake.CREATED if await creates_runs(storage) else GateTake.HELD
+    assert await storage.gate_withdraw(key, served.run_id) is expected  # handed over meanwhile
+    assert (await storage.load_head(served.run_id) is not None) == (
+        expected is GateTake.CREATED)
+
+
+async def test_a_waiter_that_takes_a_free_place_creates_its_run_itself(storage: Storage,
+                                                                         ) -> None:
+    """A queued waiter that finds the place free (ACQUIRED) leaves the queue with its run:
+    a later release never creates it."""
+    key, run = gate(), creation()
+    await storage.gate_acquire(key, "a", limit=1, ttl=10)
+    await storage.gate_acquire(key, run.run_id, limit=1, ttl=10, queue_for=30, creates=run)
+    await storage.gate_extend(key, "a", 0.05)
+    await anyio.sleep(0.2)  # "a" lapses: nobody releases, the place is free
+    assert await storage.gate_acquire(key, run.run_id, limit=1, ttl=10, queue_for=30,
+                                      creates=run) is GateTake.ACQUIRED
+    await storage.gate_release(key, run.run_id)
+    assert await storage.load_head(run.run_id) is None
+
+
+async def test_a_hand_over_keeps_create_run_s_refusals(storage: Storage) -> None:
+    """A run whose id exists already is not created by the hand-over: the place is handed
+    over all the same, and the notification names the holder only."""
+    key, run = gate(), creation()
+    assert await storage.create_run(run.run_id, reactor="flow", status="running", meta=b"x",
+                                    state=b"x", created_at=time.time(), owner="other",
+                                    lock_ttl=10.0)
+    await storage.gate_acquire(key, "a", limit=1, ttl=10)
+    await storage.gate_acquire(key, run.run_id, limit=1, ttl=10, queue_for=30, creates=run)
+    async with storage.subscribe_gate(key) as subscription:
+        await storage.gate_release(key, "a")
+        assert await subscription.wait(10) is True
+        assert subscription.message == run.run_id.encode()
+    assert await storage.gate_holders(key) == [run.run_id]
+    head = await storage.load_head(run.run_id)
+    assert head is not None and head.meta == b"x"
+    assert await storage.gate_withdraw(key, run.run_id) is GateTake.HELD

@@ -36,6 +36,7 @@ from reactorflow.runtime.gates.keys import render
 from reactorflow.runtime.gates.scope import Entry, GateHolds, Need, enter, holder_of, leave
 from reactorflow.runtime.stepcall import read_input
 from reactorflow.status import Status
+from reactorflow.storage.base import RunCreation
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -85,8 +86,9 @@ def parent_needs(ex: Execution) -> list[Need]:
 
 
 async def at_start(holds: GateHolds, reactor: Reactor, inputs: Any, *,
-                   dispatch: bool) -> Entry | None:
-    """Step 1 of the protocol, for a run about to be stored.
+                   dispatch: bool, creates: RunCreation | None = None) -> Entry | None:
+    """Step 1 of the protocol, for a run about to be stored (`creates`: the run, which a
+    hand-over of its last gate may store: see `scope.enter`).
 
     Raises:
         GateBusy: a gate stayed busy past its `wait` (everything taken was given back).
@@ -100,7 +102,7 @@ async def at_start(holds: GateHolds, reactor: Reactor, inputs: Any, *,
             if need.kind is GateKind.ORDERED_LOCK:
                 await holds.storage.ordered_enter(need.key, holder_of(holds, need, ""))
         return None
-    entry = await enter(holds, needs, "", wait=True)
+    entry = await enter(holds, needs, "", wait=True, creates=creates)
     if entry.busy is not None:
         raise entry.busy
     return entry

@@ -36,7 +36,7 @@ from reactorflow.errors import GateBusy
 from reactorflow.middleware import GateEvent, Hooks
 from reactorflow.runtime.gates.keys import period_marker
 from reactorflow.runtime.gates.waiting import charge, take_place, take_turn
-from reactorflow.storage.base import GateTake, Storage
+from reactorflow.storage.base import GateTake, RunCreation, Storage
 
 log = logging.getLogger("reactorflow.gate")
 
@@ -164,7 +164,8 @@ def holder_of(holds: GateHolds, need: Need, scope: str, element: str = "") -> st
 
 async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bool,
                 keep_turn: bool = False, charge_rate: bool = True, check_period: bool = True,
-                step: str | None = None, element: str = "") -> Entry:
+                step: str | None = None, element: str = "",
+                creates: RunCreation | None = None) -> Entry:
     """Take `needs` in order for `scope` ("" for the run itself, else a step key).
 
     Args:
@@ -174,9 +175,14 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
         check_period: check periods (False when resuming a run that already started).
         step: the step, for the error's fields.
         element: the map element whose element reactor enters (its locks' holder).
+        creates: the run about to be stored (a start): when it must wait for the last gate,
+            a lock or semaphore, and no period is to be re-checked after it, it queues with
+            the run, which the release creates with the hand-over where storage can
+            (`creates.stored` then says so; see `waiting.take_place`).
     """
     entry = Entry(scope)
     storage = holds.storage
+    folded = creates if creates is not None and _foldable(needs) else None
     for need in needs:
         gate = need.gate
         patience = gate.wait if wait else 0.0
@@ -208,7 +214,8 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
                 entry.busy = _busy(holds, need, patience, step, retry_after)
             else:
                 holds.tell("acquired", need, step)
-        elif not await _take(holds, need, holder, patience):
+        elif not await _take(holds, need, holder, patience,
+                             folded if need is needs[-1] else None):
             entry.busy = _busy(holds, need, patience, step)
         else:
             entry.taken.append((need, holder))
@@ -241,7 +248,15 @@ async def _borrow(holds: GateHolds, need: Need, gate: Lock) -> None:
     holds._add(need.key, holds.run_id, config.settings().async_wait_timeout + gate.ttl, False)
 
 
-async def _take(holds: GateHolds, need: Need, holder: str, patience: float) -> bool:
+def _foldable(needs: Sequence[Need]) -> bool:
+    """Whether a start may queue its run with its last gate: a lock or semaphore, with no
+    period to re-check under the places once they are all taken."""
+    return bool(needs) and needs[-1].kind in (GateKind.LOCK, GateKind.SEMAPHORE) and not any(
+        need.kind is GateKind.PERIOD for need in needs)
+
+
+async def _take(holds: GateHolds, need: Need, holder: str, patience: float,
+                creates: RunCreation | None = None) -> bool:
     gate = need.gate
     assert isinstance(gate, Lock | Semaphore)
     if isinstance(gate, Lock):
@@ -254,7 +269,7 @@ async def _take(holds: GateHolds, need: Need, holder: str, patience: float) -> b
     else:
         limit = gate.limit
     take = await take_place(holds.storage, need.key, holder, limit=limit, ttl=gate.ttl,
-                            wait=patience)
+                            wait=patience, creates=creates)
     if take is GateTake.BUSY:
         return False
     if isinstance(gate, Lock):

@@ -13,46 +13,64 @@ import random
 import anyio
 
 from reactorflow import clock
-from reactorflow.storage.base import GateTake, Storage
+from reactorflow.storage.base import GateTake, RunCreation, Storage
 
 RECHECK = 1.0
 """Seconds between re-checks of a busy gate while waiting for its notification."""
 
 
 async def take_place(storage: Storage, key: str, holder: str, *, limit: int, ttl: float,
-                     wait: float) -> GateTake:
+                     wait: float, creates: RunCreation | None = None) -> GateTake:
     """Take a place of gate `key`, waiting up to `wait` seconds; BUSY when none freed.
 
     A waiter queues itself (`queue_for`) so that the release hands it the freed place: the
-    release's notification names it, and it goes on without another round trip. Any other
-    notification makes it try again (it may have been handed the place in a notification
-    that coalesced with a later one). Leaving without the place (its time is up, or it is
-    cancelled) withdraws it from the queue; a place handed over at that moment is kept when
-    its time is up, given back when it is cancelled.
+    release's notification names it, and it goes on without another round trip. With
+    `creates` (the last gate its new run needs) it queues with its run, which the release
+    creates when it hands it the place where the backend can: then the answer is CREATED
+    (and `creates.stored` is set), and the caller goes straight to the run's first step. Any
+    other notification makes it try again (it may have been handed the place in a
+    notification that coalesced with a later one). Leaving without the place (its time is
+    up, or it is cancelled) withdraws it from the queue (its run is then never created); a
+    place handed over at that moment is kept when its time is up (with its run, if created),
+    given back when it is cancelled (a run created with it is left to the caller, which
+    sees `creates.stored`).
     """
     take = await storage.gate_acquire(key, holder, limit=limit, ttl=ttl)
     if take is not GateTake.BUSY or wait <= 0:
         return take
     deadline = clock.monotonic() + wait
     mine = holder.encode("utf-8", "surrogatepass")
+    created = mine + b"\0+"
     try:
         async with storage.subscribe_gate(key) as subscription:
             while (remaining := deadline - clock.monotonic()) > 0:
                 take = await storage.gate_acquire(key, holder, limit=limit, ttl=ttl,
-                                                  queue_for=remaining)
+                                                  queue_for=remaining, creates=creates)
                 if take is not GateTake.BUSY:
-                    return take
+                    return _noted(take, creates)
                 remaining = deadline - clock.monotonic()
                 if (remaining > 0
-                        and await clock.wait_signal(subscription.wait, min(remaining, RECHECK))
-                        and subscription.message == mine):
-                    return GateTake.ACQUIRED  # the release handed it the place
+                        and await clock.wait_signal(subscription.wait, min(remaining, RECHECK))):
+                    if subscription.message == created:
+                        return _noted(GateTake.CREATED, creates)
+                    if subscription.message == mine:
+                        return GateTake.ACQUIRED  # the release handed it the place
     except BaseException:
         with anyio.CancelScope(shield=True):
-            if await storage.gate_withdraw(key, holder):
+            took = await storage.gate_withdraw(key, holder)
+            _noted(took, creates)
+            if took is not GateTake.BUSY:
                 await storage.gate_release(key, holder)
         raise
-    return GateTake.ACQUIRED if await storage.gate_withdraw(key, holder) else GateTake.BUSY
+    took = _noted(await storage.gate_withdraw(key, holder), creates)
+    return GateTake.ACQUIRED if took is GateTake.HELD else took
+
+
+def _noted(take: GateTake, creates: RunCreation | None) -> GateTake:
+    """`take`, having noted in `creates` that a hand-over created the run."""
+    if take is GateTake.CREATED and creates is not None:
+        creates.stored = True
+    return take
 
 
 async def take_turn(storage: Storage, key: str, ticket: str, *, poison_pill_timeout: float,

@@ -95,17 +95,19 @@ local function keep(exp, retention, fresh)
   end
 end
 
--- RPUSH the events ARGV[first..] in batches, trim to `limit`; true when it created the list.
-local function append(hist, first, limit)
-  if #ARGV < first then
+-- RPUSH the events args[first..] (args: ARGV unless given) in batches, trim to `limit`; true
+-- when it created the list.
+local function append(hist, first, limit, args)
+  args = args or ARGV
+  if #args < first then
     return false
   end
   local n = 0
-  for i = first, #ARGV, 512 do
-    n = redis.call('RPUSH', hist, unpack(ARGV, i, math.min(i + 511, #ARGV)))
+  for i = first, #args, 512 do
+    n = redis.call('RPUSH', hist, unpack(args, i, math.min(i + 511, #args)))
   end
   if n > tonumber(limit) then
     redis.call('LTRIM', hist, -tonumber(limit), -1)
   end
-  return n == #ARGV - first + 1
+  return n == #args - first + 1
 end
