@@ -6,10 +6,9 @@
    step, p50 against the pub/sub floor (PUBLISH sent on one connection -> the message read on
    another: both marks taken before the round trip that releases or publishes); and its first
    part, release -> the waiter holds the place (the release hands it over and names the
-   waiter: no acquire round trip), the rest being the run's creation (one round trip) and
-   the start of its first step. Holder and waiter share one event loop, as two callers of one
-   process do: a waiter handed the place runs first (its notification usually arrives before
-   the holder's reply);
+   waiter: no acquire round trip; on one node it also stores the run the waiter queued with:
+   no creation round trip), the rest being the start of its first step. Holder and waiter
+   share one event loop, as two callers of one process do;
 3. a rate limiter at `second=1000` under 50 concurrent callers: admitted calls per second,
    against the limit (never above it).
 """
@@ -193,7 +192,7 @@ async def _hand_over(ctx: Context, storage: rf.RedisStorage, url: str) -> None:
     p50, floor50 = percentile(found, 50), percentile(floor, 50)
     report.row("hand-over: release sent -> next caller's step, p50", p50 * us, "µs",
                f"p90 {percentile(found, 90) * us:.0f} µs ({samples} hand-overs)")
-    report.row("  of which: release -> the waiter holds the place, p50",
+    report.row("  of which: release -> the waiter holds the place and its run, p50",
                percentile(woken, 50) * us, "µs",
                f"{percentile(woken, 50) / floor50:.1f}x the floor (handed over by the release)")
     report.row("baseline: pub/sub floor (PUBLISH -> message read), p50", floor50 * us, "µs",

@@ -4,7 +4,10 @@ The protocol:
 
 1. `run()` and `dispatch()` take the reactor's gates in the caller before anything is stored
    (`at_start`), waiting up to each gate's `wait`; a busy gate raises `rf.GateBusy` and nothing
-   is stored (an idempotency claim taken for the start is given back). A dispatched run's
+   is stored (an idempotency claim taken for the start is given back). A caller waiting for
+   the last gate queues with its encoded run, which the release that hands it the place
+   stores (`scope.enter`'s `creates`; where storage cannot, the caller stores it after); a
+   start cancelled as that happened ends the stored run `aborted`. A dispatched run's
    places are handed to its worker (the worker's execution takes them again as their holder:
    re-entered, its TTL renewed; a rate limit's charge is remembered); until then they live
    their TTL. A reactor with an `OrderedLock` is the exception for `dispatch()`: the caller
