@@ -4,8 +4,9 @@
 step): each level's dependency counts, the queue of ready steps, and the runners that take them.
 A runner takes the next ready step; before it starts one, it makes sure a spare runner exists
 while more steps are ready, so a step that suspends never holds back the others, and a step that
-finishes without suspending costs no task spawn. Runners are tasks of the group (never the
-calling task, so a context variable a step sets never leaks into the caller).
+finishes without suspending costs no task spawn. The first runner runs in the calling task on a
+copy of its context (`incopy.in_copy`: no spawn, and a context variable a step sets never leaks
+into the caller); the spares are tasks of the group.
 `max_concurrency` caps the number of runners.
 
 When a step fails, nothing new starts; steps in flight finish (and are checkpointed), then the
@@ -22,10 +23,12 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
 
 from reactorflow.definition.specs import UNIT_KINDS, StepKind
 from reactorflow.errors import GateBusy
 from reactorflow.records import summary
+from reactorflow.runtime.incopy import in_copy
 from reactorflow.runtime.stepcall import scope_cancelled
 from reactorflow.status import ControlKind, StepStatus
 
@@ -99,11 +102,16 @@ class Runners:
         if self.queue and not self.stopping:
             async with anyio.create_task_group() as tg:
                 self.tg = tg
-                # every step runs in a runner task of the group, never in the calling task:
-                # a context variable a step sets stays in that task's copy of the caller's
-                # context (running the first runner in the caller would save one spawn,
-                # about 1% of a 100-step run, and leak such variables into the caller)
-                self._dispatch()
+                # the first runner runs in the calling task, on a copy of its context (as a
+                # task of the group would: a context variable a step sets never reaches the
+                # caller), which saves the spawn and the loop turns around it; the spares it
+                # needs are tasks of the group
+                self.runners += 1
+                self.idle += 1
+                await in_copy(self._runner())
+                # a cancellation that came while the steps were shielded (a checkpoint on its
+                # way) is seen here, as the group's wait for a runner task would see it
+                await anyio.lowlevel.checkpoint_if_cancelled()
         self.tg = None
         if self.fatal is not None:
             raise self.fatal
@@ -166,10 +174,6 @@ class Runners:
         return self.plan.nodes[key].kind in UNIT_KINDS and status != StepStatus.PENDING
 
     # -- runners -------------------------------------------------------------------------------
-
-    def _dispatch(self) -> None:
-        if self.queue and self.idle == 0 and not self.stopping:
-            self._spawn()
 
     def _spawn(self) -> None:
         if self.runners >= self.limit or self.tg is None:
