@@ -27,12 +27,15 @@
 local HEAD = {'reactor', 'status', 'meta', 'state', 'created', 'touched'}
 local name, mode = ARGV[2], ARGV[10]
 local exp, n = horizon(KEYS[1])
-local retry = redis.call('HEXISTS', KEYS[5], name) == 1
-  and redis.call('HGET', KEYS[7], 'claim:' .. name) == ARGV[1]
+local claimed = redis.call('HEXISTS', KEYS[5], name) == 1
+local retry = claimed and redis.call('HGET', KEYS[7], 'claim:' .. name) == ARGV[1]
+-- What the check read of the run (reactor, status, meta, state, created), reused below: none of
+-- it changes before the status write.
+local head
 
 -- The state of a run that passes the check (mode 'check'), decoded; nil when it does not.
 local function checked()
-  local head = redis.call('HMGET', KEYS[1], 'reactor', 'status', 'meta', 'state')
+  head = redis.call('HMGET', KEYS[1], 'reactor', 'status', 'meta', 'state', 'created')
   if head[1] ~= ARGV[11] or (head[2] ~= 'paused' and head[2] ~= 'running') or not head[3]
       or not string.find(head[3], ARGV[12], 1, true) then
     return nil
@@ -75,12 +78,12 @@ end
 if not exp then
   return {'not_resumable'}
 end
-if redis.call('HEXISTS', KEYS[5], name) == 1 then
+if claimed then
   if not retry then
     return {'taken'}
   end
 else
-  local status = redis.call('HGET', KEYS[1], 'status')
+  local status = head and head[2] or redis.call('HGET', KEYS[1], 'status')
   if (status ~= 'paused' and status ~= 'running') or redis.call('EXISTS', KEYS[4]) == 1 then
     return {'not_resumable'}
   end
@@ -113,8 +116,8 @@ local function write()
     end
     return ARGV[11], ARGV[12], ARGV[14], others, 16 + tonumber(ARGV[15])
   end
-  if mode ~= 'check' or not state or ARGV[14] ~= '1'
-      or redis.call('HGET', KEYS[1], 'status') ~= 'paused' or has_empty(state) then
+  if mode ~= 'check' or not state or ARGV[14] ~= '1' or head[2] ~= 'paused'
+      or has_empty(state) then
     return nil
   end
   local others = {}
@@ -129,9 +132,12 @@ local function write()
   return 'running', 'paused', cmsgpack.pack(state), others, 15
 end
 
-local written = 0
-if mode ~= '' and not seen(KEYS[7], ARGV[1]) then
-  local status, previous, new_state, others, first_event = write()
+local written, written_status, new_state = 0, nil, nil
+-- (a call that is no retry of an earlier one carries a token no write has recorded)
+if mode ~= '' and (not retry or not seen(KEYS[7], ARGV[1])) then
+  local status, previous, others, first_event
+  status, previous, new_state, others, first_event = write()
+  written_status = status
   local free = status ~= nil
   for _, key in ipairs(others or {}) do
     if free and redis.call('HEXISTS', KEYS[5], key) == 1 then
@@ -148,7 +154,7 @@ if mode ~= '' and not seen(KEYS[7], ARGV[1]) then
     end
     keep(exp, ARGV[4], fresh)
     if #KEYS > 8 then
-      local created = redis.call('HGET', KEYS[1], 'created')
+      local created = head and head[5] or redis.call('HGET', KEYS[1], 'created')
       redis.call('ZADD', KEYS[9], 'NX', created, ARGV[9])
       redis.call('ZADD', KEYS[10], 'NX', created, ARGV[9])
       redis.call('ZREM', KEYS[11], ARGV[9])
@@ -156,6 +162,11 @@ if mode ~= '' and not seen(KEYS[7], ARGV[1]) then
     written = 1
   end
 end
-return {'accepted', 1, redis.call('HMGET', KEYS[1], unpack(HEAD)),
-        redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -1),
-        redis.call('HGETALL', KEYS[5]), written}
+local fields
+if written == 1 and head and head[5] then  -- as the check read it, with the write made
+  fields = {head[1], written_status, head[3], new_state, head[5], ARGV[7]}
+else
+  fields = redis.call('HMGET', KEYS[1], unpack(HEAD))
+end
+return {'accepted', 1, fields, redis.call('HGETALL', KEYS[2]),
+        redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[5]), written}
