@@ -3,7 +3,7 @@
 What a new task would give the coroutine (its own copy of the context variables, so whatever it
 sets never reaches the caller) without spawning one: no task to create, and no event-loop turns
 to start it and to wake the caller when it ends. `Runners.run` takes the run's first runner this
-way (the spares it needs are tasks of the run's group).
+way (the spares it needs are tasks of the run's task group).
 
 The algorithm (the protocol an asyncio task speaks with a coroutine):
 

@@ -6,7 +6,8 @@ A runner takes the next ready step; before it starts one, it makes sure a spare 
 while more steps are ready, so a step that suspends never holds back the others, and a step that
 finishes without suspending costs no task spawn. The first runner runs in the calling task on a
 copy of its context (`incopy.in_copy`: no spawn, and a context variable a step sets never leaks
-into the caller); the spares are tasks of the group.
+into the caller), on its own while one step at a time is ready (a chain: no task group at all);
+once two are ready at once, the run's task group opens and the spares are tasks of it.
 `max_concurrency` caps the number of runners.
 
 When a step fails, nothing new starts; steps in flight finish (and are checkpointed), then the
@@ -100,18 +101,17 @@ class Runners:
     async def run(self) -> Verdict:
         self._open_level("")
         if self.queue and not self.stopping:
-            async with anyio.create_task_group() as tg:
-                self.tg = tg
-                # the first runner runs in the calling task, on a copy of its context (as a
-                # task of the group would: a context variable a step sets never reaches the
-                # caller), which saves the spawn and the loop turns around it; the spares it
-                # needs are tasks of the group
-                self.runners += 1
-                self.idle += 1
-                await in_copy(self._runner())
-                # a cancellation that came while the steps were shielded (a checkpoint on its
-                # way) is seen here, as the group's wait for a runner task would see it
-                await anyio.lowlevel.checkpoint_if_cancelled()
+            # the first runner runs in the calling task, on a copy of its context (as a task
+            # would: a context variable a step sets never reaches the caller), on its own while
+            # one step at a time is ready: no task, no task group, no loop turn
+            await self._first_runner()
+            if self.queue and not self.stopping:  # more than one ready at once: in the group
+                async with anyio.create_task_group() as tg:
+                    self.tg = tg
+                    await self._first_runner()  # (spares are tasks of the group)
+            # a cancellation that came while a step was shielded (a checkpoint on its way) is
+            # seen here, as a task group's wait for its runner tasks would see it
+            await anyio.lowlevel.checkpoint_if_cancelled()
         self.tg = None
         if self.fatal is not None:
             raise self.fatal
@@ -175,6 +175,11 @@ class Runners:
 
     # -- runners -------------------------------------------------------------------------------
 
+    async def _first_runner(self) -> None:
+        self.runners += 1
+        self.idle += 1
+        await in_copy(self._runner())
+
     def _spawn(self) -> None:
         if self.runners >= self.limit or self.tg is None:
             return
@@ -191,7 +196,11 @@ class Runners:
             while queue and not self.stopping:
                 key = queue.popleft()
                 self.idle -= 1
-                if queue and self.idle == 0:
+                if queue and self.idle == 0 and self.runners < self.limit:
+                    if self.tg is None:  # a second step is ready: `run` opens the group
+                        queue.appendleft(key)
+                        self.idle += 1
+                        return
                     self._spawn()
                 node = nodes[key]
                 in_flight.add(key)

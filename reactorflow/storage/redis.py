@@ -384,13 +384,14 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                              ) -> tuple[ClaimResult, StoredRun | None]:
         conn = await self._redis.get()
         keys = self._keys.run_keys(run_id)
+        now = _now() if check is None else repr(check.now)  # (one text for both: the same)
         args: list[EncodableT] = [_token(), name, payload, self._retention_ms, owner,
-                                  _ms(lock_ttl), _now(), self.history_limit, run_id]
+                                  _ms(lock_ttl), now, self.history_limit, run_id]
         facts = self._recall(run_id)
         reactor = None if facts is None else facts[0]
         change = ("", "")  # the status write's new and previous status
         if check is not None:
-            args += ["check", check.reactor, check.marker, check.now,
+            args += ["check", check.reactor, check.marker, now,
                      "1" if check.resume else "0", *check.events]
             reactor, change = check.reactor, ("running", "paused")  # (checked by the script)
         elif then is not None:

@@ -35,6 +35,41 @@ async def test_independent_steps_overlap(storage: rf.Storage) -> None:
     assert run.value == "LR"
 
 
+async def test_steps_released_together_after_a_chain_overlap(storage: rf.Storage) -> None:
+    """A chain runs in the calling task alone (no task group); the two steps its last step
+    releases at once still run at the same time (the group opens then): sequential would hang."""
+    flow = rf.Reactor(unique("chain-then-overlap"))
+    left_ready, right_ready = anyio.Event(), anyio.Event()
+
+    @flow.step
+    async def first() -> int:
+        return 1
+
+    @flow.step
+    async def second(first: int) -> int:
+        return first + 1
+
+    @flow.step
+    async def left(second: int) -> str:
+        left_ready.set()
+        await right_ready.wait()
+        return f"L{second}"
+
+    @flow.step
+    async def right(second: int) -> str:
+        right_ready.set()
+        await left_ready.wait()
+        return f"R{second}"
+
+    @flow.step
+    async def both(left: str, right: str) -> str:
+        return left + right
+
+    with anyio.fail_after(10):
+        run = await flow.run()
+    assert run.value == "L2R2"
+
+
 async def test_many_independent_steps_all_in_flight_at_once(storage: rf.Storage) -> None:
     flow = rf.Reactor(unique("wide"))
     width = 40
