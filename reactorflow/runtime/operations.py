@@ -219,11 +219,14 @@ async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str
     return owned_execution(reactor, storage, stored, owner)
 
 
-def owned_execution(reactor: Reactor, storage: Storage, stored: StoredRun,
-                    owner: str) -> Execution:
-    """The execution of a run read (with its history and claims) while `owner` held its lock."""
+def owned_execution(reactor: Reactor, storage: Storage, stored: StoredRun, owner: str, *,
+                    check_graph: bool = True) -> Execution:
+    """The execution of a run read (with its history and claims) while `owner` held its lock;
+    `check_graph=False` when the caller compared the run's graph with the reactor's already
+    (a resume does, before it claims: a run's graph never changes)."""
     ex = Execution.from_stored(stored, plan=plan_for(reactor), storage=storage, owner=owner,
-                               claims=stored.claims or {}, hooks=hooks_for(reactor))
+                               claims=stored.claims or {}, hooks=hooks_for(reactor),
+                               check_graph=check_graph)
     if stored.history is not None:  # from here on it knows every event: no reading back
         ex.loaded_history = stored.history
         ex.history = []

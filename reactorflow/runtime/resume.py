@@ -170,7 +170,8 @@ async def _claimed(reactor: Reactor, storage: Storage, run_id: str, key: str, ow
         queue.enqueue_run(run_id, reactor.name)
         claimed = set(await storage.claims(run_id)) | {key}
         return accepted(await operations.get(reactor, run_id), claimed)
-    ex = operations.owned_execution(reactor, storage, stored, owner)
+    # (the graph was checked before the claim: by storage's check, or by `_checked`)
+    ex = operations.owned_execution(reactor, storage, stored, owner, check_graph=False)
     if options.resume == "background":
         await _hand_to_worker(reactor, storage, ex, key)
         return await operations.get(reactor, run_id)

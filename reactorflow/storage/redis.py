@@ -73,6 +73,16 @@ def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
+def _hash(flat: Sequence[Any]) -> dict[str, bytes]:
+    """A hash of text fields and byte values from the flat field/value list a script returns
+    for HGETALL."""
+    return {_text(k): _bytes(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
+
+
+_CLAIMED = {member.value.encode(): member for member in ClaimResult}
+"""`ClaimResult` by its reply (a look-up, not the enum's call)."""
+
+
 class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
     """Runs in Redis: durable across processes, shared by every worker of the namespace.
 
@@ -405,7 +415,7 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                      self._keys.by_status(reactor, change[1])]
         with self._errors():
             reply = await conn.script("claim_lock_load", keys, args)
-            outcome = ClaimResult(_text(reply[0]))
+            outcome = _CLAIMED.get(reply[0]) or ClaimResult(_text(reply[0]))
             if outcome is ClaimResult.REFUSED:
                 head = self._head(run_id, reply[1]) if len(reply) > 1 else None
                 return outcome, None if head is None else StoredRun(head, {})
@@ -418,9 +428,8 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                 await pipe.execute()
         if head is None:  # unreachable: the script saw the run
             return outcome, None
-        steps = {_text(k): _bytes(v) for k, v in _pairs(reply[3]).items()}
-        found = {_text(k): _bytes(v) for k, v in _pairs(reply[5]).items()}
-        return outcome, StoredRun(head, steps, [_bytes(e) for e in reply[4]], found)
+        return outcome, StoredRun(head, _hash(reply[3]), [_bytes(e) for e in reply[4]],
+                                  _hash(reply[5]))
 
     async def claims(self, run_id: str) -> dict[str, bytes]:
         conn = await self._redis.get()
