@@ -131,12 +131,18 @@ def is_instance(value: Any, schema: Any) -> bool:
         return False
 
 
+_SCALARS = frozenset({int, float, str, bool, bytes})
+"""Schemas a value of exactly that type conforms to as it is."""
+
+
 def conform(value: Any, schema: Any) -> Any:
     """`value` converted to `schema` by the rules in this module's docstring.
 
     Raises:
         Rejected: the value does not fit (its field path and the reason).
     """
+    if type(value) is schema and schema in _SCALARS:
+        return value  # (what the conversion would return)
     if is_instance(value, schema):
         value = msgspec.to_builtins(value)
     info = _type_info(schema)
