@@ -306,3 +306,28 @@ async def test_redis_claim_and_lock_check_replayed_answers_as_the_first(redis_ur
     assert await redis_storage.history(run_id) == [b"e1", b"e2", b"resumed"]
     assert await redis_storage.release_lock(run_id, RESUMER) == 0  # counted once
     await redis_storage.aclose()
+
+
+async def test_redis_claim_and_lock_check_path_reads_the_run_hash_twice(redis_url: str) -> None:
+    """On the check path the script reads the run's hash twice (its expiry horizon, then what
+    the check needs) and writes it once: the claim, the status write and the reply reuse what
+    the check read (no HGET of the status or of the creation time, no HMGET of the head after
+    the write); the head it returns is the run's head as stored."""
+    redis_storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
+    run_id = await _waiting(redis_storage)
+    found: list[Any] = []
+
+    async def claim() -> None:
+        found.append(await redis_storage.claim_and_lock(run_id, "approve", b"p", owner=RESUMER,
+                                                        lock_ttl=10.0, check=_check()))
+
+    seen = await _commands_during(redis_url, claim)
+    run_key = redis_storage._keys.run(run_id)
+    on_run = [c["command"].split(" ")[0] for c in seen
+              if c["client_type"] == "lua" and c["command"].split(" ")[1:2] == [run_key]]
+    outcome, stored = found[0]
+    assert outcome is ClaimResult.ACCEPTED and stored is not None
+    assert stored.head.status == "running"
+    assert on_run == ["HMGET", "HMGET", "HSET"], on_run
+    assert stored.head == await redis_storage.load_head(run_id)
+    await redis_storage.aclose()
