@@ -82,10 +82,12 @@ class RedisGates:
         return f"{base}:{part}" if part else base
 
     def _holder_keys(self, key: str) -> list[str]:
-        return [self._gate(key, part) for part in ("holders", "queue", "asks", "runs")]
+        base = self._gate(key)  # one digest for the four
+        return [f"{base}:{part}" for part in ("holders", "queue", "asks", "runs")]
 
     def _line_keys(self, key: str) -> list[str]:
-        return [self._gate(key, part) for part in ("line", "tickets", "stamps", "done")]
+        base = self._gate(key)
+        return [f"{base}:{part}" for part in ("line", "tickets", "stamps", "done")]
 
     async def _run(self, script: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         conn = await self._redis.get()
