@@ -39,7 +39,7 @@ from reactorflow.storage.base import (
     retention_slack,
 )
 from reactorflow.storage.inline import foldable
-from reactorflow.storage.redis_conn import Args, LoopClient, RedisConnector
+from reactorflow.storage.redis_conn import SOURCES, Args, LoopClient, RedisConnector
 from reactorflow.storage.redis_gates import RedisGates
 from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
 from reactorflow.storage.redis_maps import RedisMaps
@@ -51,12 +51,17 @@ FACTS_CACHE_SIZE = 4096
 """Runs whose (reactor, created_at) this process remembers, so that `save_state` can send its
 index writes in the same round trip as its script."""
 
+HEADS_CACHE_SIZE = 1024
+"""Runs whose packed save_step head (`_save_step_head`) this process keeps (all are dropped
+when it is full)."""
+
 
 def _ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
 
 def _now() -> str:
+    """Now, for a script's ARGV: as text (hiredis formats a float more slowly than `repr`)."""
     return repr(clock.now())
 
 
@@ -117,6 +122,7 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
         self._errors = self._redis.errors
         self._mutex = threading.Lock()
         self._facts: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._heads: dict[str, tuple[int, bytes]] = {}  # run id -> `_save_step_head`
 
     @classmethod
     def from_url(cls, url: str, *, namespace: str = "rf", retention: float = DEFAULT_RETENTION,
@@ -241,7 +247,7 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
     @foldable
     async def save_step(self, run_id: str, owner: str, key: str, record: bytes,
                         events: Sequence[bytes] = (), *, unit: bool = False) -> bytes | None:
-        conn = await self._redis.get()
+        conn = self._redis.current() or await self._redis.get()
         args: Args = [_token(), owner, key, record, _now(), self._retention_ms,
                       self.history_limit, *events]
         with self._errors():
@@ -254,6 +260,11 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
 
                 reply = await conn.script_pipeline("save_step", self._keys.run_keys(run_id),
                                                    args, track)
+            elif conn.wire is not None:  # the command's head (sha, the run's keys) packed once
+                head = self._heads.get(run_id)
+                if head is None:
+                    head = self._save_step_head(conn, run_id)
+                reply = await conn.wire.evalsha_after(head, SOURCES["save_step"], args)
             else:
                 reply = await conn.script("save_step", self._keys.run_keys(run_id), args)
         if reply[0] != 1:
@@ -261,6 +272,17 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                 await conn.client.zrem(self._keys.units(), unit_member(run_id, key))
             raise LockLost(run_id, owner)
         return None if reply[1] is None else _bytes(reply[1])
+
+    def _save_step_head(self, conn: LoopClient, run_id: str) -> tuple[int, bytes]:
+        """EVALSHA, save_step's sha, the key count and the run's keys, packed for the wire
+        path (kept for the runs this process checkpoints lately: their steps reuse it)."""
+        assert conn.wire is not None
+        keys = self._keys.run_keys(run_id)
+        head = conn.wire.head(("EVALSHA", conn.scripts["save_step"].sha, len(keys), *keys))
+        if len(self._heads) >= HEADS_CACHE_SIZE:
+            self._heads.clear()
+        self._heads[run_id] = head
+        return head
 
     async def load_step(self, run_id: str, key: str) -> bytes | None:
         conn = await self._redis.get()

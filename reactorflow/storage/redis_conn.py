@@ -22,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib.resources import files
-from typing import Any, cast
+from types import TracebackType
+from typing import Any, Literal, cast
 
 import anyio
 import hiredis
@@ -224,11 +225,16 @@ class LoopClient:
             await self.mux.aclose()
         await self.client.aclose()
 
-    async def script(self, name: str, keys: Sequence[str], args: Args) -> Any:
+    def script(self, name: str, keys: Sequence[str], args: Args) -> Awaitable[Any]:
         """EVALSHA: one round trip (on NOSCRIPT, load the script and send it again); on the
-        wire path where the connection settings allow it (`redis_wire`)."""
+        wire path where the connection settings allow it (`redis_wire`: its call is returned
+        as it is, no coroutine of its own around it)."""
         if self.wire is not None:
-            return await self.wire.evalsha(self.scripts[name].sha, SOURCES[name], keys, args)
+            return self.wire.evalsha(self.scripts[name].sha, SOURCES[name], keys, args)
+        return self._evalsha(name, keys, args)
+
+    async def _evalsha(self, name: str, keys: Sequence[str], args: Args) -> Any:
+        """`script` through redis-py."""
         try:
             return await self.client.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
         except NoScriptError:
@@ -316,6 +322,28 @@ class LoopClient:
         raise AssertionError("unreachable")
 
 
+class Translation:
+    """`RedisConnector.errors()`: raises the reactorflow error for a Redis failure that
+    leaves the block (`RedisConnector.translate`), chained to it; anything else passes."""
+
+    __slots__ = ("_translate",)
+
+    def __init__(self, translate: Callable[[BaseException], BaseException | None]) -> None:
+        self._translate = translate
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
+        if exc is None:
+            return False
+        error = self._translate(exc)
+        if error is None:
+            return False
+        raise error from exc
+
+
 class RedisConnector:
     """Per-loop clients for one URL, and the translation of Redis failures."""
 
@@ -348,9 +376,11 @@ class RedisConnector:
         except (ValueError, RedisClusterException) as exc:
             raise ConfigurationError(f"not a usable Redis URL ({self.safe_url}): "
                                      f"{self.scrub(str(exc))}", option="url") from None
+        self._translation = Translation(self.translate)
         self._mutex = threading.Lock()
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopClient] = (
             weakref.WeakKeyDictionary())
+        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop], LoopClient] | None = None
 
     async def get(self) -> LoopClient:
         """The current loop's client, created on first use (on a cluster: initialised before
@@ -373,7 +403,23 @@ class RedisConnector:
         if created:
             found.guard = self._guard(loop, found)
             await found.guard.asend(None)  # registered with the loop: finalised at its shutdown
-        return await self._ready(found) if found.cluster else found
+        if found.cluster:
+            return await self._ready(found)
+        self._last = (weakref.ref(loop), found)
+        return found
+
+    def current(self) -> LoopClient | None:
+        """The running loop's client without an await, when `get` handed it out last (one
+        node; the hot paths' shortcut); else None: ask `get`."""
+        last = self._last
+        if last is not None and last[0]() is asyncio.get_running_loop():
+            return last[1]
+        return None
+
+    def _forget(self, conn: LoopClient) -> None:
+        last = self._last
+        if last is not None and last[1] is conn:
+            self._last = None
 
     async def _ready(self, conn: LoopClient) -> LoopClient:
         """`conn` once its cluster client has loaded the slot map. Commands sent while it is
@@ -420,6 +466,7 @@ class RedisConnector:
             with self._mutex:
                 if self._clients.get(loop) is conn:
                     del self._clients[loop]
+            self._forget(conn)
             with anyio.CancelScope(shield=True):
                 await conn.aclose()
 
@@ -428,6 +475,7 @@ class RedisConnector:
         with self._mutex:
             conn = self._clients.pop(asyncio.get_running_loop(), None)
         if conn is not None:
+            self._forget(conn)
             if conn.guard is not None:
                 await conn.guard.aclose()
             else:
@@ -438,26 +486,29 @@ class RedisConnector:
             text = text.replace(secret, "***")
         return text
 
-    @contextmanager
-    def errors(self) -> Iterator[None]:
-        """Redis failures as reactorflow errors that name the URL, never its credentials."""
-        try:
-            yield
-        except RedisConnectionError as exc:
+    def errors(self) -> Translation:
+        """Redis failures as reactorflow errors that name the URL, never its credentials
+        (a context manager; one stateless object, reused: entering it costs no allocation)."""
+        return self._translation
+
+    def translate(self, exc: BaseException) -> BaseException | None:
+        """The reactorflow error for a Redis failure `exc`, or None for anything else."""
+        if isinstance(exc, RedisConnectionError):
             if str(exc) != POOL_EXHAUSTED and not isinstance(exc, MaxConnectionsError):
-                raise self._unreachable(exc) from exc
-            raise StoragePoolExhausted(self.safe_url, self._pool_size, self._pool_timeout,
-                                       cause=exc) from exc
-        except (RedisTimeoutError, OSError) as exc:
-            raise self._unreachable(exc) from exc
-        except RedisClusterException as exc:
+                return self._unreachable(exc)
+            return StoragePoolExhausted(self.safe_url, self._pool_size, self._pool_timeout,
+                                        cause=exc)
+        if isinstance(exc, (RedisTimeoutError, OSError)):
+            return self._unreachable(exc)
+        if isinstance(exc, RedisClusterException):
             if CLUSTER_UNREACHABLE in str(exc):
-                raise self._unreachable(exc) from exc
-            raise StorageError(f"Redis at {self.safe_url} failed: {self.scrub(str(exc))}",
-                               cause=exc) from exc
-        except RedisError as exc:
-            raise StorageError(f"Redis at {self.safe_url} failed: {self.scrub(str(exc))}",
-                               cause=exc) from exc
+                return self._unreachable(exc)
+            return StorageError(f"Redis at {self.safe_url} failed: {self.scrub(str(exc))}",
+                                cause=exc)
+        if isinstance(exc, RedisError):
+            return StorageError(f"Redis at {self.safe_url} failed: {self.scrub(str(exc))}",
+                                cause=exc)
+        return None
 
     def _unreachable(self, exc: BaseException) -> StorageConnectionError:
         reason = self.scrub(str(exc) or type(exc).__name__)

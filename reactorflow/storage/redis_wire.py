@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 import hiredis
@@ -242,10 +242,28 @@ class WireLink:
             raise reply
         return reply
 
-    async def evalsha(self, sha: str, source: str, keys: Sequence[str],
-                      args: Sequence[EncodableT]) -> Any:
+    def head(self, parts: Sequence[EncodableT]) -> tuple[int, bytes]:
+        """The first arguments of a command packed once, for `evalsha_packed` to reuse (e.g.
+        EVALSHA, a script's sha, its key count and one run's keys): their number and bytes."""
+        packed = self.pack(parts)
+        return len(parts), packed[packed.index(b"\r\n") + 2:]
+
+    def evalsha(self, sha: str, source: str, keys: Sequence[str],
+                args: Sequence[EncodableT]) -> Awaitable[Any]:
         """EVALSHA `sha` (on NOSCRIPT: load `source` and send it again)."""
-        packed = self.pack(("EVALSHA", sha, len(keys), *keys, *args))
+        return self.evalsha_packed(self.pack(("EVALSHA", sha, len(keys), *keys, *args)), source)
+
+    def evalsha_after(self, head: tuple[int, bytes], source: str,
+                      args: Sequence[EncodableT]) -> Awaitable[Any]:
+        """`evalsha` whose first arguments (EVALSHA, sha, key count, keys) are `head`, packed
+        once by `head()`: only `args` are packed here."""
+        body = self.pack(args)
+        count, first = head
+        packed = b"*%d\r\n%b%b" % (count + len(args), first, body[body.index(b"\r\n") + 2:])
+        return self.evalsha_packed(packed, source)
+
+    async def evalsha_packed(self, packed: bytes, source: str) -> Any:
+        """Send a packed EVALSHA (on NOSCRIPT: load `source` and send it again)."""
         reply = await self.request(packed)
         if isinstance(reply, NoScriptError):
             await self.command("SCRIPT", "LOAD", source)

@@ -150,6 +150,27 @@ async def test_a_flushed_script_cache_is_loaded_again(redis_url: str,
         await storage.aclose()
 
 
+async def test_checkpoints_reuse_the_runs_packed_head_and_keep_every_write(
+        redis_url: str) -> None:
+    """save_step packs its EVALSHA head (sha, key count, the run's keys) once per run: the
+    steps of two runs written in turn each land in their own run; an id hiredis cannot pack (a
+    lone surrogate) takes the encoder's path into the head and names no run (refused)."""
+    storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
+    try:
+        first, second = await new_run(storage), await new_run(storage)
+        for i in range(3):
+            for run_id in (first, second):
+                await storage.save_step(run_id, OWNER, f"s{i}", run_id.encode(), [b"e"])
+        for run_id in (first, second):
+            stored = await storage.load_run(run_id)
+            assert stored is not None
+            assert stored.steps == {f"s{i}": run_id.encode() for i in range(3)}
+        with pytest.raises(rf.LockLost):
+            await storage.save_step("\ud800", OWNER, "a", b"rec", [b"ev"])
+    finally:
+        await storage.aclose()
+
+
 async def test_a_killed_connection_is_opened_again_and_the_call_sent_again(
         redis_url: str, raw: redis.asyncio.Redis) -> None:
     storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
