@@ -1,7 +1,7 @@
-"""Retry tokens on Redis (lib/run_write.lua): a checkpoint records its token in the same command
-that checks it (`HSETNX`), and a checkpoint then refused by the fence takes it back, so that
-the refused call, sent again (redis-py's or the wire path's retry after a lost reply), is
-refused again instead of being taken for a write that applied."""
+"""Retry tokens on Redis (lib/run_write.lua): a checkpoint reads its token with the run hash's
+head fields and records it with them (no command of its own), and a checkpoint refused by the
+fence records nothing, so that the refused call, sent again (redis-py's or the wire path's
+retry after a lost reply), is refused again instead of being taken for a write that applied."""
 
 from __future__ import annotations
 
@@ -34,13 +34,18 @@ async def test_a_refused_checkpoint_sent_again_is_refused_again(
     assert stored is not None and stored.steps == {}
 
 
-async def test_a_checkpoint_checks_and_records_its_token_in_one_command(
-        redis_storage: RedisStorage, redis_url: str) -> None:
+async def test_a_checkpoint_checks_and_records_its_token_with_the_runs_head(
+        redis_storage: RedisStorage, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     run_id = await new_run(redis_storage)
     await redis_storage.save_step(run_id, OWNER, "a", b"rec", [b"ev"])  # script loaded
+    monkeypatch.setattr("reactorflow.storage.redis._token", lambda: "e" * 16)
     seen = await _commands_during(
         redis_url, lambda: redis_storage.save_step(run_id, OWNER, "b", b"rec", [b"ev"]))
-    tok = redis_storage._keys.run_keys(run_id)[6]
-    on_tok = [c["command"].split(" ", 1)[0].upper() for c in seen
-              if c["client_type"] == "lua" and tok in c["command"]]
-    assert on_tok == ["HSETNX"]
+    keys = redis_storage._keys.run_keys(run_id)
+    lua = [c["command"] for c in seen if c["client_type"] == "lua"]
+    assert not [c for c in lua if keys[6] in c], lua  # the tok hash: untouched
+    on_run = [c.split(" ", 1)[0].upper() for c in lua if keys[0] in c]
+    assert on_run == ["HMGET", "HSET"], lua  # read with the head, written with it
+    token = "w" + "e" * 16
+    assert [c for c in lua if c.upper().startswith("HMGET") and token in c], lua
+    assert [c for c in lua if c.upper().startswith("HSET") and keys[0] in c and token in c], lua

@@ -16,15 +16,14 @@
 -- Returns: {1, reactor, created_at, control or nil} when written (or already written by this
 --          very call); {0} when refused: `owner` does not hold the lock or the run is gone;
 --          {2, control} when refused by a pending control request (flag "u").
-if seen(KEYS[7], ARGV[1]) then  -- a retry of an applied write
-  local head = redis.call('HMGET', KEYS[1], 'reactor', 'created')
-  return {1, head[1], head[2], redis.call('GET', KEYS[4])}
-end
-if redis.call('HGET', KEYS[8], 'owner') ~= ARGV[2] then
+local exp, n, steps_kept, head = horizon(KEYS[1], 'reactor', 'created', 'w' .. ARGV[1])
+if not exp then
   return {0}
 end
-local exp, n, steps_kept, head = horizon(KEYS[1], 'reactor', 'created')
-if not exp then
+if head[6] then  -- a retry of an applied write (its token is in the run hash)
+  return {1, head[4], head[5], redis.call('GET', KEYS[4])}
+end
+if redis.call('HGET', KEYS[8], 'owner') ~= ARGV[2] then
   return {0}
 end
 local control = false  -- read at the end, unless already known (flags "u", "c")
@@ -44,8 +43,9 @@ for i = 12, first_event - 1, 512 do
     steps_kept = true
   end
 end
+local field, gen = run_token(ARGV[1], n)
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'state', ARGV[4], 'touched', ARGV[5], 'wn', n,
-           'sx', steps_kept and 1 or 0)
+           'sx', steps_kept and 1 or 0, field, gen)
 if append(KEYS[3], first_event, ARGV[7]) then
   fresh[#fresh + 1] = KEYS[3]
 end
@@ -58,7 +58,6 @@ if string.find(ARGV[8], 'r', 1, true) then
     redis.call('DEL', KEYS[8])
   end
 end
-remember(KEYS[7], ARGV[1], n)
 keep(exp, ARGV[6], fresh)
 if #KEYS > 8 then
   redis.call('ZADD', KEYS[9], 'NX', head[5], ARGV[10])

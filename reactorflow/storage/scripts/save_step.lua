@@ -1,6 +1,8 @@
 -- save_step: fenced checkpoint of ONE step record. Constant cost: it never reads or rewrites
 -- the other steps (one HSET of one field), whatever the number of steps already stored; the
--- run's TTLs are refreshed only when its expiry horizon comes due (lib/run_write.lua).
+-- run's TTLs are refreshed only when its expiry horizon comes due; its retry token is read
+-- and written with the run hash's head fields (lib/run_write.lua). Seven commands: HMGET run,
+-- HGET lock, HSET steps, HSET run, RPUSH hist, TIME; then GET ctl.
 --
 -- KEYS: 1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock
 -- ARGV:
@@ -8,23 +10,23 @@
 --   8.. events (oldest first)
 -- Returns: {1, control or nil} when written (or already written by this very call);
 --          {0} when refused: `owner` does not hold the lock or the run is gone (nothing written).
-local exp, n, steps_kept = horizon(KEYS[1])
+local exp, n, steps_kept, head = horizon(KEYS[1], 'w' .. ARGV[1])
 if not exp then
   return {0}
 end
-if not first(KEYS[7], ARGV[1], n) then  -- a retry of an applied write
+if head[4] then  -- a retry of an applied write (its token is in the run hash)
   return {1, redis.call('GET', KEYS[4])}
 end
 if redis.call('HGET', KEYS[8], 'owner') ~= ARGV[2] then
-  redis.call('HDEL', KEYS[7], 'w' .. ARGV[1])  -- refused: the token is not a write's
-  return {0}
+  return {0}  -- refused: nothing written, the token neither
 end
 local fresh = {}
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
 if not steps_kept then
   fresh[1] = KEYS[2]
 end
-redis.call('HSET', KEYS[1], 'touched', ARGV[5], 'wn', n, 'sx', 1)
+local field, gen = run_token(ARGV[1], n)
+redis.call('HSET', KEYS[1], 'touched', ARGV[5], 'wn', n, 'sx', 1, field, gen)
 if append(KEYS[3], 8, ARGV[7]) then
   fresh[#fresh + 1] = KEYS[3]
 end

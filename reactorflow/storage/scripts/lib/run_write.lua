@@ -1,10 +1,14 @@
 -- run_write: helpers shared by the scripts that write a run (prepended to create_run,
--- save_step, save_state, save_unit, claim, request_control, incr_counter; see redis_conn).
+-- save_step, save_state, save_unit, claim, request_control, incr_counter, claim_lock_load and
+-- gate_release; see redis_conn).
 --
--- Retry tokens: a write's token is recorded as field 'w' .. token of the run's tok hash (value:
--- its generation, one per WINDOW writes; field `wn` of the run hash numbers the writes), so a
--- retry of an applied write is recognised in O(1), however many writes the run has had. When
--- generation g starts, the tokens of generation g - 3 are dropped: the tokens of the run's last
+-- Retry tokens: a write's token is recorded as field 'w' .. token (value: its generation, one
+-- per WINDOW writes; field `wn` of the run hash numbers the writes), so a retry of an applied
+-- write is recognised in O(1), however many writes the run has had. The writes that read and
+-- write the run hash anyway (save_step, save_state) keep theirs in the run hash itself: it is
+-- read with their head (`horizon`) and written with it (`run_token`), no command of its own;
+-- the others keep theirs in the run's tok hash (`seen`, `remember`). When generation g
+-- starts, the tokens of generation g - 3 are dropped from both: the tokens of the run's last
 -- 1024 writes at least (1536 at most) are kept.
 --
 -- Expiry: the run hash's field `exp` is the time (server clock, ms) until which every run key
@@ -20,36 +24,37 @@ local function seen(tok, token)
   return redis.call('HEXISTS', tok, 'w' .. token) == 1
 end
 
--- When write number n starts generation gen: drop the tokens of generation gen - 3.
-local function prune(tok, n, gen)
+-- When write number n starts generation gen: drop the tokens of generation gen - 3 from the
+-- run hash and the tok hash (KEYS[1] and KEYS[7], as every run write receives them; `wn` is
+-- the run hash's write counter). A creation (n = 1, also gate_release's) never prunes.
+local function prune(n, gen)
   if n % WINDOW == 0 and gen >= 3 then
     local old = tostring(gen - 3)
-    local fields = redis.call('HGETALL', tok)
-    for i = 1, #fields, 2 do
-      if fields[i + 1] == old and string.sub(fields[i], 1, 1) == 'w' then
-        redis.call('HDEL', tok, fields[i])
+    for _, key in ipairs({KEYS[1], KEYS[7]}) do
+      local fields = redis.call('HGETALL', key)
+      for i = 1, #fields, 2 do
+        local name = fields[i]
+        if fields[i + 1] == old and string.sub(name, 1, 1) == 'w' and name ~= 'wn' then
+          redis.call('HDEL', key, name)
+        end
       end
     end
   end
 end
 
--- Record the token of write number n (the caller stores n in the run's field `wn`).
+-- Record the token of write number n in the tok hash (the caller stores n in `wn`).
 local function remember(tok, token, n)
   local gen = math.floor(n / WINDOW)
   redis.call('HSET', tok, 'w' .. token, gen)
-  prune(tok, n, gen)
+  prune(n, gen)
 end
 
--- `seen` and `remember` in one command: records the token of write number n unless it is
--- recorded already; false for a retry of an applied write. A write refused after it takes the
--- token back (HDEL), so that a retry of the refused call is refused again.
-local function first(tok, token, n)
+-- The run-hash fields that record write number n's token, for the caller's HSET of the run
+-- hash (with `wn` = n); prunes at a generation's start.
+local function run_token(token, n)
   local gen = math.floor(n / WINDOW)
-  if redis.call('HSETNX', tok, 'w' .. token, gen) == 0 then
-    return false
-  end
-  prune(tok, n, gen)
-  return true
+  prune(n, gen)
+  return 'w' .. token, gen
 end
 
 -- The run's expiry horizon (0 for a run written before horizons existed: it gets one now),
