@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import anyio
@@ -33,6 +34,7 @@ from reactorflow.storage.inline import INLINE, is_foldable
 log = logging.getLogger("reactorflow.run")
 _encode = records.encode
 _WITH_RESULT = frozenset({StepStatus.COMPLETED, StepStatus.UNDONE})
+_UNSHIELDED: AbstractContextManager[None] = nullcontext()  # (a final save with no completion)
 
 
 class Execution:
@@ -86,6 +88,7 @@ class Execution:
         self.slots: Slots = storage  # its maps' element slots (an element's: in memory)
         self.maps_inline = False  # an element's maps run inline, fan_out=True too
         self.folds = is_foldable(storage.save_step)  # a plain run's last completion may, too
+        self._shield_kind: type[anyio.CancelScope] | None = None  # (see `shielded`)
         for key, record in steps.items():
             if record.child_started and key in plan.levels:
                 self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(record.child_inputs)
@@ -252,7 +255,7 @@ class Execution:
         if getattr(save, INLINE, False) is True:  # awaits nothing: no cancellation reaches it
             control = await write
         else:
-            with anyio.CancelScope(shield=True):
+            with self.shielded():
                 control = await write
         unconfirmed.discard(key)
         history = self.history
@@ -264,6 +267,18 @@ class Execution:
             self.history = self.loaded_history = None
         if control is not None and self.control is None:
             self.control = records.decode_control(control)
+
+    def shielded(self) -> anyio.CancelScope:
+        """A cancel scope with `shield=True`. `anyio.CancelScope()` looks up the running
+        backend on every call, which costs more than the scope itself: the backend's class is
+        noted at the first call and built directly after that (an execution runs in one event
+        loop, on one backend)."""
+        kind = self._shield_kind
+        if kind is None:
+            scope = anyio.CancelScope(shield=True)
+            self._shield_kind = type(scope)
+            return scope
+        return kind(shield=True)
 
     def fold(self, key: str, record: StepRecord, events: list[Event]) -> None:
         """Keep a step's completion for the run's next `save_state` (the final save of a run
@@ -313,7 +328,7 @@ class Execution:
         if hold is not None:
             hold.releasing = True  # the keeper's extensions may now find the lock released
         try:
-            with anyio.CancelScope(shield=bool(folded)):  # a completion: as `checkpoint`
+            with self.shielded() if folded else _UNSHIELDED:  # a completion: as `checkpoint`
                 control = await self.storage.save_state(
                     self.run_id, self.owner, status=status, previous_status=self.stored_status,
                     state=records.encode(state), steps=encoded_steps,

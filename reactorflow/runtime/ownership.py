@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from types import TracebackType
 
 import anyio
 
@@ -33,19 +32,36 @@ async def acquire(storage: Storage, run_id: str, owner: str, ttl: float, wait: f
         delay = min(delay * 2, 0.1)
 
 
-@asynccontextmanager
-async def keep_alive(storage: Storage, run_id: str, owner: str, ttl: float, *,
-                     release: bool = True) -> AsyncIterator[Hold]:
+def keep_alive(storage: Storage, run_id: str, owner: str, ttl: float, *,
+               release: bool = True) -> KeepAlive:
     """Extend a lock already taken while the block runs; release it (once) afterwards, or with
     `release=False` stop extending it and let it expire (a lock that only guards work whose
-    result is then stored: one round trip less)."""
-    hold = keeper.hold(storage, run_id, owner, ttl)
-    try:
-        yield hold
-    finally:
+    result is then stored: one round trip less). `async with keep_alive(...) as hold:`."""
+    return KeepAlive(storage, run_id, owner, ttl, release)
+
+
+class KeepAlive:
+    """`keep_alive`'s context manager (a plain class: no generator per run)."""
+
+    __slots__ = ("_hold", "_owner", "_release", "_run_id", "_storage", "_ttl")
+
+    def __init__(self, storage: Storage, run_id: str, owner: str, ttl: float,
+                 release: bool) -> None:
+        self._storage, self._run_id, self._owner = storage, run_id, owner
+        self._ttl, self._release = ttl, release
+        self._hold: Hold | None = None
+
+    async def __aenter__(self) -> Hold:
+        self._hold = keeper.hold(self._storage, self._run_id, self._owner, self._ttl)
+        return self._hold
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        hold = self._hold
+        assert hold is not None
         keeper.release(hold)
-        if release and not hold.released:  # else the final save released it already
-            await _release(storage, run_id, owner)
+        if self._release and not hold.released:  # else the final save released it already
+            await _release(self._storage, self._run_id, self._owner)
 
 
 async def _release(storage: Storage, run_id: str, owner: str) -> None:
