@@ -4,7 +4,8 @@ Entering takes the scope's gates in their declared order (`definition.gates.bind
 reactor ordered lock, period, rate limit, lock, semaphore; for a step the rate limit comes last,
 since a charge cannot be given back), then re-checks periods under the places taken. The first
 busy gate stops it: what it took is given back (an ordered lock's place in line too, unless the
-caller keeps its turn) and the entry says which gate was busy.
+caller keeps its turn) and the entry says which gate was busy. A caller cancelled (or failing)
+while it waits for a later gate gives back what it took the same way before the error goes on.
 
 Who holds what (`GateHolds`, one per execution of a run):
 
@@ -29,6 +30,8 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+import anyio
 
 from reactorflow import clock, config
 from reactorflow.definition.gates import GateKind, Lock, OrderedLock, Period, RateLimit, Semaphore
@@ -181,8 +184,29 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
             (`creates.stored` then says so; see `waiting.take_place`).
     """
     entry = Entry(scope)
-    storage = holds.storage
-    folded = creates if creates is not None and _foldable(needs) else None
+    try:
+        await _take_all(holds, needs, entry, wait=wait, charge_rate=charge_rate,
+                        check_period=check_period, step=step, element=element,
+                        folded=creates if creates is not None and _foldable(needs) else None)
+    except BaseException:  # cancelled (or failed) while waiting for a later gate
+        with anyio.CancelScope(shield=True):
+            try:
+                await leave(holds, entry, completed=False, keep_turn=keep_turn)
+            except Exception:  # the original error goes on; what is left lapses by its TTL
+                log.exception("reactorflow.gate.give_back_failed run_id=%s", holds.run_id)
+        raise
+    if not entry.admitted:
+        with anyio.CancelScope(shield=True):
+            await leave(holds, entry, completed=False, keep_turn=keep_turn)
+    return entry
+
+
+async def _take_all(holds: GateHolds, needs: Sequence[Need], entry: Entry, *, wait: bool,
+                    charge_rate: bool, check_period: bool, step: str | None, element: str,
+                    folded: RunCreation | None) -> None:
+    """`enter`'s taking for `entry.scope`, in order, recording in `entry` each place and turn
+    as it is taken (so that whatever stops it midway, `leave` gives back exactly those)."""
+    storage, scope = holds.storage, entry.scope
     for need in needs:
         gate = need.gate
         patience = gate.wait if wait else 0.0
@@ -227,9 +251,6 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
             if await storage.period_marked(marker):
                 entry.period_done = next(n for n in needs if n.kind is GateKind.PERIOD)
                 break
-    if not entry.admitted:
-        await leave(holds, entry, completed=False, keep_turn=keep_turn)
-    return entry
 
 
 async def _borrow(holds: GateHolds, need: Need, gate: Lock) -> None:
