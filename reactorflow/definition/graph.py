@@ -28,6 +28,8 @@ from reactorflow.markers import Outcome
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
 
+_PLAIN_KINDS = frozenset({StepKind.STEP, StepKind.INTERRUPT})  # kinds `Node.plain` may be
+
 SEP = "."
 
 
@@ -69,7 +71,8 @@ class Node:
     kind: StepKind
     unit_deps: tuple[str, ...]  # dependencies that are async units (their results are awaited)
     reads_maps: bool  # a parameter reads a map step's results (loaded before the step runs)
-    plain: bool  # a plain step: no gates, timeout, when=, map or async-unit reads (fast path)
+    plain: bool  # a step or interrupt without gates, timeout, when=, map or async-unit reads
+    # (the fast path, `Forward._plain`)
     same_types: frozenset[type]  # result types that decode back unchanged (see self_decoding)
 
     @property
@@ -159,7 +162,7 @@ class Plan:
                                 if reactor.steps[d].kind in UNIT_KINDS),
                 reads_maps=any(p.map_read is not None and p.source is Source.RESULT
                                for p in spec.params),
-                plain=(spec.kind is StepKind.STEP and not spec.gates and spec.timeout is None
+                plain=(spec.kind in _PLAIN_KINDS and not spec.gates and spec.timeout is None
                        and spec.when is None and not any(
                            reactor.steps[d].kind in UNIT_KINDS for d in spec.deps)
                        and not any(p.map_read is not None for p in spec.params)),

@@ -56,6 +56,7 @@ from reactorflow.status import StepStatus
 log = logging.getLogger("reactorflow.run")
 # members the per-step path reads, looked up once (an enum member's look-up costs ~6x a global's)
 _STEP, _INTERRUPT, _COMPLETED = StepKind.STEP, StepKind.INTERRUPT, StepStatus.COMPLETED
+_WAITING = StepStatus.WAITING
 
 
 class Forward(Runners):
@@ -108,14 +109,29 @@ class Forward(Runners):
         `_step`, `call_step` and `_ended` do for it, in one function. A step with a record
         already (e.g. parked between retry attempts) or one to skip takes the general path; a
         first attempt that raised goes on in `call_step` (`failed=`: retried, failed, halted
-        or re-raised exactly as there)."""
+        or re-raised exactly as there). An interrupt takes it once claimed, its record still
+        waiting (the body's first attempt, the payload its argument); else, or when its payload
+        no longer decodes, the general path."""
         ex = self.ex
         key = node.key
-        if key in ex.records or (node.deps and skip_reason(ex, node) is not None):
+        payload: Any = MISSING
+        waiting: StepRecord | None = None
+        if node.kind is _INTERRUPT:
+            waiting = ex.records.get(key)
+            if (waiting is None or waiting.status != _WAITING or key not in ex.claims
+                    or (node.deps and skip_reason(ex, node) is not None)):
+                await self._one(node)
+                return
+            try:
+                payload = claimed_payload(ex, node)
+            except SerializationError:
+                await self._one(node)  # decoded again there, and recorded failed
+                return
+        elif key in ex.records or (node.deps and skip_reason(ex, node) is not None):
             await self._one(node)
             return
         try:
-            kwargs = resolve_arguments(ex, node) if node.spec.params else {}
+            kwargs = resolve_arguments(ex, node, payload) if node.spec.params else {}
         except ArgumentError:
             await self._step(node)  # resolved again there, and recorded failed
             return
@@ -133,13 +149,17 @@ class Forward(Runners):
             done = StepRecord(_COMPLETED, 1, began, finished, raw, None, seq)
             events = [Event(began, "step.started", key, 1),
                       Event(finished, "step.completed", key, 1)]
+            if waiting is not None:  # (as `_ended` for an interrupt)
+                done.deadline = waiting.deadline
+                done.correlation_id = waiting.correlation_id
+                events.insert(0, event("interrupt.resumed", key))
             if (ex.folds or ex.claims) and completes_run(self, node):  # (as `_ended`)
                 ex.fold(key, done, events)
             else:
                 await ex.checkpoint(key, done, events)
             self._after_checkpoint(node)
             return
-        await self._ended(node, await call_step(ex, node, failed=(began, error)))
+        await self._ended(node, await call_step(ex, node, payload, failed=(began, error)))
 
     async def _ended(self, node: Node, out: Outcome) -> None:
         """Record how a call of the step ended (`call_step`'s outcome), and go on from there."""

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 import reactorflow as rf
+from reactorflow import records
+from reactorflow.runtime import forward
 from tests.helpers import Recorder, unique
 
 pytestmark = pytest.mark.usefixtures("storage")
@@ -143,3 +145,86 @@ async def test_a_result_kept_without_decoding_is_the_value_dependents_get() -> N
     assert run.steps["count"].result == 1.0
     assert type(run.steps["count"].result) is float
     assert run.value == "1.0 float"
+
+
+# -- a resumed interrupt ---------------------------------------------------------------------------
+
+
+def _interrupt(body: str) -> rf.Reactor:
+    """`prep`, then the interrupt `approve` (a correlation id and a deadline: both carried into
+    its completed record), then `finish`; `body` decides how `approve` ends."""
+    flow = rf.Reactor(unique("fast.interrupt." + body.replace(" ", "_")))
+
+    @flow.step
+    async def prep() -> int:
+        return 1
+
+    @flow.interrupt(correlation_id="order:{prep}", timeout=3600)
+    async def approve(payload: int, prep: int, ctx: rf.StepContext) -> int:
+        if body == "raises":
+            raise ValueError(f"no {payload}")
+        if body == "halts":
+            raise rf.Halt("enough")
+        if body == "wrong type":
+            return True  # a bool is not an int once stored: a SerializationError
+        return payload + prep + ctx.attempt
+
+    @flow.step
+    async def finish(approve: int) -> int:
+        return approve + 1
+
+    return flow
+
+
+INTERRUPT_BODIES = ["completes", "raises", "halts", "wrong type"]
+
+
+async def _stored_record(run_id: str, key: str) -> tuple[Any, ...]:
+    stored = await rf.config.current_storage().load_run(run_id)
+    assert stored is not None
+    record = records.decode_step(stored.steps[key])
+    return (record.status, record.attempts, record.deadline is not None, record.correlation_id)
+
+
+async def _resumed(flow: rf.Reactor) -> rf.Run:
+    paused = await flow.run()
+    assert paused.status is rf.Status.PAUSED
+    return await flow.continue_(paused.id, step="approve", payload=40)
+
+
+@pytest.mark.parametrize("body", INTERRUPT_BODIES)
+async def test_a_resumed_interrupt_on_the_fast_path_leaves_the_run_the_general_path_leaves(
+        body: str) -> None:
+    flow = _interrupt(body)
+    fast = await _resumed(flow)
+    recorder = Recorder()
+    rf.configure(middleware=[recorder])  # observed: every step takes the general path
+    try:
+        general = await _resumed(flow)
+    finally:
+        rf.configure(middleware=[])
+    assert recorder.only("before_run")  # observed: it took the general path
+    assert _seen(fast) == _seen(general)
+    assert _seen(await flow.get(fast.id)) == _seen(await flow.get(general.id))
+    assert (await _stored_record(fast.id, "approve")
+            == await _stored_record(general.id, "approve"))
+    if body == "completes":
+        assert fast.value == 43
+        assert await _stored_record(fast.id, "approve") == (
+            rf.StepStatus.COMPLETED, 1, True, "order:1")
+
+
+async def test_a_resumed_interrupt_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without middleware, a claimed interrupt's body runs without `call_step` (the general
+    path), as a plain step's does."""
+    general: list[str] = []
+    original = forward.call_step
+
+    async def counted(ex: Any, node: Any, *args: Any, **kwargs: Any) -> Any:
+        general.append(node.key)
+        return await original(ex, node, *args, **kwargs)
+
+    monkeypatch.setattr(forward, "call_step", counted)
+    run = await _resumed(_interrupt("completes"))
+    assert run.value == 43
+    assert general == []
