@@ -71,8 +71,9 @@ def redactions_of(plan: Plan | None, meta: RunMeta | None) -> Redactions:
     """What a snapshot of the run masks: what its plan marks `rf.Redacted`, and what was
     marked when the run started (stored in its meta: a reader without the reactor still masks,
     and a mark removed later still hides the values stored under it)."""
-    stored = Redactions(meta.redacted_inputs, dict(meta.redacted_results)) if (
-        meta is not None) else NONE
+    if meta is None or not (meta.redacted_inputs or meta.redacted_results):  # none stored
+        return plan.redactions if plan is not None else NONE
+    stored = Redactions(meta.redacted_inputs, dict(meta.redacted_results))
     if plan is None or not stored:
         return plan.redactions if plan is not None else stored
     current = plan.redactions
