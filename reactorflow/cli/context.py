@@ -6,12 +6,14 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 import anyio
 import click
+from anyio.abc import TaskStatus
 
 from reactorflow import config
 from reactorflow.config import configure
@@ -90,3 +92,43 @@ def run_async(factory: Callable[[], Awaitable[T]]) -> T:
             await config.current_storage().aclose()
 
     return anyio.run(main)
+
+
+def run_until_stopped(factory: Callable[[], Awaitable[object]]) -> bool:
+    """Run `factory()` (a daemon's loop) on a fresh event loop until it returns or SIGINT or
+    SIGTERM arrives, then close the storage's connections; True when a signal stopped it.
+
+    1. A signal receiver is installed before `factory()` starts.
+    2. A signal cancels the task group that runs both. The cancellation is anyio's (delivered
+       again at every await until the loop has left), so a daemon stops even if something
+       inside it swallowed a single cancellation, as a bare `task.cancel()` could be.
+    3. The storage is closed shielded from that cancellation.
+    A signal that arrives before the receiver is installed is Python's KeyboardInterrupt.
+    """
+    stopped = False
+
+    async def watch(group: anyio.abc.TaskGroup, *,
+                    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        nonlocal stopped
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            task_status.started()
+            async for _ in signals:
+                stopped = True
+                group.cancel_scope.cancel()
+                return
+
+    async def main() -> None:
+        try:
+            async with anyio.create_task_group() as group:
+                await group.start(watch, group)
+                await factory()
+                group.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await config.current_storage().aclose()
+
+    try:
+        anyio.run(main)
+    except KeyboardInterrupt:
+        return True
+    return stopped

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import anyio
 import click
 
 from reactorflow import config
-from reactorflow.cli.context import app_options, prepare, run_async
+from reactorflow.cli.context import app_options, prepare, run_async, run_until_stopped
 from reactorflow.cli.output import table
 from reactorflow.jsonforms import dumps
 from reactorflow.runtime import scheduler
@@ -70,7 +69,7 @@ def scheduler_command(positional: tuple[str, ...], once: bool, apps: tuple[str, 
     """Start the scheduled runs of the reactors in MODULEs as their ticks come due.
 
     Sleeps until the next tick; any number of copies may run (each tick starts one run);
-    storage outages are logged and retried. Needs shared storage. Ctrl-C stops it.
+    storage outages are logged and retried. Needs shared storage. Ctrl-C or SIGTERM stops it.
     """
     prepare(apps, redis_url, namespace, positional)
     count = sum(1 for _ in scheduler.entries())
@@ -82,16 +81,11 @@ def scheduler_command(positional: tuple[str, ...], once: bool, apps: tuple[str, 
             click.echo(f"scheduler: started {run.reactor} run {run.id}")
 
     async def loop() -> None:
-        try:
-            if once:
-                report(await scheduler.schedule_once())
-            else:
-                await scheduler.run_forever(on_started=report)
-        finally:
-            await config.current_storage().aclose()
+        if once:
+            report(await scheduler.schedule_once())
+        else:
+            await scheduler.run_forever(on_started=report)
 
-    try:
-        anyio.run(loop)
-    except KeyboardInterrupt:
+    if run_until_stopped(loop):
         click.echo("scheduler: stopped", err=True)
     return 0

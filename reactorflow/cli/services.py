@@ -6,11 +6,9 @@ import ipaddress
 import os
 import sys
 
-import anyio
 import click
 
-from reactorflow import config
-from reactorflow.cli.context import app_options, import_apps, modules, prepare
+from reactorflow.cli.context import app_options, import_apps, modules, prepare, run_until_stopped
 from reactorflow.definition import registry
 from reactorflow.errors import ConfigurationError
 from reactorflow.runtime.sweeper import SweepReport, run_forever, sweep_once
@@ -105,7 +103,7 @@ def sweep_command(positional: tuple[str, ...], interval: float, limit: int, once
     """Recover stalled runs and expire overdue interrupts, every --interval seconds.
 
     Needs shared storage (REACTORFLOW_REDIS_URL, --redis-url, or rf.configure in a module):
-    sweeping a fresh in-memory store would do nothing. Ctrl-C stops it.
+    sweeping a fresh in-memory store would do nothing. Ctrl-C or SIGTERM stops it.
     """
     prepare(apps, redis_url, namespace, positional)  # refuses an empty in-memory store
 
@@ -115,17 +113,12 @@ def sweep_command(positional: tuple[str, ...], interval: float, limit: int, once
                    f"skipped={len(done.skipped)} unreadable={len(done.unreadable)}")
 
     async def loop() -> None:
-        try:
-            if once:
-                report(await sweep_once(limit=limit))
-            else:  # survives storage outages: failed sweeps are logged and retried, backing off
-                await run_forever(interval=interval, limit=limit, on_report=report)
-        finally:
-            await config.current_storage().aclose()
+        if once:
+            report(await sweep_once(limit=limit))
+        else:  # survives storage outages: failed sweeps are logged and retried, backing off
+            await run_forever(interval=interval, limit=limit, on_report=report)
 
-    try:
-        anyio.run(loop)
-    except KeyboardInterrupt:
+    if run_until_stopped(loop):
         click.echo("sweep: stopped", err=True)
     return 0
 

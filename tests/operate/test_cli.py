@@ -160,14 +160,16 @@ def _spawn(lane: Shared, *args: str) -> subprocess.Popen[str]:
                             start_new_session=True)
 
 
-async def test_sweep_runs_once_and_stops_cleanly_on_ctrl_c(shared: Shared) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl_c", "sigterm"])
+async def test_sweep_runs_once_and_stops_cleanly_on_ctrl_c(shared: Shared,
+                                                          stop: signal.Signals) -> None:
     once = cli(shared, "sweep", "--once", *APP)
     assert once.code == 0 and once.out.startswith("sweep: recovered=0")
     proc = _spawn(shared, "sweep", "--interval", "0.2", *APP)
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().startswith("sweep: ")  # it is looping
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
