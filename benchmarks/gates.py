@@ -211,7 +211,12 @@ async def _rate(ctx: Context, storage: rf.RedisStorage) -> None:
     seconds = ctx.pick(full=5, quick=2)
     admitted: list[float] = []
     start = time.time()
-    first_full = int(start) + 1  # count whole seconds only
+    # Whole seconds only, from the second one: the limiter counts by the server's windows,
+    # this by the moment each caller reads its reply. In the partial second the callers start
+    # in, the window may still be admitting at its very end (it has not filled yet), and the
+    # replies read after the boundary would count in the next second. From then on every
+    # window fills early in its second and the two clocks agree.
+    first_full = int(start) + 2
     end = first_full + seconds
 
     async def caller() -> None:
