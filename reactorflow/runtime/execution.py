@@ -75,6 +75,9 @@ class Execution:
         self.level_entries: dict[str, Entry] = {}  # open composed children's gates
         self.parks = False  # in a worker: wait for async units parked, not holding the run
         self.never_waits = False  # an async unit in a worker: a busy gate snoozes the unit
+        # a manual undo, an interrupt's expiry, an in-process recovery: a fanned-out map's
+        # undo throws are waited for here; every other execution parks the run at them
+        self.waits_for_throws = False
         self.parked_since: dict[str, float] = {}  # unit key -> since when (when it parked)
         self.hold: Hold | None = None  # the lock hold of the owning execution, when it drives
         self.history: list[Event] | None = None  # events written here, when all are known...

@@ -245,10 +245,12 @@ def needs_execution(ex: Execution) -> bool:
 
 async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
                     ex: Execution | None = None, *, parks: bool = False,
-                    loaded: bool = False) -> Execution:
+                    loaded: bool = False, waits_for_throws: bool = False) -> Execution:
     """Drive a run whose lock `owner` holds (count 1) until it settles, then release; returns
     the execution as it ended. `parks=True` (a worker): a step waiting for an async unit
-    parks the run instead of holding it (see `driver.park`). `ex` is the run as this owner
+    parks the run instead of holding it (see `driver.park`). `waits_for_throws=True` (an
+    in-process recovery): a fanned-out map's undo throws are waited for here instead of
+    parking the run at them (see `maps.throws`). `ex` is the run as this owner
     created it, or, with `loaded=True`, as it read it under the lock (it is then checked like
     a run this call loads: one that needs no execution is only released).
 
@@ -264,7 +266,7 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
                 loaded = False
                 if not needs_execution(ex):
                     return ex
-            ex.parks = parks
+            ex.parks, ex.waits_for_throws = parks, waits_for_throws
             ex.hold = hold  # its final save releases the lock in the same write
             await drive(ex)
             ex.hold = None
@@ -407,6 +409,7 @@ async def undo(reactor: Reactor, run_id: str) -> Run:
                             steps=ex.close_waiting(), rollback_trigger=RollbackTrigger.UNDO,
                             cancel_reason="undone", waiting_on=[], deadlines={},
                             timeout_at=None)
+        ex.waits_for_throws = True  # undo() returns the run as it ended
         await drive(ex)
     return await get(reactor, run_id)
 

@@ -289,4 +289,5 @@ async def fail_run(reactor: Reactor, storage: Storage, run_id: str, error: RunEr
                             steps=ex.close_waiting(), error=error,
                             rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[], deadlines={},
                             timeout_at=None)
+        ex.waits_for_throws = True  # the run is failed when this returns
         await drive(ex)

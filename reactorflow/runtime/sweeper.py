@@ -256,7 +256,7 @@ async def _hand_over(job: Job, reactor: Reactor, report: SweepReport) -> None:
         return  # someone took it meanwhile: it is alive
     log.info("reactorflow.sweep.recovering run_id=%s reactor=%s", job.run_id, job.reactor)
     try:
-        await operations.run_owned(reactor, storage, job.run_id, owner)
+        await operations.run_owned(reactor, storage, job.run_id, owner, waits_for_throws=True)
     except (CorruptRecord, DefinitionChanged) as exc:
         await operations.mark_unrecoverable(storage, job.run_id, type(exc).__name__,
                                             exc.message)

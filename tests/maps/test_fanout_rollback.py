@@ -20,25 +20,53 @@ from tests.maps.flows import Batch, Window
 
 class Recording:
     """The registered queue, recording every job; the first delivery of the undo jobs of the
-    indices in `drop` is lost (as with a worker killed after taking the message)."""
+    indices in `drop` is lost (as with a worker killed after taking the message).
+
+    The caller's element jobs (enqueued by the test's own thread, the one running `run()`) can
+    be held back until `release()`, so the caller parks at the map with its elements still out
+    (`hold=True`); or passed on with the caller kept waiting, once it enqueued `settle` of them,
+    until the map's last element re-enqueued the run, so the caller finds the map settled and
+    goes on itself."""
 
     shared = False
 
-    def __init__(self, inner: queue.JobQueue, drop: set[int] | None = None) -> None:
+    def __init__(self, inner: queue.JobQueue, drop: set[int] | None = None, *,
+                 hold: bool = False, settle: int = 0) -> None:
         self.inner = inner
         self.drop = set(drop or ())
         self.dropped: list[int] = []
         self.jobs: list[Job] = []
         self.lock = threading.Lock()
+        self.caller = threading.get_ident()
+        self.held: list[Job] | None = [] if hold else None
+        self.settle = settle
+        self.run_enqueued = threading.Event()
 
     def enqueue(self, job: Job, *, delay: float | None = None) -> None:
+        by_caller = threading.get_ident() == self.caller and job.kind is JobKind.ELEMENT
         with self.lock:
             self.jobs.append(job)
             if job.kind is JobKind.UNDO and job.index in self.drop:
                 self.drop.discard(job.index)
                 self.dropped.append(job.index)
                 return
+            if job.kind is JobKind.RUN:
+                self.run_enqueued.set()
+            if by_caller and self.held is not None:
+                self.held.append(job)
+                return
         self.inner.enqueue(job, delay=delay)
+        if by_caller and self.settle:
+            self.settle -= 1
+            if not self.settle:
+                assert self.run_enqueued.wait(30), "the map's elements never all settled"
+
+    def release(self) -> None:
+        """Pass the held element jobs on."""
+        with self.lock:
+            held, self.held = self.held or [], None
+        for job in held:
+            self.inner.enqueue(job)
 
     def of(self, kind: JobKind) -> list[Job]:
         with self.lock:
@@ -84,10 +112,12 @@ async def test_completed_elements_are_undone_by_worker_jobs_in_throws(
         storage: rf.Storage) -> None:
     flow, undone, window = undo_saga(batch_size=3)
     inner = queue.current()
-    recording = Recording(inner)
+    recording = Recording(inner, hold=True)  # the caller parks at the map with its elements out
     queue.register(lambda: recording)
     try:
         run = await flow.run(tag="t", items=list(range(10)))
+        assert run.status is rf.Status.RUNNING and run.history[-1].kind == "run.parked"
+        recording.release()
         done = await flow.wait(run.id, timeout=60)
     finally:
         queue.register(lambda: inner)
@@ -205,3 +235,28 @@ async def test_an_undo_job_given_up_fails_that_undo_and_the_rollback_goes_on(
     assert [(f.step, f.kind, f.type) for f in done.error.rollback_failures] == [
         ("each", "undo", "JobRetriesExhausted")]
     assert "element 4" in done.error.rollback_failures[0].message
+
+
+async def test_a_caller_that_starts_the_rollback_gets_the_run_back_parked_at_the_throw(
+        storage: rf.Storage) -> None:
+    """The map's elements all settled before the caller looked (it goes on itself) and a later
+    step fails: the caller's `run()` parks the run `rolling_back` at the map's first throw and
+    returns it, as it returns a run parked at the map going forward; the workers finish the
+    rollback. (It used to wait in its process for every throw: with an undo job lost, `run()`
+    did not return before `stall_timeout`.)"""
+    flow, undone, _window = undo_saga(batch_size=2)
+    inner = queue.current()
+    recording = Recording(inner, settle=2)
+    queue.register(lambda: recording)
+    try:
+        run = await flow.run(tag="p", items=list(range(5)))
+        assert run.status is rf.Status.ROLLING_BACK, run.status
+        kinds = [e.kind for e in run.history]
+        assert "run.parked" not in kinds[:kinds.index("run.rolling_back")]  # the map never parked
+        assert kinds[-1] == "run.parked"
+        done = await flow.wait(run.id, timeout=30)
+    finally:
+        queue.register(lambda: inner)
+    assert done.status is rf.Status.FAILED and done.error is not None
+    assert done.error.step == "boom" and done.error.rollback_failures == []
+    assert [item for item, _ in undone] == [4, 3, 2, 1, 0]

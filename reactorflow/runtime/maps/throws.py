@@ -7,10 +7,12 @@ The owner (the execution rolling the run back), each time it meets the map in it
    hold an undone-able outcome (completed, no undo outcome saved), the throw is out: once it
    has been out for `stall_timeout`, the highest of them that nobody holds the undo lock of is
    enqueued again (its job was lost with a dead worker; the chain of step 4 re-enqueues the
-   rest), and the owner waits — parked (a worker: the
-   run is saved `rolling_back` with the map in `parked_on`, nothing held, and resumed by the
-   throw's last undo or the periodic re-check), or in this process (subscribed to the map's
-   undo topic) when the execution cannot park (a manual `undo`, an in-process recovery);
+   rest), and the owner waits — parked (the run is saved `rolling_back` with the map in
+   `parked_on`, nothing held, and resumed by the throw's last undo or the periodic re-check:
+   a worker, and a caller's `run`/`continue_`, which returns the run parked as it does at a
+   fanned-out map going forward), or in this process (subscribed to the map's undo topic)
+   when the execution waits for the run's end (`Execution.waits_for_throws`: a manual
+   `undo`, an interrupt's expiry, an in-process recovery);
 2. a settled throw is acknowledged (its elements written to the map's acknowledgement slots,
    first wins: the count then equals the throw's `end` whatever undo job died before its own
    acknowledgement);
@@ -99,7 +101,7 @@ async def roll_back_fanned(ex: Execution, node: Node, count: int) -> float | Non
                 if clock.now() - since >= config.settings().stall_timeout:
                     await _redispatch_lost(ex, node, left)
                     since = clock.now()
-                if ex.parks:
+                if not ex.waits_for_throws:
                     return since
                 await _wait(ex, node, throw, since)
                 continue
@@ -115,7 +117,7 @@ async def roll_back_fanned(ex: Execution, node: Node, count: int) -> float | Non
                                     replace=True)  # written before any of its jobs goes out
         ex.parked_since[key] = clock.now()
         queue.enqueue_undo(ex.run_id, ex.reactor, key, indices[0])
-        if ex.parks:
+        if not ex.waits_for_throws:
             return ex.parked_since[key]
 
 
