@@ -4,6 +4,8 @@ in-flight elements, atomic and non-atomic failure, rollback (api.md §4 "Maps").
 
 from __future__ import annotations
 
+import threading
+
 import anyio
 import pytest
 
@@ -152,6 +154,8 @@ async def test_an_owner_never_resumed_is_resumed_by_the_sweeper(storage: rf.Stor
     flow, _log, _peak = fanned(batch_size=3)
     inner = queue.current()
     lost: list[str] = []
+    caller = threading.get_ident()
+    held: list[object] = []  # the caller's element jobs, until it parked at the map
 
     class NoResume:
         shared = False
@@ -160,12 +164,18 @@ async def test_an_owner_never_resumed_is_resumed_by_the_sweeper(storage: rf.Stor
             if getattr(job, "kind", None) is JobKind.RUN:
                 lost.append("run")
                 return
+            if threading.get_ident() == caller and getattr(job, "kind", None) is JobKind.ELEMENT:
+                held.append(job)  # else all four might settle before the caller looks
+                return
             inner.enqueue(job, delay=delay)  # type: ignore[arg-type]
 
     queue.register(NoResume)  # type: ignore[arg-type, return-value]
     try:
         rf.configure(stall_timeout=0.01, async_wait_timeout=3600)
         run = await flow.run(tag="o", items=[1, 2, 3, 4])
+        assert run.status is rf.Status.RUNNING and run.history[-1].kind == "run.parked"
+        for job in held:
+            inner.enqueue(job)  # type: ignore[arg-type]
         with anyio.fail_after(20):
             while await storage.count_elements(run.id, "square") < 4:
                 await anyio.sleep(0.02)
