@@ -40,6 +40,46 @@ _UNSHIELDED: AbstractContextManager[None] = nullcontext()  # (a final save with 
 class Execution:
     """One run, as seen by the execution that holds its lock."""
 
+    __slots__ = (
+        "__weakref__",
+        "_shield_kind",
+        "claims",
+        "control",
+        "element",
+        "enqueue_after_release",
+        "enqueue_delay",
+        "folded",
+        "folds",
+        "gates",
+        "history",
+        "hold",
+        "hooks",
+        "level_entries",
+        "level_inputs",
+        "loaded_history",
+        "map_lists",
+        "maps_inline",
+        "meta",
+        "never_waits",
+        "owner",
+        "parked_since",
+        "parks",
+        "plan",
+        "reactor",
+        "records",
+        "run_entry",
+        "run_id",
+        "seq",
+        "slots",
+        "state",
+        "step_prefix",
+        "storage",
+        "stored_status",
+        "unconfirmed",
+        "values",
+        "waits_for_throws",
+    )
+
     def __init__(
         self,
         *,
@@ -65,7 +105,7 @@ class Execution:
         self.values: dict[str, Any] = {}
         self.map_lists: dict[tuple[str, MapRead], list[Any]] = {}  # map readers' lists, loaded
         self.level_inputs: dict[str, Any] = {"": plan.levels[""].inputs_decoder.decode(meta.inputs)}
-        self.seq = max((r.seq for r in steps.values()), default=0)
+        self.seq = max([r.seq for r in steps.values()]) if steps else 0
         self.stored_status = state.status
         self.control: Control | None = None
         self.enqueue_after_release = False  # set by a background hand-off, or a snooze
@@ -92,9 +132,11 @@ class Execution:
         self.maps_inline = False  # an element's maps run inline, fan_out=True too
         self.folds = is_foldable(storage.save_step)  # a plain run's last completion may, too
         self._shield_kind: type[anyio.CancelScope] | None = None  # (see `shielded`)
-        for key, record in steps.items():
-            if record.child_started and key in plan.levels:
-                self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(record.child_inputs)
+        if len(plan.levels) > 1:  # composed children: the inputs of those that started
+            for key, record in steps.items():
+                if record.child_started and key in plan.levels:
+                    self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(
+                        record.child_inputs)
         if plan.redactions:
             watch(self)  # error text recorded or logged in this context is scrubbed of secrets
 
