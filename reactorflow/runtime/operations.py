@@ -12,7 +12,7 @@ import anyio
 import msgspec
 
 from reactorflow import clock, config, records
-from reactorflow.definition.graph import plan_for
+from reactorflow.definition.graph import Plan, plan_for
 from reactorflow.errors import (
     GateBusy,
     GateKeyError,
@@ -220,11 +220,14 @@ async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str
 
 
 def owned_execution(reactor: Reactor, storage: Storage, stored: StoredRun, owner: str, *,
-                    check_graph: bool = True) -> Execution:
+                    check_graph: bool = True, plan: Plan | None = None) -> Execution:
     """The execution of a run read (with its history and claims) while `owner` held its lock;
     `check_graph=False` when the caller compared the run's graph with the reactor's already
-    (a resume does, before it claims: a run's graph never changes)."""
-    ex = Execution.from_stored(stored, plan=plan_for(reactor), storage=storage, owner=owner,
+    (a resume does, before it claims: a run's graph never changes); `plan`, the reactor's
+    when the caller has it at hand."""
+    ex = Execution.from_stored(stored, plan=plan if plan is not None else plan_for(reactor),
+                               storage=storage,
+                               owner=owner,
                                claims=stored.claims or {}, hooks=hooks_for(reactor),
                                check_graph=check_graph)
     if stored.history is not None:  # from here on it knows every event: no reading back

@@ -108,7 +108,7 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
                                                        lock_ttl=lock_ttl,
                                                        check=_check(reactor, plan, key))
         if outcome is not ClaimResult.REFUSED:
-            return await _claimed(reactor, storage, run_id, key, owner, outcome, stored)
+            return await _claimed(reactor, plan, storage, run_id, key, owner, outcome, stored)
         found = stored.head if stored is not None else None  # refused: say why from it
     else:
         found = await storage.load_head(run_id)
@@ -119,7 +119,7 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
                                                    lock_ttl=lock_ttl,
                                                    then=_resumption(plan, head, state, key))
-    return await _claimed(reactor, storage, run_id, key, owner, outcome, stored)
+    return await _claimed(reactor, plan, storage, run_id, key, owner, outcome, stored)
 
 
 async def _checked(reactor: Reactor, storage: Storage, plan: Plan, run_id: str, key: str,
@@ -150,8 +150,8 @@ async def _checked(reactor: Reactor, storage: Storage, plan: Plan, run_id: str, 
     return node, state
 
 
-async def _claimed(reactor: Reactor, storage: Storage, run_id: str, key: str, owner: str,
-                   outcome: ClaimResult, stored: StoredRun | None) -> Run:
+async def _claimed(reactor: Reactor, plan: Plan, storage: Storage, run_id: str, key: str,
+                   owner: str, outcome: ClaimResult, stored: StoredRun | None) -> Run:
     """After `claim_and_lock`: refuse a claim not accepted; else drive the run (as `stored`,
     read under the lock), hand it to a worker (`resume="background"`), or, when another
     execution holds it, return it as accepted."""
@@ -161,7 +161,7 @@ async def _claimed(reactor: Reactor, storage: Storage, run_id: str, key: str, ow
         current = await storage.load_head(run_id)
         raise NotPaused(run_id, current.status if current is not None else "gone")
     log.info("reactorflow.resume.accepted run_id=%s step=%s", run_id, key)
-    options = plan_for(reactor).nodes[key].spec.interrupt
+    options = plan.nodes[key].spec.interrupt
     assert options is not None
     if stored is None:
         # Another execution holds the run: it applies the claim once free, and a worker is
@@ -171,7 +171,8 @@ async def _claimed(reactor: Reactor, storage: Storage, run_id: str, key: str, ow
         claimed = set(await storage.claims(run_id)) | {key}
         return accepted(await operations.get(reactor, run_id), claimed)
     # (the graph was checked before the claim: by storage's check, or by `_checked`)
-    ex = operations.owned_execution(reactor, storage, stored, owner, check_graph=False)
+    ex = operations.owned_execution(reactor, storage, stored, owner, check_graph=False,
+                                    plan=plan)
     if options.resume == "background":
         await _hand_to_worker(reactor, storage, ex, key)
         return await operations.get(reactor, run_id)

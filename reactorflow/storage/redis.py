@@ -78,10 +78,11 @@ def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
-def _hash(flat: Sequence[Any]) -> dict[str, bytes]:
+def _hash(flat: Sequence[bytes]) -> dict[str, bytes]:
     """A hash of text fields and byte values from the flat field/value list a script returns
-    for HGETALL."""
-    return {_text(k): _bytes(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
+    for HGETALL (bulk strings: bytes, as every element of an LRANGE a script returns)."""
+    pairs = iter(flat)
+    return {k.decode(errors="surrogatepass"): v for k, v in zip(pairs, pairs, strict=True)}
 
 
 _CLAIMED = {member.value.encode(): member for member in ClaimResult}
@@ -414,7 +415,7 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                              lock_ttl: float, then: Resumption | None = None,
                              check: ResumeCheck | None = None,
                              ) -> tuple[ClaimResult, StoredRun | None]:
-        conn = await self._redis.get()
+        conn = self._redis.current() or await self._redis.get()
         keys = self._keys.run_keys(run_id)
         now = _now() if check is None else repr(check.now)  # (one text for both: the same)
         args: list[EncodableT] = [_token(), name, payload, self._retention_ms, owner,
@@ -450,8 +451,7 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                 await pipe.execute()
         if head is None:  # unreachable: the script saw the run
             return outcome, None
-        return outcome, StoredRun(head, _hash(reply[3]), [_bytes(e) for e in reply[4]],
-                                  _hash(reply[5]))
+        return outcome, StoredRun(head, _hash(reply[3]), reply[4], _hash(reply[5]))
 
     async def claims(self, run_id: str) -> dict[str, bytes]:
         conn = await self._redis.get()

@@ -308,11 +308,11 @@ async def test_redis_claim_and_lock_check_replayed_answers_as_the_first(redis_ur
     await redis_storage.aclose()
 
 
-async def test_redis_claim_and_lock_check_path_reads_the_run_hash_twice(redis_url: str) -> None:
-    """On the check path the script reads the run's hash twice (its expiry horizon, then what
-    the check needs) and writes it once: the claim, the status write and the reply reuse what
-    the check read (no HGET of the status or of the creation time, no HMGET of the head after
-    the write); the head it returns is the run's head as stored."""
+async def test_redis_claim_and_lock_check_path_reads_the_run_hash_once(redis_url: str) -> None:
+    """On the check path the script reads the run's hash once (its expiry horizon with what
+    the check needs) and writes it once: the check, the claim, the status write and the reply
+    reuse what it read (no HGET of the status or of the creation time, no HMGET of the head
+    after the write); the head it returns is the run's head as stored."""
     redis_storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
     run_id = await _waiting(redis_storage)
     found: list[Any] = []
@@ -328,6 +328,6 @@ async def test_redis_claim_and_lock_check_path_reads_the_run_hash_twice(redis_ur
     outcome, stored = found[0]
     assert outcome is ClaimResult.ACCEPTED and stored is not None
     assert stored.head.status == "running"
-    assert on_run == ["HMGET", "HMGET", "HSET"], on_run
+    assert on_run == ["HMGET", "HSET"], on_run
     assert stored.head == await redis_storage.load_head(run_id)
     await redis_storage.aclose()

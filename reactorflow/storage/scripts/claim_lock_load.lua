@@ -24,18 +24,17 @@
 --          {'accepted', 0} when accepted but another owner holds the lock;
 --          {'accepted', 1, head fields, steps as a flat field/value list, history list,
 --           claims flat list, 1 if the status write was made by this call else 0}.
-local HEAD = {'reactor', 'status', 'meta', 'state', 'created', 'touched'}
 local name, mode = ARGV[2], ARGV[10]
-local exp, n = horizon(KEYS[1])
+-- The run's head (reactor, status, meta, state, created, touched) is read with its expiry
+-- horizon, in one command, and reused below: nothing of it changes before the status write.
+local exp, n, _, found = horizon(KEYS[1], 'reactor', 'status', 'meta', 'state', 'created',
+                                 'touched')
+local head = found and {found[4], found[5], found[6], found[7], found[8], found[9]}
 local claimed = redis.call('HEXISTS', KEYS[5], name) == 1
 local retry = claimed and redis.call('HGET', KEYS[7], 'claim:' .. name) == ARGV[1]
--- What the check read of the run (reactor, status, meta, state, created), reused below: none of
--- it changes before the status write.
-local head
 
 -- The state of a run that passes the check (mode 'check'), decoded; nil when it does not.
 local function checked()
-  head = redis.call('HMGET', KEYS[1], 'reactor', 'status', 'meta', 'state', 'created')
   if head[1] ~= ARGV[11] or (head[2] ~= 'paused' and head[2] ~= 'running') or not head[3]
       or not string.find(head[3], ARGV[12], 1, true) then
     return nil
@@ -72,7 +71,7 @@ if mode == 'check' and not retry then
     if not exp then
       return {'refused'}
     end
-    return {'refused', redis.call('HMGET', KEYS[1], unpack(HEAD))}
+    return {'refused', head}
   end
 end
 if not exp then
@@ -83,7 +82,7 @@ if claimed then
     return {'taken'}
   end
 else
-  local status = head and head[2] or redis.call('HGET', KEYS[1], 'status')
+  local status = head[2]
   if (status ~= 'paused' and status ~= 'running') or redis.call('EXISTS', KEYS[4]) == 1 then
     return {'not_resumable'}
   end
@@ -106,8 +105,7 @@ redis.call('PEXPIRE', KEYS[8], ARGV[6])
 -- unclaimed, the first event's ARGV index; nil when there is none to make.
 local function write()
   if mode == 'then' then
-    local head = redis.call('HMGET', KEYS[1], 'status', 'state')
-    if head[1] ~= ARGV[12] or head[2] ~= ARGV[13] then
+    if head[2] ~= ARGV[12] or head[4] ~= ARGV[13] then
       return nil
     end
     local others = {}
@@ -154,19 +152,16 @@ if mode ~= '' and (not retry or not seen(KEYS[7], ARGV[1])) then
     end
     keep(exp, ARGV[4], fresh)
     if #KEYS > 8 then
-      local created = head and head[5] or redis.call('HGET', KEYS[1], 'created')
-      redis.call('ZADD', KEYS[9], 'NX', created, ARGV[9])
-      redis.call('ZADD', KEYS[10], 'NX', created, ARGV[9])
+      redis.call('ZADD', KEYS[9], 'NX', head[5], ARGV[9])
+      redis.call('ZADD', KEYS[10], 'NX', head[5], ARGV[9])
       redis.call('ZREM', KEYS[11], ARGV[9])
     end
     written = 1
   end
 end
-local fields
-if written == 1 and head and head[5] then  -- as the check read it, with the write made
+local fields = head  -- as read first (no write of this call changed it), or as written
+if written == 1 then
   fields = {head[1], written_status, head[3], new_state, head[5], ARGV[7]}
-else
-  fields = redis.call('HMGET', KEYS[1], unpack(HEAD))
 end
 return {'accepted', 1, fields, redis.call('HGETALL', KEYS[2]),
         redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[5]), written}
