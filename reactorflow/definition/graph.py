@@ -107,6 +107,8 @@ class Plan:
             self.fingerprint.update({join(key, k): [entry[0], *(join(key, d) for d in entry[1:])]
                                      for k, entry in child.fingerprint.items()})
         self.redactions = self._redactions()
+        self.map_keys: tuple[str, ...] = tuple(  # its maps (in composed children too)
+            key for key, node in self.nodes.items() if node.spec.map is not None)
 
     def _build_level(self, reactor: Reactor, level: str, stack: tuple[Reactor, ...]) -> Any:
         if reactor in stack:

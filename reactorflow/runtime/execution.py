@@ -366,7 +366,7 @@ class Execution:
         encoded_steps = (
             {key: records.encode(self.records[key]) for key in steps} if steps else None
         )
-        if final:
+        if final and self.plan.map_keys:
             await self.refresh_maps()
         hold = self.hold if final and self.hold is not None and not self.hold.released else None
         places = self.gates.places_to_release() if final else []
@@ -403,7 +403,8 @@ class Execution:
             self.control = None
         elif control is not None and self.control is None:
             self.control = records.decode_control(control)
-        if status.is_terminal:
+        if status.is_terminal and any(r.correlation_id is not None
+                                      for r in self.records.values()):
             await self.release_correlations()
         return True
 
@@ -411,8 +412,7 @@ class Execution:
         """Before the execution's last write: reset the retention of the slots of the run's
         maps that started, so they expire with the run and never before it (the run's writes
         refresh its own keys; the slots are keys of their own)."""
-        maps = [key for key, node in self.plan.nodes.items()
-                if node.spec.map is not None and key in self.records]
+        maps = [key for key in self.plan.map_keys if key in self.records]
         if maps:
             await self.storage.refresh_elements(self.run_id,
                                                 [k for key in maps for k in slot_keys(key)])

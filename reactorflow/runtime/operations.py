@@ -55,8 +55,14 @@ def new_run_id() -> str:
     return f"{int(clock.now() * 1000):012x}{secrets.token_hex(6)}"
 
 
+_NO_HOOKS = Hooks(())
+
+
 def hooks_for(reactor: Reactor) -> Hooks:
-    return Hooks([*config.settings().middleware, *reactor.middleware])
+    middleware = config.settings().middleware
+    if not middleware and not reactor.middleware:
+        return _NO_HOOKS  # (stateless: one for every execution without middleware)
+    return Hooks([*middleware, *reactor.middleware])
 
 
 # -- starting ------------------------------------------------------------------------------------
@@ -294,6 +300,8 @@ async def snapshot(ex: Execution) -> Run:
         history = decode_history(ex.run_id, await ex.storage.history(ex.run_id))
     run = assemble(ex.plan, ex.run_id, ex.reactor, Status(ex.state.status), ex.meta, ex.state,
                    ex.records, history, ex.meta.created_at, values=ex.values)
+    if not ex.plan.map_keys:  # (no map: its value is no map's)
+        return run
     return await with_map_value(run, ex.plan, ex.storage)
 
 

@@ -124,6 +124,7 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
         self._mutex = threading.Lock()
         self._facts: OrderedDict[str, tuple[str, float]] = OrderedDict()
         self._heads: dict[str, tuple[int, bytes]] = {}  # run id -> `_save_step_head`
+        self._claim_heads: dict[tuple[str, ...], tuple[bytes, bytes]] = {}  # `_claim_head`
 
     @classmethod
     def from_url(cls, url: str, *, namespace: str = "rf", retention: float = DEFAULT_RETENTION,
@@ -416,7 +417,6 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                              check: ResumeCheck | None = None,
                              ) -> tuple[ClaimResult, StoredRun | None]:
         conn = self._redis.current() or await self._redis.get()
-        keys = self._keys.run_keys(run_id)
         now = _now() if check is None else repr(check.now)  # (one text for both: the same)
         args: list[EncodableT] = [_token(), name, payload, self._retention_ms, owner,
                                   _ms(lock_ttl), now, self.history_limit, run_id]
@@ -433,11 +433,17 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
             change = (then.status, then.previous_status)
         else:
             args.append("")
+        indexes: tuple[str, ...] = ()
         if change[0] and reactor is not None and not conn.cluster:  # the script moves them
-            keys += [self._keys.by_status(reactor, change[0]), self._keys.by_reactor(reactor),
-                     self._keys.by_status(reactor, change[1])]
+            indexes = (self._keys.by_status(reactor, change[0]), self._keys.by_reactor(reactor),
+                       self._keys.by_status(reactor, change[1]))
         with self._errors():
-            reply = await conn.script("claim_lock_load", keys, args)
+            if conn.wire is not None:
+                reply = await conn.wire.evalsha_after(self._claim_head(conn, run_id, indexes),
+                                                      SOURCES["claim_lock_load"], args)
+            else:
+                reply = await conn.script("claim_lock_load",
+                                          [*self._keys.run_keys(run_id), *indexes], args)
             outcome = _CLAIMED.get(reply[0]) or ClaimResult(_text(reply[0]))
             if outcome is ClaimResult.REFUSED:
                 head = self._head(run_id, reply[1]) if len(reply) > 1 else None
@@ -445,13 +451,29 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
             if len(reply) < 3:
                 return outcome, None
             head = self._head(run_id, reply[2])
-            if reply[6] == 1 and len(keys) == 8 and head is not None:
+            if reply[6] == 1 and not indexes and head is not None:
                 pipe = conn.client.pipeline(transaction=False)  # other slots: apart
                 self._queue_index(pipe, run_id, (head.reactor, head.created_at), *change)
                 await pipe.execute()
         if head is None:  # unreachable: the script saw the run
             return outcome, None
         return outcome, StoredRun(head, _hash(reply[3]), reply[4], _hash(reply[5]))
+
+    def _claim_head(self, conn: LoopClient, run_id: str,
+                    indexes: tuple[str, ...]) -> tuple[int, bytes]:
+        """EVALSHA, claim_lock_load's sha, the key count and the keys (the run's, then
+        `indexes`), packed for the wire path's `evalsha_after`: all but the run's keys packed
+        once per set of index keys, the run's keys in one formatting (`packed_run_keys`)."""
+        assert conn.wire is not None
+        packed = self._claim_heads.get(indexes)
+        if packed is None:
+            if len(self._claim_heads) >= HEADS_CACHE_SIZE:
+                self._claim_heads.clear()
+            start = ("EVALSHA", conn.scripts["claim_lock_load"].sha, 8 + len(indexes))
+            packed = self._claim_heads[indexes] = (
+                conn.wire.head(start)[1], conn.wire.head(indexes)[1] if indexes else b"")
+        first, last = packed
+        return 11 + len(indexes), first + self._keys.packed_run_keys(run_id) + last
 
     async def claims(self, run_id: str) -> dict[str, bytes]:
         conn = await self._redis.get()

@@ -16,6 +16,7 @@ from reactorflow.errors import ConfigurationError
 
 # Order of the KEYS every run script receives (see the header of each script).
 RUN, STEPS, HIST, CTL, CLAIMS, CTR, TOK, LOCK = range(8)
+RUN_PARTS = ("run", "steps", "hist", "ctl", "claims", "ctr", "tok", "lock")
 # The head fields, in the order `load_head` reads them.
 HEAD_FIELDS = ("reactor", "status", "meta", "state", "created", "touched")
 
@@ -23,7 +24,7 @@ HEAD_FIELDS = ("reactor", "status", "meta", "state", "created", "touched")
 class RedisKeys:
     """Builds every key and channel name of one namespace."""
 
-    __slots__ = ("ns",)
+    __slots__ = ("_run_sizes", "_run_template", "ns")
 
     def __init__(self, namespace: str) -> None:
         if not namespace or "{" in namespace or "}" in namespace:
@@ -33,6 +34,12 @@ class RedisKeys:
                 option="namespace",
             )
         self.ns = namespace
+        # `packed_run_keys`: each key's RESP bulk string with the run id left out, and the size
+        # of each key without the run id
+        parts = [f"{namespace}:{part}:".encode(errors="surrogatepass") for part in RUN_PARTS]
+        self._run_template = b"".join(b"$%d\r\n" + part.replace(b"%", b"%%") + b"{%b}\r\n"
+                                      for part in parts)
+        self._run_sizes = tuple(len(part) + 2 for part in parts)
 
     # -- one run (all in the run's slot) -------------------------------------------------------
 
@@ -42,6 +49,16 @@ class RedisKeys:
         ns = self.ns
         return [f"{ns}:run:{tag}", f"{ns}:steps:{tag}", f"{ns}:hist:{tag}", f"{ns}:ctl:{tag}",
                 f"{ns}:claims:{tag}", f"{ns}:ctr:{tag}", f"{ns}:tok:{tag}", f"{ns}:lock:{tag}"]
+
+    def packed_run_keys(self, run_id: str) -> bytes:
+        """`run_keys(run_id)` as the RESP bulk strings a command carries (what hiredis packs for
+        them, a run id that is no valid UTF-8 encoded as redis-py's encoder does), in one
+        formatting."""
+        tag = run_id.encode(errors="surrogatepass")
+        n = len(tag)
+        s = self._run_sizes
+        return self._run_template % (s[0] + n, tag, s[1] + n, tag, s[2] + n, tag, s[3] + n, tag,
+                                     s[4] + n, tag, s[5] + n, tag, s[6] + n, tag, s[7] + n, tag)
 
     def run(self, run_id: str) -> str:
         return f"{self.ns}:run:{{{run_id}}}"

@@ -18,7 +18,7 @@ import redis.asyncio
 import reactorflow as rf
 from reactorflow.storage.redis import RedisStorage
 from reactorflow.storage.redis_wire import wire_for
-from tests.helpers import redis_namespace
+from tests.helpers import configured, redis_namespace
 from tests.storage.test_contract import OWNER, _commands_during, new_run
 
 
@@ -264,3 +264,36 @@ async def test_database_credentials_and_client_name_are_applied(
         await storage.aclose()
         await wrong.aclose()
         await raw.acl_deluser(user)
+
+
+@pytest.mark.parametrize("namespace", ["rf", "n%s", "ñs"])
+@pytest.mark.parametrize("run_id", ["01a22ffa8dc1e773b3a22709", "ab\udcffc", "%d{x}", "üñ"])
+def test_packed_run_keys_are_the_bulk_strings_of_the_run_keys(namespace: str,
+                                                               run_id: str) -> None:
+    """`RedisKeys.packed_run_keys` (the claim script's keys on the wire path) is what hiredis,
+    or redis-py's encoder for text that is no valid UTF-8, packs for `run_keys`."""
+    keys = RedisStorage(namespace=namespace)._keys
+    expected = b"".join(
+        b"$%d\r\n%b\r\n" % (len(raw), raw)
+        for raw in (key.encode(errors="surrogatepass") for key in keys.run_keys(run_id)))
+    assert keys.packed_run_keys(run_id) == expected
+
+
+async def test_a_resume_on_the_wire_path_names_the_run_keys_and_indexes(
+        redis_url: str) -> None:
+    """`continue_`'s claim, sent with its keys packed once per index set, reaches the same
+    keys as redis-py would name: the run resumes and moves between the status indexes."""
+    async with configured(RedisStorage.from_url(redis_url, namespace=redis_namespace())):
+        flow = rf.Reactor(f"wire-resume-{uuid.uuid4().hex[:8]}")
+
+        @flow.interrupt
+        async def approve(payload: int) -> int:
+            return payload
+
+        for expected in (1, 2):  # the second claim reuses the packed head of the first
+            paused = await flow.run()
+            assert paused.status is rf.Status.PAUSED
+            done = await flow.continue_(paused.id, step="approve", payload=expected)
+            assert done.status is rf.Status.COMPLETED and done.value == expected
+        assert not (await flow.list_runs(status="paused")).runs
+        assert len((await flow.list_runs(status="completed")).runs) == 2

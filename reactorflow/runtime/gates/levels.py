@@ -10,6 +10,7 @@ compose step; a busy gate fails it in a caller, or snoozes the run in a worker.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -22,7 +23,7 @@ from reactorflow.runtime.stepcall import resolve_arguments
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
-    from reactorflow.definition.graph import Node
+    from reactorflow.definition.graph import Node, Plan
     from reactorflow.runtime.execution import Execution
 
 
@@ -56,12 +57,24 @@ async def close_level(ex: Execution, key: str, *, completed: bool) -> None:
             await leave(ex.gates, entry, completed=completed)
 
 
+def gated(plan: Plan) -> tuple[Node, ...]:
+    """The plan's steps with gates of their own or of their child (looked at once per plan)."""
+    found = _GATED.get(plan)
+    if found is None:
+        found = _GATED[plan] = tuple(n for n in plan.nodes.values() if has_gates(n))
+    return found
+
+
+_GATED: weakref.WeakKeyDictionary[Plan, tuple[Node, ...]] = weakref.WeakKeyDictionary()
+
+
 async def retake(ex: Execution) -> Entry | None:
     """Take again the gates of every child still open; the first refused entry, if any."""
-    for key, node in ex.plan.nodes.items():
+    for node in gated(ex.plan):
+        key = node.key
         record = ex.records.get(key)
         if (record is None or record.status != StepStatus.RUNNING or not record.child_started
-                or not has_gates(node) or key in ex.level_entries):
+                or key in ex.level_entries):
             continue
         try:
             needs = level_needs(ex, node, resolve_arguments(ex, node), ex.level_inputs[key])
