@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -297,3 +298,55 @@ async def test_a_resume_on_the_wire_path_names_the_run_keys_and_indexes(
             assert done.status is rf.Status.COMPLETED and done.value == expected
         assert not (await flow.list_runs(status="paused")).runs
         assert len((await flow.list_runs(status="completed")).runs) == 2
+
+
+_caller: contextvars.ContextVar[str] = contextvars.ContextVar("caller", default="")
+
+
+async def test_callers_whose_replies_arrive_together_resume_in_order_in_their_own_context(
+        proxy: Proxy) -> None:
+    """Replies read in one chunk resolve their callers in the order they were sent, and each
+    caller resumes (at once, from the read: `_Reply.wake`) in its own task's context."""
+    storage = RedisStorage.from_url(proxy.url, namespace=redis_namespace())
+    try:
+        run_id = await new_run(storage)
+        for _ in range(3):
+            await storage.incr_counter(run_id, "c")
+        resumed: list[str] = []
+
+        async def caller(name: str) -> tuple[str, int]:
+            _caller.set(name)
+            value = await storage.incr_counter(run_id, name)
+            resumed.append(name)
+            return _caller.get(), value
+
+        proxy.open.clear()  # the replies are held, then sent on together
+        names = [f"n{i}" for i in range(6)] + ["c"]
+        tasks = []
+        for name in names:
+            tasks.append(asyncio.create_task(caller(name)))
+            await asyncio.sleep(0)  # each sends before the next starts
+        await asyncio.sleep(0.05)
+        proxy.open.set()
+        with anyio.fail_after(10):
+            found = await asyncio.gather(*tasks)
+        assert found == [(name, 1) for name in names[:-1]] + [("c", 4)]
+        assert resumed == names
+    finally:
+        await storage.aclose()
+
+
+async def test_a_reply_awaited_through_wait_for_or_shield_arrives(redis_url: str) -> None:
+    """A reply's future that something other than the calling task waits on (asyncio.shield,
+    asyncio.wait_for) completes as a plain future would."""
+    storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
+    try:
+        run_id = await new_run(storage)
+        assert await asyncio.wait_for(storage.incr_counter(run_id, "a"), 10) == 1
+        assert await asyncio.shield(storage.incr_counter(run_id, "a")) == 2
+        conn = await storage._redis.get()
+        assert conn.wire is not None
+        sent = conn.wire.command("PING")
+        assert await asyncio.wait_for(asyncio.shield(sent), 10) == b"PONG"
+    finally:
+        await storage.aclose()
