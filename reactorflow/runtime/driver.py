@@ -93,7 +93,11 @@ async def _claims_arrived(ex: Execution, verdict: Verdict) -> bool:
 async def _admitted(ex: Execution) -> bool:
     """Take the reactor's gates for this execution (`gates.admit`); when it may not drive the
     run, save what that means (halted by a period, failed by a bad key, snoozed or handed to a
-    worker while a gate is busy) and return False."""
+    worker while a gate is busy) and return False. A fresh run of a reactor without gates
+    (none of its own, none from a parent, no child started yet) is admitted at once."""
+    if not ex.records and not ex.plan.reactor.gates and not ex.meta.parent_gates:
+        ex.state.gate_waits = {}
+        return True
     admission, error = await gates.admit(ex)
     if admission is gates.Admission.ADMITTED and ex.state.status != Status.ROLLING_BACK:
         refused = await levels.retake(ex)

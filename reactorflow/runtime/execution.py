@@ -91,6 +91,7 @@ class Execution:
         steps: dict[str, StepRecord],
         claims: Mapping[str, bytes],
         hooks: Hooks,
+        gates: GateHolds | None = None,
     ) -> None:
         self.plan = plan
         self.storage = storage
@@ -110,7 +111,8 @@ class Execution:
         self.control: Control | None = None
         self.enqueue_after_release = False  # set by a background hand-off, or a snooze
         self.enqueue_delay: float | None = None  # ...after this many seconds
-        self.gates = GateHolds(storage, meta.id, hooks=hooks, reactor=meta.reactor)
+        self.gates = (gates if gates is not None  # the start's, which took the run's gates
+                      else GateHolds(storage, meta.id, hooks=hooks, reactor=meta.reactor))
         self.run_entry: Entry | None = None  # the reactor's own gates, while held
         self.level_entries: dict[str, Entry] = {}  # open composed children's gates
         self.parks = False  # in a worker: wait for async units parked, not holding the run

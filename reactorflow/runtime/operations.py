@@ -142,8 +142,8 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
         return assemble(plan, run_id, reactor.name, Status.RUNNING, meta, state, {},
                         [started], meta.created_at)  # as handed over (from what it stored)
     ex = Execution(plan=plan, storage=storage, owner=owner, meta=meta, state=state, steps={},
-                   claims={}, hooks=hooks)
-    ex.gates, ex.run_entry = holds, entry  # taken above, held until this execution stops
+                   claims={}, hooks=hooks, gates=holds)
+    ex.run_entry = entry  # taken above (with `holds`), held until this execution stops
     ex.history = [started]  # a fresh run: this execution sees every event
     return await snapshot(await run_owned(reactor, storage, run_id, owner, ex))
 

@@ -182,7 +182,7 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
     async def create_run(self, run_id: str, *, reactor: str, status: str, meta: bytes,
                          state: bytes, created_at: float, owner: str, lock_ttl: float,
                          events: Sequence[bytes] = ()) -> bool:
-        conn = await self._redis.get()
+        conn = self._redis.current() or await self._redis.get()
         keys = self._keys
         indexes = [keys.by_reactor(reactor), keys.by_status(reactor, status), keys.reactors()]
         args: Args = [_token(), reactor, status, meta, state, repr(created_at), _now(), owner,
@@ -298,7 +298,7 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                          publish: bool = False, release: bool = False,
                          gates: Sequence[tuple[str, str]] = (),
                          unless_control: bool = False) -> bytes | None:
-        conn = await self._redis.get()
+        conn = self._redis.current() or await self._redis.get()
         pairs = [part for item in (steps or {}).items() for part in item]
         flags = (("c" if clear_control else "") + ("r" if release else "")
                  + ("u" if unless_control else ""))

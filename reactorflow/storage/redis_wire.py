@@ -344,7 +344,14 @@ class WireLink:
 
     async def evalsha_packed(self, packed: bytes, source: str) -> Any:
         """Send a packed EVALSHA (on NOSCRIPT: load `source` and send it again)."""
-        reply = await self.request(packed)
+        wire = self._wire
+        if wire is not None and wire.lost is None:  # `request` inline: one frame less
+            try:
+                reply = await wire.send(packed)
+            except self.retry_on as exc:
+                reply = await self._retried(packed, None, exc)
+        else:
+            reply = await self.request(packed)
         if isinstance(reply, NoScriptError):
             await self.command("SCRIPT", "LOAD", source)
             reply = await self.request(packed)
@@ -382,19 +389,24 @@ class WireLink:
                 wire = await self._open()
             return await wire.send(packed, count)
         except self.retry_on as exc:
-            if self.retry is None or isinstance(exc, AuthenticationError):
-                raise
-            failed: list[Exception] = [exc]  # the first attempt counts as the first failure
+            return await self._retried(packed, count, exc)
 
-            async def attempt() -> Any:
-                if failed:
-                    raise failed.pop()
-                found = self._wire
-                if found is None or found.lost is not None:
-                    found = await self._open()
-                return await found.send(packed, count)
+    async def _retried(self, packed: bytes, count: int | None, exc: Exception) -> Any:
+        """`request` after its first attempt failed with `exc` (one of `retry_on`): sent again
+        under the retry policy, or `exc` raised where there is none (or for credentials)."""
+        if self.retry is None or isinstance(exc, AuthenticationError):
+            raise exc
+        failed: list[Exception] = [exc]  # the first attempt counts as the first failure
 
-            return await self.retry.call_with_retry(attempt, self._failed, _retryable)
+        async def attempt() -> Any:
+            if failed:
+                raise failed.pop()
+            found = self._wire
+            if found is None or found.lost is not None:
+                found = await self._open()
+            return await found.send(packed, count)
+
+        return await self.retry.call_with_retry(attempt, self._failed, _retryable)
 
     async def _failed(self, error: Exception) -> None:
         """After a failed attempt: the connection it used is not used again."""
