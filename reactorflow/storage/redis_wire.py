@@ -27,7 +27,9 @@ What it keeps equal to redis-py's path:
 Algorithm of a call: pack the command (hiredis; anything it refuses is encoded by redis-py's
 encoder first, which raises redis-py's usual error for a bad value), write it on the loop's
 connection (opened and authenticated first if there is none), append a future to the
-connection's FIFO and await it; replies resolve the FIFO in order. One timer per connection
+connection's FIFO and await it; replies resolve the FIFO in order, and each caller resumes as
+its reply is read (`_Reply`: no event-loop turn between the reply and the caller's next
+step, which is usually its next command). One timer per connection
 watches the oldest pending call: when it is older than `socket_timeout` the connection is
 aborted and every pending call fails with `TimeoutError`. A caller cancelled while waiting
 leaves its future in the FIFO, so the connection stays in step with the server (its reply is
