@@ -152,11 +152,15 @@ async def test_a_failing_undo_job_is_recorded_and_the_rollback_goes_on(
 async def test_the_sweeper_redispatches_lost_undo_jobs(storage: rf.Storage) -> None:
     flow, undone, _window = undo_saga(batch_size=2)
     inner = queue.current()
-    recording = Recording(inner, drop={2})  # the second throw's first undo (3, 2 | ... 2)
+    # the second throw's first undo (3, 2 | ... 2) is lost; the caller parks at the map (else
+    # the map's last element's run job, refused while the caller held the run, could reach a
+    # worker later and finish the rollback as soon as the sweep below shortens stall_timeout)
+    recording = Recording(inner, drop={2}, hold=True)
     queue.register(lambda: recording)
     try:
         rf.configure(stall_timeout=3600, async_wait_timeout=3600)  # no fallback re-check
         run = await flow.run(tag="s", items=list(range(6)))
+        recording.release()
         with anyio.fail_after(30):
             while not recording.dropped:
                 await anyio.sleep(0.02)
@@ -184,11 +188,13 @@ async def test_a_rollback_resumed_after_a_crash_skips_the_saved_undos(
     saved undo (the element slots say which are done)."""
     flow, undone, _window = undo_saga(batch_size=4)
     inner = queue.current()
-    recording = Recording(inner, drop={5})  # the first throw: 7, 6 undone, 5 lost (and 4)
+    # the first throw: 7, 6 undone, 5 lost (and 4); the caller parks at the map (see above)
+    recording = Recording(inner, drop={5}, hold=True)
     queue.register(lambda: recording)
     try:
         rf.configure(stall_timeout=3600, async_wait_timeout=3600)
         run = await flow.run(tag="c", items=list(range(8)))
+        recording.release()
 
         async def saved() -> list[str]:
             return [records.decode_element(raw or b"").status
