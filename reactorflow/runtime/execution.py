@@ -29,7 +29,7 @@ from reactorflow.runtime.maps.keys import slot_keys
 from reactorflow.runtime.maps.reading import Slots
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage, StoredRun
-from reactorflow.storage.inline import INLINE, is_foldable
+from reactorflow.storage.inline import INLINE, batches, is_foldable
 
 log = logging.getLogger("reactorflow.run")
 _encode = records.encode
@@ -43,6 +43,7 @@ class Execution:
     __slots__ = (
         "__weakref__",
         "_shield_kind",
+        "batches",
         "claims",
         "control",
         "element",
@@ -133,6 +134,7 @@ class Execution:
         self.slots: Slots = storage  # its maps' element slots (an element's: in memory)
         self.maps_inline = False  # an element's maps run inline, fan_out=True too
         self.folds = is_foldable(storage.save_step)  # a plain run's last completion may, too
+        self.batches = batches(storage)  # and completions nothing waits for, until `flush`
         self._shield_kind: type[anyio.CancelScope] | None = None  # (see `shielded`)
         if len(plan.levels) > 1:  # composed children: the inputs of those that started
             for key, record in steps.items():
@@ -293,6 +295,8 @@ class Execution:
         `unconfirmed`: whether that write landed is then unknown (`driver._abort` reads it
         back). `unit=True` marks the dispatch of an async unit (indexed so a lost one is
         found)."""
+        if self.folded:  # kept completions are written first (see `flush`)
+            await self.flush()
         self.records[key] = record
         unconfirmed = self.unconfirmed
         unconfirmed.add(key)
@@ -332,6 +336,32 @@ class Execution:
         that this completion completes) instead of a checkpoint of its own."""
         self.records[key] = record
         self.folded[key] = events
+
+    async def flush(self) -> None:
+        """Write the completions kept by `fold` now, before the execution's task may suspend.
+
+        Where storage `batches` (`MemoryStorage`), the forward drive keeps the completions of
+        steps that nothing waits for while its task does not suspend, and writes them here in
+        one fenced, atomic write (`save_steps`, which awaits nothing): before the task suspends
+        (a step body that awaits, a runner that ends), and before any other checkpoint, so no
+        other task ever sees storage without them, storage holds them in the order they
+        completed, and a control request is read back at the next step boundary as before.
+        Elsewhere each is checkpointed on its own."""
+        folded = self.folded
+        if not folded:
+            return
+        self.folded = {}
+        if not self.batches:
+            for key, pending in folded.items():
+                await self.checkpoint(key, self.records[key], pending)
+            return
+        events = [e for pending in folded.values() for e in pending]
+        steps = {key: _encode(self.records[key]) for key in folded}
+        control = await self.storage.save_steps(  # type: ignore[attr-defined]
+            self.run_id, self.owner, steps, list(map(_encode, events)))
+        self._remember(events)
+        if control is not None and self.control is None:
+            self.control = records.decode_control(control)
 
     async def save_state(
         self,

@@ -33,6 +33,7 @@ from reactorflow.runtime.gates.steps import (
     step_needs,
     used_period,
 )
+from reactorflow.runtime.incopy import go_on
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.maps.drive import run_map
 from reactorflow.runtime.maps.reading import map_value_raw, prepare_readers
@@ -120,26 +121,47 @@ class Forward(Runners):
             waiting = ex.records.get(key)
             if (waiting is None or waiting.status != _WAITING or key not in ex.claims
                     or (node.deps and skip_reason(ex, node) is not None)):
+                await self._before_suspending()
                 await self._one(node)
                 return
             try:
                 payload = claimed_payload(ex, node)
             except SerializationError:
+                await self._before_suspending()
                 await self._one(node)  # decoded again there, and recorded failed
                 return
         elif key in ex.records or (node.deps and skip_reason(ex, node) is not None):
+            await self._before_suspending()
             await self._one(node)
             return
         try:
             kwargs = resolve_arguments(ex, node, payload) if node.spec.params else {}
         except ArgumentError:
+            await self._before_suspending()
             await self._step(node)  # resolved again there, and recorded failed
             return
         if node.context_name is not None:
             kwargs[node.context_name] = context_for(ex, node, 1)
+        # a step nothing waits for may keep its completion for a batch (`Execution.flush`): its
+        # body is started by hand, to learn whether it suspends (kept ones land first then)
+        keeps = not node.dependents and ex.batches and not node.level and waiting is None
         began = clock.now()
         try:
-            raw, value = encode_result(ex, node, await node.spec.fn(**kwargs))
+            body = node.spec.fn(**kwargs)
+            if keeps:
+                try:
+                    suspended = body.send(None)
+                except StopIteration as stop:
+                    result = stop.value
+                else:
+                    await self._before_suspending()
+                    result = await go_on(body, suspended)
+            else:
+                if ex.folded:
+                    await ex.flush()  # (as `_before_suspending`)
+                self.written = False
+                result = await body
+            raw, value = encode_result(ex, node, result)
         except BaseException as exc:
             error = exc
         else:
@@ -153,12 +175,17 @@ class Forward(Runners):
                 done.deadline = waiting.deadline
                 done.correlation_id = waiting.correlation_id
                 events.insert(0, event("interrupt.resumed", key))
-            if (ex.folds or ex.claims) and completes_run(self, node):  # (as `_ended`)
+            # kept for a batch when nothing waits for it and its task has not suspended since
+            # a write read control back; or, as in `_ended`, when it completes the run
+            if (keeps and self.written) or ((ex.folds or ex.claims)
+                                            and completes_run(self, node)):
                 ex.fold(key, done, events)
             else:
                 await ex.checkpoint(key, done, events)
+                self.written = True
             self._after_checkpoint(node)
             return
+        await self._before_suspending()
         await self._ended(node, await call_step(ex, node, payload, failed=(began, error)))
 
     async def _ended(self, node: Node, out: Outcome) -> None:

@@ -16,6 +16,10 @@ The algorithm (the protocol an asyncio task speaks with a coroutine):
    a task of its own.
 4. The coroutine's return value is returned; an exception it raises propagates to the caller.
 
+`go_on` speaks the same protocol without the copy: it goes on awaiting a coroutine that was
+started by hand (`coro.send(None)`, to learn whether it completes without suspending: see
+`Forward._plain`) and suspended, from what it yielded first.
+
 The task stays the same throughout (`asyncio.current_task()`, anyio's cancel scopes and their
 deadlines are those of the caller), only the context variables differ.
 """
@@ -59,3 +63,22 @@ async def in_copy(coro: Coroutine[Any, Any, T]) -> T:
             await _Pass(yielded)
         except BaseException as exc:  # delivered to the task: the coroutine's to handle
             error = exc
+
+
+async def go_on(coro: Coroutine[Any, Any, T], yielded: Any) -> T:
+    """Go on awaiting `coro`, started by hand, which yielded `yielded` (see the module): what
+    `await coro` would have done from there."""
+    send, throw = coro.send, coro.throw
+    while True:
+        try:
+            sent = await _Pass(yielded)
+        except BaseException as exc:  # delivered to the task: the coroutine's to handle
+            try:
+                yielded = throw(exc)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            continue
+        try:
+            yielded = send(sent)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]

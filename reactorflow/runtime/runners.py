@@ -95,6 +95,10 @@ class Runners:
         # a plain step takes the fast path (`_plain`) unless middleware observes steps or a
         # background cut point is set (both are handled on the general path)
         self.fast = not ex.hooks and self.handoff is None
+        # the running runner wrote to storage (a checkpoint, which reads a control request
+        # back) and its task has not suspended since: a completion may then be kept for a
+        # batch (`Execution.flush`); False again wherever a runner may suspend or ends
+        self.written = False
 
     # -- the drive -----------------------------------------------------------------------------
 
@@ -131,6 +135,8 @@ class Runners:
                 verdict.wake_at = min(self.retrying.values(), default=None)
             elif self.waiting:
                 verdict.status = Ending.PAUSED
+        if self.ex.folded and self.ex.batches and verdict.status is not Ending.COMPLETED:
+            await self.ex.flush()  # (a completion kept for the final save rides in it)
         verdict.waiting = list(self.waiting)
         return verdict
 
@@ -192,6 +198,8 @@ class Runners:
         queue = self.queue
         nodes = self.plan.nodes
         in_flight = self.in_flight
+        ex = self.ex
+        self.written = False  # (another task ran before this one)
         try:
             while queue and not self.stopping:
                 key = queue.popleft()
@@ -208,6 +216,7 @@ class Runners:
                     if node.plain and self.fast:
                         await self._plain(node)
                     else:
+                        await self._before_suspending()
                         await self._one(node)
                 except BaseException as exc:
                     await self._raised(node, exc)  # re-raises a cancellation of the run
@@ -215,7 +224,10 @@ class Runners:
                     in_flight.discard(key)
                 finally:
                     self.idle += 1
+            if ex.folded and ex.batches and self.runners > 1:
+                await ex.flush()  # the task group waits for the others: the task suspends
         finally:
+            self.written = False
             self.runners -= 1
             self.idle -= 1
 
@@ -280,6 +292,15 @@ class Runners:
             self.handing_off = True
         self._stop()
 
+
+    async def _before_suspending(self) -> None:
+        """The running runner's task may suspend next: write the kept completions (no other
+        task may see storage without them) and note that it may not keep more until it wrote
+        again (a control request may come meanwhile)."""
+        ex = self.ex
+        if ex.folded and ex.batches:
+            await ex.flush()
+        self.written = False
 
     # -- what the drive provides -----------------------------------------------------------------
 

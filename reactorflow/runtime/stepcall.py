@@ -53,6 +53,7 @@ class StepEnd(StrEnum):
 
 
 _FAILED, _DONE = StepEnd.FAILED, StepEnd.COMPLETED  # looked up once (see forward._STEP)
+_RESULT, _SKIPPED = Source.RESULT, StepStatus.SKIPPED
 
 PARK_BACKOFF = 0.5
 """In a worker, a retry backoff at least this long (seconds) parks the run instead of sleeping
@@ -103,10 +104,10 @@ def resolve_arguments(ex: Execution, node: Node, payload: Any = MISSING) -> dict
     for param in node.spec.params:
         source = param.source
         try:
-            if source is Source.RESULT:
-                dep = join(level, param.ref)
-                status = ex.status_of(dep)
-                if status == StepStatus.SKIPPED:
+            if source is _RESULT:
+                dep = join(level, param.ref) if level else param.ref
+                record = ex.records.get(dep)  # (as `ex.status_of`)
+                if record is not None and record.status == _SKIPPED:
                     kwargs[param.name] = param.default
                     continue
                 if param.map_read is not None:
@@ -153,13 +154,16 @@ def unit_argument(ex: Execution, node: Node, name: str, dep: str, wants_outcome:
 def skip_reason(ex: Execution, node: Node) -> str | None:
     """Why a step whose dependencies have settled must be skipped, if it must."""
     level = node.level
+    found = ex.records.get  # (as `ex.status_of`, inline: every step with dependencies asks)
     for after in node.spec.after:
-        if ex.status_of(join(level, after)) == StepStatus.SKIPPED:
+        record = found(join(level, after) if level else after)
+        if record is not None and record.status == _SKIPPED:
             return f"after-dependency {after!r} was skipped"
     for param in node.spec.params:
-        if (param.source is Source.RESULT and not param.has_default
-                and ex.status_of(join(level, param.ref)) == StepStatus.SKIPPED):
-            return f"its input {param.ref!r} was skipped"
+        if param.source is _RESULT and not param.has_default:
+            record = found(join(level, param.ref) if level else param.ref)
+            if record is not None and record.status == _SKIPPED:
+                return f"its input {param.ref!r} was skipped"
     return None
 
 

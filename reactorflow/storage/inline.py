@@ -14,6 +14,11 @@ write of its own then: its record rides in the run's final save (`Execution.fold
 trip less per run. The mark is on the function, as above: a replacement set on an instance or
 a subclass's override may watch every step's checkpoint (fault injection, a test's slow write),
 so each step is then written through it, the last one included.
+
+A backend whose `save_step` is both may also define `save_steps(run_id, owner, steps, events)`,
+marked `@inline` (`MemoryStorage` does): the checkpoints of several steps in one fenced write.
+The engine then keeps the completions of steps that nothing waits for while its task does not
+suspend, and writes them together before it does (`batches`, `Execution.flush`).
 """
 
 from __future__ import annotations
@@ -55,3 +60,11 @@ def foldable(fn: F) -> F:
 def is_foldable(method: Callable[..., Any]) -> bool:
     """Whether `method` (a bound method or a function) was marked `@foldable`."""
     return getattr(method, _FOLDABLE, False) is True
+
+
+def batches(storage: Any) -> bool:
+    """Whether `storage` takes a batch of step checkpoints in one inline write: its `save_step`
+    is its own (`@inline` and `@foldable`) and it defines an `@inline` `save_steps`."""
+    save = storage.save_step  # (as `is_inline` and `is_foldable`: read once per execution)
+    return (getattr(save, INLINE, False) is True and getattr(save, _FOLDABLE, False) is True
+            and getattr(getattr(storage, "save_steps", None), INLINE, False) is True)

@@ -260,6 +260,30 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
                 self._units.setdefault((run_id, key), clock.now())
             return run.control
 
+    @inline
+    async def save_steps(self, run_id: str, owner: str, steps: Mapping[str, bytes],
+                         events: Sequence[bytes] = ()) -> bytes | None:
+        """Fenced checkpoint of several steps in one write (the engine's batch of completions
+        kept while its task did not suspend, `Execution.flush`): as `save_step` for each, in
+        order, atomically.
+
+        Args:
+            run_id: The run's id.
+            owner: The lock owner making the write.
+            steps: Each step's key and encoded record.
+            events: Encoded history events to append.
+
+        Raises:
+            LockLost: `owner` does not hold the run's lock (nothing was written).
+        """
+        now = clock.monotonic()
+        with self._mutex:
+            run = self._fenced(run_id, owner, now)
+            run.steps.update(steps)
+            run.history.extend(events)
+            self._touch(run, now)
+            return run.control
+
     async def load_step(self, run_id: str, key: str) -> bytes | None:
         with self._mutex:
             run = self._live(run_id, clock.monotonic())
