@@ -208,3 +208,74 @@ async def test_redis_a_locked_run_folds_its_last_step_and_drops_its_lock_after_t
     # the release is an EVALSHA written with the save (one write on the wire path), no longer
     # an EVAL of its source in a redis-py pipeline
     assert _from_client(seen) == ["EVALSHA", "EVALSHA", "EVALSHA", "EVALSHA"], _from_client(seen)
+
+
+def _script_commands(seen: list[dict[str, Any]], nth: int) -> list[str]:
+    """The Lua-issued command names of the `nth` (0-based) client command of `seen`."""
+    found: list[list[str]] = []
+    for c in seen:
+        if c["client_type"] != "lua":
+            found.append([])
+        elif found:
+            found[-1].append(c["command"].split(" ", 1)[0].strip('"').upper())
+    return found[nth]
+
+
+async def test_redis_continue_claims_locks_resumes_and_loads_in_17_script_commands(
+        redis_url: str) -> None:
+    """`continue_` of a paused run: its first command (claim_lock_load) claims, locks, writes
+    the resumption, moves the index entries and reads the run in 17 commands, no more: the
+    claims hash read once (an HGETALL that answers the claim checks and the reply; was HEXISTS
+    + HGETALL), one TIME (was one per write), one HSET of the tok hash for both tokens (was
+    two): 20 before."""
+    storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
+    rf.configure(storage=storage)
+    flow = rf.Reactor(f"cont-{redis_namespace()}")
+
+    @flow.step
+    async def prep() -> int:
+        return 1
+
+    @flow.interrupt
+    async def approve(payload: int, prep: int) -> int:
+        return payload + prep
+
+    @flow.step
+    async def finish(approve: int) -> int:
+        return approve + 1
+
+    try:
+        warm = await flow.run()  # warm: scripts loaded, connection open
+        assert (await flow.continue_(warm.id, step="approve", payload=41)).value == 43
+        paused = await flow.run()
+        assert paused.status is rf.Status.PAUSED
+        seen = await _commands_during(
+            redis_url, lambda: flow.continue_(paused.id, step="approve", payload=41))
+    finally:
+        await storage.aclose()
+    lua = _script_commands(seen, 0)
+    assert "HEXISTS" not in lua and lua.count("TIME") == 1, lua
+    assert len(lua) <= 17, lua
+
+
+async def test_redis_a_final_save_releasing_the_lock_reads_its_count_with_the_fence(
+        rig: tuple[RedisStorage, redis.asyncio.Redis], redis_url: str) -> None:
+    """A final save that leaves the lock (flag "r") reads the lock's count with its owner (one
+    HMGET) and deletes the lock at its last hold: no HINCRBY before the DEL (12 commands, was
+    13); a re-entered lock is counted down, not deleted."""
+    redis_storage, raw = rig
+    run_id = await new_run(redis_storage)
+    lock_key = f"{redis_storage._keys.ns}:lock:{{{run_id}}}"
+
+    seen = await _commands_during(redis_url, lambda: redis_storage.save_state(
+        run_id, OWNER, status="completed", previous_status="running", state=b"done",
+        release=True))
+
+    lua = _script_commands(seen, 0)
+    assert "HINCRBY" not in lua and "DEL" in lua, lua
+    assert not await raw.exists(lock_key)
+    again = await new_run(redis_storage)
+    assert await redis_storage.acquire_lock(again, OWNER, 10.0)  # re-entered: count 2
+    await redis_storage.save_state(again, OWNER, status="completed", previous_status="running",
+                                   state=b"done", release=True)
+    assert await raw.hget(f"{redis_storage._keys.ns}:lock:{{{again}}}", "count") == b"1"

@@ -30,8 +30,31 @@ local name, mode = ARGV[2], ARGV[10]
 local exp, n, _, found = horizon(KEYS[1], 'reactor', 'status', 'meta', 'state', 'created',
                                  'touched')
 local head = found and {found[4], found[5], found[6], found[7], found[8], found[9]}
-local claimed = redis.call('HEXISTS', KEYS[5], name) == 1
+-- The claims hash, read whole once: whether `name` and the other interrupts named are claimed,
+-- and the reply's claims (this call's own claim appended to it when made).
+local claims = redis.call('HGETALL', KEYS[5])
+local function is_claimed(key)
+  for i = 1, #claims, 2 do
+    if claims[i] == key then
+      return true
+    end
+  end
+  return false
+end
+local claimed = is_claimed(name)
 local retry = claimed and redis.call('HGET', KEYS[7], 'claim:' .. name) == ARGV[1]
+-- What this call's writes leave to do before it answers, done once (`settle`): its tokens,
+-- written in one HSET of the tok hash, and the expiry horizon (`keep`: one TIME), with the
+-- keys the writes created.
+local tokens, fresh, wrote = {}, {}, false
+local function settle()
+  if #tokens > 0 then
+    redis.call('HSET', KEYS[7], unpack(tokens))
+  end
+  if wrote then
+    keep(exp, ARGV[4], fresh)
+  end
+end
 
 -- The state of a run that passes the check (mode 'check'), decoded; nil when it does not.
 local function checked()
@@ -87,15 +110,20 @@ else
     return {'not_resumable'}
   end
   redis.call('HSET', KEYS[5], name, ARGV[3])
-  redis.call('HSET', KEYS[7], 'claim:' .. name, ARGV[1])
-  keep(exp, ARGV[4], {KEYS[5]})
+  if #claims == 0 then  -- the write created the hash (an existing one has the horizon)
+    fresh[1] = KEYS[5]
+  end
+  claims[#claims + 1] = name
+  claims[#claims + 1] = ARGV[3]
+  tokens[1], tokens[2], wrote = 'claim:' .. name, ARGV[1], true
 end
-local holder = redis.call('HGET', KEYS[8], 'owner')
-if not holder then
-  redis.call('HSET', KEYS[8], 'owner', ARGV[5], 'count', 1, 't', ARGV[1])
-elseif holder ~= ARGV[5] then
+local lock = redis.call('HMGET', KEYS[8], 'owner', 't')
+if not lock[1] then
+  redis.call('HSET', KEYS[8], 'owner', ARGV[5], 'count', '1', 't', ARGV[1])
+elseif lock[1] ~= ARGV[5] then
+  settle()
   return {'accepted', 0}
-elseif redis.call('HGET', KEYS[8], 't') ~= ARGV[1] then
+elseif lock[2] ~= ARGV[1] then
   redis.call('HINCRBY', KEYS[8], 'count', 1)
   redis.call('HSET', KEYS[8], 't', ARGV[1])
 end
@@ -138,19 +166,18 @@ if mode ~= '' and (not retry or not seen(KEYS[7], ARGV[1])) then
   written_status = status
   local free = status ~= nil
   for _, key in ipairs(others or {}) do
-    if free and redis.call('HEXISTS', KEYS[5], key) == 1 then
-      free = false
-    end
+    free = free and not is_claimed(key)
   end
   if free then
     redis.call('HSET', KEYS[1], 'status', status, 'state', new_state, 'touched', ARGV[7],
-               'wn', n)
-    remember(KEYS[7], ARGV[1], n)
-    local fresh = {}
+               'wn', int(n))
+    local gen = math.floor(n / WINDOW)  -- its token (as `remember`, in the one HSET of tok)
+    prune(n, gen)
+    local k = #tokens
+    tokens[k + 1], tokens[k + 2], wrote = 'w' .. ARGV[1], int(gen), true
     if append(KEYS[3], first_event, ARGV[8]) then
-      fresh[1] = KEYS[3]
+      fresh[#fresh + 1] = KEYS[3]
     end
-    keep(exp, ARGV[4], fresh)
     if #KEYS > 8 then
       redis.call('ZADD', KEYS[9], 'NX', head[5], ARGV[9])
       redis.call('ZADD', KEYS[10], 'NX', head[5], ARGV[9])
@@ -159,9 +186,10 @@ if mode ~= '' and (not retry or not seen(KEYS[7], ARGV[1])) then
     written = 1
   end
 end
+settle()
 local fields = head  -- as read first (no write of this call changed it), or as written
 if written == 1 then
   fields = {head[1], written_status, head[3], new_state, head[5], ARGV[7]}
 end
 return {'accepted', 1, fields, redis.call('HGETALL', KEYS[2]),
-        redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[5]), written}
+        redis.call('LRANGE', KEYS[3], 0, -1), claims, written}

@@ -23,7 +23,8 @@ end
 if head[6] then  -- a retry of an applied write (its token is in the run hash)
   return {1, head[4], head[5], redis.call('GET', KEYS[4])}
 end
-if redis.call('HGET', KEYS[8], 'owner') ~= ARGV[2] then
+local lock = redis.call('HMGET', KEYS[8], 'owner', 'count')  -- (the count for flag "r")
+if lock[1] ~= ARGV[2] then
   return {0}
 end
 local control = false  -- read at the end, unless already known (flags "u", "c")
@@ -44,8 +45,8 @@ for i = 12, first_event - 1, 512 do
   end
 end
 local field, gen = run_token(ARGV[1], n)
-redis.call('HSET', KEYS[1], 'status', ARGV[3], 'state', ARGV[4], 'touched', ARGV[5], 'wn', n,
-           'sx', steps_kept and 1 or 0, field, gen)
+redis.call('HSET', KEYS[1], 'status', ARGV[3], 'state', ARGV[4], 'touched', ARGV[5], 'wn', int(n),
+           'sx', steps_kept and '1' or '0', field, gen)
 if append(KEYS[3], first_event, ARGV[7]) then
   fresh[#fresh + 1] = KEYS[3]
 end
@@ -54,8 +55,10 @@ if cleared then
   redis.call('DEL', KEYS[4])
 end
 if string.find(ARGV[8], 'r', 1, true) then
-  if redis.call('HINCRBY', KEYS[8], 'count', -1) <= 0 then
+  if (tonumber(lock[2]) or 0) <= 1 then  -- its last hold: gone (as HINCRBY -1 reaching 0)
     redis.call('DEL', KEYS[8])
+  else
+    redis.call('HINCRBY', KEYS[8], 'count', -1)
   end
 end
 keep(exp, ARGV[6], fresh)

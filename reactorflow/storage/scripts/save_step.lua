@@ -26,7 +26,7 @@ if not steps_kept then
   fresh[1] = KEYS[2]
 end
 local field, gen = run_token(ARGV[1], n)
-redis.call('HSET', KEYS[1], 'touched', ARGV[5], 'wn', n, 'sx', 1, field, gen)
+redis.call('HSET', KEYS[1], 'touched', ARGV[5], 'wn', int(n), 'sx', '1', field, gen)
 if append(KEYS[3], 8, ARGV[7]) then
   fresh[#fresh + 1] = KEYS[3]
 end

@@ -23,10 +23,11 @@ local function create(K, A)
   -- from the write that creates them (lib/run_write.lua).
   local now, ttl = lifetime(A[10])
   redis.call('HSET', K[1], 'reactor', A[2], 'status', A[3], 'meta', A[4],
-             'state', A[5], 'created', A[6], 'touched', A[7], 'wn', 1,
-             'exp', now + ttl)
+             'state', A[5], 'created', A[6], 'touched', A[7], 'wn', '1',
+             'exp', int(now + ttl))
+  ttl = int(ttl)
   remember(K[7], A[1], 1)
-  redis.call('HSET', K[8], 'owner', A[8], 'count', 1)
+  redis.call('HSET', K[8], 'owner', A[8], 'count', '1')
   redis.call('PEXPIRE', K[8], A[9])
   redis.call('PEXPIRE', K[1], ttl)
   redis.call('PEXPIRE', K[7], ttl)

@@ -17,8 +17,15 @@
 -- slack = min(retention / 8, 60 s) (`retention_slack` in storage/values.py). So every run key
 -- expires at least `retention` and at most `retention + slack` after the run's last write, and
 -- its TTLs are refreshed once per slack at most instead of on every write.
+--
+-- Numbers handed to redis.call are integers formatted here (`int`): Redis would format a Lua
+-- number with "%.17g" (a floating-point conversion costing several times an integer's).
 local WINDOW = 512
 local SLACK_CAP = 60000
+
+local function int(x)
+  return string.format('%d', x)
+end
 
 local function seen(tok, token)
   return redis.call('HEXISTS', tok, 'w' .. token) == 1
@@ -45,16 +52,16 @@ end
 -- Record the token of write number n in the tok hash (the caller stores n in `wn`).
 local function remember(tok, token, n)
   local gen = math.floor(n / WINDOW)
-  redis.call('HSET', tok, 'w' .. token, gen)
+  redis.call('HSET', tok, 'w' .. token, int(gen))
   prune(n, gen)
 end
 
 -- The run-hash fields that record write number n's token, for the caller's HSET of the run
--- hash (with `wn` = n); prunes at a generation's start.
+-- hash (with `wn` = n, as `int(n)`); prunes at a generation's start.
 local function run_token(token, n)
   local gen = math.floor(n / WINDOW)
   prune(n, gen)
-  return 'w' .. token, gen
+  return 'w' .. token, int(gen)
 end
 
 -- The run's expiry horizon (0 for a run written before horizons existed: it gets one now),
@@ -89,14 +96,18 @@ local function keep(exp, retention, fresh)
   local now, ttl
   now, ttl, retention = lifetime(retention)
   if exp - now < retention then
-    redis.call('HSET', KEYS[1], 'exp', now + ttl)
+    redis.call('HSET', KEYS[1], 'exp', int(now + ttl))
+    ttl = int(ttl)
     for i = 1, 7 do
       redis.call('PEXPIRE', KEYS[i], ttl)
     end
     return
   end
-  for _, key in ipairs(fresh) do
-    redis.call('PEXPIRE', key, exp - now)
+  if #fresh > 0 then
+    local left = int(exp - now)
+    for _, key in ipairs(fresh) do
+      redis.call('PEXPIRE', key, left)
+    end
   end
 end
 
