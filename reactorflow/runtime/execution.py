@@ -404,9 +404,12 @@ class Execution:
         places = self.gates.places_to_release() if final else []
         if hold is not None:
             hold.releasing = True  # the keeper's extensions may now find the lock released
+        write = self.storage.save_state
+        # a completion is shielded as in `checkpoint` (unless the write awaits nothing: @inline)
+        shield = folded and getattr(write, INLINE, False) is not True
         try:
-            with self.shielded() if folded else _UNSHIELDED:  # a completion: as `checkpoint`
-                control = await self.storage.save_state(
+            with self.shielded() if shield else _UNSHIELDED:
+                control = await write(
                     self.run_id, self.owner, status=status, previous_status=self.stored_status,
                     state=records.encode(state), steps=encoded_steps,
                     events=[records.encode(e) for e in events or ()],

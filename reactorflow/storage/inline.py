@@ -2,8 +2,9 @@
 
 `@inline`: a storage method that finishes without suspending (its body awaits nothing).
 
-`Execution.checkpoint` shields every step write from cancellation, and entering an anyio
-cancel scope costs more than a whole `MemoryStorage` write. A cancellation can only reach a
+`Execution.checkpoint` shields every step write from cancellation (and `Execution.save_state`
+a state write that carries step completions), and entering an anyio cancel scope costs more
+than a whole `MemoryStorage` write. A cancellation can only reach a
 coroutine where it suspends, so a write that never suspends needs no shield: the engine skips
 it for a method marked `@inline`. The mark is on the function: a subclass's override, or a
 replacement set on an instance (fault injection, a test's slow reply), is not marked and is

@@ -289,6 +289,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
             run = self._live(run_id, clock.monotonic())
             return None if run is None else run.steps.get(key)
 
+    @inline
     async def save_state(self, run_id: str, owner: str, *, status: str, previous_status: str,
                          state: bytes, steps: Mapping[str, bytes] | None = None,
                          events: Sequence[bytes] = (), clear_control: bool = False,
@@ -321,7 +322,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
             for key, holder in gates:
                 self._release_holder(key, holder)
         if publish:
-            await self.publish(run_id)
+            self._notify(run_id, "", b"1")
         return control
 
     async def history(self, run_id: str) -> list[bytes]:
@@ -534,6 +535,10 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
         return self._subscription((run_id, topic))
 
     async def publish(self, run_id: str, topic: str = "", message: bytes = b"1") -> None:
+        self._notify(run_id, topic, message)
+
+    def _notify(self, run_id: str, topic: str, message: bytes) -> None:
+        """`publish`, without suspending (the inline `save_state` calls it)."""
         with self._mutex:
             subs = list(self._subscribers.get((run_id, topic), ()))
         for sub in subs:
