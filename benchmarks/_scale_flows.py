@@ -47,3 +47,13 @@ async def s4(s3: int) -> int:
 @five.step
 async def s5(s4: int) -> int:
     return s4 + 1
+
+
+# One step that says which worker process ran it: the benchmark dispatches these until every
+# process it started has answered, so no process is still starting up while it measures.
+probe = rf.Reactor("bench.scale.probe")
+
+
+@probe.step
+async def pid() -> int:
+    return os.getpid()

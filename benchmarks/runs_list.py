@@ -6,7 +6,6 @@ ZREVRANGE of one index plus one pipelined HMGET of the page's run heads) in the 
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import httpx
@@ -15,8 +14,7 @@ import redis.asyncio
 import reactorflow as rf
 from benchmarks._context import Context
 from benchmarks._report import Spread, settle
-from reactorflow import records
-from reactorflow.runtime.execution import new_state
+from benchmarks._stored import fill
 from reactorflow.status import Status
 from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
 from reactorflow.web import create_app
@@ -29,25 +27,6 @@ REACTORS = ("orders", "billing", "shipping", "emails")
 STATUSES = (Status.COMPLETED, Status.COMPLETED, Status.FAILED, Status.PAUSED, Status.CANCELLED)
 
 
-async def _fill(storage: rf.RedisStorage, count: int) -> None:
-    """Store `count` runs spread over the reactors and statuses (untimed)."""
-    started = time.time() - count * 0.01
-
-    async def one(i: int) -> None:
-        reactor = REACTORS[i % len(REACTORS)]
-        status = STATUSES[i % len(STATUSES)]
-        run_id = f"{int((started + i * 0.01) * 1000):012x}{i:012x}"
-        meta = records.RunMeta(records.SCHEMA_VERSION, run_id, reactor, started + i * 0.01,
-                               records.raw({"order": i, "item": "tea"}), {})
-        await storage.create_run(run_id, reactor=reactor, status=status,
-                                 meta=records.encode(meta),
-                                 state=records.encode(new_state(status)),
-                                 created_at=meta.created_at, owner="bench", lock_ttl=60.0)
-
-    for start in range(0, count, 500):
-        await asyncio.gather(*(one(i) for i in range(start, min(count, start + 500))))
-
-
 async def run(ctx: Context) -> None:
     report = ctx.report
     server = ctx.redis()
@@ -56,7 +35,7 @@ async def run(ctx: Context) -> None:
     count = ctx.pick(full=100_000, quick=10_000)
     calls = ctx.pick(full=50, quick=10)
     began = time.perf_counter()
-    await _fill(storage, count)
+    await fill(storage, count, REACTORS, STATUSES)
     report.note(f"{count:,} runs over {len(REACTORS)} reactors and {len(set(STATUSES))} "
                 f"statuses stored in {time.perf_counter() - began:.1f} s (untimed); "
                 f"{ctx.reps} repetitions x {calls} calls, pages of {PAGE}")

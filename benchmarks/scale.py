@@ -1,9 +1,11 @@
 """Runs per second completed by 1, 2 and 4 `reactorflow worker` processes (8 threads each) on
 one Redis, then on a 3-master Redis Cluster on this machine (the broker stays a Dramatiq
 `RedisBroker` on the plain Redis: Dramatiq's Redis broker does not run on a cluster). A batch of
-5-step runs is dispatched in bulk once the workers answer; the figure is runs completed per
-second from the first dispatch to the last completion. On a shared machine the figures say more
-about the machine than about reactorflow: compare them within one run."""
+5-step runs is dispatched in bulk once every worker process has answered (a probe run that
+returns its process id, until each id is seen); the figure is runs completed per second from the
+first dispatch to the last completion, the median of `BATCHES` batches on the same workers. On a
+shared machine the figures say more about the machine than about reactorflow: compare them
+within one run."""
 
 from __future__ import annotations
 
@@ -22,11 +24,14 @@ from pathlib import Path
 import anyio
 
 from benchmarks._context import Context
+from benchmarks._report import Spread
 
 TITLE = "runs/s completed by 1, 2, 4 worker processes (5-step runs), one Redis and a cluster"
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER_ENV = "REACTORFLOW_BENCH_CLUSTER_URL"
 PROCESSES = (1, 2, 4)
+BATCHES = 3
+READY_TIMEOUT = 120.0  # seconds for every worker process to answer a probe
 
 
 def _bindable(port: int) -> bool:
@@ -81,8 +86,40 @@ def _cluster() -> Iterator[str]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+async def _all_answering(processes: int) -> int:
+    """Dispatch probe runs, 8 at a time, until `processes` distinct worker processes have run
+    one (or READY_TIMEOUT passed); returns how many answered."""
+    from benchmarks import _scale_flows as flows
+
+    seen: set[int] = set()
+    deadline = time.monotonic() + READY_TIMEOUT
+    while len(seen) < processes and time.monotonic() < deadline:
+        ids = [(await flows.probe.dispatch()).id for _ in range(8)]
+        for run_id in ids:
+            done = await flows.probe.wait(run_id, timeout=READY_TIMEOUT)
+            if not isinstance(done.value, int):
+                raise RuntimeError(f"probe run {run_id} ended {done.status}: {done.error}")
+            seen.add(done.value)
+    return len(seen)
+
+
+async def _batch(runs: int) -> float:
+    """Dispatch `runs` 5-step runs in bulk; runs completed per second until the last ends."""
+    from benchmarks import _scale_flows as flows
+
+    started = time.perf_counter()
+    ids = [(await flows.five.dispatch()).id for _ in range(runs)]
+    for run_id in ids:
+        done = await flows.five.wait(run_id, timeout=300)
+        if done.value != 5:
+            raise RuntimeError(f"run {run_id} ended {done.status}: {done.error}")
+    return runs / (time.perf_counter() - started)
+
+
 async def _throughput(storage_url: str, broker_url: str, namespace: str, processes: int,
-                      runs: int) -> float:
+                      runs: int) -> tuple[list[float], int]:
+    """Start `processes` worker processes; the rate of each of BATCHES batches, and how many
+    processes answered before the first."""
     from benchmarks import _scale_flows as flows
 
     env = dict(os.environ, PYTHONPATH=str(ROOT), **{
@@ -95,16 +132,8 @@ async def _throughput(storage_url: str, broker_url: str, namespace: str, process
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
     try:
-        for _ in range(processes * 4):  # every process has answered (most likely)
-            probe = await flows.five.dispatch()
-            await flows.five.wait(probe.id, timeout=120)
-        started = time.perf_counter()
-        ids = [(await flows.five.dispatch()).id for _ in range(runs)]
-        for run_id in ids:
-            done = await flows.five.wait(run_id, timeout=300)
-            if done.value != 5:
-                raise RuntimeError(f"run {run_id} ended {done.status}: {done.error}")
-        return runs / (time.perf_counter() - started)
+        answered = await _all_answering(processes)
+        return [await _batch(runs) for _ in range(BATCHES)], answered
     finally:
         worker.terminate()
         try:
@@ -120,9 +149,10 @@ async def run(ctx: Context) -> None:
 
     report = ctx.report
     server = ctx.redis()
-    runs = ctx.pick(full=600, quick=150)
+    runs = ctx.pick(full=1500, quick=150)
     load = os.getloadavg()
-    report.note(f"{runs} runs of a 5-step reactor dispatched in bulk per figure; workers: "
+    report.note(f"{BATCHES} batches of {runs} runs of a 5-step reactor dispatched in bulk per "
+                f"figure (median; min-max beside it), once every worker process answered; workers: "
                 f"`reactorflow worker` x N processes x 8 threads; broker: RedisBroker on the "
                 f"plain Redis; {os.cpu_count()} CPUs, load average {load[0]:.1f} at the start")
     from dramatiq.brokers.redis import RedisBroker
@@ -143,13 +173,17 @@ async def run(ctx: Context) -> None:
                 rf.configure(storage=storage,
                              broker=RedisBroker(url=server.url, namespace=f"{namespace}-dramatiq"))
                 try:
-                    rate = await _throughput(url, server.url, namespace, processes, runs)
+                    rates, answered = await _throughput(url, server.url, namespace, processes,
+                                                        runs)
                 finally:
                     config.reset()
                     await storage.aclose()
-                figures.append(rate)
-                report.row(f"{label}, {processes} worker process(es)", rate, "runs/s",
-                           f"{rate * 5:.0f} steps/s")
+                spread = Spread.of(rates)
+                figures.append(spread.median)
+                report.row(f"{label}, {processes} worker process(es)", spread, "runs/s",
+                           f"{spread.median * 5:.0f} steps/s"
+                           + ("" if answered == processes else
+                              f"; only {answered} of {processes} processes answered a probe"))
                 await anyio.sleep(0)
             report.verdict(f"scaling curve on {label}", None,
                            " / ".join(f"{p}: {r:.0f}" for p, r in zip(PROCESSES, figures,
