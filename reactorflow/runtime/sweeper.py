@@ -98,7 +98,9 @@ async def sweep_once(*, limit: int = DEFAULT_LIMIT) -> SweepReport:
     reported in `unreadable` and the sweep goes on.
 
     Args:
-        limit: at most this many runs (and as many async units) are looked at.
+        limit: at most this many running and rolling-back runs, as many paused runs, and as
+            many async units are looked at. Where more exist, each sweep looks at a window
+            from a random point of them, so successive sweeps see every one.
 
     Raises:
         StorageConnectionError: the storage cannot be reached (nothing more is swept).
@@ -106,8 +108,9 @@ async def sweep_once(*, limit: int = DEFAULT_LIMIT) -> SweepReport:
     storage = config.current_storage()
     report = SweepReport()
     await _sweep_units(storage, report, limit)
-    active = await storage.scan_status([Status.RUNNING, Status.ROLLING_BACK, Status.PAUSED],
-                                       limit)
+    # running and rolling-back runs first, apart: paused runs never crowd out a stalled one
+    active = await storage.scan_status([Status.RUNNING, Status.ROLLING_BACK], limit)
+    active += await storage.scan_status([Status.PAUSED], limit)
     now = clock.now()
     for live in active:
         if live.problem is not None:

@@ -530,7 +530,8 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
     async def scan_status(self, statuses: Sequence[str], limit: int) -> list[Liveness]:
         """At most `limit` runs of any reactor whose status is one of `statuses`, with lock and
         touch times, read from the status index (never a keyspace scan), in no promised
-        order. A run whose record cannot be read (a field of the wrong type or value, an
+        order; when more match, from a random start (`rotation`), so that repeated calls see
+        them all. A run whose record cannot be read (a field of the wrong type or value, an
         unknown status) is returned with `problem` set instead of failing the scan.
 
         Args:

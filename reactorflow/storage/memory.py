@@ -40,6 +40,7 @@ from reactorflow.storage.memory_gates import MemoryGates
 from reactorflow.storage.memory_maps import MemoryMaps
 from reactorflow.storage.memory_schedules import MemorySchedules
 from reactorflow.storage.paging import decode_cursor, encode_cursor
+from reactorflow.storage.rotation import window
 
 _RESUMABLE = frozenset({"paused", "running"})
 _TERMINAL = frozenset(s.value for s in Status if s.is_terminal)
@@ -488,13 +489,11 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
     async def scan_status(self, statuses: Sequence[str], limit: int) -> list[Liveness]:
         now = clock.monotonic()
         wanted = set(statuses)
-        found: list[Liveness] = []
         with self._mutex:
-            for run in list(self._runs.values()):
-                if len(found) >= limit:
-                    break
-                if self._live(run.run_id, now) is None or run.status not in wanted:
-                    continue
+            matching = [run for run in list(self._runs.values())
+                        if run.status in wanted and self._live(run.run_id, now) is not None]
+            found: list[Liveness] = []
+            for run in window(matching, limit):  # from a random start when more match
                 lock = self._owner(run.run_id, now)
                 found.append(Liveness(run.run_id, run.reactor, run.status, run.touched_at,
                                       None if lock is None else lock.owner))

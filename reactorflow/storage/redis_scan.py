@@ -15,6 +15,7 @@ from reactorflow.storage.paging import decode_cursor, encode_cursor
 from reactorflow.storage.redis_conn import LoopClient, RedisConnector
 from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
 from reactorflow.storage.redis_paging import IndexReader, Taken, newest_first
+from reactorflow.storage.rotation import ring_segments
 
 _STATUSES = frozenset(s.value for s in Status)
 PRUNE_BATCH = 100
@@ -104,23 +105,32 @@ class RedisScans:
             await pipe.execute()
 
     async def scan_status(self, statuses: Sequence[str], limit: int) -> list[Liveness]:
+        """The status indexes of every reactor read as one ring (status by status), from a
+        random point when they hold more than `limit` runs (see `rotation`)."""
         conn = await self._redis.get()
         found: list[Liveness] = []
         stale: _Stale = []
         batch = min(max(limit, 32), 1000)
         with self._errors():
             reactors = sorted(_text(r) for r in await conn.client.smembers(self._keys.reactors()))
-            for reactor in reactors:
-                for status in dict.fromkeys(statuses):
-                    index = self._keys.by_status(reactor, status)
-                    start = 0
-                    while len(found) < limit:
-                        rows = await conn.client.zrange(index, start, start + batch - 1)
-                        if not rows:
-                            break
-                        start += batch
-                        found += await self._liveness(conn, index, [_text(r) for r in rows],
-                                                      reactor, status, stale)
+            indexes = [(reactor, status, self._keys.by_status(reactor, status))
+                       for status in dict.fromkeys(statuses) for reactor in reactors]
+            pipe = conn.client.pipeline(transaction=False)
+            for _, _, index in indexes:
+                pipe.zcard(index)
+            sizes = [int(size) for size in await pipe.execute()] if indexes else []
+            for which, first, last in ring_segments(sizes, limit):
+                reactor, status, index = indexes[which]
+                start = first
+                while start <= last and len(found) < limit:
+                    rows = await conn.client.zrange(index, start, min(last, start + batch - 1))
+                    if not rows:
+                        break
+                    start += batch
+                    found += await self._liveness(conn, index, [_text(r) for r in rows],
+                                                  reactor, status, stale)
+                if len(found) >= limit:
+                    break
             await self._drop(conn, stale)
             await self._prune(conn, reactors)
         return found[:limit]

@@ -49,7 +49,8 @@ async def _stalled_run(storage: rf.Storage, flow: rf.Reactor, entered: anyio.Eve
     async with anyio.create_task_group() as tg:
         tg.start_soon(flow.run)
         await entered.wait()
-        (live,) = await storage.scan_status(["running"], limit=10)
+        (live,) = [live for live in await storage.scan_status(["running"], limit=100)
+                   if live.reactor == flow.name]
         owner = await storage.lock_owner(live.run_id)
         assert owner is not None
         while await storage.release_lock(live.run_id, owner) > 0:
