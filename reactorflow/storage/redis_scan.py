@@ -105,8 +105,8 @@ class RedisScans:
             await pipe.execute()
 
     async def scan_status(self, statuses: Sequence[str], limit: int) -> list[Liveness]:
-        """The status indexes of every reactor read as one ring (status by status), from a
-        random point when they hold more than `limit` runs (see `rotation`)."""
+        # the status indexes of every reactor, read as one ring (status by status), from a
+        # random point when they hold more than `limit` runs (see `rotation`)
         conn = await self._redis.get()
         found: list[Liveness] = []
         stale: _Stale = []
