@@ -95,7 +95,8 @@ def _describe(broker: object) -> str:
 @click.option("--interval", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
               help="Seconds between sweeps.")
 @click.option("--limit", type=click.IntRange(1, 100_000), default=1000, show_default=True,
-              help="Runs inspected per sweep.")
+              help="Running runs, and as many paused ones, inspected per sweep (past that, each "
+                   "sweep starts at a random point).")
 @click.option("--once", is_flag=True, help="Sweep once and exit.")
 @app_options
 def sweep_command(positional: tuple[str, ...], interval: float, limit: int, once: bool,
