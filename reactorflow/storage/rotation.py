@@ -18,7 +18,8 @@ def window(items: Sequence[T], limit: int) -> list[T]:
     if len(items) <= limit:
         return list(items)
     start = random.randrange(len(items))
-    return [*items[start:], *items[:start]][:limit]
+    taken = list(items[start:start + limit])  # (only what is returned is copied)
+    return taken + list(items[:limit - len(taken)])
 
 
 def ring_segments(sizes: Sequence[int], limit: int) -> list[tuple[int, int, int]]:
