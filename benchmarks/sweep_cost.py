@@ -27,6 +27,7 @@ REACTORS = ("sweep.orders", "sweep.billing")
 ENDED = (Status.COMPLETED, Status.COMPLETED, Status.FAILED, Status.CANCELLED)
 LIVE_RUNNING = 100
 LIVE_PAUSED = 50
+LIMIT = 10_000  # above every live run here: each pass looks at all of them
 
 
 async def _index_bytes(client: redis.asyncio.Redis, namespace: str) -> int:
@@ -37,6 +38,21 @@ async def _index_bytes(client: redis.asyncio.Redis, namespace: str) -> int:
     return total
 
 
+async def _passes(ctx: Context, passes: int) -> tuple[list[float], _redis.Traffic]:
+    """Seconds per `sweep_once()` pass (`passes` of them per repetition), then one pass's
+    commands (MONITOR). The limit is above every live run: a pass looks at all of them."""
+    times = []
+    for _ in range(ctx.reps):
+        settle()
+        began = time.perf_counter()
+        for _ in range(passes):
+            await rf.sweep_once(limit=LIMIT)
+        times.append((time.perf_counter() - began) / passes)
+    async with _redis.watch(ctx.redis().url) as traffic:
+        await rf.sweep_once(limit=LIMIT)
+    return times, traffic
+
+
 async def _live_growth(ctx: Context, storage: rf.RedisStorage,
                        passes: int) -> tuple[int, list[float], _redis.Traffic]:
     """Add 9x the live runs; time a pass over all of them."""
@@ -44,16 +60,8 @@ async def _live_growth(ctx: Context, storage: rf.RedisStorage,
     await fill(storage, LIVE_RUNNING * grow, REACTORS, [Status.RUNNING], first=3 * 10**9)
     await fill(storage, LIVE_PAUSED * grow, REACTORS, [Status.PAUSED], first=4 * 10**9,
                release=True)
-    await rf.sweep_once(limit=10_000)
-    times = []
-    for _ in range(ctx.reps):
-        settle()
-        began = time.perf_counter()
-        for _ in range(max(1, passes // 4)):
-            await rf.sweep_once(limit=10_000)
-        times.append((time.perf_counter() - began) / max(1, passes // 4))
-    async with _redis.watch(ctx.redis().url) as traffic:
-        await rf.sweep_once(limit=10_000)
+    await rf.sweep_once(limit=LIMIT)
+    times, traffic = await _passes(ctx, max(1, passes // 4))
     return (LIVE_RUNNING + LIVE_PAUSED) * (grow + 1), times, traffic
 
 
@@ -84,19 +92,11 @@ async def run(ctx: Context) -> None:
             if size > stored:
                 await fill(storage, size - stored, REACTORS, ENDED, first=stored, release=True)
                 stored = size
-            sweep = await rf.sweep_once(limit=10_000)  # warm; and nothing may need recovering
+            sweep = await rf.sweep_once(limit=LIMIT)  # warm; and nothing may need recovering
             if sweep.recovered or sweep.expired or sweep.failed or sweep.unreadable:
                 report.error(f"the sweep acted on live runs: {sweep}")
                 return
-            times = []
-            for _ in range(ctx.reps):
-                settle()
-                began = time.perf_counter()
-                for _ in range(passes):
-                    await rf.sweep_once(limit=10_000)
-                times.append((time.perf_counter() - began) / passes)
-            async with _redis.watch(server.url) as traffic:
-                await rf.sweep_once(limit=10_000)
+            times, traffic = await _passes(ctx, passes)
             figures.append((size, times, traffic, await _index_bytes(client, namespace)))
         live = await _live_growth(ctx, storage, passes)
     finally:
@@ -112,7 +112,7 @@ async def run(ctx: Context) -> None:
         report.note(f"    commands: {traffic.breakdown()}")
     base_live = LIVE_RUNNING + LIVE_PAUSED
     for count, times, traffic in ((base_live, base_times, figures[-1][2]), live):
-        report.row(f"sweep_once(limit=10,000) with {count:,} live runs",
+        report.row(f"sweep_once(limit={LIMIT:,}) with {count:,} live runs",
                    Spread.of(times).scaled(1e3), "ms",
                    f"{Spread.of(times).median / count * 1e6:,.0f} µs per live run; "
                    f"{traffic.total} commands, {traffic.round_trips} round trips")
