@@ -55,6 +55,7 @@ class Execution:
         "history",
         "hold",
         "hooks",
+        "lease",
         "level_entries",
         "level_inputs",
         "loaded_history",
@@ -123,6 +124,9 @@ class Execution:
         self.waits_for_throws = False
         self.parked_since: dict[str, float] = {}  # unit key -> since when (when it parked)
         self.hold: Hold | None = None  # the lock hold of the owning execution, when it drives
+        # the hold that proves it may still start work (`lockkeeper.ensure_live`): the run's
+        # lock while an owner holds it; an element's child: its map's (the run's, or its job's)
+        self.lease: Hold | None = None
         self.history: list[Event] | None = None  # events written here, when all are known...
         self.loaded_history: list[bytes] | None = None  # ...after these, read when loaded
         self.unconfirmed: set[str] = set()  # step writes cut off: landed or not, unknown

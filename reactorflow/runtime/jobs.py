@@ -186,6 +186,7 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
             return  # never dispatched, or already done: a stray or duplicate message
         ex.gates = GateHolds(storage, lock, hooks=ex.hooks, reactor=ex.reactor)  # as itself
         keeper.attach(hold, ex.gates)
+        ex.lease = hold  # the unit's own lock: lost, no further attempt starts
         await _run_unit(ex, key, snoozes)
 
 

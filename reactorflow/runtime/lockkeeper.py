@@ -10,6 +10,15 @@ unregisters its hold before it releases the lock (`ownership.keep_alive`), and m
 `releasing` before the final save that releases it in the same write (`Execution.save_state`);
 only a refusal while the hold is registered and not releasing logs `reactorflow.lock.lost`.
 
+Losing the lock stops the execution from starting anything new. A hold knows until when its
+lock is surely held (`Hold.valid_until`: `LEASE` of the TTL after the last successful take or
+extension was sent, measured on this process's monotonic clock, which runs on while the process
+is suspended); every place an execution starts work (a step, an element, an element's attempt,
+a rollback handler, a fanned-out map's dispatch) first calls `ensure_live`, which costs nothing
+while that holds, and past it asks storage (an extension, fenced on the owner) before anything
+starts. A refusal marks the hold `lost` (as the keeper does when its extension is refused) and
+raises `LockLost`: nothing new starts, and every write that follows is refused by storage.
+
 A hold may carry the gate places its execution holds (`Hold.gates`): they are renewed with the
 run's lock (and the ordered-lock tickets stamped), as often as the shortest of their TTLs
 needs, so a crashed holder's places lapse after their TTL and a live one's never do.
@@ -28,11 +37,15 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from reactorflow.errors import LockLost
 from reactorflow.runtime.gates.scope import GateHolds
 from reactorflow.storage.base import Storage
 
 log = logging.getLogger("reactorflow.lock")
 IDLE_WAKE = 1.0  # the keeper looks at its holds at least this often (seconds)
+LEASE = 2 / 3
+"""The share of a lock's TTL it is surely held for after its take or extension was sent (the
+rest covers the time between sending the take and starting the hold, and clock drift)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -47,6 +60,15 @@ class Hold:
     gates: GateHolds | None = None  # gate places renewed with the lock
     renewed: float = field(default_factory=time.monotonic)
     serial: int = field(default_factory=itertools.count().__next__)
+    lost: bool = False  # an extension was refused: another execution may own the run now
+    valid_until: float = 0.0  # monotonic time until which the lock is surely held (`LEASE`)
+
+    def __post_init__(self) -> None:
+        self.valid_until = self.renewed + self.ttl * LEASE
+
+    def extended(self, sent: float) -> None:
+        """An extension sent at `sent` (monotonic) succeeded: the lease runs from then."""
+        self.valid_until = max(self.valid_until, sent + self.ttl * LEASE)
 
     def next_due(self) -> float:
         """When the lock, or the shortest-lived gate place it carries, needs renewing."""
@@ -150,6 +172,7 @@ class LockKeeper:
                     log.debug("reactorflow.lock.keeper_close_failed", exc_info=True)
 
     async def _extend(self, hold: Hold) -> None:
+        sent = time.monotonic()
         try:
             kept = await hold.storage.extend_lock(hold.run_id, hold.owner, hold.ttl)
         except Exception:
@@ -162,9 +185,12 @@ class LockKeeper:
             if let_go:  # its owner released it meanwhile: not a loss
                 log.debug("reactorflow.lock.extend_after_release run_id=%s", hold.run_id)
             else:
-                log.warning("reactorflow.lock.lost run_id=%s owner=%s", hold.run_id, hold.owner)
+                hold.lost = True  # the execution starts nothing more (`ensure_live`)
+                log.warning("reactorflow.lock.lost run_id=%s owner=%s: the execution starts "
+                            "nothing more", hold.run_id, hold.owner)
             self.release(hold)
             return
+        hold.extended(sent)
         if hold.gates is not None:
             await self._renew_gates(hold.gates)
         hold.renewed = time.monotonic()
@@ -194,6 +220,35 @@ async def renew_gates(gates: GateHolds) -> None:
             await gates.storage.ordered_stamp(key, ticket)
     except Exception:
         log.warning("reactorflow.gate.extend_failed run_id=%s", gates.run_id, exc_info=True)
+
+
+async def ensure_live(hold: Hold | None) -> None:
+    """Before starting work for a hold's lock: return at once while its lease holds (no
+    round trip); past it, extend the lock (fenced on the owner: refused when it expired or was
+    taken over) and go on only if that succeeded.
+
+    Args:
+        hold: The execution's lock hold (None: it holds no lock of its own, nothing to check).
+
+    Raises:
+        LockLost: the lock was lost (the hold is marked `lost`): start nothing.
+        StorageError: storage could not be asked (nothing may start either).
+    """
+    if hold is None or hold.released or hold.releasing:
+        return
+    if hold.lost:
+        raise LockLost(hold.run_id, hold.owner)
+    if time.monotonic() < hold.valid_until:
+        return
+    sent = time.monotonic()
+    if not await hold.storage.extend_lock(hold.run_id, hold.owner, hold.ttl):
+        if hold.released or hold.releasing:
+            return  # the final save released it meanwhile
+        hold.lost = True
+        log.warning("reactorflow.lock.lost run_id=%s owner=%s: found at a start of work; the "
+                    "execution starts nothing more", hold.run_id, hold.owner)
+        raise LockLost(hold.run_id, hold.owner)
+    hold.extended(sent)
 
 
 keeper = LockKeeper()

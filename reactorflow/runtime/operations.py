@@ -276,9 +276,9 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
                 if not needs_execution(ex):
                     return ex
             ex.parks, ex.waits_for_throws = parks, waits_for_throws
-            ex.hold = hold  # its final save releases the lock in the same write
+            ex.hold = ex.lease = hold  # its final save releases the lock in the same write
             await drive(ex)
-            ex.hold = None
+            ex.hold = ex.lease = None
             waiting = list(ex.state.waiting_on) if ex.state.status == Status.PAUSED else []
         await after_release(reactor, storage, ex)
         if not waiting:
@@ -411,8 +411,9 @@ async def undo(reactor: Reactor, run_id: str) -> Run:
     owner = new_owner()
     if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
         raise LockTimeout(run_id, settings.lock_wait, "undo")
-    async with keep_alive(storage, run_id, owner, settings.lock_ttl):
+    async with keep_alive(storage, run_id, owner, settings.lock_ttl) as hold:
         ex = await load_owned(reactor, storage, run_id, owner)
+        ex.lease = hold  # losing the lock stops the undo from starting anything more
         status = ex.state.status
         if status not in _UNDOABLE:
             raise RunStateError(run_id, status, "undo")

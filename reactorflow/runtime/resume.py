@@ -281,8 +281,9 @@ async def fail_run(reactor: Reactor, storage: Storage, run_id: str, error: RunEr
         request = Control(ControlKind.FAIL, str(error), error)
         await storage.request_control(run_id, records.encode(request))
         return
-    async with keep_alive(storage, run_id, owner, settings.lock_ttl):
+    async with keep_alive(storage, run_id, owner, settings.lock_ttl) as hold:
         ex = await operations.load_owned(reactor, storage, run_id, owner)
+        ex.lease = hold  # losing the lock stops the rollback from starting anything more
         if ex.state.status not in (Status.PAUSED, Status.RUNNING):
             return
         await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back",

@@ -33,6 +33,7 @@ from reactorflow.middleware import StepEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.gates.steps import leave_rollback, rollback_places
+from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.maps.reading import prepare_readers
 from reactorflow.runtime.maps.undo import roll_back_map
 from reactorflow.runtime.stepcall import context_for, resolve_arguments
@@ -107,6 +108,7 @@ async def roll_back(ex: Execution, live_errors: Mapping[str, BaseException] | No
     (see `Rollback`)."""
     failures: list[RollbackFailure] = []
     for act, key in plan_rollback(ex):
+        await ensure_live(ex.lease)  # a lost lock starts no handler (LockLost)
         match act:
             case Act.CLOSE:
                 closed = _rolled_back(ex.records[key], StepStatus.UNDONE)

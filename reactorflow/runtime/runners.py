@@ -30,6 +30,7 @@ from reactorflow.definition.specs import UNIT_KINDS, StepKind
 from reactorflow.errors import GateBusy
 from reactorflow.records import summary
 from reactorflow.runtime.incopy import in_copy
+from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.stepcall import scope_cancelled
 from reactorflow.status import ControlKind, StepStatus
 
@@ -213,6 +214,7 @@ class Runners:
                 node = nodes[key]
                 in_flight.add(key)
                 try:
+                    await ensure_live(ex.lease)  # a lost lock starts no step (LockLost: fatal)
                     if node.plain and self.fast:
                         await self._plain(node)
                     else:

@@ -29,6 +29,7 @@ from reactorflow.markers import StepContext, follow_path
 from reactorflow.middleware import StepEvent
 from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
+from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.maps.reading import map_argument
 from reactorflow.runtime.units import outcome_of
 from reactorflow.status import StepStatus
@@ -259,6 +260,8 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
         if hooks is not None:
             hooks.call("after_retry", StepEvent(ex.run_id, ex.reactor, key, attempt + 1))
     while True:
+        if failed is None:  # (else the caller ran this attempt already)
+            await ensure_live(ex.lease)  # a lost lock starts no further attempt
         attempt += 1
         began = clock.now() if failed is None else failed[0]
         if out.started_at is None:

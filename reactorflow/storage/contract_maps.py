@@ -18,13 +18,23 @@ class MapSlotsContract(abc.ABC):
 
     @abc.abstractmethod
     async def save_elements(self, run_id: str, key: str, outcomes: Mapping[int, bytes], *,
-                            replace: bool = False) -> SlotWrite | None:
+                            replace: bool = False, owner: str | None = None
+                            ) -> SlotWrite | None:
         """Store element outcomes of map `key` (element index -> record), all in one atomic
         call (one round trip however many are given; cost proportional to their number only).
 
         First wins per element: an index that already holds an outcome keeps it (a duplicate
         delivery, a re-run after a crash), unless `replace` (a rollback rewriting a completed
-        element as undone). Unfenced: element jobs never hold the run's lock; safe to retry.
+        element as undone). Safe to retry.
+
+        Fencing: a write by the run's owning execution (an inline map's outcomes, a fanned-out
+        map's items, job data and undo throws, a rollback's undos) names its lock `owner`, and
+        is refused with `LockLost` (nothing written, in the same atomic call) unless `owner`
+        holds the run's liveness lock, as `save_step` is. So an execution whose lock expired or
+        was taken over writes no element. Only element and undo jobs, which never hold the
+        run's lock, write unfenced (`owner=None`; their writes are first-wins per element, or
+        rewrite an outcome only their own element lock guards).
+
         Returns how many outcomes were written and how many the map now holds, or None (nothing
         written) when the run does not exist. Slots expire `retention` seconds after the map's
         last write or `refresh_elements` (memory: with the run).
@@ -34,8 +44,11 @@ class MapSlotsContract(abc.ABC):
             key: The map step's key.
             outcomes: Element index -> encoded outcome.
             replace: Overwrite outcomes already stored (a rollback).
+            owner: The run's lock owner making the write (fenced), or None (an element or
+                undo job: unfenced).
 
         Raises:
+            LockLost: `owner` was given and does not hold the run's lock (nothing written).
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
 
@@ -48,7 +61,8 @@ class MapSlotsContract(abc.ABC):
         of map `control`'s slots to the index, first wins (an atomic map's stop marker), and
         claim the next index of the counter in field `advance` of `control` (its value before
         this call, the counter then incremented: concurrent callers claim consecutive values).
-        Unfenced, like `save_elements`.
+        Unfenced: only element jobs settle elements, and they never hold the run's lock (see
+        `save_elements`).
 
         Args:
             run_id: The run's id.

@@ -23,13 +23,19 @@ class MemoryMaps:
     def _live(self, run_id: str, now: float) -> _Run | None:
         raise NotImplementedError  # MemoryStorage's
 
+    def _fenced(self, run_id: str, owner: str, now: float) -> _Run:
+        raise NotImplementedError  # MemoryStorage's
+
     async def save_elements(self, run_id: str, key: str, outcomes: Mapping[int, bytes], *,
-                            replace: bool = False) -> SlotWrite | None:
+                            replace: bool = False, owner: str | None = None
+                            ) -> SlotWrite | None:
         now = clock.monotonic()
         with self._mutex:
             run = self._live(run_id, now)
             if run is None:
                 return None
+            if owner is not None:
+                self._fenced(run_id, owner, now)  # LockLost unless `owner` holds the run
             slots = run.maps.setdefault(key, {})
             written = 0
             for index, record in outcomes.items():

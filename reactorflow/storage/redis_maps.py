@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from reactorflow.errors import LockLost
 from reactorflow.storage.base import SlotWrite
 from reactorflow.storage.redis_tokens import token as _token
 
@@ -32,17 +33,21 @@ class RedisMaps:
         raise NotImplementedError  # RedisStorage's
 
     async def save_elements(self, run_id: str, key: str, outcomes: Mapping[int, bytes], *,
-                            replace: bool = False) -> SlotWrite | None:
+                            replace: bool = False, owner: str | None = None
+                            ) -> SlotWrite | None:
         conn = await self._redis.get()
-        args: list[EncodableT] = [self._retention_ms, "1" if replace else "0"]
+        args: list[EncodableT] = [self._retention_ms, "1" if replace else "0", owner or ""]
         for index, record in outcomes.items():
             args.extend((index, record))
         with self._errors():
             reply = await conn.script("save_elements",
-                                      [self._keys.run(run_id), self._keys.elements(run_id, key)],
-                                      args)
+                                      [self._keys.run(run_id), self._keys.elements(run_id, key),
+                                       self._keys.lock(run_id)], args)
         if reply == -1:
             return None
+        if reply == -2:
+            assert owner is not None
+            raise LockLost(run_id, owner)
         return SlotWrite(int(reply[0]), int(reply[1]))
 
     async def settle_element(self, run_id: str, key: str, index: int, outcome: bytes, *,

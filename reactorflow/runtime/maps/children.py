@@ -39,14 +39,14 @@ from typing import TYPE_CHECKING, Any
 from reactorflow import records
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.params import MapRead
-from reactorflow.errors import GateBusy, RecordedError
+from reactorflow.errors import GateBusy, LockLost, RecordedError
 from reactorflow.records import NIL, ElementRecord, ErrorRecord, RollbackFailure
 from reactorflow.runtime import operations
 from reactorflow.runtime.gates.runs import run_needs
 from reactorflow.runtime.gates.scope import Entry, enter, leave
 from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.maps.element_run import ElementExecution, ElementForward
-from reactorflow.runtime.maps.elements import Scope, encode
+from reactorflow.runtime.maps.elements import Scope, encode, fence
 from reactorflow.runtime.maps.reading import element_count, load_list
 from reactorflow.runtime.rollback import Rollback, collected_failures, roll_back
 from reactorflow.runtime.runners import Ending, Verdict
@@ -59,8 +59,10 @@ if TYPE_CHECKING:
 def _execution(scope: Scope, node: Node, index: int | None, inputs: Any, steps: dict[str, Any],
                maps: dict[str, dict[int, bytes]] | None = None) -> ElementExecution:
     hooks = scope.hooks if scope.hooks is not None else operations.hooks_for(scope.plan.reactor)
-    return ElementExecution(scope.run_id, node, index, inputs, steps, hooks=hooks,
-                            gates=scope.gates, prefix=scope.step_prefix, maps=maps)
+    ex = ElementExecution(scope.run_id, node, index, inputs, steps, hooks=hooks,
+                          gates=scope.gates, prefix=scope.step_prefix, maps=maps)
+    ex.lease = scope.lease  # its steps start only while its map's lock is held
+    return ex
 
 
 async def run_child(scope: Scope, node: Node, kwargs: dict[str, Any], index: int | None
@@ -99,6 +101,8 @@ async def run_child(scope: Scope, node: Node, kwargs: dict[str, Any], index: int
                                      steps=kept, maps=ex.held.maps if kept else {}), None
             live = verdict.errors
             error = _why(ex, verdict)
+    except LockLost:
+        raise  # the lock was lost: the element stops, nothing of it is stored
     except Exception as exc:  # the child's value does not match the element annotation
         error = exc
     finally:
@@ -184,7 +188,8 @@ async def undo_child(scope: Scope, node: Node, index: int,
     async def save(_: ElementExecution | None = None) -> None:
         record.steps, record.maps = dict(ex.records), ex.held.maps
         await scope.slots.save_elements(scope.run_id, node.key,
-                                        {index: records.encode(record)}, replace=True)
+                                        {index: records.encode(record)}, replace=True,
+                                        owner=fence(scope))
 
     ex.save = save
     ex.held.after = save  # each nested map's element undo, saved as it returns

@@ -15,6 +15,7 @@ import msgspec
 from reactorflow import config, records
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.params import Source
+from reactorflow.errors import LockLost
 from reactorflow.records import ElementArgs, ElementRecord
 from reactorflow.redaction import EVERY, secrets_in, watch
 from reactorflow.runtime import queue
@@ -94,7 +95,7 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
                       "map's job data is gone", run_id, key, index)
             return
         shared = records.decode_element_args(shared_raw)
-        scope = JobScope(run_id, plan_for(reactor))
+        scope = JobScope(run_id, plan_for(reactor), lease=hold)
         node = scope.plan.nodes[key]
         options = node.spec.map
         assert options is not None
@@ -112,12 +113,18 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
             if kept is not None:
                 kept.borrows = True  # the parked run's locks: re-entered, never released
                 keeper.attach(hold, kept)
-                scope = JobScope(run_id, scope.plan, kept)
+                scope = JobScope(run_id, scope.plan, kept, lease=hold)
             if scope.plan.redactions:
                 held = ElementSecrets(node, scope, item, kwargs)
                 watch(held)  # held here while the element runs (sources are held weakly)
-            with queue.immediate():  # the element's own work may wait for what it enqueues
-                record, _ = await call_element(scope, node, kwargs, index, item)
+            try:
+                with queue.immediate():  # its own work may wait for what it enqueues
+                    record, _ = await call_element(scope, node, kwargs, index, item)
+            except LockLost:  # its lock lapsed: a duplicate may own the element now
+                log.warning("reactorflow.map.element_lock_lost run_id=%s step=%s index=%d: "
+                            "the element stops, its outcome is left to whoever holds it",
+                            run_id, key, index)
+                return
         await settle(storage, run_id, reactor.name, key, index, record,
                      atomic=options.atomic, total=shared.count)
 

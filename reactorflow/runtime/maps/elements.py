@@ -18,6 +18,7 @@ from reactorflow.definition.specs import StepKind
 from reactorflow.errors import ArgumentError, SerializationError, StepTimeout
 from reactorflow.markers import StepContext
 from reactorflow.records import ElementRecord, ErrorRecord, describe, summary
+from reactorflow.runtime.lockkeeper import Hold, ensure_live
 from reactorflow.runtime.maps.reading import Slots, element_count, element_key, load_list
 from reactorflow.runtime.stepcall import read_input, scope_cancelled
 from reactorflow.status import StepStatus
@@ -57,6 +58,20 @@ class Scope(Protocol):
     def slots(self) -> Slots:
         """Where its maps' element slots live (see `Execution.slots`)."""
 
+    @property
+    def owner(self) -> str | None:
+        """The run's lock owner its slot writes are fenced by (`save_elements`): the owning
+        execution's; "" or None for a job, which never holds the run's lock (unfenced)."""
+
+    @property
+    def lease(self) -> Hold | None:
+        """The lock hold that proves it may still start work (`liveness.ensure_live`)."""
+
+
+def fence(scope: Scope) -> str | None:
+    """The `owner` a scope's slot writes name (None: unfenced, an element or undo job)."""
+    return scope.owner or None
+
 
 @dataclass(frozen=True, slots=True)
 class JobScope:
@@ -68,6 +83,8 @@ class JobScope:
     gates: GateHolds | None = None
     hooks: Hooks | None = None
     step_prefix: str = ""
+    lease: Hold | None = None  # the job's own lock hold (its element's, or its undo's)
+    owner: str | None = None  # a job never holds the run's lock: its slot writes are unfenced
 
     @property
     def slots(self) -> Slots:
@@ -161,11 +178,13 @@ async def call_element(ex: Scope, node: Node, base: dict[str, Any], index: int,
     if spec.child is not None:  # an element reactor (runtime.maps.children)
         from reactorflow.runtime.maps.children import run_child  # noqa: PLC0415 (a cycle)
 
+        await ensure_live(ex.lease)  # (its child's steps check it too, as any step does)
         return await run_child(ex, node, kwargs, index)
     retry, timeout, fn = spec.retry, spec.timeout, spec.fn
     context_name = node.context_name
     attempt = 0
     while True:
+        await ensure_live(ex.lease)  # a lost lock starts no element, nor a further attempt
         attempt += 1
         if context_name is not None:
             kwargs[context_name] = context(ex, node, index, attempt)

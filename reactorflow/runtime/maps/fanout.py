@@ -42,6 +42,7 @@ from reactorflow.errors import RecordedError
 from reactorflow.mapresults import PAGE_SIZE
 from reactorflow.records import ElementArgs, ErrorRecord
 from reactorflow.runtime import queue
+from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.maps.elements import source_of
 from reactorflow.runtime.maps.inline import MapEnd
 from reactorflow.runtime.maps.keys import items_key, job_key
@@ -90,11 +91,12 @@ async def start(ex: Execution, node: Node, kwargs: dict[str, Any],
     for start_at in range(0, len(items), PAGE_SIZE):
         chunk = items[start_at:start_at + PAGE_SIZE]
         await storage.save_elements(ex.run_id, items_key(key), {
-            i: records.encode(item) for i, item in enumerate(chunk, start_at)})
+            i: records.encode(item) for i, item in enumerate(chunk, start_at)}, owner=ex.owner)
     shared = shared_arguments(ex, node, kwargs, len(items))
     first = min(options.batch_size, len(items))
     await storage.save_elements(ex.run_id, job_key(key), {ARGS: records.encode(shared),
-                                                          NEXT: str(first).encode()})
+                                                          NEXT: str(first).encode()},
+                                owner=ex.owner)  # fenced: a zombie enqueues nothing
     for index in range(first):
         queue.enqueue_element(ex.run_id, ex.reactor, key, index)
 
@@ -161,6 +163,7 @@ async def _redispatch_lost(ex: Execution, node: Node, count: int) -> None:
             if outcome is not None or await storage.lock_owner(
                     element_lock(ex.run_id, node.key, index)) is not None:
                 continue
+            await ensure_live(ex.lease)  # a lost lock dispatches nothing
             log.info("reactorflow.map.redispatch run_id=%s step=%s index=%d", ex.run_id,
                      node.key, index)
             queue.enqueue_element(ex.run_id, ex.reactor, node.key, index)

@@ -22,7 +22,7 @@ class HeldSlots:
         self.after: Callable[[], Awaitable[None]] | None = None  # called after each write
 
     async def save_elements(self, run_id: str, key: str, outcomes: Mapping[int, bytes], *,
-                            replace: bool = False) -> None:
+                            replace: bool = False, owner: str | None = None) -> None:
         """Store outcomes, first wins per index unless `replace` (as the storage contract).
 
         Args:
@@ -30,6 +30,8 @@ class HeldSlots:
             key: The nested map's key in the element reactor's plan.
             outcomes: Element index -> encoded outcome.
             replace: Overwrite outcomes already held (a rollback).
+            owner: Unused: these slots live in the element's own memory (the element stores
+                them with its slot, which is fenced as its writer's are).
         """
         slots = self.maps.setdefault(key, {})
         for index, raw in outcomes.items():

@@ -29,7 +29,7 @@ import anyio
 from reactorflow import records
 from reactorflow.errors import RecordedError
 from reactorflow.records import ElementRecord, ErrorRecord
-from reactorflow.runtime.maps.elements import call_element
+from reactorflow.runtime.maps.elements import call_element, fence
 from reactorflow.runtime.maps.reading import walk
 from reactorflow.status import StepStatus
 
@@ -73,7 +73,8 @@ class _Writer:
                 self.wake = anyio.Event()
                 continue
             batch, self.pending = self.pending, {}
-            await self.ex.slots.save_elements(self.ex.run_id, self.key, batch)
+            await self.ex.slots.save_elements(self.ex.run_id, self.key, batch,
+                                              owner=fence(self.ex))  # fenced: LockLost if lost
 
     def close(self) -> None:
         self.closed = True

@@ -40,6 +40,7 @@ from reactorflow import clock, config, records
 from reactorflow.mapresults import PAGE_SIZE
 from reactorflow.records import ElementRecord, UndoThrow
 from reactorflow.runtime import queue
+from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.maps.keys import acks_key, job_key
 from reactorflow.runtime.maps.reading import page
 from reactorflow.runtime.units import unit_lock
@@ -106,7 +107,7 @@ async def roll_back_fanned(ex: Execution, node: Node, count: int) -> float | Non
                 await _wait(ex, node, throw, since)
                 continue
             await storage.save_elements(ex.run_id, acks_key(key),
-                                        dict.fromkeys(throw.indices, ACKED))
+                                        dict.fromkeys(throw.indices, ACKED), owner=ex.owner)
             below = min(throw.indices)
         indices = await _next_throw(ex, key, below, options.batch_size)
         if not indices:
@@ -114,7 +115,7 @@ async def roll_back_fanned(ex: Execution, node: Node, count: int) -> float | Non
         acked = await storage.count_elements(ex.run_id, acks_key(key))
         following = UndoThrow(acked + len(indices), indices)
         await storage.save_elements(ex.run_id, job_key(key), {THROW: records.encode(following)},
-                                    replace=True)  # written before any of its jobs goes out
+                                    replace=True, owner=ex.owner)  # before any job goes out
         ex.parked_since[key] = clock.now()
         queue.enqueue_undo(ex.run_id, ex.reactor, key, indices[0])
         if not ex.waits_for_throws:
@@ -164,6 +165,7 @@ async def _redispatch_lost(ex: Execution, node: Node, left: list[int]) -> None:
     lock taken)."""
     for index in left:
         if await ex.storage.lock_owner(undo_lock(ex.run_id, node.key, index)) is None:
+            await ensure_live(ex.lease)  # a lost lock dispatches nothing
             log.info("reactorflow.map.undo_redispatch run_id=%s step=%s index=%d", ex.run_id,
                      node.key, index)
             queue.enqueue_undo(ex.run_id, ex.reactor, node.key, index)

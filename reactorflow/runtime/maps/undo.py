@@ -25,10 +25,11 @@ import msgspec
 
 from reactorflow import records
 from reactorflow.definition.graph import Node
-from reactorflow.errors import ArgumentError
+from reactorflow.errors import ArgumentError, LockLost
 from reactorflow.records import ElementRecord, ErrorRecord, RollbackFailure, describe, summary
 from reactorflow.runtime.execution import event
-from reactorflow.runtime.maps.elements import Scope, context, source_of
+from reactorflow.runtime.lockkeeper import ensure_live
+from reactorflow.runtime.maps.elements import Scope, context, fence, source_of
 from reactorflow.runtime.maps.reading import element_key, walk
 from reactorflow.runtime.maps.throws import roll_back_fanned
 from reactorflow.runtime.stepcall import context_for, resolve_arguments
@@ -154,6 +155,8 @@ async def undo_element(scope: Scope, node: Node, base: dict[str, Any], item: Any
             result = handler.fn(node.decoder.decode(record.result), **kwargs)
             if inspect.isawaitable(result):
                 await result
+    except LockLost:
+        raise  # the lock was lost: nothing was undone, and nothing may be recorded
     except Exception as exc:
         log.warning("reactorflow.undo.failed run_id=%s step=%s index=%d error=%s",
                     scope.run_id, node.key, index, summary(exc))
@@ -178,11 +181,12 @@ async def _undo_each(ex: Execution, node: Node, base: dict[str, Any],
     async for index, record in walk(ex.slots, ex.run_id, node.key, count, backwards=True):
         if record.status is not StepStatus.COMPLETED or record.rollback_error is not None:
             continue
+        await ensure_live(ex.lease)  # a lost lock starts no further undo
         await undo_element(ex, node, base, items[index] if items else None, index, record)
         if record.rollback_error is not None:
             failures.append(_failure(node.key, index, HandlerKind.UNDO, record.rollback_error))
         await ex.slots.save_elements(ex.run_id, node.key, {index: records.encode(record)},
-                                       replace=True)
+                                     replace=True, owner=fence(ex))
     return failures
 
 

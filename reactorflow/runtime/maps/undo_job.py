@@ -27,6 +27,7 @@ import msgspec
 
 from reactorflow import config, records
 from reactorflow.definition.graph import plan_for
+from reactorflow.errors import LockLost
 from reactorflow.records import ErrorRecord, UndoThrow
 from reactorflow.runtime import queue
 from reactorflow.runtime.maps.element_job import arguments_of
@@ -41,6 +42,7 @@ from reactorflow.runtime.maps.throws import (
     undoable,
 )
 from reactorflow.runtime.maps.undo import undo_element
+from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.ownership import keep_alive, new_owner
 
 if TYPE_CHECKING:
@@ -60,7 +62,7 @@ async def run_undo(storage: Storage, reactor: Reactor, run_id: str, key: str,
         [(key, index, 1), (job_key(key), ARGS, 3), (items_key(key), index, 1)])
     if found is None:
         return  # a duplicate of this undo is running right now
-    async with keep_alive(storage, lock, owner, settings.lock_ttl):
+    async with keep_alive(storage, lock, owner, settings.lock_ttl) as hold:
         (own,), (shared_raw, _stop, throw_raw), (item_raw,) = found
         if own is None or shared_raw is None or item_raw is None or throw_raw is None:
             log.error("reactorflow.map.undo_orphaned run_id=%s step=%s index=%d: the run or "
@@ -73,15 +75,22 @@ async def run_undo(storage: Storage, reactor: Reactor, run_id: str, key: str,
         position = throw.indices.index(index)
         following = throw.indices[position + 1:position + 2]
         if undoable(record):
-            scope = JobScope(run_id, plan_for(reactor))
+            scope = JobScope(run_id, plan_for(reactor), lease=hold)
             node = scope.plan.nodes[key]
             options = node.spec.map
             assert options is not None
             item = msgspec.msgpack.decode(item_raw, type=node.spec.params[0].annotation)
             base = arguments_of(storage, scope, node, records.decode_element_args(shared_raw))
-            for successor in following:  # started highest index first
-                queue.enqueue_undo(run_id, reactor.name, key, successor)
-            await undo_element(scope, node, base, item, index, record)
+            try:
+                await ensure_live(hold)  # a lost lock starts no undo
+                for successor in following:  # started highest index first
+                    queue.enqueue_undo(run_id, reactor.name, key, successor)
+                await undo_element(scope, node, base, item, index, record)
+            except LockLost:  # its lock lapsed: a duplicate may be undoing it now
+                log.warning("reactorflow.map.undo_lock_lost run_id=%s step=%s index=%d: the "
+                            "undo stops, its outcome is left to whoever holds it", run_id, key,
+                            index)
+                return
             await storage.save_elements(run_id, key, {index: records.encode(record)},
                                         replace=True)
         else:
