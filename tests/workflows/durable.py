@@ -9,6 +9,8 @@ Run as a script (`python -m tests.workflows.durable <command> ...`, PYTHONPATH =
   exists (the test kills the process while it blocks);
 * `pause URL NAMESPACE LOG` - runs `approval` to its pause and prints the run as JSON;
 * `continue URL NAMESPACE RUN_ID` - continues `approval`'s interrupt and prints the run;
+* `zmap URL NAMESPACE LOG MARKER COUNT` - runs `zmap` (an inline map of COUNT elements, one at
+  a time); its element 2 waits until MARKER exists (the test pauses the process meanwhile);
 * `env` - configures nothing (REACTORFLOW_REDIS_URL selects the storage), runs `env_flow`,
   prints the run and the storage's description.
 """
@@ -123,6 +125,27 @@ async def after(decide: Decision, before: str, log: str, ctx: rf.StepContext) ->
     return f"{before}, approved={decide.approved} by {decide.by}"
 
 
+# -- an inline map whose element 2 waits (a zombie-to-be: the test pauses its process) ----------
+
+
+class ZmapIn(msgspec.Struct):
+    log: str
+    marker: str
+    items: list[int]
+
+
+zmap = rf.Reactor("tests.durable.zmap", inputs=ZmapIn)
+
+
+@zmap.map_step(over="items", batch_size=1)
+async def each(item: int, log: str, marker: str, ctx: rf.StepContext) -> str:
+    log_line(log, "el", "start", os.getpid(), ctx.run_id, item)
+    while item == 2 and not os.path.exists(marker):
+        await anyio.sleep(0.02)
+    log_line(log, "el", "done", os.getpid(), ctx.run_id, item)
+    return f"{item} by {os.getpid()}"
+
+
 # -- storage chosen by the environment ----------------------------------------------------------
 
 
@@ -155,6 +178,8 @@ async def _main(argv: list[str]) -> None:
     rf.configure(storage=rf.RedisStorage.from_url(url, namespace=namespace), lock_ttl=1.0)
     if command == "chain":
         run = await chain.run(log=args[2], marker=args[3])
+    elif command == "zmap":
+        run = await zmap.run(log=args[2], marker=args[3], items=list(range(int(args[4]))))
     elif command == "pause":
         run = await approval.run(log=args[2])
     elif command == "continue":
