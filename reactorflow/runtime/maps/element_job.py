@@ -24,7 +24,7 @@ from reactorflow.runtime.gates.steps import element_places
 from reactorflow.runtime.lockkeeper import keeper, renew_gates
 from reactorflow.runtime.maps.elements import JobScope, call_element, gated_child
 from reactorflow.runtime.maps.fanout import ARGS, NEXT, STOP, element_lock
-from reactorflow.runtime.maps.keys import items_key, job_key
+from reactorflow.runtime.maps.keys import items_key, job_key, starts_key
 from reactorflow.runtime.maps.reading import results_view
 from reactorflow.runtime.ownership import keep_alive, new_owner
 from reactorflow.status import StepStatus
@@ -81,13 +81,14 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
     lock, owner = element_lock(run_id, key, index), new_owner()
     found = await storage.lock_and_load_elements(  # the lock, then the reads: one round trip
         lock, owner, settings.lock_ttl, run_id,
-        [(key, index, 1), (job_key(key), ARGS, 2), (items_key(key), index, 1)])
+        [(key, index, 1), (job_key(key), ARGS, 2), (items_key(key), index, 1),
+         (starts_key(key), index, 1)])
     if found is None:
         return  # a duplicate of this element is running right now
     # the element's lock is left to expire once the outcome is stored (a duplicate then finds
     # the outcome; the owner looks for lost jobs among elements without one)
     async with keep_alive(storage, lock, owner, settings.lock_ttl, release=False) as hold:
-        (own,), (shared_raw, stop), (item_raw,) = found
+        (own,), (shared_raw, stop), (item_raw,), (began,) = found
         if own is not None:
             return  # already settled: a duplicate delivery
         if shared_raw is None or item_raw is None:
@@ -99,9 +100,11 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
         node = scope.plan.nodes[key]
         options = node.spec.map
         assert options is not None
-        if options.atomic and stop is not None:
-            record = ElementRecord(StepStatus.SKIPPED)
-        else:
+        if options.atomic and stop is not None and began is None:
+            record = ElementRecord(StepStatus.SKIPPED)  # its body never ran: nothing to undo
+        else:  # (an element whose body may have run before a crash runs again: see `started`)
+            if options.atomic and began is None:
+                await started(storage, run_id, key, index)
             element = node.spec.params[0]
             item = msgspec.msgpack.decode(item_raw, type=element.annotation)
             kwargs = arguments_of(storage, scope, node, shared)
@@ -127,6 +130,14 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
                 return
         await settle(storage, run_id, reactor.name, key, index, record,
                      atomic=options.atomic, total=shared.count)
+
+
+async def started(storage: Storage, run_id: str, key: str, index: int) -> None:
+    """Mark an atomic map's element as started before its body runs (first wins). A job that
+    later finds the map stopped and the element without an outcome (its worker died mid-body)
+    runs it again rather than skip it: its side effect may have happened, and only an outcome
+    (completed: undone by the rollback; failed: compensated) makes it known and rolled back."""
+    await storage.save_elements(run_id, starts_key(key), {index: b"1"})
 
 
 async def settle(storage: Storage, run_id: str, reactor: str, key: str, index: int,

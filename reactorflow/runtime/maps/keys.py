@@ -1,5 +1,6 @@
 """The names of a map's element-slot maps in storage (beside the map's own slots, `<key>`):
-what its element jobs share, its items, and its rollback's acknowledgements."""
+what its element jobs share, its items, the elements started, and its rollback's
+acknowledgements."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ def items_key(key: str) -> str:
     return f"{key}#items"
 
 
+def starts_key(key: str) -> str:
+    """The slots marking the elements of an atomic fanned-out map whose body may have run, by
+    element index (written before the body starts: a job that finds its element marked and
+    the map stopped runs it again instead of skipping it, see `element_job`)."""
+    return f"{key}#started"
+
+
 def acks_key(key: str) -> str:
     """The slots acknowledging a map's undone elements, by element index (`throws`)."""
     return f"{key}#undone"
@@ -21,4 +29,4 @@ def acks_key(key: str) -> str:
 
 def slot_keys(key: str) -> list[str]:
     """Every slot map of map step `key` (to refresh their retention with the run's)."""
-    return [key, job_key(key), items_key(key), acks_key(key)]
+    return [key, job_key(key), items_key(key), acks_key(key), starts_key(key)]
