@@ -18,7 +18,9 @@ An element job (`element_job.run_element`), in a worker:
    kept alive while the element runs, then left to expire: its outcome guards it from then on),
    reads its item and the shared arguments (never the run: its cost does not grow with the
    map) and runs the element (`elements.call_element`), or settles it `skipped` when an atomic
-   map already stopped;
+   map already stopped and the element never started (an atomic map's element is marked
+   started, `keys.starts_key`, before its body runs: one cut off by a crash is run again, so
+   its outcome is known and its rollback undoes it);
 2. stores its outcome in its own slot, first wins (a duplicate that stored nothing ends here);
    an atomic failure also stores the map's stop marker (first wins: the first failure), in the
    same atomic call;
