@@ -168,11 +168,13 @@ def holder_of(holds: GateHolds, need: Need, scope: str, element: str = "") -> st
 async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bool,
                 keep_turn: bool = False, charge_rate: bool = True, check_period: bool = True,
                 step: str | None = None, element: str = "",
-                creates: RunCreation | None = None) -> Entry:
+                creates: RunCreation | None = None, undoing: bool = False) -> Entry:
     """Take `needs` in order for `scope` ("" for the run itself, else a step key).
 
     Args:
         wait: wait up to each gate's `wait` (a caller); False never waits (a worker).
+        undoing: for a rollback handler: with `wait`, wait for a lock or semaphore as long as
+            its `ttl` allows (at least its `wait`): an undo is never lost to contention.
         keep_turn: on a busy gate keep the ordered lock's place in line (a snoozing worker).
         charge_rate: charge rate limits (False when resuming: the run was charged already).
         check_period: check periods (False when resuming a run that already started).
@@ -187,7 +189,8 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
     try:
         await _take_all(holds, needs, entry, wait=wait, charge_rate=charge_rate,
                         check_period=check_period, step=step, element=element,
-                        folded=creates if creates is not None and _foldable(needs) else None)
+                        folded=creates if creates is not None and _foldable(needs) else None,
+                        undoing=undoing)
     except BaseException:  # cancelled (or failed) while waiting for a later gate
         with anyio.CancelScope(shield=True):
             try:
@@ -203,13 +206,13 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
 
 async def _take_all(holds: GateHolds, needs: Sequence[Need], entry: Entry, *, wait: bool,
                     charge_rate: bool, check_period: bool, step: str | None, element: str,
-                    folded: RunCreation | None) -> None:
+                    folded: RunCreation | None, undoing: bool = False) -> None:
     """`enter`'s taking for `entry.scope`, in order, recording in `entry` each place and turn
     as it is taken (so that whatever stops it midway, `leave` gives back exactly those)."""
     storage, scope = holds.storage, entry.scope
     for need in needs:
         gate = need.gate
-        patience = gate.wait if wait else 0.0
+        patience = _patience(gate, wait=wait, undoing=undoing)
         if holds.borrows and isinstance(gate, Lock):
             await _borrow(holds, need, gate)
         holder = holder_of(holds, need, scope, element)
@@ -251,6 +254,18 @@ async def _take_all(holds: GateHolds, needs: Sequence[Need], entry: Entry, *, wa
             if await storage.period_marked(marker):
                 entry.period_done = next(n for n in needs if n.kind is GateKind.PERIOD)
                 break
+
+
+def _patience(gate: Lock | Semaphore | RateLimit | Period | OrderedLock, *, wait: bool,
+              undoing: bool) -> float:
+    """How long `enter` waits for a gate: not at all (a worker), its `wait` (a caller), or, for
+    a rollback handler's lock or semaphore, as long as its `ttl` allows (a crashed holder's
+    place lapses by then; at least its `wait`)."""
+    if not wait:
+        return 0.0
+    if undoing and isinstance(gate, Lock | Semaphore):
+        return max(gate.wait, gate.ttl)
+    return gate.wait
 
 
 async def _borrow(holds: GateHolds, need: Need, gate: Lock) -> None:

@@ -162,9 +162,10 @@ def _describe(needs: list[Need]) -> str:
 
 
 async def rollback_places(ex: Execution, node: Node) -> tuple[Entry | None, Exception | None]:
-    """Re-take the step's locks and semaphores for its undo or compensate (waiting up to each
-    gate's `wait`, never snoozing: a rollback does not park). Returns the entry to `leave`, or
-    the error that keeps the handler from running (`GateBusy`, `GateKeyError`)."""
+    """Re-take the step's locks and semaphores for its undo or compensate, waiting for each as
+    long as its `ttl` allows (at least its `wait`: an undo is never lost to contention; never
+    snoozing: a rollback does not park). Returns the entry to `leave`, or the error that keeps
+    the handler from running (`GateBusy` once a gate stayed busy that long, `GateKeyError`)."""
     places = tuple(b for b in node.spec.gates if is_place(b))
     if not places:
         return None, None
@@ -173,7 +174,7 @@ async def rollback_places(ex: Execution, node: Node) -> tuple[Entry | None, Exce
     except ArgumentError as exc:
         return None, exc
     entry = await enter(ex.gates, needs, f"{ex.step_prefix}{node.key}:rollback", wait=True,
-                        step=node.key, element=ex.element)
+                        step=node.key, element=ex.element, undoing=True)
     if entry.busy is not None:
         return None, entry.busy
     return entry, None

@@ -1,0 +1,71 @@
+"""An undo is never lost to contention: rolling back a gated step with `wait=0` while another
+run holds its semaphore waits for the place (within the gate's TTL), then runs the undo."""
+
+from __future__ import annotations
+
+import anyio
+import msgspec
+
+import reactorflow as rf
+from tests.helpers import unique
+
+
+class Order(msgspec.Struct):
+    order_id: str
+    fail: bool
+
+
+async def test_an_undo_waits_for_its_semaphore_held_by_another_run(storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("contended"), inputs=Order)
+    gate = rf.Semaphore(unique("payments"), limit=1, wait=0, ttl=30)
+    log: list[str] = []
+    holding, let_go, go = anyio.Event(), anyio.Event(), anyio.Event()
+
+    @flow.step(gates=[gate])
+    async def pay(order_id: str, fail: bool) -> str:
+        log.append(f"pay {order_id}")
+        if not fail:  # the other run: holds the semaphore until told to let go
+            holding.set()
+            await let_go.wait()
+            log.append(f"let go {order_id}")
+        return order_id
+
+    @pay.undo
+    async def refund(result: str) -> None:
+        log.append(f"refund {result}")
+
+    @flow.step
+    async def ship(pay: str, fail: bool) -> str:
+        if fail:
+            await go.wait()  # fails once the other run holds the semaphore
+            raise RuntimeError("courier refused")
+        return pay
+
+    ended: dict[str, rf.Run] = {}
+
+    async def start(order_id: str, fail: bool) -> None:
+        ended[order_id] = await flow.run(order_id=order_id, fail=fail)
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(start, "A", True)
+            while "pay A" not in log:
+                await anyio.sleep(0.01)
+            tg.start_soon(start, "B", False)
+            await holding.wait()  # B holds the only place now
+            go.set()  # A fails: its rollback needs pay's semaphore, which B holds
+            while True:
+                runs = (await flow.list_runs(status=rf.Status.ROLLING_BACK)).runs
+                if runs:
+                    break
+                await anyio.sleep(0.01)
+            await anyio.sleep(0.05)  # lets A reach its undo while B still holds the place
+            let_go.set()
+
+    failed = ended["A"]
+    assert failed.status is rf.Status.FAILED and failed.error is not None
+    assert failed.error.type == "RuntimeError"
+    assert failed.error.rollback_failures == []  # the undo was not lost to contention
+    assert failed.steps["pay"].status == "undone"
+    assert ended["B"].status is rf.Status.COMPLETED
+    assert log.index("let go B") < log.index("refund A")  # it waited for its place
