@@ -54,10 +54,8 @@ async def test_an_undo_waits_for_its_semaphore_held_by_another_run(storage: rf.S
             tg.start_soon(start, "B", False)
             await holding.wait()  # B holds the only place now
             go.set()  # A fails: its rollback needs pay's semaphore, which B holds
-            while True:
-                runs = (await flow.list_runs(status=rf.Status.ROLLING_BACK)).runs
-                if runs:
-                    break
+            while "A" not in ended and not (
+                    await flow.list_runs(status=rf.Status.ROLLING_BACK)).runs:
                 await anyio.sleep(0.01)
             await anyio.sleep(0.05)  # lets A reach its undo while B still holds the place
             let_go.set()
