@@ -30,6 +30,7 @@ from reactorflow.definition.graph import plan_for
 from reactorflow.errors import LockLost
 from reactorflow.records import ErrorRecord, UndoThrow
 from reactorflow.runtime import queue
+from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.maps.element_job import arguments_of
 from reactorflow.runtime.maps.elements import JobScope
 from reactorflow.runtime.maps.fanout import ARGS
@@ -42,7 +43,6 @@ from reactorflow.runtime.maps.throws import (
     undoable,
 )
 from reactorflow.runtime.maps.undo import undo_element
-from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.ownership import keep_alive, new_owner
 
 if TYPE_CHECKING:
