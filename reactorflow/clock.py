@@ -1,8 +1,14 @@
 """The clock seam: every engine read of time and every engine wait goes through one clock.
 
 The engine reads time (`now()` for recorded timestamps and stored deadlines, `monotonic()` for
-intervals), waits (`sleep()`: retry backoff, snoozes, re-check polls) and bounds waits
-(`move_on_after()`: step timeouts, interrupt and wait deadlines) only through this module. The
+intervals), waits (`sleep()`: retry backoff, snoozes; `wait_signal()`: a notification with a
+deadline; `poll()`: the interval of a poll for another execution) and bounds waits
+(`move_on_after()`: step timeouts, interrupt and wait deadlines) only through this module.
+
+A wait for *time* (`sleep`, `wait_signal`) says what it waits for (`why=`): a fake clock shows
+it to a test that is stuck on it (`waiting_for()`). A wait for *another execution* (`poll`,
+and a poll's `Patience`) is not a wait for time: on a fake clock it runs in real time as well,
+since the other execution works in real time and nobody advances a fake clock for it. The
 default is `RealClock` (the system's clocks and anyio's timers); the test kit installs a fake
 clock (`reactorflow.testing.FakeClock`) whose `advance()` moves time and wakes what is due.
 
@@ -16,10 +22,11 @@ Redis pub/sub client, the HTTP event stream's keep-alive, and the demo's simulat
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
 
 import anyio
@@ -91,9 +98,74 @@ monotonic: Callable[[], float] = REAL.monotonic
 """`clock.monotonic()`: monotonic seconds on the current clock (bound by `use`, as `now`)."""
 
 
-async def sleep(seconds: float) -> None:
-    """Sleep `seconds` on the current clock."""
-    await _current.sleep(seconds)
+_why: contextvars.ContextVar[str] = contextvars.ContextVar("reactorflow_clock_why", default="")
+
+
+def waiting_for() -> str:
+    """What the wait being entered now waits for ("" outside `sleep`/`wait_signal`): a fake
+    clock reads it when the wait registers its timer."""
+    return _why.get()
+
+
+@contextmanager
+def _waiting(why: str) -> Iterator[None]:
+    token = _why.set(why or "a sleep")
+    try:
+        yield
+    finally:
+        _why.reset(token)
+
+
+async def sleep(seconds: float, *, why: str = "") -> None:
+    """Sleep `seconds` on the current clock.
+
+    Args:
+        seconds: how long, in clock time.
+        why: what the sleep waits for (e.g. "retry backoff of step 'charge'"), for a test on
+            a fake clock that is stuck on it.
+    """
+    if _current is REAL:
+        await REAL.sleep(seconds)
+        return
+    with _waiting(why):
+        await _current.sleep(seconds)
+
+
+async def poll(seconds: float) -> None:
+    """Wait one interval of a poll for another execution (a lock it holds, a start it has not
+    stored yet): `seconds` of real time, cut short on a fake clock when its time passes them
+    first. Not a wait for time: a fake clock does not count it as waiting for `advance`."""
+    if _current is REAL:
+        await REAL.sleep(seconds)
+        return
+    with _current.move_on_after(seconds):
+        await REAL.sleep(seconds)
+
+
+class Patience:
+    """How long a poll for another execution may go on: `seconds` of the current clock's time,
+    and on a fake clock also `seconds` of real time (the other execution works in real time:
+    a wait for it must end even when nobody advances the fake clock)."""
+
+    __slots__ = ("_clock_deadline", "_real_deadline")
+
+    def __init__(self, seconds: float) -> None:
+        """Args:
+            seconds: the longest poll.
+        """
+        self._clock_deadline = monotonic() + seconds
+        self._real_deadline = REAL.monotonic() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left (<= 0: the patience ran out), the lesser of the two clocks'."""
+        left = self._clock_deadline - monotonic()
+        if _current is REAL:
+            return left
+        return min(left, self._real_deadline - REAL.monotonic())
+
+    def exhausted(self) -> bool:
+        """Whether the poll must give up now."""
+        return self.remaining() <= 0
 
 
 def move_on_after(seconds: float | None) -> AbstractContextManager[anyio.CancelScope]:
@@ -101,7 +173,8 @@ def move_on_after(seconds: float | None) -> AbstractContextManager[anyio.CancelS
     return _current.move_on_after(seconds)
 
 
-async def wait_signal(wait: Callable[[float], Awaitable[bool]], seconds: float) -> bool:
+async def wait_signal(wait: Callable[[float], Awaitable[bool]], seconds: float, *,
+                      why: str = "") -> bool:
     """Wait for a signal for at most `seconds` on the current clock.
 
     Args:
@@ -110,6 +183,8 @@ async def wait_signal(wait: Callable[[float], Awaitable[bool]], seconds: float) 
         seconds: the longest wait, in clock time. On a fake clock the signal is also waited
             for in real time (a lost signal is re-checked as often as with the real clock),
             and the wait ends early when the fake time passes `seconds`.
+        why: what the wait is for (e.g. "gate 'customer:ada'"), for a test on a fake clock
+            that is stuck on it.
 
     Returns:
         Whether the signal came.
@@ -117,6 +192,6 @@ async def wait_signal(wait: Callable[[float], Awaitable[bool]], seconds: float) 
     current_clock = _current
     if current_clock is REAL:
         return await wait(seconds)
-    with current_clock.move_on_after(seconds):
+    with _waiting(why or "a signal"), current_clock.move_on_after(seconds):
         return await wait(seconds)
     return False  # the clock's time passed `seconds` first

@@ -51,7 +51,7 @@ async def claim(storage: Storage, reactor: str, key: str, run_id: str, owner: st
     settings = config.settings()
     await storage.acquire_lock(run_id, owner, settings.lock_ttl)  # refused only if taken over
     patience = settings.lock_ttl + settings.lock_wait
-    deadline = clock.monotonic() + patience
+    deadline = clock.Patience(patience)  # a poll for another start: real time on a fake clock
     delay = POLL_FIRST
     while True:
         winner = await storage.claim_idempotency(reactor, key, run_id)
@@ -63,10 +63,10 @@ async def claim(storage: Storage, reactor: str, key: str, run_id: str, owner: st
         if await storage.lock_owner(winner) is None and await _take_over(
                 storage, reactor, key, winner):
             continue
-        if clock.monotonic() >= deadline:
+        if deadline.exhausted():
             await storage.release_lock(run_id, owner)
             raise LockTimeout(winner, patience, "replay the idempotent start of")
-        await clock.sleep(delay)
+        await clock.poll(delay)
         delay = min(delay * 2, POLL_MAX)
 
 

@@ -373,7 +373,8 @@ async def wait(reactor: Reactor, run_id: str, *, timeout: float | None = None) -
                 assert timeout is not None
                 raise WaitTimeout(run_id, timeout, run.status,
                                   unclaimed=await unclaimed(storage, run))
-            await clock.wait_signal(subscription.wait, min(remaining, interval))
+            await clock.wait_signal(subscription.wait, min(remaining, interval),
+                                    why=f"run {run_id} to settle")
 
 
 HANDED_OVER = frozenset({"run.started", "run.handed_off", "run.resumed"})

@@ -20,15 +20,20 @@ def new_owner() -> str:
 
 
 async def acquire(storage: Storage, run_id: str, owner: str, ttl: float, wait: float) -> bool:
-    """Take the run's lock, retrying with a short back-off for up to `wait` seconds."""
-    deadline = clock.monotonic() + wait
+    """Take the run's lock, retrying with a short back-off for up to `wait` seconds.
+
+    The lock is held by another execution, which lets go of it in real time: the retries are
+    polls (`clock.poll`), and `wait` runs out in real time too on a fake clock (a job that
+    waits for a run's lock never waits for a test to advance the clock)."""
+    patience = clock.Patience(wait)
     delay = 0.005
     while True:
         if await storage.acquire_lock(run_id, owner, ttl):
             return True
-        if clock.monotonic() >= deadline:
+        left = patience.remaining()
+        if left <= 0:
             return False
-        await clock.sleep(min(delay, max(0.0, deadline - clock.monotonic())))
+        await clock.poll(min(delay, left))
         delay = min(delay * 2, 0.1)
 
 

@@ -317,7 +317,8 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
                 out.retry_at = clock.now() + delay
                 return out
             if delay > 0:
-                await clock.sleep(delay)
+                await clock.sleep(delay, why=f"retry backoff of step {key!r} (attempt "
+                                             f"{attempt + 1} of {retry.attempts})")
             if hooks is not None:
                 hooks.call("after_retry", StepEvent(ex.run_id, ex.reactor, key, attempt + 1))
             continue
@@ -339,7 +340,7 @@ async def _retry_due(ex: Execution, retry_at: float) -> bool:
         return True
     if ex.parks:
         return False
-    await clock.sleep(wait)
+    await clock.sleep(wait, why=f"the next attempt of a parked step of run {ex.run_id}")
     return True
 
 

@@ -94,7 +94,8 @@ async def await_unit(ex: Execution, reader: Node, key: str) -> None:
             remaining = deadline - clock.monotonic()
             if remaining <= 0:
                 raise AsyncWaitTimeout(ex.run_id, reader.key, key, timeout)
-            notified = await clock.wait_signal(subscription.wait, min(remaining, interval))
+            notified = await clock.wait_signal(subscription.wait, min(remaining, interval),
+                                               why=f"async unit {key!r} of run {ex.run_id}")
             # a unit's notification carries the record it announces (written first): use it
             record = _announced(subscription.message) if notified else None
             if record is None:

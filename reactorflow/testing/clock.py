@@ -9,11 +9,19 @@ wait — retry backoff, snoozes, step timeouts, interrupt and wait deadlines, lo
    executions hold, as their lock keeper would have in real time);
 3. set the time to that wait's due time and wake every wait then due;
 4. let the woken work run until it waits again (`settle`), then go on from 1.
+
+Waits are attributed to the *work* they belong to: the job queue of the environment runs each
+job under a `Work` (`current_work`), and a wait for time that such a job enters (a `sleep`, or
+a `wait_signal` of `reactorflow.clock`: a deadline with a reason) is noted on it, with what it
+waits for, since when and until when. A job all of whose noted waits are open is *waiting for
+the clock*: settling does not wait for it (it would wait for ever), and `drain()` names it when
+nothing else is left.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import heapq
 import itertools
 import threading
@@ -24,13 +32,50 @@ from contextlib import AbstractContextManager, contextmanager
 import anyio
 import anyio.lowlevel
 
+from reactorflow import clock as rf_clock
+
 SETTLE_ROUNDS = 20  # event-loop turns given to woken work before the clock looks again
 
 Listener = Callable[[float, float], Awaitable[None]]
 
 
+class Wait:
+    """One open wait for fake time of a piece of work: what for, since and until when."""
+
+    __slots__ = ("due", "since", "why")
+
+    def __init__(self, why: str, since: float, due: float) -> None:
+        self.why = why
+        self.since = since
+        self.due = due
+
+    def describe(self, now: float) -> str:
+        """E.g. "retry backoff of step 'x' (attempt 2 of 3): since 1.5s ago, due in 58.5s"."""
+        return f"{self.why}: since {now - self.since:g}s ago, due in {self.due - now:g}s"
+
+
+class Work:
+    """A piece of work the environment runs (a job), and its open waits for fake time."""
+
+    __slots__ = ("label", "waits")
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.waits: list[Wait] = []
+
+    @property
+    def waiting(self) -> bool:
+        """Whether it waits for the fake clock (and so for nothing else that runs)."""
+        return bool(self.waits)
+
+
+current_work: contextvars.ContextVar[Work | None] = contextvars.ContextVar(
+    "reactorflow_testing_work", default=None)
+"""The work the running code belongs to (set by the environment's queue for each job)."""
+
+
 class _Timer:
-    __slots__ = ("callback", "cancelled", "due", "loop")
+    __slots__ = ("callback", "cancelled", "due", "loop", "wait", "work")
 
     def __init__(self, due: float, loop: asyncio.AbstractEventLoop,
                  callback: Callable[[], None]) -> None:
@@ -38,6 +83,8 @@ class _Timer:
         self.loop = loop
         self.callback = callback
         self.cancelled = False
+        self.work: Work | None = None
+        self.wait: Wait | None = None
 
 
 class FakeClock:
@@ -53,6 +100,7 @@ class FakeClock:
         self._seq = itertools.count()
         self._listeners: list[Listener] = []
         self._settlers: list[Callable[[], Awaitable[None]]] = []
+        self._watchers: list[Callable[[], None]] = []
 
     # -- the Clock protocol --------------------------------------------------------------------
 
@@ -75,11 +123,11 @@ class FakeClock:
             if not woken.done():
                 woken.set_result(None)
 
-        timer = self._add(seconds, loop, wake)
+        timer = self._add(seconds, loop, wake, why=rf_clock.waiting_for() or "a sleep")
         try:
             await woken
         finally:
-            timer.cancelled = True
+            self._close(timer)
 
     def move_on_after(self, seconds: float | None) -> AbstractContextManager[anyio.CancelScope]:
         """A cancel scope cancelled once the fake time has moved `seconds` on."""
@@ -95,11 +143,12 @@ class FakeClock:
                 scope.cancel()
                 yield scope
                 return
-            timer = self._add(seconds, asyncio.get_running_loop(), scope.cancel)
+            timer = self._add(seconds, asyncio.get_running_loop(), scope.cancel,
+                              why=rf_clock.waiting_for())  # a deadline of a wait, or of work
             try:
                 yield scope
             finally:
-                timer.cancelled = True
+                self._close(timer)
 
     # -- driving it ----------------------------------------------------------------------------
 
@@ -142,6 +191,12 @@ class FakeClock:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
+    def on_wait_change(self, watcher: Callable[[], None]) -> Callable[[], None]:
+        """Call `watcher()` whenever a piece of work begins or ends a wait for fake time (the
+        environment's queue watches its jobs); returns a function that removes it."""
+        self._watchers.append(watcher)
+        return lambda: self._watchers.remove(watcher)
+
     def on_settle(self, settler: Callable[[], Awaitable[None]]) -> Callable[[], None]:
         """Await `settler()` after each wake-up, to let woken work run to its next wait (the
         environment waits for its queue to go idle); returns a function that removes it."""
@@ -151,11 +206,30 @@ class FakeClock:
     # -- inside --------------------------------------------------------------------------------
 
     def _add(self, seconds: float, loop: asyncio.AbstractEventLoop,
-             callback: Callable[[], None]) -> _Timer:
+             callback: Callable[[], None], *, why: str = "") -> _Timer:
         timer = _Timer(self._now + seconds, loop, callback)
+        work = current_work.get()
+        if why and work is not None:  # a wait for time of a job: noted on it
+            timer.work, timer.wait = work, Wait(why, self._now, timer.due)
+            work.waits.append(timer.wait)
+            self._changed()
         with self._mutex:
             heapq.heappush(self._timers, (timer.due, next(self._seq), timer))
         return timer
+
+    def _close(self, timer: _Timer) -> None:
+        """The timer's wait is over (it fired, or the waiting code went on)."""
+        timer.cancelled = True
+        work, wait = timer.work, timer.wait
+        if work is not None and wait is not None:
+            timer.work = timer.wait = None
+            if wait in work.waits:
+                work.waits.remove(wait)
+            self._changed()
+
+    def _changed(self) -> None:
+        for watcher in list(self._watchers):
+            watcher()
 
     def _next_due(self, target: float) -> float | None:
         with self._mutex:
@@ -179,7 +253,7 @@ class FakeClock:
                 if not timer.cancelled:
                     due.append(timer)
         for timer in due:
-            timer.cancelled = True
+            self._close(timer)  # its work is no longer waiting: settling waits for it again
             _call_on(timer.loop, timer.callback)
 
     async def _settle(self) -> None:

@@ -50,7 +50,8 @@ async def take_place(storage: Storage, key: str, holder: str, *, limit: int, ttl
                     return _noted(take, creates)
                 remaining = deadline - clock.monotonic()
                 if (remaining > 0
-                        and await clock.wait_signal(subscription.wait, min(remaining, RECHECK))):
+                        and await clock.wait_signal(subscription.wait, min(remaining, RECHECK),
+                                                    why=f"gate {key!r} (held)")):
                     if subscription.message == created:
                         return _noted(GateTake.CREATED, creates)
                     if subscription.message == mine:
@@ -90,7 +91,8 @@ async def take_turn(storage: Storage, key: str, ticket: str, *, poison_pill_time
             remaining = deadline - clock.monotonic()
             if turn or remaining <= 0:
                 return bool(turn)
-            await clock.wait_signal(subscription.wait, min(remaining, RECHECK, poison_pill_timeout))
+            await clock.wait_signal(subscription.wait, min(remaining, RECHECK, poison_pill_timeout),
+                                    why=f"its turn in ordered lock {key!r}")
 
 
 async def charge(storage: Storage, key: str, windows: list[tuple[int, int]], charge_id: str,
@@ -106,4 +108,5 @@ async def charge(storage: Storage, key: str, windows: list[tuple[int, int]], cha
         if remaining < retry_after:
             return retry_after
         # a little jitter after the boundary spreads the callers that all wait for it
-        await clock.sleep(retry_after + random.random() * 0.001)
+        await clock.sleep(retry_after + random.random() * 0.001,
+                          why=f"a free window of rate limit {key!r}")

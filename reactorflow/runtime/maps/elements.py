@@ -208,7 +208,8 @@ async def call_element(ex: Scope, node: Node, base: dict[str, Any], index: int,
                 and retry.should_retry(error, attempt)):
             delay = retry.delay(attempt)
             if delay > 0:
-                await clock.sleep(delay)
+                await clock.sleep(delay, why=f"retry backoff of element {index} of map "
+                                             f"{node.key!r}")
             continue
         return await _failed(ex, node, index, kwargs, attempt, error), error
 

@@ -154,7 +154,8 @@ async def _wait(ex: Execution, node: Node, throw: UndoThrow, since: float) -> No
             if clock.now() - since >= stall:
                 await _redispatch_lost(ex, node, left)
                 since = clock.now()
-            await clock.wait_signal(subscription.wait, max(0.01, min(stall, 1.0)))
+            await clock.wait_signal(subscription.wait, max(0.01, min(stall, 1.0)),
+                                    why=f"the undo jobs of map {node.key!r}")
     ex.parked_since[node.key] = since
 
 
