@@ -15,12 +15,13 @@ from reactorflow.testing.clock import FakeClock
 from reactorflow.testing.crash import CrashPoint, SimulatedCrash, SimulatedTickCrash
 from reactorflow.testing.environment import CrashNotReached, Environment
 from reactorflow.testing.history import events, executed, undone
-from reactorflow.testing.queue import DrainError
+from reactorflow.testing.queue import DrainError, DrainStuck
 
 __all__ = [
     "CrashNotReached",
     "CrashPoint",
     "DrainError",
+    "DrainStuck",
     "Environment",
     "FakeClock",
     "SimulatedCrash",
