@@ -4,6 +4,10 @@ The step keeps its declaration (name, wiring, policies, handlers); only the func
 calls changes. A replacement offered by a user is checked like a declaration: it must be an
 `async def` whose parameters resolve to the same sources as the original's, and whose return
 annotation (if any) is the original's.
+
+A step is named by its key in the runs of the reactor given: its own name, or the dotted path
+into a composed child that `run.steps` and the history use (`"ship.book_courier"`: step
+`book_courier` of the reactor composed as `ship`). `resolve` finds the reactor that declares it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,38 @@ if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
 
 _REPLACEABLE = frozenset({StepKind.STEP, StepKind.ASYNC_STEP, StepKind.INTERRUPT, StepKind.MAP})
+
+
+def resolve(reactor: Reactor, path: str) -> tuple[Reactor, str]:
+    """The reactor that declares the step at `path` in `reactor`'s runs, and its own name.
+
+    Args:
+        reactor: the reactor the path starts at.
+        path: a step's name, or a dotted key through composed children ("ship.book_courier").
+
+    Raises:
+        DefinitionError: a part of the path names no composed step (the error names the path,
+            the part and what it could be).
+    """
+    *levels, name = path.split(".")
+    owner = reactor
+    for depth, part in enumerate(levels):
+        spec = owner.steps.get(part)
+        if spec is None or spec.kind is not StepKind.COMPOSE or spec.child is None:
+            composed = [n for n, s in owner.steps.items() if s.kind is StepKind.COMPOSE]
+            where = ".".join(levels[:depth]) or "the reactor itself"
+            raise DefinitionError(
+                f"reactor {reactor.name!r} has no step at {path!r}: {part!r} (in "
+                f"{where}, reactor {owner.name!r}) is not a composed step (composed steps: "
+                f"{', '.join(composed) or 'none'}); name a child's step by its key, e.g. "
+                f"'<composed step>.<child step>'", reactor=reactor.name, step=path)
+        owner = spec.child
+    if name not in owner.steps:
+        raise DefinitionError(
+            f"reactor {reactor.name!r} has no step at {path!r}: reactor {owner.name!r} has no "
+            f"step {name!r} (steps: {', '.join(owner.steps) or 'none'})", reactor=reactor.name,
+            step=path)
+    return owner, name
 
 
 def declared(reactor: Reactor, step: str) -> StepSpec:

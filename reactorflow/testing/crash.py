@@ -1,6 +1,10 @@
 """Crash injection: make the process "die" at a step boundary, storage left as a kill leaves it.
 
-A crash point is a (reactor, step, when) triple armed by `Environment.crash`:
+A crash point is a (reactor, step, when) triple armed by `Environment.crash`. The step is a
+key of the reactor's runs: a step's name, or a dotted path into a composed child
+(`"ship.book_courier"`); a point armed on a child reactor itself (`crash(shipping,
+"book_courier")`) fires wherever that child's step runs: in a run of the child, or in a run
+that composes it (as `ship.book_courier`). `matches` says which (reactor, key) a point hits:
 
 * `when="before"`: the step's body is about to run (its dependencies are checkpointed, it is
   not);
@@ -11,8 +15,8 @@ A crash point is a (reactor, step, when) triple armed by `Environment.crash`:
 When a point fires, the execution's lock is handed to a dead owner (released by the execution's
 owner and taken again, with the full `lock_ttl`, by a token nobody holds), and `SimulatedCrash`
 is raised in the execution. The execution's own attempts to write afterwards (the `aborted`
-save, the lock release) are refused by the fence, as they would never happen in a killed
-process: storage keeps the last checkpoint, the run stays `running`, and its lock is held until
+save) raise `SimulatedCrash` again before they reach storage, as they would never happen in a
+killed process (and no "abort save failed" traceback is logged for them): storage keeps the last checkpoint, the run stays `running`, and its lock is held until
 the TTL passes. `Environment.recover()` then lets the TTL pass and sweeps.
 
 A tick crash point (`Environment.crash_tick`) names a schedule: the first scheduler pass that
@@ -30,6 +34,8 @@ from typing import Any, Literal
 
 from reactorflow import records
 from reactorflow.config import settings
+from reactorflow.definition import registry
+from reactorflow.definition.specs import StepKind
 from reactorflow.middleware import Middleware, RunEvent, StepEvent
 from reactorflow.status import StepStatus
 from reactorflow.storage.base import Storage
@@ -77,9 +83,29 @@ class TickCrashPoint:
 @dataclass(slots=True, eq=False)
 class CrashPoint:
     reactor: str
-    step: str
+    step: str  # a key of the reactor's runs (dotted into composed children)
     when: When
     fired: list[str] = field(default_factory=list)  # run ids it crashed
+
+    def matches(self, root: str | None, key: str) -> bool:
+        """Whether the step at `key` of a run of reactor `root` is this point's step."""
+        return root is not None and (self.reactor, self.step) in addresses(root, key)
+
+
+def addresses(root: str, key: str) -> list[tuple[str, str]]:
+    """Every (reactor, key) that names the step at `key` of a run of `root`: the root's own
+    key, then, for each composed child on the path, the child's key of it
+    (`("shop", "ship.book_courier")`, `("shipping", "book_courier")`)."""
+    found = [(root, key)]
+    reactor = registry.lookup(root)
+    parts = key.split(".")
+    for depth, part in enumerate(parts[:-1]):
+        spec = reactor.steps.get(part) if reactor is not None else None
+        if spec is None or spec.kind is not StepKind.COMPOSE or spec.child is None:
+            break
+        reactor = spec.child
+        found.append((reactor.name, ".".join(parts[depth + 1:])))
+    return found
 
 
 class CrashInjector(Middleware):
@@ -91,6 +117,7 @@ class CrashInjector(Middleware):
         self.points: list[CrashPoint] = []
         self.tick_points: list[TickCrashPoint] = []
         self.dead: dict[str, str] = {}  # run id -> the dead owner holding its lock
+        self.killed: dict[str, SimulatedCrash] = {}  # "<run id> <owner>" of a killed execution
         self.reactors: dict[str, str] = {}  # run id -> reactor name (seen in before_run)
 
     # -- middleware: where are we ---------------------------------------------------------------
@@ -107,12 +134,25 @@ class CrashInjector(Middleware):
         """The step function that fires a `before` point instead of running `body`."""
         async def crash_before(**kwargs: Any) -> Any:
             current = _step.get()
-            if current is None or point not in self.points:
+            if (current is None or point not in self.points
+                    or not point.matches(current[1], current[2])):
                 return await body(**kwargs)
             await self.kill(point, current[0])
             raise AssertionError("unreachable")  # pragma: no cover - kill raises
 
         return crash_before
+
+    def body_switch(self, point: CrashPoint, fn: Callable[..., Any], body: Callable[..., Any]
+                    ) -> Callable[..., Any]:
+        """The step function that runs `fn` where `point`'s step runs (a child's step at one
+        key of one reactor's runs: an override), and `body` everywhere else."""
+        async def switched(**kwargs: Any) -> Any:
+            current = _step.get()
+            if current is not None and point.matches(current[1], current[2]):
+                return await fn(**kwargs)
+            return await body(**kwargs)
+
+        return switched
 
     def watch(self, storage: Storage) -> None:
         """Make `storage`'s checkpoints fire the `after` points armed on this injector."""
@@ -121,19 +161,20 @@ class CrashInjector(Middleware):
         async def checked_save_step(run_id: str, owner: str, key: str, record: bytes,
                                     events: Sequence[bytes] = (), *, unit: bool = False
                                     ) -> bytes | None:
+            self._still_dead(run_id, owner)
             control = await save_step(run_id, owner, key, record, events, unit=unit)
             await self._after(run_id, {key: record})
             return control
 
         async def checked_save_state(run_id: str, owner: str, **options: Any) -> bytes | None:
+            self._still_dead(run_id, owner)
             steps = options.get("steps") or {}
             if options.get("status") == "completed" and steps:
                 # the final save carries the last step's completion (`Execution.fold`): a
                 # point after that step sees it written alone first, as a checkpoint of its own
                 reactor = self.reactors.get(run_id)
                 for key, record in steps.items():
-                    if any(p.when == "after" and p.reactor == reactor and p.step == key
-                           for p in self.points):
+                    if any(p.when == "after" and p.matches(reactor, key) for p in self.points):
                         events = [e for e in options.get("events", ())
                                   if records.decode_event(e).step == key]
                         await save_step(run_id, owner, key, record, events)
@@ -162,16 +203,25 @@ class CrashInjector(Middleware):
 
     async def _after(self, run_id: str, steps: Mapping[str, bytes]) -> None:
         reactor = self.reactors.get(run_id)
-        for point in self.points:
-            if point.when != "after" or point.reactor != reactor or point.step not in steps:
+        for point in list(self.points):
+            if point.when != "after":
                 continue
-            if records.decode_step(steps[point.step]).status in FINISHED:
-                await self.kill(point, run_id)
+            for key, record in steps.items():
+                if point.matches(reactor, key) and records.decode_step(record).status in FINISHED:
+                    await self.kill(point, run_id)
+
+    def _still_dead(self, run_id: str, owner: str) -> None:
+        """A killed execution writes nothing more: its write raises its crash again."""
+        crash = self.killed.get(f"{run_id} {owner}")
+        if crash is not None:
+            raise SimulatedCrash(crash.run_id, crash.reactor, crash.step, crash.when)
 
     async def kill(self, point: CrashPoint, run_id: str) -> None:
         """Hand the run's lock to a dead owner and raise SimulatedCrash."""
         owner = await self.storage.lock_owner(run_id)
+        crash = SimulatedCrash(run_id, point.reactor, point.step, point.when)
         if owner is not None:
+            self.killed[f"{run_id} {owner}"] = crash
             while await self.storage.release_lock(run_id, owner) > 0:
                 pass
             dead = f"dead-{owner}"
@@ -179,7 +229,7 @@ class CrashInjector(Middleware):
             self.dead[run_id] = dead
         point.fired.append(run_id)
         self.points.remove(point)  # a point fires once
-        raise SimulatedCrash(run_id, point.reactor, point.step, point.when)
+        raise crash
 
     async def bury(self) -> list[str]:
         """Let the dead owners' locks go (what their TTL does); returns those run ids."""

@@ -154,20 +154,26 @@ class Environment:
         undo and compensate stay).
 
         Args:
-            reactor: the reactor declaring the step.
-            step: the step's name.
-            fn: an `async def` with the step's parameters.
+            reactor: the reactor whose runs the replacement applies to.
+            step: the step's key in those runs: its name, or the dotted path into a composed
+                child (`"ship.book_courier"`: only that use of the child's step is replaced).
+            fn: an `async def` with the step's parameters (those of the declaring reactor's
+                function, `ctx: rf.StepContext` included when it has one).
 
         Raises:
-            DefinitionError: no such step, or `fn` does not fit it (checked like a
+            DefinitionError: no step at that key, or `fn` does not fit it (checked like a
                 declaration: async, same parameters, same return type if annotated).
         """
-        bodies.check_body(reactor, step, fn)
-        previous = bodies.swap_body(reactor, step, fn)
+        owner, name = bodies.resolve(reactor, step)
+        bodies.check_body(owner, name, fn)
+        original = bodies.declared(owner, name).fn
+        replacement = fn if owner is reactor else self.crashes.body_switch(
+            CrashPoint(reactor.name, step, "before"), fn, original)
+        previous = bodies.swap_body(owner, name, replacement)
         try:
             yield
         finally:
-            bodies.swap_body(reactor, step, previous)
+            bodies.swap_body(owner, name, previous)
 
     @contextmanager
     def crash(self, reactor: rf.Reactor, step: str, *, when: When = "after"
@@ -179,28 +185,31 @@ class Environment:
         the block quietly. Then `recover()` does what the sweeper would.
 
         Args:
-            reactor: the reactor.
-            step: a step of it.
+            reactor: the reactor (a child reactor too: then its step crashes wherever it runs,
+                in a run of its own or composed into another's).
+            step: the step's key in the reactor's runs: its name, or the dotted path into a
+                composed child (`"ship.book_courier"`).
             when: "before" or "after".
 
         Raises:
             ConfigurationError: `when` is neither.
-            DefinitionError: no such step.
+            DefinitionError: no step at that key (the error names the path).
             CrashNotReached: the block ended and no run reached the crash point.
         """
         if when not in ("before", "after"):
             raise ConfigurationError(f"crash(when={when!r}): give 'before' or 'after'",
                                      option="when")
-        spec = bodies.declared(reactor, step)
+        owner, name = bodies.resolve(reactor, step)
+        spec = bodies.declared(owner, name)
         point = CrashPoint(reactor.name, step, when)
         if when == "before":
-            previous = bodies.swap_body(reactor, step, self.crashes.body_guard(point, spec.fn))
+            previous = bodies.swap_body(owner, name, self.crashes.body_guard(point, spec.fn))
         try:
             with _armed(self.crashes.points, point, lambda crash: crash.run_id in point.fired):
                 yield point
         finally:
             if when == "before":
-                bodies.swap_body(reactor, step, previous)
+                bodies.swap_body(owner, name, previous)
         if not point.fired:
             raise CrashNotReached(f"no run of reactor {reactor.name!r} reached step {step!r} "
                                   f"({when}) inside the crash block")
@@ -234,14 +243,19 @@ class Environment:
         stall timeout, sweep once, and drain the queue.
 
         Returns:
-            The runs the sweep recovered, as they are after the drain.
+            The runs crashed since the last `recover()` and the runs the sweep recovered, as
+            they are after the drain (a crashed run may be taken on by one of its own jobs
+            that comes due while the clock passes the TTL, before the sweep looks: it is
+            returned all the same).
         """
         settings = config.settings()
+        crashed = list(self.crashes.dead)
         await self.clock.advance(max(settings.lock_ttl, settings.stall_timeout) + 1)
         await self.crashes.bury()  # on Redis a lock's TTL runs in Redis' own time
         report = await sweeper.sweep_once()
         await self.drain()
-        return [await self._get(run_id) for run_id in report.recovered]
+        return [await self._get(run_id) for run_id in dict.fromkeys([*crashed,
+                                                                     *report.recovered])]
 
     async def _get(self, run_id: str) -> rf.Run:
         head = await self._storage.load_head(run_id)
