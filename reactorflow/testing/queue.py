@@ -9,8 +9,9 @@ and what it waits for. A fanned-out map's element job starts once no execution o
 process holds its run (the owner that enqueued it has parked the run): a run's caller gets it
 back `running` at a fanned-out map on every storage, as the docs say, however fast the
 elements run (on Redis they used to run while the owner was still writing, and it could
-collect them at once and return the run `completed`). A job whose body raises an infrastructure error is tried again at once (at
-most `RETRIES` times), then given up (`jobs.give_up`), as a worker would. A `SimulatedCrash`
+collect them at once and return the run `completed`). A job whose body raises an
+infrastructure error is tried again at once (at most `RETRIES` times), then given up
+(`jobs.give_up`), as a worker would. A `SimulatedCrash`
 ends the job like a killed worker: nothing more happens to it.
 """
 
@@ -65,7 +66,7 @@ class DrainError(ReactorflowError):
 async def _owner_let_go(run_id: str) -> None:
     """Wait until no execution of this process holds the run (it works in real time)."""
     while any(hold.run_id == run_id and not hold.released for hold in keeper.holds()):
-        await asyncio.sleep(STUCK_SAMPLE / 10)
+        await asyncio.sleep(STUCK_SAMPLE / 10)  # noqa: ASYNC110 - the keeper has no event
 
 
 class DrainStuck(DrainError):

@@ -49,7 +49,7 @@ async def test_a_crash_at_a_composed_childs_step_and_recovery(rf_env: Environmen
 async def test_a_crash_armed_on_a_path_fires_only_in_the_reactor_it_names(
         rf_env: Environment) -> None:
     """Armed as checkout's `ship.book_courier`, a standalone run of the child goes through."""
-    with pytest.raises(AssertionError, match="no run of reactor 'tests.shop.checkout'"), \
+    with pytest.raises(AssertionError, match=r"no run of reactor 'tests\.shop\.checkout'"), \
             rf_env.crash(shop.checkout, "ship.book_courier", when="before"):
         run = await shop.shipping.run(order_id="S1", address="here", boxes=["b"])
         assert run.status is rf.Status.COMPLETED
@@ -81,7 +81,6 @@ async def test_a_path_that_matches_no_step_is_refused_naming_it(rf_env: Environm
 
     for arm in (lambda: rf_env.crash(shop.checkout, path),
                 lambda: rf_env.override(shop.checkout, path, fn)):
-        with pytest.raises(rf.DefinitionError) as error:
-            with arm():
-                pass
+        with pytest.raises(rf.DefinitionError) as error, arm():
+            pass
         assert repr(path) in str(error.value) and said in str(error.value)
