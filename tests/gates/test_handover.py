@@ -161,7 +161,7 @@ async def test_a_place_handed_over_as_the_wait_ends_keeps_its_run(
     other = f"h-{uuid.uuid4().hex[:8]}"
     await storage.gate_acquire("acct:A1", other, limit=1, ttl=60)
 
-    async def released_unseen(wait: Any, seconds: float) -> bool:
+    async def released_unseen(wait: Any, seconds: float, *, why: str = "") -> bool:
         await storage.gate_release("acct:A1", other)  # hands the place to the queued waiter
         await anyio.sleep(seconds + 0.05)  # ...whose time runs out before it looks
         return False
