@@ -381,18 +381,22 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
     async def _index_apart(self, conn: LoopClient, run_id: str, facts: tuple[str, float],
                            status: str, previous_status: str, token: str) -> None:
         """The index writes of a status change whose script did not make them, then the
-        clearing of the pending-index record that script left (`index_done`): on one node in
-        the same pipeline, after them (one connection runs them in order); on a cluster in a
-        round trip of its own once they landed (a cluster pipeline runs its nodes' parts
-        concurrently). A failure on the way leaves the record for the sweeper's record pass."""
+        clearing of the pending-index record that script left (`index_done`): on one node both
+        in one script (atomic: a pipeline would run the clearing after a refused write too);
+        on a cluster the writes in a pipeline, then, once every one landed, the clearing (a
+        cluster pipeline runs its nodes' parts concurrently). A failure on the way leaves the
+        record for the sweeper's record pass."""
+        run_key = self._keys.run(run_id)
+        if not conn.cluster:
+            reactor, created_at = facts
+            await conn.script("index_done", [
+                run_key, self._keys.by_status(reactor, status), self._keys.by_reactor(reactor),
+                self._keys.by_status(reactor, previous_status)], [token, run_id, repr(created_at)])
+            return
         pipe = conn.client.pipeline(transaction=False)
         self._queue_index(pipe, run_id, facts, status, previous_status)
-        if conn.cluster:
-            await pipe.execute()
-            await conn.script("index_done", [self._keys.run(run_id)], [token])
-        else:
-            pipe.eval(SOURCES["index_done"], 1, self._keys.run(run_id), token)
-            await pipe.execute()
+        await pipe.execute()
+        await conn.script("index_done", [run_key], [token])
 
     def _queue_index(self, pipe: Pipeline, run_id: str, facts: tuple[str, float], status: str,
                      previous_status: str) -> None:
