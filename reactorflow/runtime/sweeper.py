@@ -91,6 +91,8 @@ class SweepReport:
         enqueued: Handed to the workers (when a shared broker is configured).
         unreadable: A record that cannot be read at all: left as it is and logged; the sweep
             went on with the others.
+        reindexed: A live run the indexes had lost, found by the record pass: its index
+            entries written again, and swept with the others.
     """
 
     recovered: list[str] = field(default_factory=list)

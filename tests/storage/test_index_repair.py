@@ -166,3 +166,26 @@ async def test_the_pending_index_record_lives_until_the_index_writes_landed(
     await _walk_until(storage, whole)
 
     assert await record(whole) is None
+
+
+@pytest.mark.parametrize("storage", ["redis", "cluster"], indirect=True)
+async def test_an_ending_cut_off_before_its_index_moves_is_listed_again_after_the_record_pass(
+        storage: Storage, request: pytest.FixtureRequest) -> None:
+    # an ended run is nothing the sweeper recovers, but its repair record tells the record
+    # pass to write its entries again: listing by status finds it
+    assert isinstance(storage, RedisStorage)
+    conn = await storage._redis.get()
+    run_id = await _create(storage)
+    async with index_cut(_url(request), storage._keys.ns) as cut:
+        with pytest.raises(StorageError):
+            await cut.save_state(run_id, OWNER, status="completed",
+                                 previous_status="running", state=b"c", release=True)
+    assert (await storage.list_runs("flow", "completed", 10, None)).heads == []
+
+    for _ in range(WALK_CALLS):
+        assert await storage.scan_records(200) == []  # (not live: nothing to sweep)
+        if await conn.client.hget(storage._keys.run(run_id), "ix") is None:
+            break
+
+    assert [h.run_id for h in (await storage.list_runs("flow", "completed", 10, None)).heads
+            ] == [run_id]
