@@ -156,7 +156,7 @@ class RedisReindex:
             else:
                 left[0] = (name, cursor)
         self._walk.keep(left)
-        return run_ids
+        return list(dict.fromkeys(run_ids))  # (a SCAN may return a key twice)
 
     async def _reassert(self, conn: LoopClient, records: Sequence[_Record]) -> set[str]:
         """Write the index entries of `records` again (`ZADD NX`), then clear the pending-index
