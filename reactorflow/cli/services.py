@@ -111,7 +111,8 @@ def sweep_command(positional: tuple[str, ...], interval: float, limit: int, once
     def report(done: SweepReport) -> None:
         click.echo(f"sweep: recovered={len(done.recovered)} expired={len(done.expired)} "
                    f"failed={len(done.failed)} enqueued={len(done.enqueued)} "
-                   f"skipped={len(done.skipped)} unreadable={len(done.unreadable)}")
+                   f"skipped={len(done.skipped)} unreadable={len(done.unreadable)} "
+                   f"reindexed={len(done.reindexed)}")
 
     async def loop() -> None:
         if once:

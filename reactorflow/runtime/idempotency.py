@@ -13,6 +13,11 @@ The protocol of a start with a key, in order:
    Take W's lock for `retention` seconds (a tombstone: a claimer that comes back late can no
    longer create W), check once more that W was not stored, release the claim if it still
    names W, and claim again from step 2 (first wins among the starts that found it dead).
+5. A replay (step 3) repairs W first (`repair`): a start cut off after storing W but before
+   W's index entries landed (on a Redis Cluster they live on other masters) left W where the
+   sweeper's index scans never look; the replay writes them again, and when W is running or
+   rolling back with nobody holding its lock (its start died before enqueueing or driving
+   it), hands W to the workers.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import logging
 
 from reactorflow import clock, config
 from reactorflow.errors import LockTimeout
+from reactorflow.runtime import queue
+from reactorflow.status import Status
 from reactorflow.storage.base import Storage
 
 log = logging.getLogger("reactorflow.run")
@@ -83,3 +90,32 @@ async def _take_over(storage: Storage, reactor: str, key: str, winner: str) -> b
         log.warning("reactorflow.idempotency.taken_over reactor=%s run_id=%s: the start that "
                     "claimed the key died before storing its run", reactor, winner)
     return True
+
+
+async def repair(storage: Storage, reactor: str, run_id: str) -> None:
+    """Step 5 of the protocol (see the module docstring): the replay of `run_id` writes its
+    index entries again, and enqueues it when they were lost and it is running or rolling
+    back with nobody holding its lock.
+
+    Args:
+        storage: where the run lives.
+        reactor: the run's reactor.
+        run_id: the stored run the idempotency key names.
+
+    Raises:
+        StorageError: the storage failed (nothing enqueued; a later replay or the sweeper's
+            record pass repairs it).
+    """
+    if not await storage.repair_index(run_id):
+        return
+    head = await storage.load_head(run_id)
+    if head is None or head.status not in (Status.RUNNING, Status.ROLLING_BACK):
+        log.warning("reactorflow.idempotency.reindexed reactor=%s run_id=%s", reactor, run_id)
+        return
+    if await storage.lock_owner(run_id) is not None:  # its lock lapses: the sweeper's then
+        log.warning("reactorflow.idempotency.reindexed reactor=%s run_id=%s", reactor, run_id)
+        return
+    queue.enqueue_run(run_id, reactor)
+    log.warning("reactorflow.idempotency.reindexed reactor=%s run_id=%s enqueued=1: the start "
+                "that stored it was cut off before its index entries and its hand-over",
+                reactor, run_id)

@@ -117,6 +117,7 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
                                              owner)
             if winner is not None:
                 progress.run_id, progress.stored = winner, True
+                await idempotency.repair(storage, reactor.name, winner)
                 return msgspec.structs.replace(await get(reactor, winner), replayed=True)
         if entry is None:
             entry = await _gates_at_start(storage, holds, reactor, value, idempotency_key,

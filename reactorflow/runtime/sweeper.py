@@ -5,6 +5,12 @@ nothing touched it for `stall_timeout` seconds: its execution died. Re-driving i
 its last checkpoint: completed steps never run again; the step that was in flight runs again
 (at least once per step, with the same `StepContext.idempotency_key`).
 
+The sweeper finds runs through the status indexes (`Storage.scan_status`), and, at a low rate,
+through the run records themselves (`Storage.scan_records`, the record pass): a write cut off
+between a run and its index entries (on a Redis Cluster they live on other masters) leaves a
+run the indexes miss; the record pass writes its entries again and the sweep treats it as it
+treats the others (`SweepReport.reindexed`).
+
 A `paused` run whose interrupt deadline passed is rolled back and failed. A paused run with a
 claimed but unapplied payload and no lock holder (its resumer died) is resumed.
 
@@ -24,6 +30,8 @@ and the daemon goes on once the storage is back.
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
@@ -62,6 +70,12 @@ BACKOFF_FIRST = 1.0
 """Seconds `run_forever` waits after a failed sweep; doubled after each further failure..."""
 BACKOFF_CAP = 60.0
 """...up to this many seconds."""
+RECORD_PASS_INTERVAL = 60.0
+"""Seconds between two record passes (`Storage.scan_records`) of the sweeps of one storage
+object in one process: a sweep at least this long after the last one's reads `limit` run
+records, the others none."""
+_record_passes: weakref.WeakKeyDictionary[Storage, float] = weakref.WeakKeyDictionary()
+_record_passes_mutex = threading.Lock()
 
 
 @dataclass(slots=True)
@@ -77,6 +91,8 @@ class SweepReport:
         enqueued: Handed to the workers (when a shared broker is configured).
         unreadable: A record that cannot be read at all: left as it is and logged; the sweep
             went on with the others.
+        reindexed: A live run the indexes had lost, found by the record pass: its index
+            entries written again, and swept with the others.
     """
 
     recovered: list[str] = field(default_factory=list)
@@ -87,9 +103,13 @@ class SweepReport:
     unreadable: list[str] = field(default_factory=list)
     """Runs (and async units, as "<run id>:<step>") whose stored record could not be read:
     left as they are; each is logged with the reason."""
+    reindexed: list[str] = field(default_factory=list)
+    """Live runs the indexes had lost (a write cut off between a run and its index entries),
+    found by the record pass: their entries were written again, and they were swept with the
+    others (so each also appears in the list of what was done with it, if anything)."""
 
 
-async def sweep_once(*, limit: int = DEFAULT_LIMIT) -> SweepReport:
+async def sweep_once(*, limit: int = DEFAULT_LIMIT, records: int | None = None) -> SweepReport:
     """Recover stalled runs and lost async units, and expire overdue interrupts, once.
 
     With a shared job queue (a broker: rf.configure(broker=...) or REACTORFLOW_REDIS_URL) the
@@ -101,6 +121,10 @@ async def sweep_once(*, limit: int = DEFAULT_LIMIT) -> SweepReport:
         limit: at most this many running and rolling-back runs, as many paused runs, and as
             many async units are looked at. Where more exist, each sweep looks at a window
             from a random point of them, so successive sweeps see every one.
+        records: about how many run records the record pass reads in this sweep (the next
+            ones of its walk over every run, see `Storage.scan_records`); 0: none. By default
+            `limit` of them when this process's last record pass over this storage was at
+            least `RECORD_PASS_INTERVAL` seconds ago, else none.
 
     Raises:
         StorageConnectionError: the storage cannot be reached (nothing more is swept).
@@ -111,6 +135,8 @@ async def sweep_once(*, limit: int = DEFAULT_LIMIT) -> SweepReport:
     # running and rolling-back runs first, apart: paused runs never crowd out a stalled one
     active = await storage.scan_status([Status.RUNNING, Status.ROLLING_BACK], limit)
     active += await storage.scan_status([Status.PAUSED], limit)
+    active += await _record_pass(storage, report, _record_budget(storage, limit, records),
+                                 {live.run_id for live in active})
     now = clock.now()
     for live in active:
         if live.problem is not None:
@@ -118,11 +144,42 @@ async def sweep_once(*, limit: int = DEFAULT_LIMIT) -> SweepReport:
         elif live.lock_owner is None:
             await _isolated(report, live.run_id, _sweep_run(storage, live, report, now))
     if any((report.recovered, report.expired, report.failed, report.enqueued,
-            report.unreadable)):
+            report.unreadable, report.reindexed)):
         log.info("reactorflow.sweep.done recovered=%d expired=%d failed=%d enqueued=%d "
-                 "unreadable=%d", len(report.recovered), len(report.expired),
-                 len(report.failed), len(report.enqueued), len(report.unreadable))
+                 "unreadable=%d reindexed=%d", len(report.recovered), len(report.expired),
+                 len(report.failed), len(report.enqueued), len(report.unreadable),
+                 len(report.reindexed))
     return report
+
+
+def _record_budget(storage: Storage, limit: int, records: int | None) -> int:
+    """The run records this sweep's record pass reads (see `sweep_once`)."""
+    if records is not None:
+        return records
+    now = clock.monotonic()
+    with _record_passes_mutex:
+        last = _record_passes.get(storage)
+        if last is not None and now - last < RECORD_PASS_INTERVAL:
+            return 0
+        _record_passes[storage] = now
+    return limit
+
+
+async def _record_pass(storage: Storage, report: SweepReport, budget: int,
+                       seen: set[str]) -> list[Liveness]:
+    """The live runs the record pass found missing from the indexes (their entries written
+    again: `reindexed`, logged), and the unreadable records it met, but for those the index
+    scans returned already (`seen`)."""
+    if budget <= 0:
+        return []
+    found = [live for live in await storage.scan_records(budget) if live.run_id not in seen]
+    for live in found:
+        if live.problem is None:
+            report.reindexed.append(live.run_id)
+            log.warning("reactorflow.sweep.reindexed run_id=%s reactor=%s status=%s: its index "
+                        "entries were lost (a write cut off before them) and are written again",
+                        live.run_id, live.reactor, live.status)
+    return found
 
 
 async def run_forever(*, interval: float = DEFAULT_INTERVAL, limit: int = DEFAULT_LIMIT,

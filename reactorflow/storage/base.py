@@ -12,6 +12,13 @@ written so that Redis can implement each method atomically in one round trip:
 * **First-wins primitives**: interrupt claims, correlation ids, idempotency keys.
 * **Notification**: `publish` is called after the durable write it announces; waiters subscribe
   first, then read, then wait with a fallback re-check (pub/sub is an optimisation).
+* **Findable runs**: once `create_run` (or a status write: `save_state`, `claim_and_lock`)
+  has returned *or raised*, the run as stored is findable by the sweeper: by `scan_status`
+  (its index entry was written with the run), or else by `scan_records` (the write left a
+  repair record in the run's own keys, or the pass finds the run from its record), which
+  writes its index entries again. A backend whose index writes can be cut off from the run's
+  write (Redis Cluster: other slots) must leave that repair record atomically with the run;
+  `repair_index` redoes the entries of one run (an idempotent replay calls it).
 
 Every run key expires no sooner than `retention` seconds and no later than `retention +
 retention_slack(retention)` (slack: `min(retention / 8, 60 s)`) after the run's last write — any
@@ -109,7 +116,8 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
         whoever takes over a claim whose claimer died takes that lock first, so a claimer that
         comes back late can no longer create its run). A retry of a call that did create the run
         still returns True; a lock `owner` already holds is taken over (count 1). Adds the run
-        to the reactor's index.
+        to the reactor's index and its status index; a call that raises after storing the run
+        leaves it findable all the same (see "Findable runs" above).
 
         Args:
             run_id: The run's id.
@@ -537,6 +545,38 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
         Args:
             statuses: The statuses to look for.
             limit: The most runs returned.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def scan_records(self, limit: int) -> list[Liveness]:
+        """The slow pass behind the indexes: read the next stretch, about `limit` run records,
+        of a walk over every stored run (the records themselves, not the indexes), resumed where
+        this storage object's last call stopped and started again once it went round. Each run
+        that is running, rolling back or paused, or that carries a repair record (an index
+        write of its that may have been cut off), gets its index entries written again
+        (idempotent) and its repair record cleared. Returns the running, rolling-back and
+        paused runs among them whose status index lacked them (as `scan_status` would have
+        returned them), and those whose record cannot be read, with `problem` set. A backend
+        whose index writes are atomic with the run finds none.
+
+        Args:
+            limit: About the most run records read (a backend reads its batches whole).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def repair_index(self, run_id: str) -> bool:
+        """Write the run's index entries again, as its record says (its status, its reactor;
+        idempotent), and clear its repair record. True when its status entry was missing (the
+        indexes did not lead to it); False when it was there, or the run does not exist.
+
+        Args:
+            run_id: The run's id.
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).

@@ -4,8 +4,13 @@
   tag (Redis Cluster ready). Scripts live one per file in `scripts/`, each with a header listing
   KEYS, ARGV and the reply, and each has exactly one typed method here. Checkpointing a step is
   one EVALSHA that writes one hash field, whatever the number of steps stored.
-* Index writes (other slots) ride in the same non-transactional pipeline as the script. Index
-  entries are hints: readers verify them against the run record and drop stale ones.
+* Index writes: on one node the run's script makes them itself, atomically with the run (when
+  this process knows the run's reactor). Otherwise (a Redis Cluster, where they live in other
+  slots) they follow the script, and the script leaves a pending-index record in the run's own
+  slot (field `ix`, the write's token), cleared (`index_done`) once they landed: a write cut
+  off between the two leaves the record, which the sweeper's record pass (`redis_reindex`)
+  finds. Index entries are hints: readers verify them against the run record and drop stale
+  ones.
 * Every write carries a fresh token that the script records, so a call that redis-py retries
   after a lost reply is recognised and not applied twice (no duplicated events, no double
   count, no `False` from a create that did succeed).
@@ -43,6 +48,7 @@ from reactorflow.storage.redis_conn import SOURCES, Args, LoopClient, RedisConne
 from reactorflow.storage.redis_gates import RedisGates
 from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
 from reactorflow.storage.redis_maps import RedisMaps
+from reactorflow.storage.redis_reindex import RecordWalk, RedisReindex
 from reactorflow.storage.redis_scan import RedisScans, unit_member
 from reactorflow.storage.redis_schedules import RedisSchedules
 from reactorflow.storage.redis_tokens import token as _token
@@ -54,6 +60,10 @@ index writes in the same round trip as its script."""
 HEADS_CACHE_SIZE = 1024
 """Runs whose packed save_step head (`_save_step_head`) this process keeps (all are dropped
 when it is full)."""
+
+
+def _nothing(pipe: Pipeline) -> None:
+    """No commands after a script (`script_pipeline`'s `extra` when the script does it all)."""
 
 
 def _ms(seconds: float) -> int:
@@ -89,7 +99,7 @@ _CLAIMED = {member.value.encode(): member for member in ClaimResult}
 """`ClaimResult` by its reply (a look-up, not the enum's call)."""
 
 
-class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
+class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedules, Storage):
     """Runs in Redis: durable across processes, shared by every worker of the namespace.
 
     Selected automatically when `REACTORFLOW_REDIS_URL` is set and no storage is configured. Key
@@ -125,6 +135,7 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
         self._facts: OrderedDict[str, tuple[str, float]] = OrderedDict()
         self._heads: dict[str, tuple[int, bytes]] = {}  # run id -> `_save_step_head`
         self._claim_heads: dict[tuple[str, ...], tuple[bytes, bytes]] = {}  # `_claim_head`
+        self._walk = RecordWalk()  # the record pass's position (`scan_records`)
 
     @classmethod
     def from_url(cls, url: str, *, namespace: str = "rf", retention: float = DEFAULT_RETENTION,
@@ -185,7 +196,8 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
         conn = self._redis.current() or await self._redis.get()
         keys = self._keys
         indexes = [keys.by_reactor(reactor), keys.by_status(reactor, status), keys.reactors()]
-        args: Args = [_token(), reactor, status, meta, state, repr(created_at), _now(), owner,
+        token = _token()
+        args: Args = [token, reactor, status, meta, state, repr(created_at), _now(), owner,
                       _ms(lock_ttl), self._retention_ms, self.history_limit, run_id, *events]
         with self._errors():
             if conn.cluster:  # the indexes live in other slots: written apart
@@ -196,6 +208,8 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
 
                 created = await conn.script_pipeline("create_run", keys.run_keys(run_id), args,
                                                      index)
+                if created == 1:  # they landed: the pending-index record goes
+                    await conn.script("index_done", [keys.run(run_id)], [token])
             else:  # one node: the script writes them too
                 created = await conn.script("create_run", keys.run_keys(run_id) + indexes, args)
         if created == 1:
@@ -302,7 +316,8 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
         pairs = [part for item in (steps or {}).items() for part in item]
         flags = (("c" if clear_control else "") + ("r" if release else "")
                  + ("u" if unless_control else ""))
-        args: Args = [_token(), owner, status, state, _now(), self._retention_ms,
+        token = _token()
+        args: Args = [token, owner, status, state, _now(), self._retention_ms,
                       self.history_limit, flags,
                       self._keys.channel(run_id) if publish else "", run_id, len(pairs) // 2,
                       *pairs, *events]
@@ -312,23 +327,31 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
         # after it in the same round trip (guarded by the status it wrote), else after it
         early, late = ((), gates) if unless_control else (gates, ())
         with self._errors():
-            if facts is not None and not early and not conn.cluster:  # one round trip
+            if facts is not None and not conn.cluster:  # the script moves the indexes itself
                 reactor = facts[0]
                 keys += [self._keys.by_status(reactor, status), self._keys.by_reactor(reactor),
                          self._keys.by_status(reactor, previous_status)]
-                # the gates after the write (`late`) in the same batch, each guarded by the
-                # status it wrote (a NOSCRIPT resend keeps that order: the save's token makes
-                # its second run a no-op)
-                reply = (await conn.script_batch([
-                    ("save_state", keys, args), *self._gate_releases(late, (keys[0], status))]))[0]
-                late = ()
+                if early:  # the gates before the write, in the same round trip
+                    def release_first(pipe: Pipeline) -> None:
+                        self._queue_gate_releases(pipe, early)
+
+                    reply = await conn.script_pipeline("save_state", keys, args, _nothing,
+                                                       before=release_first)
+                else:
+                    # the gates after the write (`late`) in the same batch, each guarded by
+                    # the status it wrote (a NOSCRIPT resend keeps that order: the save's token
+                    # makes its second run a no-op)
+                    reply = (await conn.script_batch([
+                        ("save_state", keys, args),
+                        *self._gate_releases(late, (keys[0], status))]))[0]
+                    late = ()
                 if reply[0] == 0:  # refused: nothing written, no index touched
                     raise LockLost(run_id, owner)
             elif facts is None:  # unknown to this process: the script tells, index writes follow
                 for key, holder in early:  # before the write: its state shows them free
                     await self.gate_release(key, holder)
                 reply = await conn.script("save_state", keys, args)
-            else:  # the gates before the write, in the same round trip (EVAL: no NOSCRIPT)
+            else:  # a cluster: the gates before the write, the indexes after (EVAL: no NOSCRIPT)
                 def before(pipe: Pipeline) -> None:
                     self._queue_gate_releases(pipe, early)
 
@@ -347,12 +370,33 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
             for key, holder in late:  # the write landed (a cluster, or a run not seen here)
                 await self.gate_release(key, holder)
             actual = (_text(reply[1]), float(reply[2]))
-            if actual != facts:
-                self._remember(run_id, *actual)
-                pipe = conn.client.pipeline(transaction=False)
-                self._queue_index(pipe, run_id, actual, status, previous_status)
-                await pipe.execute()
+            if len(keys) == 8:  # the indexes apart: the script left a pending-index record
+                if actual != facts:
+                    self._remember(run_id, *actual)
+                    await self._index_apart(conn, run_id, actual, status, previous_status, token)
+                else:  # they rode after the script (a cluster): they landed
+                    await conn.script("index_done", [keys[0]], [token])
         return None if reply[3] is None else _bytes(reply[3])
+
+    async def _index_apart(self, conn: LoopClient, run_id: str, facts: tuple[str, float],
+                           status: str, previous_status: str, token: str) -> None:
+        """The index writes of a status change whose script did not make them, then the
+        clearing of the pending-index record that script left (`index_done`): on one node both
+        in one script (atomic: a pipeline would run the clearing after a refused write too);
+        on a cluster the writes in a pipeline, then, once every one landed, the clearing (a
+        cluster pipeline runs its nodes' parts concurrently). A failure on the way leaves the
+        record for the sweeper's record pass."""
+        run_key = self._keys.run(run_id)
+        if not conn.cluster:
+            reactor, created_at = facts
+            await conn.script("index_done", [
+                run_key, self._keys.by_status(reactor, status), self._keys.by_reactor(reactor),
+                self._keys.by_status(reactor, previous_status)], [token, run_id, repr(created_at)])
+            return
+        pipe = conn.client.pipeline(transaction=False)
+        self._queue_index(pipe, run_id, facts, status, previous_status)
+        await pipe.execute()
+        await conn.script("index_done", [run_key], [token])
 
     def _queue_index(self, pipe: Pipeline, run_id: str, facts: tuple[str, float], status: str,
                      previous_status: str) -> None:
@@ -418,7 +462,8 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
                              ) -> tuple[ClaimResult, StoredRun | None]:
         conn = self._redis.current() or await self._redis.get()
         now = _now() if check is None else repr(check.now)  # (one text for both: the same)
-        args: list[EncodableT] = [_token(), name, payload, self._retention_ms, owner,
+        token = _token()
+        args: list[EncodableT] = [token, name, payload, self._retention_ms, owner,
                                   _ms(lock_ttl), now, self.history_limit, run_id]
         facts = self._recall(run_id)
         reactor = None if facts is None else facts[0]
@@ -451,10 +496,9 @@ class RedisStorage(RedisScans, RedisMaps, RedisGates, RedisSchedules, Storage):
             if len(reply) < 3:
                 return outcome, None
             head = self._head(run_id, reply[2])
-            if reply[6] == 1 and not indexes and head is not None:
-                pipe = conn.client.pipeline(transaction=False)  # other slots: apart
-                self._queue_index(pipe, run_id, (head.reactor, head.created_at), *change)
-                await pipe.execute()
+            if reply[6] == 1 and not indexes and head is not None:  # apart (other slots)
+                await self._index_apart(conn, run_id, (head.reactor, head.created_at), *change,
+                                        token)
         if head is None:  # unreachable: the script saw the run
             return outcome, None
         return outcome, StoredRun(head, _hash(reply[3]), reply[4], _hash(reply[5]))

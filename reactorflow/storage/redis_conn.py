@@ -91,7 +91,8 @@ SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock",
            "rate_charge", "ordered_enter", "ordered_turn", "ordered_stamp", "ordered_leave",
            "ordered_peek", "ordered_reset",
            "load_run", "schedule_load", "schedule_advance", "schedule_record",
-           "schedule_relet", "schedule_pause", "claim_lock_load", "lock_load_elements")
+           "schedule_relet", "schedule_pause", "claim_lock_load", "lock_load_elements",
+           "index_done")
 RUN_WRITES = frozenset({"create_run", "save_step", "save_state", "save_unit", "claim",
                         "request_control", "incr_counter", "claim_lock_load"})
 """The scripts that write a run: `scripts/lib/run_write.lua` (retry tokens, expiry horizon) is

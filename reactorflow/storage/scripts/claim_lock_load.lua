@@ -4,7 +4,8 @@
 -- resumption, only if the run's status and state are still the ones the caller read; mode
 -- 'check': the resumption built here from the state as checked, for a paused run), made only
 -- if none of the other interrupts named is claimed (on a single node with its index moves,
--- KEYS 9-11), then read the run (as `load_run` with its history and claims): the start of
+-- KEYS 9-11; without them it leaves its token in the run hash's field `ix`, a pending-index
+-- record, as save_state does), then read the run (as `load_run` with its history and claims): the start of
 -- `continue_` in one round trip. A retry of this very call answers as the first did (the
 -- claim's, the lock's and the write's token; it skips the checks).
 --
@@ -182,6 +183,8 @@ if mode ~= '' and (not retry or not seen(KEYS[7], ARGV[1])) then
       redis.call('ZADD', KEYS[9], 'NX', head[5], ARGV[9])
       redis.call('ZADD', KEYS[10], 'NX', head[5], ARGV[9])
       redis.call('ZREM', KEYS[11], ARGV[9])
+    else  -- the caller moves them apart: a pending-index record until they landed
+      redis.call('HSET', KEYS[1], 'ix', ARGV[1])
     end
     written = 1
   end

@@ -1,6 +1,7 @@
 -- create_run: create a run, take its liveness lock (count 1), record its first events; on a
 -- single node also its index entries (KEYS 9-11; on a Redis Cluster they live in other slots
--- and the caller writes them apart).
+-- and the caller writes them apart: then the run hash's field `ix` holds this call's token, a
+-- pending-index record that `index_done` clears once they landed).
 --
 -- KEYS (every key of one run, all tagged {<run id>}; the same order in every run script):
 --   1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock

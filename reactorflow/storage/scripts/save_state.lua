@@ -2,8 +2,10 @@
 -- with it; optionally clears the pending control request, optionally leaves the lock once
 -- (the owner's final save and its release in one), and, after the write, publishes on the
 -- run's completion channel. On a single node it also moves the run's index entries (KEYS
--- 9-11); on a Redis Cluster they live in other slots and the caller sends them in the same
--- pipeline (hints that readers verify against this record).
+-- 9-11); without those keys (a Redis Cluster, where they live in other slots, or a run the
+-- caller did not know) the caller sends them apart (hints that readers verify against this
+-- record), and the write leaves its token in the run hash's field `ix`: a pending-index
+-- record, cleared by `index_done` once they landed (else the sweeper's record pass redoes them).
 --
 -- KEYS: 1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock
 --       [9 the new status's index  10 the reactor's index  11 the previous status's index]
@@ -68,6 +70,8 @@ if #KEYS > 8 then
   if KEYS[11] ~= KEYS[9] then
     redis.call('ZREM', KEYS[11], ARGV[10])
   end
+else  -- the caller moves them apart: a pending-index record until it says they landed
+  redis.call('HSET', KEYS[1], 'ix', ARGV[1])
 end
 if ARGV[9] ~= '' then
   redis.call('PUBLISH', ARGV[9], '1')

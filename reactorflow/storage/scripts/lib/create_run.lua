@@ -38,6 +38,8 @@ local function create(K, A)
     redis.call('ZADD', K[9], 'NX', A[6], A[12])
     redis.call('ZADD', K[10], 'NX', A[6], A[12])
     redis.call('SADD', K[11], A[2])
+  else  -- the caller writes them apart: a pending-index record until it says they landed
+    redis.call('HSET', K[1], 'ix', A[1])
   end
   return 1
 end
