@@ -27,6 +27,7 @@ from reactorflow.errors import (
     InterruptExpired,
     InterruptNotPending,
     LockLost,
+    RunRecordGone,
     LockTimeout,
     NotInLine,
     NotPaused,

@@ -25,7 +25,7 @@ from reactorflow.errors import (
     ReactorflowError,
     StorageConnectionError,
 )
-from reactorflow.storage.base import ClaimResult, Storage, retention_slack
+from reactorflow.storage.base import ClaimResult, Storage
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
@@ -452,19 +452,19 @@ async def _until(moment: float) -> None:
 
 
 
-async def test_a_run_expires_retention_after_its_last_write(
+async def test_an_ended_run_expires_retention_after_the_write_that_ended_it(
         factory: Callable[..., Storage]) -> None:
+    """Real time, end to end (storage/base.py; tests/storage/test_retention.py checks every
+    part of the rule without waiting): the run goes, all of it, and its id is free again."""
     storage = factory(retention=RETENTION)
     run_id = await new_run(storage, events=[b"e"], lock_ttl=RETENTION)  # it lapses too
     assert await storage.claim(run_id, "approve", b"p") is ClaimResult.ACCEPTED
     assert await storage.incr_counter(run_id, "n") == 1
-    created = time.monotonic()  # the run's keys expire by created + RETENTION at the latest
-    await _until(created + RETENTION * 2 / 3)
-    await storage.save_step(run_id, OWNER, "a", b"rec")  # refreshes every run key
-    await _until(created + RETENTION * 1.1)  # past the first expiry; 2/5 into the new one
-    stored = await storage.load_run(run_id)
-    assert stored is not None and stored.steps == {"a": b"rec"}
-    assert await storage.claims(run_id) == {"approve": b"p"}
+    await storage.save_step(run_id, OWNER, "a", b"rec")
+    await _until(time.monotonic() + RETENTION * 1.1)  # live: kept past the retention
+    assert (await storage.load_run(run_id)) is not None
+    await storage.save_state(run_id, OWNER, status="completed", previous_status="running",
+                             state=b"s")
     with anyio.fail_after(RETENTION + 30):
         while await storage.load_run(run_id) is not None:
             await asyncio.sleep(0.05)
@@ -475,32 +475,13 @@ async def test_a_run_expires_retention_after_its_last_write(
     assert await storage.claims(run_id) == {}
     assert await storage.incr_counter(run_id, "n") == 0
     assert (await storage.list_runs("flow", None, 10, None)).heads == []
-    assert await storage.scan_status(["running"], 10) == []
+    assert await storage.scan_status(["completed"], 10) == []
     # the id is free again, and nothing of the old run leaks into the new one
     await new_run(storage, run_id, owner=OTHER, events=[b"new"])
     stored = await storage.load_run(run_id)
     assert stored is not None and stored.steps == {}
     assert await storage.history(run_id) == [b"new"]
     assert await storage.incr_counter(run_id, "n") == 1
-
-
-@pytest.mark.parametrize("write", ["claim", "request_control", "incr_counter", "save_unit"])
-async def test_unfenced_writes_also_refresh_retention(factory: Callable[..., Storage],
-                                                      write: str) -> None:
-    storage = factory(retention=RETENTION)
-    run_id = await new_run(storage, status="paused")
-    created = time.monotonic()
-    await _until(created + RETENTION * 2 / 3)
-    if write == "claim":
-        assert await storage.claim(run_id, "approve", b"p") is ClaimResult.ACCEPTED
-    elif write == "request_control":
-        assert await storage.request_control(run_id, b"cancel") is True
-    elif write == "incr_counter":
-        assert await storage.incr_counter(run_id, "n") == 1
-    else:
-        assert await storage.save_unit(run_id, "unit", b"rec") is True
-    await _until(created + RETENTION * 1.1)  # past the first expiry; 2/5 into the new one
-    assert await storage.load_head(run_id) is not None
 
 
 async def test_history_keeps_the_newest_events_up_to_the_limit(
@@ -882,11 +863,17 @@ async def test_redis_keys_share_the_run_hash_tag_and_carry_ttls(
     assert f"{ns}:reactors" in glob
     assert any(k.startswith(f"{ns}:corr:flow:") and len(k.rsplit(":", 1)[1]) == 64 for k in glob)
     assert any(k.startswith(f"{ns}:idem:flow:") and len(k.rsplit(":", 1)[1]) == 64 for k in glob)
-    retention = redis_storage.retention
-    for key in tagged:  # at most retention + slack after the last write (storage/base.py)
+    for key in tagged:  # a live run's keys carry no TTL, its lock its own (storage/base.py)
         ttl = await raw.pttl(key)
-        limit = 10_000 if ":lock:" in key else (retention + retention_slack(retention)) * 1000
-        assert 0 < ttl <= limit, (key, ttl)
+        assert (0 < ttl <= 10_000) if ":lock:" in key else ttl == -1, (key, ttl)
+    await redis_storage.save_state(run_id, OWNER, status="completed", previous_status="running",
+                                   state=b"s")
+    retention = redis_storage.retention * 1000
+    for key in tagged:  # ended: all of it expires in `retention`
+        ttl = await raw.pttl(key)
+        assert 0 < ttl <= (10_000 if ":lock:" in key else retention), (key, ttl)
+    corr = next(k for k in glob if k.startswith(f"{ns}:corr:flow:"))
+    assert await raw.pttl(corr) == -1  # released by the engine when its run ends, no TTL
 
 
 async def test_redis_refused_connection_names_the_url_without_credentials() -> None:
