@@ -28,6 +28,7 @@ from reactorflow.errors import (
 from reactorflow.storage.base import ClaimResult, Storage
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis_scan import PRUNE_BATCH
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import closed_port, redis_namespace, until_lock_lapses
 
@@ -457,14 +458,14 @@ async def test_an_ended_run_expires_retention_after_the_write_that_ended_it(
     """Real time, end to end (storage/base.py; tests/storage/test_retention.py checks every
     part of the rule without waiting): the run goes, all of it, and its id is free again."""
     storage = factory(retention=RETENTION)
-    run_id = await new_run(storage, events=[b"e"], lock_ttl=RETENTION)  # it lapses too
+    run_id = await new_run(storage, events=[b"e"], lock_ttl=RETENTION * 20)
     assert await storage.claim(run_id, "approve", b"p") is ClaimResult.ACCEPTED
     assert await storage.incr_counter(run_id, "n") == 1
     await storage.save_step(run_id, OWNER, "a", b"rec")
     await _until(time.monotonic() + RETENTION * 1.1)  # live: kept past the retention
     assert (await storage.load_run(run_id)) is not None
     await storage.save_state(run_id, OWNER, status="completed", previous_status="running",
-                             state=b"s")
+                             state=b"s", release=True)
     with anyio.fail_after(RETENTION + 30):
         while await storage.load_run(run_id) is not None:
             await asyncio.sleep(0.05)
@@ -931,6 +932,24 @@ async def test_redis_scan_status_prunes_index_members_of_expired_runs(
         assert [m.decode() for m in await raw.zrange(index, 0, -1)] == [old_but_alive]
 
 
+async def test_redis_pruning_reaches_expired_members_behind_old_live_runs(
+        redis_storage: RedisStorage, raw: redis.asyncio.Redis) -> None:
+    """A run that has not ended never expires however old it is: more of them than one batch
+    at the front of an index must not keep the pruning from the expired members behind."""
+    keys = redis_storage._keys
+    index = keys.by_reactor("old")
+    old_live = {new_id(): float(i) for i in range(PRUNE_BATCH + 20)}  # created long ago
+    for run_id, created in old_live.items():
+        await new_run(redis_storage, run_id, reactor="old", status="paused", created_at=created)
+    ghosts = {new_id(): 1000.0 + i for i in range(5)}  # expired runs, created after them
+    await raw.zadd(index, ghosts)
+
+    await redis_storage.scan_status(["running"], 10)  # the sweeper's calls
+    await redis_storage.scan_status(["running"], 10)
+
+    assert {m.decode() for m in await raw.zrange(index, 0, -1)} == set(old_live)
+
+
 async def test_redis_save_state_from_another_process_moves_the_run_between_indexes(
         redis_storage: RedisStorage, redis_url: str) -> None:
     run_id = await new_run(redis_storage, reactor="moves")
@@ -950,17 +969,17 @@ async def test_redis_a_replayed_write_is_applied_once(redis_storage: RedisStorag
     run_id = await new_run(redis_storage)
     conn = await redis_storage._redis.get()
     keys = redis_storage._keys.run_keys(run_id)
-    save: list[Any] = ["token-1", OWNER, "a", b"rec", repr(time.time()), 60_000, 100, b"event"]
+    save: list[Any] = ["token-1", OWNER, "a", b"rec", repr(time.time()), 100, b"event"]
     assert (await conn.script("save_step", keys, save))[0] == 1
     assert (await conn.script("save_step", keys, save))[0] == 1
     assert await redis_storage.history(run_id) == [b"event"]
-    count: list[Any] = ["token-2", "n", 60_000]
+    count: list[Any] = ["token-2", "n"]
     assert await conn.script("incr_counter", keys, count) == 1
     assert await conn.script("incr_counter", keys, count) == 1
-    claim: list[Any] = ["token-3", "approve", b"p", 60_000]
+    claim: list[Any] = ["token-3", "approve", b"p"]
     assert await conn.script("claim", keys, claim) == b"accepted"
     assert await conn.script("claim", keys, claim) == b"accepted"
-    taken: list[Any] = ["token-4", "approve", b"p", 60_000]
+    taken: list[Any] = ["token-4", "approve", b"p"]
     assert await conn.script("claim", keys, taken) == b"taken"
     lock = redis_storage._keys.lock(run_id)
     assert await conn.script("acquire_lock", [lock], [OWNER, 10_000, "token-5"]) == 1
