@@ -516,6 +516,7 @@ async def test_memory_keeps_at_most_max_terminal_runs_evicting_the_oldest_ended(
     storage = MemoryStorage(max_terminal_runs=3)
     running = await new_run(storage)
     paused = await new_run(storage, status="paused")
+    aborted = await new_run(storage, status="aborted")  # terminal, its undo owed: not ended
     ended = []
     for _ in range(5):
         run_id = await new_run(storage)
@@ -535,6 +536,7 @@ async def test_memory_keeps_at_most_max_terminal_runs_evicting_the_oldest_ended(
                                  state=b"s")
     assert await storage.load_head(running) is not None
     assert await storage.load_head(paused) is not None
+    assert await storage.load_head(aborted) is not None  # never evicted for room
     assert await storage.load_head(ended[2]) is not None  # rolling back: kept
     assert [r for r in ended if await storage.load_head(r) is not None] == [ended[2]]
     assert len((await storage.list_runs("flow", "failed", 100, None)).heads) == 3
