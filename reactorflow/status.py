@@ -10,8 +10,9 @@ class Status(StrEnum):
 
     A `StrEnum`: `RUNNING`, `PAUSED`, `COMPLETED`, `FAILED`, `HALTED`, `CANCELLED`, `ABORTED`,
     `ROLLING_BACK`, whose values are the names in lower case (a member compares equal to its
-    value). Properties: `is_terminal` (completed, failed, halted, cancelled, aborted) and
-    `is_settled` (terminal or paused). See [Concepts](concepts.md#statuses).
+    value). Properties: `is_terminal` (completed, failed, halted, cancelled, aborted),
+    `is_ended` (terminal, aborted excepted: retention applies) and `is_settled` (terminal or
+    paused). See [Concepts](concepts.md#statuses).
     """
 
     RUNNING = "running"
@@ -29,6 +30,12 @@ class Status(StrEnum):
         return self in _TERMINAL
 
     @property
+    def is_ended(self) -> bool:
+        """Nothing is owed any more: the only statuses whose runs `retention` may drop
+        (api.md §13). `aborted` is terminal but not ended: its undo is still owed."""
+        return self in _ENDED
+
+    @property
     def is_settled(self) -> bool:
         """Terminal or paused: what `wait` waits for."""
         return self in _TERMINAL or self is Status.PAUSED
@@ -39,6 +46,11 @@ _TERMINAL = frozenset(
 )
 TERMINAL: frozenset[str] = _TERMINAL
 """The terminal statuses (members compare equal to their values: test a stored string too)."""
+_ENDED = _TERMINAL - {Status.ABORTED}
+ENDED: frozenset[str] = _ENDED
+"""The ended statuses, the only ones retention applies to (api.md §13): a run in any other
+status (running, paused, rolling_back, aborted with its undo owed) never expires. The Redis
+scripts carry the same list (`scripts/lib/expiry.lua`; a test checks they agree)."""
 
 
 class StepStatus(StrEnum):

@@ -55,6 +55,7 @@ from reactorflow.errors.runs import (
 from reactorflow.errors.storage import (
     CorruptRecord,
     LockLost,
+    RunRecordGone,
     StorageConnectionError,
     StorageError,
     StoragePoolExhausted,
@@ -86,6 +87,7 @@ __all__ = [
     "ReactorflowError",
     "RecordedError",
     "RunExists",
+    "RunRecordGone",
     "RunNotFound",
     "RunStateError",
     "SHOWN_ID_LIMIT",

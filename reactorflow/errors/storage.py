@@ -98,6 +98,28 @@ class LockLost(StorageError):
         self.owner = owner
 
 
+class RunRecordGone(LockLost):
+    """A fenced write found no record of the run at all: it expired or was deleted while this
+    execution held it. Nothing was written. (A `LockLost`: the execution stops as for any lost
+    lock, but nobody took the run over.)
+
+    Attributes:
+        owner: The lock owner this execution wrote as.
+    """
+
+    def __init__(self, run_id: str, owner: str) -> None:
+        StorageError.__init__(
+            self,
+            f"run {run_id!r}'s record is gone from storage (it expired or was deleted) while "
+            f"this execution ({owner}) was running it; nothing more was written by this one. "
+            "No other execution took it over: start the run again if its work is still "
+            "wanted (retention applies to ended runs only, so a run that has not ended "
+            "disappears only if something deleted it).",
+            run_id=run_id,
+        )
+        self.owner = owner
+
+
 class CorruptRecord(StorageError):
     """A stored record could not be decoded (corrupt, or an unknown schema version).
 

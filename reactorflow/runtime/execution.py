@@ -402,8 +402,6 @@ class Execution:
         encoded_steps = (
             {key: records.encode(self.records[key]) for key in steps} if steps else None
         )
-        if final and self.plan.map_keys:
-            await self.refresh_maps()
         hold = self.hold if final and self.hold is not None and not self.hold.released else None
         places = self.gates.places_to_release() if final else []
         if hold is not None:
@@ -442,19 +440,26 @@ class Execution:
             self.control = None
         elif control is not None and self.control is None:
             self.control = records.decode_control(control)
+        if (final or status.is_ended) and self.plan.map_keys:
+            await self.refresh_maps()
         if status.is_terminal and any(r.correlation_id is not None
                                       for r in self.records.values()):
             await self.release_correlations()
         return True
 
     async def refresh_maps(self) -> None:
-        """Before the execution's last write: reset the retention of the slots of the run's
-        maps that started, so they expire with the run and never before it (the run's writes
-        refresh its own keys; the slots are keys of their own)."""
+        """After the execution's last write: give the slots of the run's maps that started the
+        run's expiry (api.md §13: none while it lives, its retention once it has ended), so
+        they expire with the run and never before it (the slots are keys of their own). Best
+        effort: slots a failure here leaves without the expiry only outlive their run."""
         maps = [key for key in self.plan.map_keys if key in self.records]
         if maps:
-            await self.storage.refresh_elements(self.run_id,
-                                                [k for key in maps for k in slot_keys(key)])
+            try:
+                await self.storage.refresh_elements(
+                    self.run_id, [k for key in maps for k in slot_keys(key)])
+            except StorageError:
+                log.warning("reactorflow.map.refresh_failed run_id=%s", self.run_id,
+                            exc_info=True)
 
     async def release_correlations(self) -> None:
         """Free the correlation ids this run's interrupts registered (it waits for no payload

@@ -46,6 +46,7 @@ from reactorflow.errors import (
     CorruptRecord,
     DefinitionChanged,
     LockLost,
+    RunRecordGone,
     StorageConnectionError,
     StorageError,
 )
@@ -238,6 +239,8 @@ async def _isolated(report: SweepReport, label: str, work: Awaitable[None]) -> N
         await work
     except StorageConnectionError:
         raise
+    except RunRecordGone:  # it expired or was deleted meanwhile: nothing left to sweep
+        log.info("reactorflow.sweep.gone run_id=%s", label)
     except LockLost:  # another execution took it over meanwhile: it is alive
         log.info("reactorflow.sweep.taken_over run_id=%s", label)
     except (StorageError, ValueError) as exc:  # a record of the wrong type, shape or value

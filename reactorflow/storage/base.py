@@ -20,11 +20,20 @@ written so that Redis can implement each method atomically in one round trip:
   write (Redis Cluster: other slots) must leave that repair record atomically with the run;
   `repair_index` redoes the entries of one run (an idempotent replay calls it).
 
-Every run key expires no sooner than `retention` seconds and no later than `retention +
-retention_slack(retention)` (slack: `min(retention / 8, 60 s)`) after the run's last write — any
-write, fenced or not (`claim`, `request_control`, `incr_counter` and `save_unit` count too;
-taking or extending the lock does not). So a live run's keys never expire, and a backend may
-refresh the expiry once per slack instead of on every write (Redis does; memory uses no slack).
+**Retention** (api.md §13: it never drops live work) applies to *ended* runs only
+(`reactorflow.status.ENDED`: completed, failed, halted, cancelled). A run in any other status
+(running, also through one step longer than the retention; paused; rolling_back; aborted, its
+undo still owed; snoozing at a gate or queued behind an ordered lock) never expires, nor does
+anything it owns: its head, steps, history, claims, counters, control request, map element
+slots and correlation ids, however long it waits. The write that stores an ended status
+(`create_run`, `save_state`, `claim_and_lock`'s status write, a gate's hand-over) starts the
+retention of every part of the run: they expire `retention` seconds after it (element slots
+take the run's expiry at their writes and at `refresh_elements`; correlation ids are released
+when the run ends). A later write that stores a live status again (a retry, an undo) makes them
+permanent again. Writes that store no status (`save_step`, `claim`, `request_control`,
+`incr_counter`, `save_unit`, element writes) neither start nor extend a retention; what they
+create takes the run's. The liveness lock keeps its own TTL. Index entries of an expired run
+are hints that readers drop (`list_runs`, `scan_status` prune them, bounded per call).
 Thread safety: one storage object may be used from several threads and event loops at once.
 
 The contract is one class, `Storage`, written in parts: runs, locks, claims, indexes and
@@ -60,14 +69,13 @@ from reactorflow.storage.values import (
     UnitLiveness,
     check_count,
     check_seconds,
-    retention_slack,
 )
 
 __all__ = [
     "DEFAULT_HISTORY_LIMIT", "DEFAULT_RETENTION", "ClaimResult", "GateTake", "Liveness",
     "OrderedLine", "ResumeCheck", "Resumption", "RunCreation", "RunHead", "RunPageData",
     "ScheduleState", "SlotWrite", "Storage", "StoredRun", "Subscription", "UnitLiveness",
-    "check_count", "check_seconds", "retention_slack",
+    "check_count", "check_seconds",
 ]
 
 
@@ -83,7 +91,8 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
         """Validate and keep the options every backend shares.
 
         Args:
-            retention: seconds a run is kept after its last write (finite, > 0).
+            retention: seconds an ended run is kept after the write that ended it (finite,
+                > 0); a run that has not ended is never dropped (see the module docstring).
             history_limit: events kept per run, the newest (a whole number >= 1).
 
         Raises:
@@ -435,7 +444,9 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
     async def map_correlation(self, reactor: str, correlation_id: str, run_id: str) -> str:
         """Map a correlation id of `reactor` to a run, first wins (each reactor has its own
         correlation ids). Returns the run id it maps to (equal to `run_id` when this call won
-        or the mapping already was this run's; then its retention starts again).
+        or the mapping already was this run's). The mapping never expires: it lives as long as
+        its run may wait for a payload, and the run releases it when it ends
+        (`release_correlation`).
 
         Args:
             reactor: The reactor's name.

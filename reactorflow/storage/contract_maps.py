@@ -36,8 +36,8 @@ class MapSlotsContract(abc.ABC):
         rewrite an outcome only their own element lock guards).
 
         Returns how many outcomes were written and how many the map now holds, or None (nothing
-        written) when the run does not exist. Slots expire `retention` seconds after the map's
-        last write or `refresh_elements` (memory: with the run).
+        written) when the run does not exist. Slots take the run's expiry (storage/base.py): none
+        while it has not ended, its retention once it has (memory: they live on the run).
 
         Args:
             run_id: The run's id.
@@ -141,9 +141,11 @@ class MapSlotsContract(abc.ABC):
 
     @abc.abstractmethod
     async def refresh_elements(self, run_id: str, keys: Sequence[str]) -> None:
-        """Reset the retention of the element slots of maps `keys` of the run to `retention`
-        from now, as a write of the run does for the run itself, in one round trip; nothing
-        when the run does not exist. (Memory keeps slots with the run: nothing to do.)
+        """Give the element slots of maps `keys` of the run the run's expiry (storage/base.py):
+        none while it has not ended, the rest of its retention once it has, in one round trip;
+        nothing when the run does not exist. The engine calls it after the write that ends the
+        run (and after its last write of an execution), so slots never expire before their run.
+        (Memory keeps slots on the run: nothing to do.)
 
         Args:
             run_id: The run's id.

@@ -3,15 +3,17 @@
 It stores encoded bytes exactly as Redis would, so serialization bugs surface here too. One
 `threading.Lock` makes every method atomic; it is safe to share between threads and event loops.
 
-Memory is bounded two ways: by age (`retention`, like Redis) and by count: at most
-`max_terminal_runs` runs in a terminal status are kept, the one that ended first is evicted first.
-A running, paused or rolling-back run is never evicted for room.
+Memory is bounded two ways: by age (`retention`, like Redis: it applies to ended runs only, from
+the write that ended them; see `Storage`) and by count: at most `max_terminal_runs` ended runs
+are kept, the one that ended first is evicted first. A running, paused, rolling-back or aborted
+run (its undo still owed) never expires and is never evicted for room.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -19,8 +21,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 
 from reactorflow import clock
-from reactorflow.errors import LockLost
-from reactorflow.status import Status
+from reactorflow.errors import LockLost, RunRecordGone
+from reactorflow.status import ENDED
 from reactorflow.storage.base import (
     DEFAULT_HISTORY_LIMIT,
     DEFAULT_RETENTION,
@@ -43,9 +45,10 @@ from reactorflow.storage.paging import decode_cursor, encode_cursor
 from reactorflow.storage.rotation import window
 
 _RESUMABLE = frozenset({"paused", "running"})
-_TERMINAL = frozenset(s.value for s in Status if s.is_terminal)
 DEFAULT_MAX_TERMINAL_RUNS = 10_000
-"""Terminal runs a `MemoryStorage` keeps by default (about 3 KB each for a small run)."""
+"""Ended runs a `MemoryStorage` keeps by default (about 3 KB each for a small run)."""
+LIVE = math.inf
+"""The expiry of a run that has not ended (and of a correlation id's mapping): never."""
 
 
 @dataclass(slots=True)
@@ -57,7 +60,7 @@ class _Run:
     state: bytes
     created_at: float
     touched_at: float
-    expires: float
+    expires: float  # monotonic; LIVE until the run ends (`_set_status`)
     history: deque[bytes]
     steps: dict[str, bytes] = field(default_factory=dict)
     claims: dict[str, bytes] = field(default_factory=dict)
@@ -105,11 +108,13 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
         """A fresh, empty storage.
 
         Args:
-            retention: seconds a run is kept after its last write (7 days by default).
+            retention: seconds an ended run (completed, failed, halted, cancelled) is kept
+                after the write that ended it (7 days by default); a run in any other status
+                never expires.
             history_limit: events kept per run, the newest (1000 by default).
-            max_terminal_runs: runs in a terminal status kept at most (10,000 by default); past
-                that, the run that ended first is evicted. Running, paused and rolling-back runs
-                are never evicted for room.
+            max_terminal_runs: ended runs kept at most (10,000 by default); past that, the run
+                that ended first is evicted. Running, paused, rolling-back and aborted runs are
+                never evicted for room.
 
         Raises:
             ConfigurationError: a value out of range; the message names the parameter.
@@ -117,7 +122,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
         super().__init__(retention=retention, history_limit=history_limit)
         self.max_terminal_runs = check_count("MemoryStorage", "max_terminal_runs",
                                              max_terminal_runs)
-        self._terminal: OrderedDict[str, None] = OrderedDict()  # ended first, first
+        self._ended: OrderedDict[str, None] = OrderedDict()  # ended first, first
         self._mutex = threading.Lock()
         self._runs: dict[str, _Run] = {}
         self._locks: dict[str, _Lock] = {}
@@ -140,23 +145,27 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
         return run
 
     def _drop(self, run: _Run) -> None:
-        self._terminal.pop(run.run_id, None)
+        self._ended.pop(run.run_id, None)
         self._runs.pop(run.run_id, None)
         self._locks.pop(run.run_id, None)
         self._by_reactor.get(run.reactor, {}).pop(run.run_id, None)
 
-    def _set_status(self, run: _Run, status: str) -> None:
-        """Record `run`'s status; past `max_terminal_runs` terminal runs, evict the oldest."""
+    def _set_status(self, run: _Run, status: str, now: float) -> None:
+        """Record `run`'s status and its expiry, the retention rule (api.md §13): an ended run
+        expires `retention` after this write, any other never. Past `max_terminal_runs` ended
+        runs, evict the one that ended first."""
         run.status = status
-        if status not in _TERMINAL:
-            self._terminal.pop(run.run_id, None)
+        if status not in ENDED:
+            run.expires = LIVE
+            self._ended.pop(run.run_id, None)
             return
-        self._terminal[run.run_id] = None
-        self._terminal.move_to_end(run.run_id)
-        while len(self._terminal) > self.max_terminal_runs:
-            oldest = self._runs.get(next(iter(self._terminal)))
+        run.expires = now + self.retention
+        self._ended[run.run_id] = None
+        self._ended.move_to_end(run.run_id)
+        while len(self._ended) > self.max_terminal_runs:
+            oldest = self._runs.get(next(iter(self._ended)))
             if oldest is None:
-                self._terminal.popitem(last=False)
+                self._ended.popitem(last=False)
             else:
                 self._drop(oldest)
 
@@ -175,13 +184,14 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
             return run  # held and live: nothing expired to drop (the path of every write)
         lock = self._owner(run_id, now)
         run = self._live(run_id, now)
-        if lock is None or lock.owner != owner or run is None:
+        if run is None:
+            raise RunRecordGone(run_id, owner)
+        if lock is None or lock.owner != owner:
             raise LockLost(run_id, owner)
         return run
 
     def _touch(self, run: _Run, now: float) -> None:
         run.touched_at = clock.now()
-        run.expires = now + self.retention
         self._ops += 1
         if self._ops % 1024 == 0:
             self._purge(now)
@@ -215,10 +225,10 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
         if lock is not None and lock.owner != creation.owner:
             return False
         run = _Run(run_id, creation.reactor, creation.status, creation.meta, creation.state,
-                   creation.created_at, clock.now(), now + self.retention,
+                   creation.created_at, clock.now(), LIVE,
                    deque(creation.events, maxlen=self.history_limit))
         self._runs[run_id] = run
-        self._set_status(run, creation.status)
+        self._set_status(run, creation.status, now)
         self._locks[run_id] = _Lock(creation.owner, 1, now + creation.lock_ttl)
         self._by_reactor.setdefault(creation.reactor, {})[run_id] = creation.created_at
         self._touch(run, now)
@@ -253,7 +263,6 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
             run.steps[key] = record
             run.history.extend(events)
             run.touched_at = clock.now()  # (as `_touch`, inline)
-            run.expires = now + self.retention
             self._ops = ops = self._ops + 1
             if ops % 1024 == 0:
                 self._purge(now)
@@ -310,7 +319,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
                 lock.count -= 1
                 if lock.count <= 0:
                     del self._locks[run_id]
-            self._set_status(run, status)
+            self._set_status(run, status, now)
             run.state = state
             if steps:
                 run.steps.update(steps)
@@ -381,7 +390,6 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
             if run is None or run.control is not None:
                 return False
             run.control = control
-            run.expires = now + self.retention
             return True
 
     async def claim(self, run_id: str, name: str, payload: bytes) -> ClaimResult:
@@ -395,7 +403,6 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
             if run.status not in _RESUMABLE or run.control is not None:
                 return ClaimResult.NOT_RESUMABLE
             run.claims[name] = payload
-            run.expires = now + self.retention
             return ClaimResult.ACCEPTED
 
     async def claims(self, run_id: str) -> dict[str, bytes]:
@@ -410,7 +417,6 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
             if run is None:
                 return 0
             run.counters[name] = run.counters.get(name, 0) + 1
-            run.expires = now + self.retention
             return run.counters[name]
 
     async def map_correlation(self, reactor: str, correlation_id: str, run_id: str) -> str:
@@ -419,7 +425,8 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
             current = self._correlations.get((reactor, correlation_id))
             if current is not None and current[1] > now and current[0] != run_id:
                 return current[0]
-            self._correlations[(reactor, correlation_id)] = (run_id, now + self.retention)
+            # never expires: it lives as long as its run waits (api.md §13); the run releases it
+            self._correlations[(reactor, correlation_id)] = (run_id, LIVE)
             return run_id
 
     async def resolve_correlation(self, reactor: str, correlation_id: str) -> str | None:

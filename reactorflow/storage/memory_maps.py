@@ -18,7 +18,6 @@ class MemoryMaps:
     """`save_elements`, `settle_element`, `load_elements`, `count_elements` in memory."""
 
     _mutex: threading.Lock
-    retention: float
 
     def _live(self, run_id: str, now: float) -> _Run | None:
         raise NotImplementedError  # MemoryStorage's
@@ -42,7 +41,6 @@ class MemoryMaps:
                 if replace or index not in slots:
                     slots[index] = bytes(record)
                     written += 1
-            run.expires = now + self.retention
             return SlotWrite(written, len(slots))
 
     async def settle_element(self, run_id: str, key: str, index: int, outcome: bytes, *,
@@ -54,7 +52,6 @@ class MemoryMaps:
             if run is None:
                 return None
             slots = run.maps.setdefault(key, {})
-            run.expires = now + self.retention
             if index in slots:
                 return SlotWrite(0, len(slots))
             slots[index] = bytes(outcome)
@@ -68,7 +65,7 @@ class MemoryMaps:
             return SlotWrite(1, len(slots), following)
 
     async def refresh_elements(self, run_id: str, keys: Sequence[str]) -> None:
-        return  # slots live on the run's record: they expire with it
+        return  # slots live on the run's record: they expire with it (never while it lives)
 
     async def load_elements(self, run_id: str, key: str, start: int,
                             count: int) -> list[bytes | None]:

@@ -30,7 +30,7 @@ from redis.asyncio.client import Pipeline
 from redis.typing import EncodableT
 
 from reactorflow import clock
-from reactorflow.errors import LockLost
+from reactorflow.errors import LockLost, RunRecordGone
 from reactorflow.storage.base import (
     DEFAULT_HISTORY_LIMIT,
     DEFAULT_RETENTION,
@@ -41,7 +41,6 @@ from reactorflow.storage.base import (
     Storage,
     StoredRun,
     Subscription,
-    retention_slack,
 )
 from reactorflow.storage.inline import foldable
 from reactorflow.storage.redis_conn import SOURCES, Args, LoopClient, RedisConnector
@@ -95,6 +94,12 @@ def _hash(flat: Sequence[bytes]) -> dict[str, bytes]:
     return {k.decode(errors="surrogatepass"): v for k, v in zip(pairs, pairs, strict=True)}
 
 
+def _refusal(code: int, run_id: str, owner: str) -> LockLost:
+    """The error of a fenced write's refusal: reply -1, the run's record is gone (expired or
+    deleted); else `owner` does not hold its lock."""
+    return RunRecordGone(run_id, owner) if code == -1 else LockLost(run_id, owner)
+
+
 _CLAIMED = {member.value.encode(): member for member in ClaimResult}
 """`ClaimResult` by its reply (a look-up, not the enum's call)."""
 
@@ -115,7 +120,8 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
             url: Where Redis is (`redis://`, `rediss://` or `unix://`); credentials in it never
                 appear in messages.
             namespace: The prefix of every key (no braces).
-            retention: Seconds a run is kept after its last write.
+            retention: Seconds an ended run is kept after the write that ended it (a run that
+                has not ended never expires).
             history_limit: Events kept per run, the newest.
             **redis_options: Passed to `redis.asyncio.Redis`, e.g. `max_connections` (64),
                 `socket_connect_timeout` (5 s), `socket_timeout` (5 s: a server that never
@@ -127,7 +133,6 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         """
         super().__init__(retention=retention, history_limit=history_limit)
         self._retention_ms = _ms(self.retention)
-        self._keep_ms = _ms(self.retention + retention_slack(self.retention))
         self._keys = RedisKeys(namespace)
         self._redis = RedisConnector(url, redis_options)
         self._errors = self._redis.errors
@@ -136,6 +141,7 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         self._heads: dict[str, tuple[int, bytes]] = {}  # run id -> `_save_step_head`
         self._claim_heads: dict[tuple[str, ...], tuple[bytes, bytes]] = {}  # `_claim_head`
         self._walk = RecordWalk()  # the record pass's position (`scan_records`)
+        self._prune_from: dict[str, str] = {}  # see `RedisScans._prune`
 
     @classmethod
     def from_url(cls, url: str, *, namespace: str = "rf", retention: float = DEFAULT_RETENTION,
@@ -147,7 +153,8 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         Args:
             url: where Redis is; credentials in it never appear in messages.
             namespace: prefix of every key (no braces).
-            retention: seconds a run is kept after its last write.
+            retention: seconds an ended run is kept after the write that ended it (a run that
+                has not ended never expires).
             history_limit: events kept per run, the newest.
             redis_options: passed to `redis.asyncio.Redis` (`RedisCluster` on a cluster),
                 e.g. `max_connections` (64; on a cluster 1024 per node, a hard cap),
@@ -264,8 +271,7 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
     async def save_step(self, run_id: str, owner: str, key: str, record: bytes,
                         events: Sequence[bytes] = (), *, unit: bool = False) -> bytes | None:
         conn = self._redis.current() or await self._redis.get()
-        args: Args = [_token(), owner, key, record, _now(), self._retention_ms,
-                      self.history_limit, *events]
+        args: Args = [_token(), owner, key, record, _now(), self.history_limit, *events]
         with self._errors():
             if unit:  # the unit index (another slot) rides in the same round trip
                 member = unit_member(run_id, key)
@@ -286,7 +292,7 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         if reply[0] != 1:
             if unit:
                 await conn.client.zrem(self._keys.units(), unit_member(run_id, key))
-            raise LockLost(run_id, owner)
+            raise _refusal(reply[0], run_id, owner)
         return None if reply[1] is None else _bytes(reply[1])
 
     def _save_step_head(self, conn: LoopClient, run_id: str) -> tuple[int, bytes]:
@@ -345,8 +351,8 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
                         ("save_state", keys, args),
                         *self._gate_releases(late, (keys[0], status))]))[0]
                     late = ()
-                if reply[0] == 0:  # refused: nothing written, no index touched
-                    raise LockLost(run_id, owner)
+                if reply[0] in (0, -1):  # refused: nothing written, no index touched
+                    raise _refusal(reply[0], run_id, owner)
             elif facts is None:  # unknown to this process: the script tells, index writes follow
                 for key, holder in early:  # before the write: its state shows them free
                     await self.gate_release(key, holder)
@@ -361,12 +367,13 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
                 reply = await conn.script_pipeline("save_state", keys, args, after,
                                                    before=before)
             if reply[0] != 1:
-                if facts is not None and status != previous_status and len(keys) == 8:
+                if (facts is not None and status != previous_status and len(keys) == 8
+                        and reply[0] != -1):  # (a run that is gone has no index entry due)
                     await conn.client.zadd(self._keys.by_status(facts[0], previous_status),
                                            {run_id: facts[1]}, nx=True)  # what ZREM took
                 if reply[0] == 2:  # a pending control request refused it (`unless_control`)
                     return _bytes(reply[1])
-                raise LockLost(run_id, owner)
+                raise _refusal(reply[0], run_id, owner)
             for key, holder in late:  # the write landed (a cluster, or a run not seen here)
                 await self.gate_release(key, holder)
             actual = (_text(reply[1]), float(reply[2]))
@@ -446,14 +453,14 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         conn = await self._redis.get()
         with self._errors():
             stored = await conn.script("request_control", self._keys.run_keys(run_id),
-                                       [_token(), control, self._retention_ms])
+                                       [_token(), control])
         return bool(stored == 1)
 
     async def claim(self, run_id: str, name: str, payload: bytes) -> ClaimResult:
         conn = await self._redis.get()
         with self._errors():
             verdict = await conn.script("claim", self._keys.run_keys(run_id),
-                                        [_token(), name, payload, self._retention_ms])
+                                        [_token(), name, payload])
         return ClaimResult(_text(verdict))
 
     async def claim_and_lock(self, run_id: str, name: str, payload: bytes, *, owner: str,
@@ -529,14 +536,15 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         conn = await self._redis.get()
         with self._errors():
             value = await conn.script("incr_counter", self._keys.run_keys(run_id),
-                                      [_token(), name, self._retention_ms])
+                                      [_token(), name])
         return int(value)
 
-    async def _first_wins(self, key: str, run_id: str, refresh: bool) -> str:
+    async def _first_wins(self, key: str, run_id: str, ttl_ms: int, refresh: bool) -> str:
+        """`first_wins` of `key` for `run_id`; `ttl_ms` 0: the mapping never expires."""
         conn = await self._redis.get()
         with self._errors():
             winner = await conn.script("first_wins", [key],
-                                       [run_id, self._retention_ms, "1" if refresh else "0"])
+                                       [run_id, ttl_ms, "1" if refresh else "0"])
         return _text(winner)
 
     async def _release_mapping(self, key: str, run_id: str) -> bool:
@@ -546,8 +554,9 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         return bool(released == 1)
 
     async def map_correlation(self, reactor: str, correlation_id: str, run_id: str) -> str:
+        # no TTL: the mapping lives as long as its run waits (api.md §13); the run releases it
         return await self._first_wins(self._keys.correlation(reactor, correlation_id), run_id,
-                                      True)
+                                      0, True)
 
     async def resolve_correlation(self, reactor: str, correlation_id: str) -> str | None:
         conn = await self._redis.get()
@@ -560,7 +569,8 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
                                            run_id)
 
     async def claim_idempotency(self, reactor: str, key: str, run_id: str) -> str:
-        return await self._first_wins(self._keys.idempotency(reactor, key), run_id, False)
+        return await self._first_wins(self._keys.idempotency(reactor, key), run_id,
+                                      self._retention_ms, False)
 
     async def release_idempotency(self, reactor: str, key: str, run_id: str) -> bool:
         return await self._release_mapping(self._keys.idempotency(reactor, key), run_id)
@@ -568,7 +578,7 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
     async def save_unit(self, run_id: str, key: str, record: bytes,
                         events: Sequence[bytes] = ()) -> bool:
         conn = await self._redis.get()
-        args: Args = [_token(), key, record, _now(), self._retention_ms, self.history_limit,
+        args: Args = [_token(), key, record, _now(), self.history_limit,
                       self._keys.channel(run_id, key), *events]
         with self._errors():
             member = unit_member(run_id, key)

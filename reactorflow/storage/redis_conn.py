@@ -95,19 +95,24 @@ SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock",
            "index_done")
 RUN_WRITES = frozenset({"create_run", "save_step", "save_state", "save_unit", "claim",
                         "request_control", "incr_counter", "claim_lock_load"})
-"""The scripts that write a run: `scripts/lib/run_write.lua` (retry tokens, expiry horizon) is
-prepended to each."""
+"""The scripts that write a run: `scripts/lib/run_write.lua` (retry tokens) and
+`scripts/lib/expiry.lua` (the retention rule) are prepended to each."""
 LOCK_TAKERS = frozenset({"acquire_lock", "lock_load_elements"})
 """The scripts that take a liveness lock: `scripts/lib/take_lock.lua` is prepended to each."""
 RUN_CREATORS = frozenset({"create_run", "gate_release"})
 """The scripts that create a run: `scripts/lib/create_run.lua` is prepended to each (after
-`run_write.lua`): `gate_release` creates the run a waiter queued with when it hands it the
-place."""
+`run_write.lua` and `expiry.lua`): `gate_release` creates the run a waiter queued with when it
+hands it the place."""
+SLOT_WRITES = frozenset({"save_elements", "settle_element", "refresh_elements"})
+"""The scripts that write a run's map element slots: `scripts/lib/expiry.lua` is prepended to
+each (the slots take the run's expiry)."""
 _SCRIPTS_DIR = files("reactorflow.storage") / "scripts"
 _RUN_WRITE = (_SCRIPTS_DIR / "lib" / "run_write.lua").read_text("utf-8")
 _TAKE_LOCK = (_SCRIPTS_DIR / "lib" / "take_lock.lua").read_text("utf-8")
 _CREATE = (_SCRIPTS_DIR / "lib" / "create_run.lua").read_text("utf-8")
+_EXPIRY = (_SCRIPTS_DIR / "lib" / "expiry.lua").read_text("utf-8")
 SOURCES = {name: (_RUN_WRITE if name in RUN_WRITES | RUN_CREATORS else "")
+           + (_EXPIRY if name in RUN_WRITES | RUN_CREATORS | SLOT_WRITES else "")
            + (_CREATE if name in RUN_CREATORS else "")
            + (_TAKE_LOCK if name in LOCK_TAKERS else "")
            + (_SCRIPTS_DIR / f"{name}.lua").read_text("utf-8") for name in SCRIPTS}

@@ -25,8 +25,6 @@ class RedisMaps:
 
     _redis: RedisConnector
     _keys: RedisKeys
-    _retention_ms: int
-    _keep_ms: int  # retention + its slack (storage/values.py `retention_slack`)
     _errors: Callable[[], AbstractContextManager[None]]
 
     async def acquire_lock(self, run_id: str, owner: str, ttl: float) -> bool:
@@ -36,7 +34,7 @@ class RedisMaps:
                             replace: bool = False, owner: str | None = None
                             ) -> SlotWrite | None:
         conn = await self._redis.get()
-        args: list[EncodableT] = [self._retention_ms, "1" if replace else "0", owner or ""]
+        args: list[EncodableT] = ["1" if replace else "0", owner or ""]
         for index, record in outcomes.items():
             args.extend((index, record))
         with self._errors():
@@ -56,7 +54,7 @@ class RedisMaps:
         conn = await self._redis.get()
         keys = [self._keys.run(run_id), self._keys.elements(run_id, key),
                 self._keys.elements(run_id, control)]
-        args: list[EncodableT] = [self._retention_ms, index, outcome,
+        args: list[EncodableT] = [index, outcome,
                                   "" if stop is None else stop,
                                   "" if advance is None else advance]
         with self._errors():
@@ -71,10 +69,9 @@ class RedisMaps:
             return
         conn = await self._redis.get()
         with self._errors():
-            await conn.script("refresh_elements",  # as long as the run's keys may live
+            await conn.script("refresh_elements",  # the run's expiry (lib/expiry.lua)
                               [self._keys.run(run_id),
-                               *(self._keys.elements(run_id, key) for key in keys)],
-                              [self._keep_ms])
+                               *(self._keys.elements(run_id, key) for key in keys)], [])
 
     async def load_elements(self, run_id: str, key: str, start: int,
                             count: int) -> list[bytes | None]:

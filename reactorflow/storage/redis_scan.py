@@ -19,7 +19,7 @@ from reactorflow.storage.rotation import ring_segments
 
 _STATUSES = frozenset(s.value for s in Status)
 PRUNE_BATCH = 100
-"""Index members per index that `scan_status` checks, oldest first, for runs that expired."""
+"""Index members per index that `scan_status` checks for runs that expired (`_prune`)."""
 
 _Stale = list[tuple[str, str]]  # (index key, run id) to drop
 
@@ -55,6 +55,7 @@ class RedisScans:
     _keys: RedisKeys
     _errors: Callable[[], AbstractContextManager[None]]
     retention: float
+    _prune_from: dict[str, str]  # index key -> the score (exclusive) `_prune` goes on after
     _head: Callable[[str, Sequence[Any]], RunHead | None]
 
     # -- listing and sweeping ------------------------------------------------------------------
@@ -136,16 +137,27 @@ class RedisScans:
         return found[:limit]
 
     async def _prune(self, conn: LoopClient, reactors: list[str]) -> None:
-        """Drop index members whose run expired. Bounded: per index, the oldest PRUNE_BATCH
-        members created more than `retention` ago (the only ones that can have expired)."""
+        """Drop index members whose run expired. Bounded: per index, the next PRUNE_BATCH
+        members, in order of creation, of those created more than `retention` ago (the only
+        ones that can have expired: an ended run expires `retention` after it ended), after
+        where this storage's last call stopped (`_prune_from`; round from the start again once
+        it reaches the end). A run that has not ended never expires however old it is (api.md
+        §13): the oldest members may all be live, and a call that always started at the oldest
+        would never reach the expired ones behind them."""
         horizon = clock.now() - self.retention
         indexes = [self._keys.by_reactor(r) for r in reactors]
         indexes += [self._keys.by_status(r, s) for r in reactors for s in Status]
         pipe = conn.client.pipeline(transaction=False)
         for index in indexes:
-            pipe.zrangebyscore(index, "-inf", horizon, start=0, num=PRUNE_BATCH)
-        candidates = [(index, _text(member)) for index, members in
-                      zip(indexes, await pipe.execute(), strict=True) for member in members]
+            pipe.zrangebyscore(index, self._prune_from.get(index, "-inf"), horizon, start=0,
+                               num=PRUNE_BATCH, withscores=True)
+        candidates: _Stale = []
+        for index, rows in zip(indexes, await pipe.execute(), strict=True):
+            if len(rows) < PRUNE_BATCH:
+                self._prune_from.pop(index, None)  # the end: from the start next time
+            else:
+                self._prune_from[index] = f"({float(rows[-1][1])!r}"
+            candidates += [(index, _text(member)) for member, _ in rows]
         if candidates:
             pipe = conn.client.pipeline(transaction=False)
             for _, run_id in candidates:

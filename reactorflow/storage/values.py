@@ -18,15 +18,6 @@ from reactorflow.errors import ConfigurationError
 
 DEFAULT_RETENTION = 7 * 24 * 3600.0
 DEFAULT_HISTORY_LIMIT = 1000
-RETENTION_SLACK_CAP = 60.0
-"""Seconds: the most a run may outlive `retention` after its last write (see `retention_slack`)."""
-
-
-def retention_slack(retention: float) -> float:
-    """How much longer than `retention` after its last write a backend may keep a run:
-    `min(retention / 8, RETENTION_SLACK_CAP)`. A backend may then refresh a run's expiry once per
-    that many seconds instead of on every write (Redis does: `scripts/lib/run_write.lua`)."""
-    return min(retention / 8, RETENTION_SLACK_CAP)
 
 
 def check_seconds(backend: str, name: str, value: object) -> float:

@@ -10,6 +10,8 @@ import pytest
 import reactorflow as rf
 from reactorflow import records
 from reactorflow.runtime.execution import event
+from reactorflow.storage.memory import MemoryStorage
+from reactorflow.storage.redis import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import unique, until_lock_lapses
 
@@ -105,8 +107,10 @@ async def test_execution_whose_lock_was_taken_over_raises_lock_lost(storage: rf.
         log.append("never")
         return 3
 
-    with pytest.raises(rf.LockLost):
+    with pytest.raises(rf.LockLost) as lost:
         await flow.run()
+    assert not isinstance(lost.value, rf.RunRecordGone)  # the record is there: taken over
+    assert "took the run over" in str(lost.value)
     assert log == ["first", "hijacked"]  # nothing after the takeover, no rollback code
 
     (summary,) = (await flow.list_runs()).runs
@@ -118,3 +122,62 @@ async def test_execution_whose_lock_was_taken_over_raises_lock_lost(storage: rf.
     kinds = [records.decode_event(raw).kind for raw in await storage.history(summary.id)]
     assert kinds[-1] == "b.took.over"
     assert await storage.lock_owner(summary.id) == "owner-b"  # A's release changed nothing
+
+
+async def _delete_record(storage: rf.Storage, run_id: str) -> None:
+    """Delete every part of the run but its lock, as an operator (or an expiry) would."""
+    if isinstance(storage, MemoryStorage):
+        run = storage._runs.pop(run_id)  # (no public delete: the record only)
+        storage._by_reactor[run.reactor].pop(run_id)
+        return
+    assert isinstance(storage, RedisStorage)
+    client = (await storage._redis.get()).client
+    for key in storage._keys.run_keys(run_id)[:7]:  # one by one: a cluster refuses multi-key
+        await client.delete(key)
+
+
+async def test_a_fenced_write_that_finds_the_record_gone_says_so(storage: rf.Storage) -> None:
+    """The owner still holds the lock, but the run's record is gone: every fenced write is
+    refused with `RunRecordGone` naming the run, not a `LockLost` that says another execution
+    took the run over."""
+    run_id = unique("run")
+    await _create(storage, run_id, "owner-a", ttl=30.0)
+    await _delete_record(storage, run_id)
+
+    for write in ("save_step", "save_state"):
+        with pytest.raises(rf.RunRecordGone) as gone:
+            if write == "save_step":
+                await storage.save_step(run_id, "owner-a", "s1", b"rec")
+            else:
+                await storage.save_state(run_id, "owner-a", status="completed",
+                                         previous_status="running", state=b"s")
+        assert isinstance(gone.value, rf.LockLost)  # the execution stops as for a lost lock
+        assert gone.value.run_id == run_id and gone.value.owner == "owner-a"
+        message = str(gone.value)
+        assert run_id in message and "record is gone" in message, message
+        assert "took the run over" not in message and "No other execution" in message
+    assert await storage.load_head(run_id) is None  # nothing was written
+
+
+async def test_a_step_whose_run_record_is_deleted_under_it_fails_with_record_gone(
+        storage: rf.Storage) -> None:
+    flow = rf.Reactor(unique("deleted"))
+    log: list[str] = []
+
+    @flow.step
+    async def long_step(ctx: rf.StepContext) -> int:
+        log.append("long_step")
+        await _delete_record(storage, ctx.run_id)  # gone mid-step (deleted, or expired)
+        return 1
+
+    @flow.step
+    async def never(long_step: int) -> int:
+        log.append("never")
+        return 2
+
+    with pytest.raises(rf.RunRecordGone) as gone:
+        await flow.run()
+    assert "record is gone" in str(gone.value)
+    assert "took the run over" not in str(gone.value)
+    assert log == ["long_step"]  # nothing after it
+    assert (await flow.list_runs()).runs == []  # nothing written back

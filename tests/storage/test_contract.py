@@ -25,9 +25,10 @@ from reactorflow.errors import (
     ReactorflowError,
     StorageConnectionError,
 )
-from reactorflow.storage.base import ClaimResult, Storage, retention_slack
+from reactorflow.storage.base import ClaimResult, Storage
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis_scan import PRUNE_BATCH
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import closed_port, redis_namespace, until_lock_lapses
 
@@ -452,19 +453,19 @@ async def _until(moment: float) -> None:
 
 
 
-async def test_a_run_expires_retention_after_its_last_write(
+async def test_an_ended_run_expires_retention_after_the_write_that_ended_it(
         factory: Callable[..., Storage]) -> None:
+    """Real time, end to end (storage/base.py; tests/storage/test_retention.py checks every
+    part of the rule without waiting): the run goes, all of it, and its id is free again."""
     storage = factory(retention=RETENTION)
-    run_id = await new_run(storage, events=[b"e"], lock_ttl=RETENTION)  # it lapses too
+    run_id = await new_run(storage, events=[b"e"], lock_ttl=RETENTION * 20)
     assert await storage.claim(run_id, "approve", b"p") is ClaimResult.ACCEPTED
     assert await storage.incr_counter(run_id, "n") == 1
-    created = time.monotonic()  # the run's keys expire by created + RETENTION at the latest
-    await _until(created + RETENTION * 2 / 3)
-    await storage.save_step(run_id, OWNER, "a", b"rec")  # refreshes every run key
-    await _until(created + RETENTION * 1.1)  # past the first expiry; 2/5 into the new one
-    stored = await storage.load_run(run_id)
-    assert stored is not None and stored.steps == {"a": b"rec"}
-    assert await storage.claims(run_id) == {"approve": b"p"}
+    await storage.save_step(run_id, OWNER, "a", b"rec")
+    await _until(time.monotonic() + RETENTION * 1.1)  # live: kept past the retention
+    assert (await storage.load_run(run_id)) is not None
+    await storage.save_state(run_id, OWNER, status="completed", previous_status="running",
+                             state=b"s", release=True)
     with anyio.fail_after(RETENTION + 30):
         while await storage.load_run(run_id) is not None:
             await asyncio.sleep(0.05)
@@ -475,32 +476,13 @@ async def test_a_run_expires_retention_after_its_last_write(
     assert await storage.claims(run_id) == {}
     assert await storage.incr_counter(run_id, "n") == 0
     assert (await storage.list_runs("flow", None, 10, None)).heads == []
-    assert await storage.scan_status(["running"], 10) == []
+    assert await storage.scan_status(["completed"], 10) == []
     # the id is free again, and nothing of the old run leaks into the new one
     await new_run(storage, run_id, owner=OTHER, events=[b"new"])
     stored = await storage.load_run(run_id)
     assert stored is not None and stored.steps == {}
     assert await storage.history(run_id) == [b"new"]
     assert await storage.incr_counter(run_id, "n") == 1
-
-
-@pytest.mark.parametrize("write", ["claim", "request_control", "incr_counter", "save_unit"])
-async def test_unfenced_writes_also_refresh_retention(factory: Callable[..., Storage],
-                                                      write: str) -> None:
-    storage = factory(retention=RETENTION)
-    run_id = await new_run(storage, status="paused")
-    created = time.monotonic()
-    await _until(created + RETENTION * 2 / 3)
-    if write == "claim":
-        assert await storage.claim(run_id, "approve", b"p") is ClaimResult.ACCEPTED
-    elif write == "request_control":
-        assert await storage.request_control(run_id, b"cancel") is True
-    elif write == "incr_counter":
-        assert await storage.incr_counter(run_id, "n") == 1
-    else:
-        assert await storage.save_unit(run_id, "unit", b"rec") is True
-    await _until(created + RETENTION * 1.1)  # past the first expiry; 2/5 into the new one
-    assert await storage.load_head(run_id) is not None
 
 
 async def test_history_keeps_the_newest_events_up_to_the_limit(
@@ -534,6 +516,7 @@ async def test_memory_keeps_at_most_max_terminal_runs_evicting_the_oldest_ended(
     storage = MemoryStorage(max_terminal_runs=3)
     running = await new_run(storage)
     paused = await new_run(storage, status="paused")
+    aborted = await new_run(storage, status="aborted")  # terminal, its undo owed: not ended
     ended = []
     for _ in range(5):
         run_id = await new_run(storage)
@@ -553,6 +536,7 @@ async def test_memory_keeps_at_most_max_terminal_runs_evicting_the_oldest_ended(
                                  state=b"s")
     assert await storage.load_head(running) is not None
     assert await storage.load_head(paused) is not None
+    assert await storage.load_head(aborted) is not None  # never evicted for room
     assert await storage.load_head(ended[2]) is not None  # rolling back: kept
     assert [r for r in ended if await storage.load_head(r) is not None] == [ended[2]]
     assert len((await storage.list_runs("flow", "failed", 100, None)).heads) == 3
@@ -882,11 +866,17 @@ async def test_redis_keys_share_the_run_hash_tag_and_carry_ttls(
     assert f"{ns}:reactors" in glob
     assert any(k.startswith(f"{ns}:corr:flow:") and len(k.rsplit(":", 1)[1]) == 64 for k in glob)
     assert any(k.startswith(f"{ns}:idem:flow:") and len(k.rsplit(":", 1)[1]) == 64 for k in glob)
-    retention = redis_storage.retention
-    for key in tagged:  # at most retention + slack after the last write (storage/base.py)
+    for key in tagged:  # a live run's keys carry no TTL, its lock its own (storage/base.py)
         ttl = await raw.pttl(key)
-        limit = 10_000 if ":lock:" in key else (retention + retention_slack(retention)) * 1000
-        assert 0 < ttl <= limit, (key, ttl)
+        assert (0 < ttl <= 10_000) if ":lock:" in key else ttl == -1, (key, ttl)
+    await redis_storage.save_state(run_id, OWNER, status="completed", previous_status="running",
+                                   state=b"s")
+    retention = redis_storage.retention * 1000
+    for key in tagged:  # ended: all of it expires in `retention`
+        ttl = await raw.pttl(key)
+        assert 0 < ttl <= (10_000 if ":lock:" in key else retention), (key, ttl)
+    corr = next(k for k in glob if k.startswith(f"{ns}:corr:flow:"))
+    assert await raw.pttl(corr) == -1  # released by the engine when its run ends, no TTL
 
 
 async def test_redis_refused_connection_names_the_url_without_credentials() -> None:
@@ -944,6 +934,24 @@ async def test_redis_scan_status_prunes_index_members_of_expired_runs(
         assert [m.decode() for m in await raw.zrange(index, 0, -1)] == [old_but_alive]
 
 
+async def test_redis_pruning_reaches_expired_members_behind_old_live_runs(
+        redis_storage: RedisStorage, raw: redis.asyncio.Redis) -> None:
+    """A run that has not ended never expires however old it is: more of them than one batch
+    at the front of an index must not keep the pruning from the expired members behind."""
+    keys = redis_storage._keys
+    index = keys.by_reactor("old")
+    old_live = {new_id(): float(i) for i in range(PRUNE_BATCH + 20)}  # created long ago
+    for run_id, created in old_live.items():
+        await new_run(redis_storage, run_id, reactor="old", status="paused", created_at=created)
+    ghosts = {new_id(): 1000.0 + i for i in range(5)}  # expired runs, created after them
+    await raw.zadd(index, ghosts)
+
+    await redis_storage.scan_status(["running"], 10)  # the sweeper's calls
+    await redis_storage.scan_status(["running"], 10)
+
+    assert {m.decode() for m in await raw.zrange(index, 0, -1)} == set(old_live)
+
+
 async def test_redis_save_state_from_another_process_moves_the_run_between_indexes(
         redis_storage: RedisStorage, redis_url: str) -> None:
     run_id = await new_run(redis_storage, reactor="moves")
@@ -963,17 +971,17 @@ async def test_redis_a_replayed_write_is_applied_once(redis_storage: RedisStorag
     run_id = await new_run(redis_storage)
     conn = await redis_storage._redis.get()
     keys = redis_storage._keys.run_keys(run_id)
-    save: list[Any] = ["token-1", OWNER, "a", b"rec", repr(time.time()), 60_000, 100, b"event"]
+    save: list[Any] = ["token-1", OWNER, "a", b"rec", repr(time.time()), 100, b"event"]
     assert (await conn.script("save_step", keys, save))[0] == 1
     assert (await conn.script("save_step", keys, save))[0] == 1
     assert await redis_storage.history(run_id) == [b"event"]
-    count: list[Any] = ["token-2", "n", 60_000]
+    count: list[Any] = ["token-2", "n"]
     assert await conn.script("incr_counter", keys, count) == 1
     assert await conn.script("incr_counter", keys, count) == 1
-    claim: list[Any] = ["token-3", "approve", b"p", 60_000]
+    claim: list[Any] = ["token-3", "approve", b"p"]
     assert await conn.script("claim", keys, claim) == b"accepted"
     assert await conn.script("claim", keys, claim) == b"accepted"
-    taken: list[Any] = ["token-4", "approve", b"p", 60_000]
+    taken: list[Any] = ["token-4", "approve", b"p"]
     assert await conn.script("claim", keys, taken) == b"taken"
     lock = redis_storage._keys.lock(run_id)
     assert await conn.script("acquire_lock", [lock], [OWNER, 10_000, "token-5"]) == 1

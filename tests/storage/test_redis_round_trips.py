@@ -1,6 +1,7 @@
 """RedisStorage: what one write costs on the server (commands counted with MONITOR), the
-expiry rule of storage/base.py as Redis implements it (an expiry horizon refreshed once per
-slack, never letting a live run's keys expire), and retry tokens over a long run."""
+expiry rule of storage/base.py as Redis implements it (no TTL while a run lives, the run's
+expiry for keys created later; tests/storage/test_retention.py has the rule on every backend),
+and retry tokens over a long run."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import pytest
 import redis.asyncio
 
 import reactorflow as rf
-from reactorflow.storage.base import retention_slack
 from reactorflow.storage.redis import RedisStorage
 from tests.helpers import redis_namespace
 from tests.storage.test_contract import OWNER, _commands_during, new_run
@@ -47,7 +47,7 @@ async def _ttls(raw: redis.asyncio.Redis, storage: RedisStorage, run_id: str) ->
     return found
 
 
-async def test_redis_a_step_checkpoint_refreshes_no_ttl_until_the_horizon_is_due(
+async def test_redis_a_step_checkpoint_sets_no_ttl(
         rig: tuple[RedisStorage, redis.asyncio.Redis], redis_url: str) -> None:
     redis_storage, _ = rig
     run_id = await new_run(redis_storage, events=[b"e"])
@@ -58,56 +58,58 @@ async def test_redis_a_step_checkpoint_refreshes_no_ttl_until_the_horizon_is_due
 
     assert _from_client(seen) == ["EVALSHA"]
     lua = _in_lua(seen)
-    assert not [c for c in lua if c.upper().startswith("PEXPIRE")], lua
+    assert not [c for c in lua if c.upper().startswith(("PEXPIRE", "TIME"))], lua  # live: none
     assert not [c for c in lua if c.upper().startswith("LTRIM")], lua  # under the limit
     # was 16 (7 PEXPIRE, LTRIM, a 17 KB token window read and written), then 8 (its token an
-    # HSETNX of its own): HMGET run, HGET lock, HSET steps, HSET run, RPUSH hist, TIME, GET ctl
-    assert len(lua) <= 7, lua
+    # HSETNX of its own), then 7 (TIME for the expiry horizon): HMGET run, HGET lock, HSET
+    # steps, HSET run, RPUSH hist, GET ctl
+    assert len(lua) <= 6, lua
 
 
-async def test_redis_every_run_key_lives_retention_past_the_last_write_when_due(
+async def test_redis_a_run_written_with_ttls_before_the_rule_is_kept_by_its_next_status_write(
         rig: tuple[RedisStorage, redis.asyncio.Redis]) -> None:
-    """The horizon comes due (simulated: `exp` moved to half a retention from now): the next
-    write gives every run key retention + slack again."""
+    """A run an older version wrote (every key with a TTL, `exp` its expiry horizon) that is
+    still live: the next write that stores a live status removes the TTLs (PERSIST)."""
     redis_storage, raw = rig
-    retention_ms = redis_storage.retention * 1000
-    most = retention_ms + retention_slack(redis_storage.retention) * 1000
     run_id = await new_run(redis_storage, events=[b"e"])
     await redis_storage.save_step(run_id, OWNER, "a", b"rec")
     await redis_storage.claim(run_id, "approve", b"p")
     await redis_storage.incr_counter(run_id, "n")
     run_key = redis_storage._keys.run(run_id)
-    now_ms = int(time.time() * 1000)
-    await raw.hset(run_key, "exp", now_ms + retention_ms // 2)
-    for part, ttl in (await _ttls(raw, redis_storage, run_id)).items():
-        await raw.pexpire(f"{redis_storage._keys.ns}:{part}:{{{run_id}}}", int(retention_ms // 2))
-        assert ttl > retention_ms - 60_000, (part, ttl)
+    await raw.hset(run_key, "exp", int(time.time() * 1000) + 300_000)
+    for part in (await _ttls(raw, redis_storage, run_id)):
+        await raw.pexpire(f"{redis_storage._keys.ns}:{part}:{{{run_id}}}", 300_000)
 
-    await redis_storage.save_step(run_id, OWNER, "b", b"rec")
+    await redis_storage.save_state(run_id, OWNER, status="paused", previous_status="running",
+                                   state=b"s")
 
     ttls = await _ttls(raw, redis_storage, run_id)
     assert set(ttls) == {"run", "steps", "hist", "claims", "ctr", "tok"}
-    for part, ttl in ttls.items():
-        assert retention_ms - 60_000 < ttl <= most, (part, ttl)  # minus a loaded minute at most
-    assert int(await raw.hget(run_key, "exp")) > now_ms + retention_ms
+    assert all(ttl == -1 for ttl in ttls.values()), ttls
+    assert await raw.hget(run_key, "exp") is None
 
 
-async def test_redis_keys_a_write_creates_get_the_runs_horizon(
+async def test_redis_keys_a_write_creates_take_the_runs_expiry(
         rig: tuple[RedisStorage, redis.asyncio.Redis]) -> None:
-    """No refresh due, but the write creates keys (steps, history, claims, control, counters):
-    each gets the run's horizon, none is left without a TTL."""
+    """Writes that store no status: on an ended run the keys they create (steps, history,
+    claims, control, counters) get the run's expiry, none is left without a TTL; on a live
+    run none gets one."""
     redis_storage, raw = rig
-    run_id = await new_run(redis_storage)  # no events: no history key yet
-    await redis_storage.save_step(run_id, OWNER, "a", b"rec", [b"ev"])
-    await redis_storage.claim(run_id, "approve", b"p")
-    await redis_storage.incr_counter(run_id, "n")
-    await redis_storage.request_control(run_id, b"cancel")
-    horizon = int(await raw.hget(redis_storage._keys.run(run_id), "exp"))
-    ttls = await _ttls(raw, redis_storage, run_id)
-    assert set(ttls) == set(RUN_PARTS)
+    live, ended = await new_run(redis_storage), await new_run(redis_storage, status="completed")
+    await redis_storage.claim(live, "approve", b"p")  # (an ended run takes no payload)
+    for run_id in (live, ended):  # no events at creation: no history key yet
+        await redis_storage.save_step(run_id, OWNER, "a", b"rec", [b"ev"])
+        await redis_storage.incr_counter(run_id, "n")
+        await redis_storage.request_control(run_id, b"cancel")
+
+    assert set(await _ttls(raw, redis_storage, live)) == set(RUN_PARTS)
+    assert all(ttl == -1 for ttl in (await _ttls(raw, redis_storage, live)).values())
+    expiry = int(await raw.hget(redis_storage._keys.run(ended), "exp"))
+    ttls = await _ttls(raw, redis_storage, ended)
+    assert set(ttls) == set(RUN_PARTS) - {"claims"}
     now_ms = int(time.time() * 1000)
     for part, ttl in ttls.items():
-        assert 0 < ttl <= horizon - now_ms + 1000, (part, ttl)
+        assert 0 < ttl <= expiry - now_ms + 1000, (part, ttl)
 
 
 async def test_redis_a_write_retried_after_1000_others_is_applied_once(
@@ -127,8 +129,7 @@ async def test_redis_a_write_retried_after_1000_others_is_applied_once(
     for i in range(1000, 2000):
         await redis_storage.save_step(run_id, OWNER, f"s{i}", b"r")
     keys = redis_storage._keys.run_keys(run_id)
-    args: list[Any] = ["fixed-token-a", OWNER, "b", b"rec", repr(time.time()), 600_000, 1000,
-                       b"B"]
+    args: list[Any] = ["fixed-token-a", OWNER, "b", b"rec", repr(time.time()), 1000, b"B"]
     assert (await conn.script("save_step", keys, args))[0] == 1  # the retry, 1000 writes later
     assert (await redis_storage.history(run_id)).count(b"B") == 1
 
@@ -226,8 +227,8 @@ async def test_redis_continue_claims_locks_resumes_and_loads_in_17_script_comman
     """`continue_` of a paused run: its first command (claim_lock_load) claims, locks, writes
     the resumption, moves the index entries and reads the run in 17 commands, no more: the
     claims hash read once (an HGETALL that answers the claim checks and the reply; was HEXISTS
-    + HGETALL), one TIME (was one per write), one HSET of the tok hash for both tokens (was
-    two): 20 before."""
+    + HGETALL), no TIME (was one per write, then one: a live run's writes set no TTL), one HSET
+    of the tok hash for both tokens (was two): 20 before."""
     storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
     rf.configure(storage=storage)
     flow = rf.Reactor(f"cont-{redis_namespace()}")
@@ -254,7 +255,7 @@ async def test_redis_continue_claims_locks_resumes_and_loads_in_17_script_comman
     finally:
         await storage.aclose()
     lua = _script_commands(seen, 0)
-    assert "HEXISTS" not in lua and lua.count("TIME") == 1, lua
+    assert "HEXISTS" not in lua and "TIME" not in lua, lua
     assert len(lua) <= 17, lua
 
 

@@ -3,7 +3,7 @@
 -- answers `taken` before the status is looked at.
 --
 -- KEYS: 1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock (unused)
--- ARGV: 1 token  2 interrupt name  3 payload  4 retention (ms)
+-- ARGV: 1 token  2 interrupt name  3 payload
 -- Returns: 'accepted' (this call's payload is the one; also for a retry of this very call),
 --          'taken' (another payload won; nothing written),
 --          'not_resumable' (run missing, not paused/running, or a control request pending).
@@ -23,5 +23,5 @@ if (status ~= 'paused' and status ~= 'running') or redis.call('EXISTS', KEYS[4])
 end
 redis.call('HSET', KEYS[5], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[7], 'claim:' .. ARGV[2], ARGV[1])
-keep(exp, ARGV[4], {KEYS[5]})
+keep(exp, {KEYS[5]})
 return 'accepted'

@@ -27,7 +27,7 @@
 --           claims flat list, 1 if the status write was made by this call else 0}.
 local name, mode = ARGV[2], ARGV[10]
 -- The run's head (reactor, status, meta, state, created, touched) is read with its expiry
--- horizon, in one command, and reused below: nothing of it changes before the status write.
+-- (lib/expiry.lua), in one command, and reused below: nothing of it changes before the status write.
 local exp, n, _, found = horizon(KEYS[1], 'reactor', 'status', 'meta', 'state', 'created',
                                  'touched')
 local head = found and {found[4], found[5], found[6], found[7], found[8], found[9]}
@@ -45,15 +45,17 @@ end
 local claimed = is_claimed(name)
 local retry = claimed and redis.call('HGET', KEYS[7], 'claim:' .. name) == ARGV[1]
 -- What this call's writes leave to do before it answers, done once (`settle`): its tokens,
--- written in one HSET of the tok hash, and the expiry horizon (`keep`: one TIME), with the
--- keys the writes created.
+-- written in one HSET of the tok hash, and the run's expiry (lib/expiry.lua): set by the
+-- status the call wrote (`status`, nil for none), else taken by the keys the writes created.
 local tokens, fresh, wrote = {}, {}, false
-local function settle()
+local function settle(status)
   if #tokens > 0 then
     redis.call('HSET', KEYS[7], unpack(tokens))
   end
-  if wrote then
-    keep(exp, ARGV[4], fresh)
+  if status then
+    expire_with_status(KEYS, exp, status, ARGV[4])
+  elseif wrote then
+    keep(exp, fresh)
   end
 end
 
@@ -189,7 +191,7 @@ if mode ~= '' and (not retry or not seen(KEYS[7], ARGV[1])) then
     written = 1
   end
 end
-settle()
+settle(written == 1 and written_status or nil)
 local fields = head  -- as read first (no write of this call changed it), or as written
 if written == 1 then
   fields = {head[1], written_status, head[3], new_state, head[5], ARGV[7]}

@@ -1,7 +1,7 @@
 -- incr_counter: add one to a counter of the run and return the new value.
 --
 -- KEYS: 1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock (unused)
--- ARGV: 1 token  2 counter name  3 retention (ms)
+-- ARGV: 1 token  2 counter name
 -- Returns: the new value (a retry of this very call returns the value without adding again),
 --          or 0 when the run is gone (nothing written).
 local exp = horizon(KEYS[1])
@@ -13,5 +13,5 @@ if redis.call('HGET', KEYS[7], 'ctr:' .. ARGV[2]) == ARGV[1] then
 end
 local value = redis.call('HINCRBY', KEYS[6], ARGV[2], 1)
 redis.call('HSET', KEYS[7], 'ctr:' .. ARGV[2], ARGV[1])
-keep(exp, ARGV[3], {KEYS[6]})
+keep(exp, {KEYS[6]})
 return value

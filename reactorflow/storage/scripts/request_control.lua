@@ -2,7 +2,7 @@
 -- first request wins. Unfenced: anyone may ask, but only while the run exists.
 --
 -- KEYS: 1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock (unused)
--- ARGV: 1 token  2 control request  3 retention (ms)
+-- ARGV: 1 token  2 control request
 -- Returns: 1 stored (or stored by this very call), 0 the run is gone or a request is pending.
 local exp = horizon(KEYS[1])
 if not exp then
@@ -16,5 +16,5 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
 end
 redis.call('SET', KEYS[4], ARGV[2])
 redis.call('HSET', KEYS[7], 'ctl', ARGV[1])
-keep(exp, ARGV[3], {KEYS[4]})
+keep(exp, {KEYS[4]})
 return 1

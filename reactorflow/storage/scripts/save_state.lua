@@ -16,11 +16,12 @@
 --   9 channel to publish on ("" = none)  10 run id (the index member)  11 n = number of steps
 --   12 .. 11+2n step key, record pairs   12+2n .. events (oldest first)
 -- Returns: {1, reactor, created_at, control or nil} when written (or already written by this
---          very call); {0} when refused: `owner` does not hold the lock or the run is gone;
---          {2, control} when refused by a pending control request (flag "u").
+--          very call); {0} when refused: `owner` does not hold the lock; {-1} when refused:
+--          the run is gone (expired or deleted); {2, control} when refused by a pending
+--          control request (flag "u").
 local exp, n, steps_kept, head = horizon(KEYS[1], 'reactor', 'created', 'w' .. ARGV[1])
 if not exp then
-  return {0}
+  return {-1}
 end
 if head[6] then  -- a retry of an applied write (its token is in the run hash)
   return {1, head[4], head[5], redis.call('GET', KEYS[4])}
@@ -37,21 +38,15 @@ if guarded then
     return {2, control}
   end
 end
-local fresh = {}
 local first_event = 12 + 2 * tonumber(ARGV[11])
 for i = 12, first_event - 1, 512 do
   redis.call('HSET', KEYS[2], unpack(ARGV, i, math.min(i + 511, first_event - 1)))
-  if not steps_kept then
-    fresh[1] = KEYS[2]
-    steps_kept = true
-  end
+  steps_kept = true
 end
 local field, gen = run_token(ARGV[1], n)
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'state', ARGV[4], 'touched', ARGV[5], 'wn', int(n),
            'sx', steps_kept and '1' or '0', field, gen)
-if append(KEYS[3], first_event, ARGV[7]) then
-  fresh[#fresh + 1] = KEYS[3]
-end
+append(KEYS[3], first_event, ARGV[7])
 local cleared = string.find(ARGV[8], 'c', 1, true)
 if cleared then
   redis.call('DEL', KEYS[4])
@@ -63,7 +58,7 @@ if string.find(ARGV[8], 'r', 1, true) then
     redis.call('HINCRBY', KEYS[8], 'count', -1)
   end
 end
-keep(exp, ARGV[6], fresh)
+expire_with_status(KEYS, exp, ARGV[3], ARGV[6])  -- lib/expiry.lua
 if #KEYS > 8 then
   redis.call('ZADD', KEYS[9], 'NX', head[5], ARGV[10])
   redis.call('ZADD', KEYS[10], 'NX', head[5], ARGV[10])

@@ -4,8 +4,8 @@
 --
 -- KEYS: 1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock (unused)
 -- ARGV:
---   1 token  2 step key  3 record  4 touched_at  5 retention (ms)  6 history limit
---   7 channel to publish on  8.. events (oldest first)
+--   1 token  2 step key  3 record  4 touched_at  5 history limit
+--   6 channel to publish on  7.. events (oldest first)
 -- Returns: 1 written (or already written by this very call), 0 the run is gone (nothing written).
 local exp, n, steps_kept = horizon(KEYS[1])
 if not exp then
@@ -21,9 +21,9 @@ if not steps_kept then
 end
 redis.call('HSET', KEYS[1], 'touched', ARGV[4], 'wn', n, 'sx', 1)
 remember(KEYS[7], ARGV[1], n)
-if append(KEYS[3], 8, ARGV[6]) then
+if append(KEYS[3], 7, ARGV[5]) then
   fresh[#fresh + 1] = KEYS[3]
 end
-keep(exp, ARGV[5], fresh)
-redis.call('PUBLISH', ARGV[7], ARGV[3])
+keep(exp, fresh)
+redis.call('PUBLISH', ARGV[6], ARGV[3])
 return 1

@@ -19,21 +19,13 @@ local function create(K, A)
   end
   -- Leftovers of an expired run with the same id (a lock outlives retention only by its TTL).
   redis.call('DEL', K[2], K[3], K[4], K[5], K[6], K[7], K[8])
-  -- The expiry horizon starts here: the keys this write creates get its TTL, the others get it
-  -- from the write that creates them (lib/run_write.lua).
-  local now, ttl = lifetime(A[10])
   redis.call('HSET', K[1], 'reactor', A[2], 'status', A[3], 'meta', A[4],
-             'state', A[5], 'created', A[6], 'touched', A[7], 'wn', '1',
-             'exp', int(now + ttl))
-  ttl = int(ttl)
+             'state', A[5], 'created', A[6], 'touched', A[7], 'wn', '1')
   remember(K[7], A[1], 1)
   redis.call('HSET', K[8], 'owner', A[8], 'count', '1')
   redis.call('PEXPIRE', K[8], A[9])
-  redis.call('PEXPIRE', K[1], ttl)
-  redis.call('PEXPIRE', K[7], ttl)
-  if append(K[3], 13, A[11], A) then
-    redis.call('PEXPIRE', K[3], ttl)
-  end
+  append(K[3], 13, A[11], A)
+  expire_with_status(K, 0, A[3], A[10])  -- none while the run lives (lib/expiry.lua)
   if #K > 8 then
     redis.call('ZADD', K[9], 'NX', A[6], A[12])
     redis.call('ZADD', K[10], 'NX', A[6], A[12])

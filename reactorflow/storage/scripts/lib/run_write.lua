@@ -11,17 +11,12 @@
 -- starts, the tokens of generation g - 3 are dropped from both: the tokens of the run's last
 -- 1024 writes at least (1536 at most) are kept.
 --
--- Expiry: the run hash's field `exp` is the time (server clock, ms) until which every run key
--- is kept. A write at time t with exp - t >= retention leaves the TTLs alone (keys that it
--- creates get exp too); otherwise every run key (1-7) gets exp = t + retention + slack, where
--- slack = min(retention / 8, 60 s) (`retention_slack` in storage/values.py). So every run key
--- expires at least `retention` and at most `retention + slack` after the run's last write, and
--- its TTLs are refreshed once per slack at most instead of on every write.
+-- Expiry: lib/expiry.lua (api.md §13: retention applies to ended runs only); the run hash's
+-- field `exp` is the time (server clock, ms) its keys expire, present only once it has ended.
 --
 -- Numbers handed to redis.call are integers formatted here (`int`): Redis would format a Lua
 -- number with "%.17g" (a floating-point conversion costing several times an integer's).
 local WINDOW = 512
-local SLACK_CAP = 60000
 
 local function int(x)
   return string.format('%d', x)
@@ -64,51 +59,17 @@ local function run_token(token, n)
   return 'w' .. token, int(gen)
 end
 
--- The run's expiry horizon (0 for a run written before horizons existed: it gets one now),
--- the number of its next write, whether its steps hash has a TTL already (field `sx`: set by
--- the write that creates the hash, which is never deleted while the run lives), and the whole
--- HMGET reply, which has the values of the further fields named (from its 4th on), read in
--- the same command; false when the run is gone.
+-- The run's expiry (field `exp`: 0 while the run lives, see lib/expiry.lua), the number of its
+-- next write, whether its steps hash exists already (field `sx`: set by the write that creates
+-- the hash, which is never deleted while the run lives), and the whole HMGET reply, which has
+-- the values of the further fields named (from its 4th on), read in the same command; false
+-- when the run is gone.
 local function horizon(run, ...)
   local found = redis.call('HMGET', run, 'exp', 'wn', 'sx', ...)
-  local n = (tonumber(found[2]) or 0) + 1
-  if found[1] then
-    return tonumber(found[1]), n, found[3] == '1', found
-  end
-  if redis.call('EXISTS', run) == 1 then
-    return 0, n, false, found
+  if found[1] or found[2] or redis.call('EXISTS', run) == 1 then
+    return tonumber(found[1]) or 0, (tonumber(found[2]) or 0) + 1, found[3] == '1', found
   end
   return false
-end
-
--- Now (server clock, ms), the lifetime a refresh gives the run's keys (retention + slack, ms)
--- and the retention (ms).
-local function lifetime(retention)
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  retention = tonumber(retention)
-  return now, retention + math.min(math.floor(retention / 8), SLACK_CAP), retention
-end
-
--- Keep the run's keys (KEYS 1-7) `retention` ms past now at least; `fresh` lists keys this
--- write may have created (they get the horizon when no refresh is due).
-local function keep(exp, retention, fresh)
-  local now, ttl
-  now, ttl, retention = lifetime(retention)
-  if exp - now < retention then
-    redis.call('HSET', KEYS[1], 'exp', int(now + ttl))
-    ttl = int(ttl)
-    for i = 1, 7 do
-      redis.call('PEXPIRE', KEYS[i], ttl)
-    end
-    return
-  end
-  if #fresh > 0 then
-    local left = int(exp - now)
-    for _, key in ipairs(fresh) do
-      redis.call('PEXPIRE', key, left)
-    end
-  end
 end
 
 -- RPUSH the events args[first..] (args: ARGV unless given) in batches, trim to `limit`; true

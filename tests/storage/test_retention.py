@@ -1,0 +1,223 @@
+"""The retention rule of the storage contract (storage/base.py, api.md §13), on every backend
+(memory, Redis, Redis Cluster): retention applies to ended runs only. A run that has not ended
+(running, paused, rolling_back, aborted) keeps every part of it (head, steps, history, claims,
+counters, control request, map element slots, correlation ids) however long it waits; the write
+that ends it starts the retention of all of them; a write that makes it live again stops it.
+
+Memory is checked on a fake clock moved far past the retention; Redis by reading each key's TTL
+(PTTL), never by sleeping."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from reactorflow import clock
+from reactorflow.status import ENDED, Status
+from reactorflow.storage.base import ClaimResult, Storage
+from reactorflow.storage.memory import MemoryStorage
+from reactorflow.storage.redis import RedisStorage
+from reactorflow.testing import FakeClock
+from tests.conftest import ALL_BACKENDS
+from tests.helpers import redis_namespace
+from tests.storage.test_contract import OWNER, new_run
+
+RETENTION = 3600.0
+"""Seconds (an hour): memory's fake clock jumps past it, Redis's TTLs are read."""
+MAP = "each"
+REACTOR = "flow"
+LIVE = sorted(s.value for s in Status if s.value not in ENDED)
+
+
+class Lifetimes:
+    """How long the parts of a run live, read the way each backend allows: memory by moving
+    its fake clock, Redis by the TTL of each of the run's keys."""
+
+    def __init__(self, storage: Storage, fake: FakeClock | None) -> None:
+        self.storage = storage
+        self.fake = fake
+
+    async def _redis_ttls(self, run_id: str, correlation: str | None) -> dict[str, int]:
+        """PTTL (ms; -1 none) of every key of the run that exists, and of its correlation."""
+        assert isinstance(self.storage, RedisStorage)
+        keys = self.storage._keys
+        client = (await self.storage._redis.get()).client
+        names = [*keys.run_keys(run_id)[:7], keys.elements(run_id, MAP),
+                 keys.elements(run_id, f"{MAP}#job")]
+        if correlation is not None:
+            names.append(keys.correlation(REACTOR, correlation))
+        found = {}
+        for name in names:
+            ttl = int(await client.pttl(name))
+            if ttl != -2:  # -2: no such key
+                found[name] = ttl
+        return found
+
+    async def assert_kept(self, run_id: str, *, correlation: str | None = None,
+                          parts: int = 8) -> None:
+        """Every part of the run lives on, however long nothing writes it."""
+        if self.fake is None:
+            ttls = await self._redis_ttls(run_id, correlation)
+            assert len(ttls) == parts + (correlation is not None), ttls
+            assert all(ttl == -1 for ttl in ttls.values()), ttls  # no TTL at all
+            return
+        await self.fake.advance(RETENTION * 1000)  # 41 days past any write
+        await self._assert_present(run_id, correlation)
+
+    async def assert_expires_in_retention(self, run_id: str, *, parts: int = 8) -> None:
+        """Every part of the run expires `retention` after now (the write that ended it), at
+        once."""
+        if self.fake is None:
+            ttls = await self._redis_ttls(run_id, None)
+            assert len(ttls) == parts, ttls
+            for name, ttl in ttls.items():  # (minus a loaded machine's minute at most)
+                assert RETENTION * 1000 - 60_000 < ttl <= RETENTION * 1000, (name, ttl)
+            return
+        await self.fake.advance(RETENTION * 0.99)
+        await self._assert_present(run_id, None)
+        await self.fake.advance(RETENTION * 0.02)
+        storage = self.storage
+        assert await storage.load_run(run_id) is None
+        assert await storage.history(run_id) == []
+        assert await storage.claims(run_id) == {}
+        assert await storage.count_elements(run_id, MAP) == 0
+        assert run_id not in [h.run_id for h in
+                              (await storage.list_runs(REACTOR, None, 10, None)).heads]
+
+    async def _assert_present(self, run_id: str, correlation: str | None) -> None:
+        storage = self.storage
+        stored = await storage.load_run(run_id, history=True)
+        assert stored is not None and stored.history
+        assert stored.steps.get("a") == b"rec"
+        assert await storage.load_elements(run_id, MAP, 0, 1) == [b"e0"]
+        assert run_id in [h.run_id for h in
+                          (await storage.list_runs(REACTOR, None, 10, None)).heads]
+        if correlation is not None:
+            assert await storage.resolve_correlation(REACTOR, correlation) == run_id
+
+
+@pytest.fixture(params=ALL_BACKENDS)
+async def rig(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Storage, Lifetimes]]:
+    """A storage with an hour's retention and the way to read its lifetimes."""
+    if request.param == "memory":
+        fake = FakeClock()
+        previous = clock.use(fake)
+        memory = MemoryStorage(retention=RETENTION)
+        try:
+            yield memory, Lifetimes(memory, fake)
+        finally:
+            clock.use(previous)
+        return
+    url = request.getfixturevalue("redis_cluster_url" if request.param == "cluster"
+                                  else "redis_url")
+    redis_storage = RedisStorage.from_url(url, namespace=redis_namespace("ret"),
+                                          retention=RETENTION)
+    try:
+        yield redis_storage, Lifetimes(redis_storage, None)
+    finally:
+        await redis_storage.aclose()
+
+
+async def _full_run(storage: Storage, status: str = "running") -> str:
+    """A run with every part written: head, steps, history, claims, counters, control
+    request, tokens, element slots."""
+    run_id = await new_run(storage, reactor=REACTOR, events=[b"e"], lock_ttl=RETENTION * 2)
+    await storage.save_step(run_id, OWNER, "a", b"rec", [b"ev"])
+    assert await storage.claim(run_id, "approve", b"p") is ClaimResult.ACCEPTED
+    assert await storage.incr_counter(run_id, "n") == 1
+    assert await storage.save_elements(run_id, MAP, {0: b"e0", 1: b"e1"}) is not None
+    if status != "running":
+        await storage.save_state(run_id, OWNER, status=status, previous_status="running",
+                                 state=b"s")
+    return run_id
+
+
+@pytest.mark.parametrize("status", LIVE)
+async def test_a_run_that_has_not_ended_never_expires(
+        rig: tuple[Storage, Lifetimes], status: str) -> None:
+    """Running (one long step), paused (at an interrupt or a gate), rolling back, aborted (its
+    undo owed): nothing of it expires, its element slots and correlation ids neither."""
+    storage, lifetimes = rig
+    run_id = await _full_run(storage, status)
+    assert await storage.map_correlation(REACTOR, "order-1", run_id) == run_id
+    assert await storage.request_control(run_id, b"cancel") is True  # the ctl key too
+
+    await lifetimes.assert_kept(run_id, correlation="order-1")
+
+
+@pytest.mark.parametrize("status", sorted(ENDED))
+async def test_the_write_that_ends_a_run_starts_the_retention_of_all_of_it(
+        rig: tuple[Storage, Lifetimes], status: str) -> None:
+    storage, lifetimes = rig
+    run_id = await _full_run(storage)
+    await storage.save_state(run_id, OWNER, status=status, previous_status="running",
+                             state=b"s", events=[b"end"])
+    await storage.refresh_elements(run_id, [MAP])  # as the engine does after that write
+
+    await lifetimes.assert_expires_in_retention(run_id, parts=7)  # (no control request)
+
+
+async def test_a_run_created_ended_expires_in_retention(rig: tuple[Storage, Lifetimes]) -> None:
+    storage, lifetimes = rig
+    run_id = await new_run(storage, reactor=REACTOR, status="completed", events=[b"e"])
+    await storage.save_step(run_id, OWNER, "a", b"rec")  # keys created after: the run's expiry
+    assert await storage.save_elements(run_id, MAP, {0: b"e0"}) is not None
+
+    await lifetimes.assert_expires_in_retention(run_id, parts=5)  # run steps hist tok slots
+
+
+async def test_a_run_live_again_after_it_ended_never_expires(
+        rig: tuple[Storage, Lifetimes]) -> None:
+    """A failed run retried (or a completed one undone) is live again: the retention its end
+    started is stopped, on every part, until it ends anew."""
+    storage, lifetimes = rig
+    run_id = await _full_run(storage, "failed")
+    await storage.refresh_elements(run_id, [MAP])
+    await storage.save_state(run_id, OWNER, status="rolling_back", previous_status="failed",
+                             state=b"s2")
+    await storage.refresh_elements(run_id, [MAP])
+
+    await lifetimes.assert_kept(run_id, parts=7)
+
+
+async def test_writes_that_store_no_status_neither_start_nor_extend_a_retention(
+        rig: tuple[Storage, Lifetimes]) -> None:
+    """On a live run the keys they create carry no TTL; on an ended one they take the run's
+    expiry (a unit's late result, a counter): nothing outlives the run, nothing expires
+    before it."""
+    storage, lifetimes = rig
+    live = await new_run(storage, reactor=REACTOR, events=[b"e"], lock_ttl=RETENTION * 2)
+    await storage.save_step(live, OWNER, "a", b"rec")
+    assert await storage.save_unit(live, "u", b"unit") is True
+    assert await storage.claim(live, "approve", b"p") is ClaimResult.ACCEPTED
+    assert await storage.incr_counter(live, "n") == 1
+    assert await storage.save_elements(live, MAP, {0: b"e0", 1: b"e1"}) is not None
+    await lifetimes.assert_kept(live, parts=7)
+
+
+async def test_a_fanned_out_elements_slots_follow_the_run(
+        rig: tuple[Storage, Lifetimes]) -> None:
+    storage, lifetimes = rig
+    run_id = await _full_run(storage, "paused")
+    written = await storage.settle_element(run_id, MAP, 2, b"e2", control=f"{MAP}#job",
+                                           advance=3)
+    assert written is not None and written.written == 1
+
+    await lifetimes.assert_kept(run_id, parts=8)  # with the map's job-data hash
+
+
+# -- the Redis scripts carry the same list of ended statuses as the Python code -----------------
+
+def _lua_ended() -> set[str]:
+    source = (Path(__file__).parents[2] / "reactorflow" / "storage" / "scripts" / "lib"
+              / "expiry.lua").read_text()
+    line = next(ln for ln in source.splitlines() if ln.startswith("local ENDED = {"))
+    return {part.split("=")[0].strip() for part in line.split("{", 1)[1].rstrip("}").split(",")}
+
+
+def test_the_scripts_ended_statuses_are_the_contracts() -> None:
+    assert _lua_ended() == set(ENDED)
+    assert set(ENDED) == {s.value for s in Status if s.is_ended}
+    assert "aborted" not in ENDED  # terminal, but its undo is still owed
