@@ -41,7 +41,9 @@ from reactorflow.errors import (
     StepTimeout,
     StorageConnectionError,
     StorageError,
+    StorageNotReady,
     StoragePoolExhausted,
+    StorageReplyError,
     WaitTimeout,
 )
 from reactorflow.mapresults import MapResults
@@ -135,7 +137,9 @@ __all__ = [
     "Storage",
     "StorageConnectionError",
     "StorageError",
+    "StorageNotReady",
     "StoragePoolExhausted",
+    "StorageReplyError",
     "SweepReport",
     "WaitTimeout",
     "__version__",

@@ -58,7 +58,9 @@ from reactorflow.errors.storage import (
     RunRecordGone,
     StorageConnectionError,
     StorageError,
+    StorageNotReady,
     StoragePoolExhausted,
+    StorageReplyError,
 )
 
 __all__ = [
@@ -96,7 +98,9 @@ __all__ = [
     "StepTimeout",
     "StorageConnectionError",
     "StorageError",
+    "StorageNotReady",
     "StoragePoolExhausted",
+    "StorageReplyError",
     "WaitTimeout",
     "halt_text",
     "refusal_advice",

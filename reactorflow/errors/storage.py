@@ -56,6 +56,81 @@ def _stored_note(run_id: str, stored: bool | None) -> str:
     return f"Run {run_id!r} was not stored: starting it again is safe."
 
 
+class StorageNotReady(StorageConnectionError):
+    """The storage server is reachable but refused to serve a command for now, still after the
+    retries: it is loading its data after a restart (`LOADING`), busy with a long script
+    (`BUSY`), or failing over (`TRYAGAIN`, `MASTERDOWN`, `CLUSTERDOWN`). Nothing was written by
+    the refused command. A `StorageConnectionError`: callers treat it as an outage.
+
+    Attributes:
+        url: The storage URL (without credentials).
+        reply: The server's error reply, code first (e.g. `LOADING Redis is loading the
+            dataset in memory`).
+        command: The command or script refused (e.g. `save_step`), or `None`.
+    """
+
+    def __init__(self, url: str, reply: str, command: str | None, *,
+                 cause: BaseException | None = None, run_id: str | None = None,
+                 stored: bool | None = None) -> None:
+        message = (f"storage at {url} is not serving yet: it answered {reply!r} to "
+                   f"{command or 'a command'}, still after the retries (loading its data "
+                   "after a restart, busy with a long script, or failing over). Nothing was "
+                   "written by that command; try again once the server serves.")
+        if run_id is not None:
+            message += " " + _stored_note(run_id, stored)
+        StorageError.__init__(self, message, run_id=run_id, cause=cause)
+        self.url = url
+        self.reason = reply
+        self.reply = reply
+        self.command = command
+        self.stored = stored
+
+    def starting(self, run_id: str, *, stored: bool | None) -> StorageNotReady:
+        """This error, raised while starting run `run_id`: says whether the run was stored.
+
+        Args:
+            run_id: The run being started.
+            stored: Whether it was stored (`None`: unknown, the answer was lost).
+        """
+        return StorageNotReady(self.url, self.reply, self.command, cause=self.cause or self,
+                               run_id=run_id, stored=stored)
+
+
+class StorageReplyError(StorageError):
+    """The storage server refused a command with an error reply (never read as data): a
+    command it rejects, a full memory (`OOM`), a read-only replica (`READONLY`), missing
+    permissions (`NOPERM`), a key of another type (`WRONGTYPE`), a cluster node addressed as
+    a single server (`MOVED`, `ASK`) ...
+
+    Attributes:
+        url: The storage URL (without credentials).
+        reply: The server's error reply, code first (e.g. `OOM command not allowed ...`).
+        command: The command or script refused (e.g. `save_step`), or `None`.
+    """
+
+    def __init__(self, url: str, reply: str, command: str | None, *,
+                 cause: BaseException | None = None) -> None:
+        code = reply.split(" ", 1)[0]
+        hint = REPLY_HINTS.get(code, "")
+        super().__init__(f"Redis at {url} refused {command or 'a command'}: {reply}"
+                         + (f" ({hint})" if hint else ""), cause=cause)
+        self.url = url
+        self.reply = reply
+        self.command = command
+
+
+REPLY_HINTS = {
+    "MOVED": "this server is a Redis Cluster node: use a redis+cluster:// URL",
+    "ASK": "this server is a Redis Cluster node: use a redis+cluster:// URL",
+    "CROSSSLOT": "this server is a Redis Cluster node: use a redis+cluster:// URL",
+    "READONLY": "this server is a read-only replica: point the URL at the primary",
+    "OOM": "the server reached its maxmemory: free memory or raise maxmemory",
+    "NOPERM": "the URL's user lacks a permission reactorflow needs: allow it in the ACL",
+    "NOAUTH": "the server needs a password: put it in the URL",
+}
+"""What to do about an error reply, by its code."""
+
+
 class StoragePoolExhausted(StorageError):
     """Every connection of this process's pool to the storage server stayed busy for the pool
     timeout: more storage calls at once than connections (the server itself is reachable).

@@ -286,7 +286,8 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
                 head = self._heads.get(run_id)
                 if head is None:
                     head = self._save_step_head(conn, run_id)
-                reply = await conn.wire.evalsha_after(head, SOURCES["save_step"], args)
+                reply = await conn.wire.evalsha_after(head, SOURCES["save_step"], args,
+                                                      "save_step")
             else:
                 reply = await conn.script("save_step", self._keys.run_keys(run_id), args)
         if reply[0] != 1:
@@ -492,7 +493,8 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         with self._errors():
             if conn.wire is not None:
                 reply = await conn.wire.evalsha_after(self._claim_head(conn, run_id, indexes),
-                                                      SOURCES["claim_lock_load"], args)
+                                                      SOURCES["claim_lock_load"], args,
+                                                      "claim_lock_load")
             else:
                 reply = await conn.script("claim_lock_load",
                                           [*self._keys.run_keys(run_id), *indexes], args)

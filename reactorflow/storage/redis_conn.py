@@ -39,7 +39,13 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import MaxConnectionsError, NoScriptError, RedisClusterException, RedisError
+from redis.exceptions import (
+    MaxConnectionsError,
+    NoScriptError,
+    RedisClusterException,
+    RedisError,
+    ResponseError,
+)
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
@@ -47,12 +53,22 @@ from reactorflow.errors import (
     ConfigurationError,
     StorageConnectionError,
     StorageError,
+    StorageNotReady,
     StoragePoolExhausted,
+    StorageReplyError,
 )
 from reactorflow.storage.base import Subscription
 from reactorflow.storage.redis_keys import safe_url, url_secrets
 from reactorflow.storage.redis_pubsub import Multiplexer
-from reactorflow.storage.redis_wire import WireLink, wire_for
+from reactorflow.storage.redis_wire import (
+    COMMAND_NOTE,
+    WireLink,
+    command_of,
+    not_ready,
+    refused,
+    reply_text,
+    wire_for,
+)
 
 RETRY_ATTEMPTS = 3
 """Retries of a command that failed on a connection error or timeout (redis-py's `Retry`)."""
@@ -236,16 +252,20 @@ class LoopClient:
         wire path where the connection settings allow it (`redis_wire`: its call is returned
         as it is, no coroutine of its own around it)."""
         if self.wire is not None:
-            return self.wire.evalsha(self.scripts[name].sha, SOURCES[name], keys, args)
+            return self.wire.evalsha(self.scripts[name].sha, SOURCES[name], keys, args, name)
         return self._evalsha(name, keys, args)
 
     async def _evalsha(self, name: str, keys: Sequence[str], args: Args) -> Any:
-        """`script` through redis-py."""
+        """`script` through redis-py (an error reply raised naming the script)."""
         try:
-            return await self.client.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
-        except NoScriptError:
-            await self.client.script_load(SOURCES[name])
-            return await self.client.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
+            try:
+                return await self.client.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
+            except NoScriptError:
+                await self.client.script_load(SOURCES[name])
+                return await self.client.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
+        except RedisError as exc:
+            exc.add_note(COMMAND_NOTE + name)
+            raise
 
     async def script_batch(self, calls: Sequence[tuple[str, Sequence[str], Args]]) -> list[Any]:
         """Each `(name, keys, args)` of `calls` (EVALSHA), in order, in one round trip on one
@@ -254,7 +274,7 @@ class LoopClient:
         script in a batch must be safe to run twice). An error reply is raised."""
         if self.wire is not None:
             return await self.wire.evalsha_many(
-                [(self.scripts[name].sha, SOURCES[name], keys, args)
+                [(name, self.scripts[name].sha, SOURCES[name], keys, args)
                  for name, keys, args in calls])
         for attempt in (1, 2):
             pipe = self.client.pipeline(transaction=False)
@@ -267,9 +287,8 @@ class LoopClient:
                 for name in missing:
                     await self.client.script_load(SOURCES[name])
                 continue
-            for result in results:
-                if isinstance(result, BaseException):
-                    raise result
+            for (name, _, _), result in zip(calls, results, strict=True):
+                refused(result, name)
             return results
         raise AssertionError("unreachable")
 
@@ -321,11 +340,20 @@ class LoopClient:
             if isinstance(results[first], NoScriptError) and attempt == 1:
                 await self.client.script_load(SOURCES[name])
                 continue
-            for result in results:
-                if isinstance(result, BaseException):
-                    raise result
+            for index, result in enumerate(results):
+                refused(result, name if index == first else "a command of its pipeline")
             return results, first
         raise AssertionError("unreachable")
+
+
+def own_errors(replies: Sequence[Any]) -> Sequence[Any]:
+    """The replies of a pipeline run with `raise_on_error=False`, whose error replies each
+    belong to their own command (a record of the wrong type fails only itself): a reply of a
+    server not ready is raised instead, being no record's."""
+    for reply in replies:
+        if isinstance(reply, RedisError) and not_ready(reply):
+            raise reply
+    return replies
 
 
 class Translation:
@@ -498,7 +526,16 @@ class RedisConnector:
         return self._translation
 
     def translate(self, exc: BaseException) -> BaseException | None:
-        """The reactorflow error for a Redis failure `exc`, or None for anything else."""
+        """The reactorflow error for a Redis failure `exc`, or None for anything else. An
+        error reply is named (its text, code first, and the command or script it answered):
+        `StorageNotReady` for a server that will not serve yet (still after the retries),
+        `StorageReplyError` for any other reply that is not about the connection."""
+        if not_ready(exc):
+            return StorageNotReady(self.safe_url, self.scrub(reply_text(exc)), command_of(exc),
+                                   cause=exc)
+        if isinstance(exc, ResponseError):
+            return StorageReplyError(self.safe_url, self.scrub(reply_text(exc)),
+                                     command_of(exc), cause=exc)
         if isinstance(exc, RedisConnectionError):
             if str(exc) != POOL_EXHAUSTED and not isinstance(exc, MaxConnectionsError):
                 return self._unreachable(exc)

@@ -12,7 +12,7 @@ from reactorflow import clock
 from reactorflow.status import Status
 from reactorflow.storage.base import Liveness, RunHead, RunPageData, UnitLiveness
 from reactorflow.storage.paging import decode_cursor, encode_cursor
-from reactorflow.storage.redis_conn import LoopClient, RedisConnector
+from reactorflow.storage.redis_conn import LoopClient, RedisConnector, own_errors
 from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
 from reactorflow.storage.redis_paging import IndexReader, Taken, newest_first
 from reactorflow.storage.rotation import ring_segments
@@ -171,7 +171,8 @@ class RedisScans:
         for run_id in run_ids:
             pipe.hmget(self._keys.run(run_id), ("reactor", "status", "touched"))
             pipe.hget(self._keys.lock(run_id), "owner")
-        replies = await pipe.execute(raise_on_error=False)  # one bad record fails only itself
+        # one bad record fails only itself (a server not ready fails the call)
+        replies = own_errors(await pipe.execute(raise_on_error=False))
         live: list[Liveness] = []
         for i, run_id in enumerate(run_ids):
             fields, owner = replies[2 * i], replies[2 * i + 1]
@@ -210,7 +211,8 @@ class RedisScans:
             for run_id, key, _ in units:
                 pipe.exists(self._keys.run(run_id))
                 pipe.hget(self._keys.lock(f"{run_id}:{key}"), "owner")
-            replies = await pipe.execute(raise_on_error=False)  # a bad lock fails only itself
+            # a bad lock fails only itself (a server not ready fails the call)
+            replies = own_errors(await pipe.execute(raise_on_error=False))
             found: list[UnitLiveness] = []
             gone: list[str] = []
             for i, (run_id, key, since) in enumerate(units):

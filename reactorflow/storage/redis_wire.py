@@ -15,13 +15,21 @@ What it keeps equal to redis-py's path:
   timeouts). Settings it does not handle (TLS, RESP3, a credential provider, keepalive options,
   health checks, a custom connect function ...) make `wire_for` return None: redis-py serves.
 * Errors are redis-py's: replies are parsed into its exception classes (`NoScriptError`,
-  `ResponseError`, ...); a refused or lost connection raises its `ConnectionError`, a reply
-  later than `socket_timeout` its `TimeoutError` ("Timeout reading from ..."), so
-  `RedisConnector.errors` translates them as before.
-* Retries: a call that failed with one of the `retry_on_error` errors is sent again under the
-  same `Retry` policy (attempts and backoff) on a fresh connection. Every script that writes a
-  run carries a token that makes a repeated call a no-op (`scripts/lib/run_write.lua`), as for
-  redis-py's retries.
+  `BusyLoadingError`, `ResponseError`, ...); a refused or lost connection raises its
+  `ConnectionError`, a reply later than `socket_timeout` its `TimeoutError` ("Timeout reading
+  from ..."), so `RedisConnector.errors` translates them as before.
+* **Every error reply raises**, whatever its class, and never reaches a caller as data: an
+  error reply anywhere in a reply (an array that holds one) counts as the reply's error (the
+  reader's error hook sees each one it parses). The raised error carries notes naming the
+  reply as sent (code first) and the command or script (`reply_text`, `command_of`).
+* Retries: a call that failed with one of the `retry_on_error` errors (a lost connection, a
+  timeout, and replies of those classes: `LOADING`, a full client table), or whose reply says
+  the server will not run it for now (`NOT_READY`: `LOADING`, `BUSY`, `TRYAGAIN`,
+  `MASTERDOWN`, `CLUSTERDOWN`; the command did not run), is sent again under the same `Retry`
+  policy (attempts and backoff) on a fresh connection. When the attempts are spent, the last
+  error is raised. Every script that writes a run carries a token that makes a repeated call a
+  no-op (`scripts/lib/run_write.lua`), as for redis-py's retries. `MOVED` and `ASK` are never
+  followed here (a single node: the URL names a cluster node without `+cluster`): they raise.
 * NOSCRIPT (a restarted or failed-over server): the script is loaded and sent again.
 
 Algorithm of a call: pack the command (hiredis; anything it refuses is encoded by redis-py's
@@ -50,11 +58,22 @@ from redis._parsers.encoders import Encoder
 from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocketConnection
 from redis.asyncio.retry import Retry
 from redis.exceptions import (
+    AskError,
     AuthenticationError,
     AuthenticationWrongNumberOfArgsError,
+    BusyLoadingError,
+    ClusterCrossSlotError,
+    ClusterDownError,
+    ExecAbortError,
     InvalidResponse,
+    MasterDownError,
+    MovedError,
+    NoPermissionError,
     NoScriptError,
-    ResponseError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    RedisError,
+    TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -62,6 +81,21 @@ from redis.typing import EncodableT
 
 CLOSED = "Connection closed by server."
 """redis-py's message when the server closes a connection."""
+NOT_READY = frozenset({"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"})
+"""Codes of the error replies of a server that will not run a command for now (loading its data
+after a restart, running a long script, failing over): the command did not run, and is sent
+again under the retry policy."""
+CODES: dict[type[RedisError], str] = {
+    BusyLoadingError: "LOADING", NoScriptError: "NOSCRIPT", ReadOnlyError: "READONLY",
+    OutOfMemoryError: "OOM", ExecAbortError: "EXECABORT", NoPermissionError: "NOPERM",
+    AskError: "ASK", MovedError: "MOVED", TryAgainError: "TRYAGAIN",
+    ClusterDownError: "CLUSTERDOWN", MasterDownError: "MASTERDOWN",
+    ClusterCrossSlotError: "CROSSSLOT"}
+"""The code redis-py's parse drops from the replies it maps to a class of its own."""
+REPLY_NOTE = "redis reply: "
+"""The note on an error parsed from a reply on this path: the reply as the server sent it."""
+COMMAND_NOTE = "redis command: "
+"""The note on an error reply raised by this path: the command or script it answered."""
 
 HANDLED = frozenset({"host", "port", "path", "db", "username", "password", "client_name",
                      "socket_timeout", "socket_connect_timeout", "retry", "retry_on_error",
@@ -194,6 +228,71 @@ class _Batch:
         self.future.set_exception(error)
 
 
+def reply_text(error: BaseException) -> str:
+    """The error reply `error` was parsed from, as the server sent it (code first): from its
+    note on this path, else rebuilt from redis-py's class (whose parse drops some codes)."""
+    for note in _notes(error):
+        if note.startswith(REPLY_NOTE):
+            return note[len(REPLY_NOTE):]
+    text = str(error)
+    code = CODES.get(cast(type[RedisError], type(error)))
+    if code is not None:
+        return f"{code} {text}"
+    first = text.split(" ", 1)[0]
+    return text if first.isupper() and first.isalpha() else f"ERR {text}"
+
+
+def reply_code(error: BaseException) -> str:
+    """The code of the error reply `error` was parsed from (`LOADING`, `ERR`, ...)."""
+    return reply_text(error).split(" ", 1)[0]
+
+
+def command_of(error: BaseException) -> str | None:
+    """The command or script an error reply raised by this path answered, if named."""
+    for note in _notes(error):
+        if note.startswith(COMMAND_NOTE):
+            return note[len(COMMAND_NOTE):]
+    return None
+
+
+def _notes(error: BaseException) -> list[str]:
+    notes: list[str] = getattr(error, "__notes__", [])
+    return notes
+
+
+def not_ready(error: BaseException) -> bool:
+    """Whether `error` is the reply of a server that will not run a command for now."""
+    return isinstance(error, RedisError) and reply_code(error) in NOT_READY
+
+
+def refused(reply: Any, command: str) -> Any:
+    """`reply`, unless it is an error reply (or held one): then that error is raised, with a
+    note naming `command`."""
+    if isinstance(reply, RedisError):
+        raise named(reply, command)
+    return reply
+
+
+def named(error: BaseException, command: str) -> BaseException:
+    """`error`, noted with the `command` it answered (unless one is named already)."""
+    if command_of(error) is None:
+        error.add_note(COMMAND_NOTE + command)
+    return error
+
+
+class _NotReady(RedisConnectionError):
+    """Raised inside the retry policy for a reply of `NOT_READY` (a connection error there, so
+    the policy sends the command again); `error` is the reply's own error, raised in the end."""
+
+    def __init__(self, error: RedisError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _unwrapped(error: Exception) -> Exception:
+    return error.error if isinstance(error, _NotReady) else error
+
+
 class _Wire(asyncio.Protocol):
     """One connection: commands written in order, replies matched to a FIFO of futures."""
 
@@ -201,7 +300,8 @@ class _Wire(asyncio.Protocol):
         self.where = where
         self.timeout = timeout
         self.reader = hiredis.Reader(protocolError=InvalidResponse,
-                                     replyError=BaseParser.parse_error)
+                                     replyError=self._error_reply)
+        self.errors: list[RedisError] = []  # the error replies of the reply being read
         self.pending: deque[tuple[_Reply | _Batch, float]] = deque()
         self.transport: asyncio.Transport | None = None
         self.lost: BaseException | None = None
@@ -211,6 +311,14 @@ class _Wire(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+
+    def _error_reply(self, text: str) -> RedisError:
+        """The reader's hook for each error reply it parses (also one inside an array): the
+        error, noted with the reply as sent and kept for the reply it belongs to."""
+        error: RedisError = cast(Any, BaseParser).parse_error(text)
+        error.add_note(REPLY_NOTE + text)
+        self.errors.append(error)
+        return error
 
     def send(self, command: bytes, count: int | None = None) -> asyncio.Future[Any]:
         """Write `command` (or `count` commands packed together: one write); the future of its
@@ -239,6 +347,9 @@ class _Wire(asyncio.Protocol):
         try:
             reply = reader.gets()
             while reply is not False:
+                if self.errors:  # an error reply, or an array that holds one: that error
+                    reply = self.errors[0]
+                    self.errors.clear()
                 future = pending.popleft()[0]
                 if not future.done():
                     future.set_result(reply)
@@ -294,6 +405,7 @@ class WireLink:
                  password: str | None, client_name: str | None, timeout: float | None,
                  connect_timeout: float | None, retry: Retry | None,
                  retry_on: tuple[type[Exception], ...], encoder: Encoder) -> None:
+        self.retried_on: tuple[type[Exception], ...] = (*retry_on, _NotReady)
         self.host, self.port, self.path = host, port, path
         self.where = path or f"{host}:{port}"
         self.db = db
@@ -319,10 +431,12 @@ class WireLink:
 
     async def command(self, *args: EncodableT) -> Any:
         """One command and its reply (an error reply raised as redis-py's exception)."""
-        reply = await self.request(self.pack(args))
-        if isinstance(reply, ResponseError):
-            raise reply
-        return reply
+        name = " ".join(a.decode(errors="replace") if isinstance(a, bytes) else str(a)
+                        for a in args[:2])
+        try:
+            return refused(await self.request(self.pack(args)), name)
+        except RedisError as exc:
+            raise named(exc, name) from None
 
     def head(self, parts: Sequence[EncodableT]) -> tuple[int, bytes]:
         """The first arguments of a command packed once, for `evalsha_packed` to reuse (e.g.
@@ -331,73 +445,96 @@ class WireLink:
         return len(parts), packed[packed.index(b"\r\n") + 2:]
 
     def evalsha(self, sha: str, source: str, keys: Sequence[str],
-                args: Sequence[EncodableT]) -> Awaitable[Any]:
-        """EVALSHA `sha` (on NOSCRIPT: load `source` and send it again)."""
-        return self.evalsha_packed(self.pack(("EVALSHA", sha, len(keys), *keys, *args)), source)
+                args: Sequence[EncodableT], name: str = "EVALSHA") -> Awaitable[Any]:
+        """EVALSHA `sha` (on NOSCRIPT: load `source` and send it again); an error reply is
+        raised naming `name` (the script's)."""
+        return self.evalsha_packed(self.pack(("EVALSHA", sha, len(keys), *keys, *args)), source,
+                                   name)
 
     def evalsha_after(self, head: tuple[int, bytes], source: str,
-                      args: Sequence[EncodableT]) -> Awaitable[Any]:
+                      args: Sequence[EncodableT], name: str = "EVALSHA") -> Awaitable[Any]:
         """`evalsha` whose first arguments (EVALSHA, sha, key count, keys) are `head`, packed
         once by `head()`: only `args` are packed here."""
         body = self.pack(args)
         count, first = head
         packed = b"*%d\r\n%b%b" % (count + len(args), first, body[body.index(b"\r\n") + 2:])
-        return self.evalsha_packed(packed, source)
+        return self.evalsha_packed(packed, source, name)
 
-    async def evalsha_packed(self, packed: bytes, source: str) -> Any:
-        """Send a packed EVALSHA (on NOSCRIPT: load `source` and send it again)."""
+    async def evalsha_packed(self, packed: bytes, source: str, name: str = "EVALSHA") -> Any:
+        """Send a packed EVALSHA (on NOSCRIPT: load `source` and send it again); its reply, or
+        its error reply raised naming `name`."""
         wire = self._wire
-        if wire is not None and wire.lost is None:  # `request` inline: one frame less
-            try:
-                reply = await wire.send(packed)
-            except self.retry_on as exc:
-                reply = await self._retried(packed, None, exc)
-        else:
-            reply = await self.request(packed)
-        if isinstance(reply, NoScriptError):
-            await self.command("SCRIPT", "LOAD", source)
-            reply = await self.request(packed)
-        if isinstance(reply, ResponseError):
-            raise reply
-        return reply
-
-    async def evalsha_many(self, calls: Sequence[tuple[str, str, Sequence[str],
-                                                      Sequence[EncodableT]]]) -> list[Any]:
-        """EVALSHA each `(sha, source, keys, args)` of `calls`, pipelined: one write, one round
-        trip, run by the server in this order; every reply. On NOSCRIPT the scripts missing
-        are loaded and the whole batch is sent again (each script of a batch must be safe to
-        run twice: a run write's token, a gate release). An error reply is raised (the first),
-        after every reply arrived."""
-        packed = b"".join(self.pack(("EVALSHA", sha, len(keys), *keys, *args))
-                          for sha, _, keys, args in calls)
-        replies: list[Any] = await self.request(packed, len(calls))
-        missing = {source for (_, source, _, _), reply in zip(calls, replies, strict=True)
-                   if isinstance(reply, NoScriptError)}
-        if missing:
-            for source in missing:
+        try:
+            if wire is not None and wire.lost is None:  # `request` inline: one frame less
+                try:
+                    reply = await wire.send(packed)
+                    if isinstance(reply, RedisError):
+                        self._ready(reply)
+                except self.retried_on as exc:
+                    reply = await self._retried(packed, None, exc)
+            else:
+                reply = await self.request(packed)
+            if isinstance(reply, NoScriptError):
                 await self.command("SCRIPT", "LOAD", source)
-            replies = await self.request(packed, len(calls))
-        for reply in replies:
-            if isinstance(reply, ResponseError):
-                raise reply
+                reply = await self.request(packed)
+            return refused(reply, name)
+        except RedisError as exc:
+            raise named(exc, name) from None
+
+    async def evalsha_many(self, calls: Sequence[tuple[str, str, str, Sequence[str],
+                                                      Sequence[EncodableT]]]) -> list[Any]:
+        """EVALSHA each `(name, sha, source, keys, args)` of `calls`, pipelined: one write, one
+        round trip, run by the server in this order; every reply. On NOSCRIPT the scripts
+        missing are loaded and the whole batch is sent again (each script of a batch must be
+        safe to run twice: a run write's token, a gate release). An error reply is raised (the
+        first, naming its script's `name`), after every reply arrived."""
+        packed = b"".join(self.pack(("EVALSHA", sha, len(keys), *keys, *args))
+                          for _, sha, _, keys, args in calls)
+        names = ", ".join(dict.fromkeys(name for name, *_ in calls))
+        try:
+            replies: list[Any] = await self.request(packed, len(calls))
+            missing = {source for (_, _, source, _, _), reply in zip(calls, replies,
+                                                                     strict=True)
+                       if isinstance(reply, NoScriptError)}
+            if missing:
+                for source in missing:
+                    await self.command("SCRIPT", "LOAD", source)
+                replies = await self.request(packed, len(calls))
+            for (name, *_), reply in zip(calls, replies, strict=True):
+                refused(reply, name)
+        except RedisError as exc:
+            raise named(exc, names) from None
         return replies
 
     async def request(self, packed: bytes, count: int | None = None) -> Any:
-        """Send one packed command (or `count` packed together), retried as redis-py retries;
-        its reply (the list of their replies), error replies returned as exception objects."""
+        """Send one packed command (or `count` packed together), retried as redis-py retries
+        and while the server is not ready (`_ready`); its reply (the list of their replies),
+        other error replies returned as exception objects (`refused` raises them)."""
         wire = self._wire
         try:
             if wire is None or wire.lost is not None:
                 wire = await self._open()
-            return await wire.send(packed, count)
-        except self.retry_on as exc:
+            return self._ready(await wire.send(packed, count))
+        except self.retried_on as exc:
             return await self._retried(packed, count, exc)
 
+    def _ready(self, reply: Any) -> Any:
+        """`reply` (or a batch's list of replies), unless an error reply in it is to be sent
+        again: a reply of `NOT_READY` (raised as `_NotReady`) or one of a `retry_on` class."""
+        for found in reply if isinstance(reply, list) else (reply,):
+            if isinstance(found, RedisError):
+                if not_ready(found):
+                    raise _NotReady(found)
+                if isinstance(found, self.retry_on) and _retryable(found):
+                    raise found
+        return reply
+
     async def _retried(self, packed: bytes, count: int | None, exc: Exception) -> Any:
-        """`request` after its first attempt failed with `exc` (one of `retry_on`): sent again
-        under the retry policy, or `exc` raised where there is none (or for credentials)."""
-        if self.retry is None or isinstance(exc, AuthenticationError):
-            raise exc
+        """`request` after its first attempt failed with `exc` (one of `retried_on`): sent
+        again under the retry policy, or `exc` raised where there is none (or for credentials).
+        When the attempts are spent, the last failure is raised (a reply's own error)."""
+        if self.retry is None or not _retryable(exc):
+            raise _unwrapped(exc)
         failed: list[Exception] = [exc]  # the first attempt counts as the first failure
 
         async def attempt() -> Any:
@@ -406,9 +543,12 @@ class WireLink:
             found = self._wire
             if found is None or found.lost is not None:
                 found = await self._open()
-            return await found.send(packed, count)
+            return self._ready(await found.send(packed, count))
 
-        return await self.retry.call_with_retry(attempt, self._failed, _retryable)
+        try:
+            return await self.retry.call_with_retry(attempt, self._failed, _retryable)
+        except _NotReady as last:
+            raise last.error from None
 
     async def _failed(self, error: Exception) -> None:
         """After a failed attempt: the connection it used is not used again."""
@@ -460,12 +600,12 @@ class WireLink:
             reply = await wire.send(self.pack(("AUTH", *auth)))
             if isinstance(reply, AuthenticationWrongNumberOfArgsError):  # Redis < 6
                 reply = await wire.send(self.pack(("AUTH", auth[-1])))
-            _check(reply, "Invalid Username or Password")
+            _check(reply, "AUTH", "Invalid Username or Password")
         if self.client_name:
             _check(await wire.send(self.pack(("CLIENT", "SETNAME", self.client_name))),
-                   "Error setting client name")
+                   "CLIENT SETNAME", "Error setting client name")
         if self.db:
-            _check(await wire.send(self.pack(("SELECT", self.db))), "Invalid Database")
+            _check(await wire.send(self.pack(("SELECT", self.db))), "SELECT", "Invalid Database")
 
     def close(self) -> None:
         """Close the connection (pending calls fail with `ConnectionError`)."""
@@ -475,14 +615,15 @@ class WireLink:
 
 
 def _retryable(error: Exception) -> bool:
-    """Retried: a lost connection or a timeout, not refused credentials (as redis-py, which
-    authenticates outside its retries)."""
+    """Retried: a lost connection, a timeout, a server not ready; not refused credentials (as
+    redis-py, which authenticates outside its retries)."""
     return not isinstance(error, AuthenticationError)
 
 
-def _check(reply: Any, message: str) -> None:
-    if isinstance(reply, ResponseError):
-        raise reply
+def _check(reply: Any, command: str, message: str) -> None:
+    """A handshake `command`'s reply: OK, else its error reply raised (any class: refused
+    credentials stay `AuthenticationError`, never retried), else `message`."""
+    refused(reply, command)
     if reply != b"OK":
         raise RedisConnectionError(message)
 
