@@ -13,13 +13,14 @@ from reactorflow.errors import (
     InputValidationError,
     InterruptExpired,
     InterruptNotPending,
+    LockLost,
     LockTimeout,
     PayloadValidationError,
     ReactorflowError,
     ReactorNotDeclared,
     RunNotFound,
     RunStateError,
-    StorageConnectionError,
+    StorageError,
 )
 from reactorflow.jsonforms import dumps
 from reactorflow.web.auth import Unauthorized
@@ -31,10 +32,11 @@ STATUS_OF: tuple[tuple[type[Exception], int], ...] = (
     (RunNotFound, 404),
     (RunStateError, 409), (AlreadyResumed, 409), (InterruptNotPending, 409),
     (InterruptExpired, 409), (LockTimeout, 409), (CorrelationConflict, 409),
-    (ReactorNotDeclared, 409),
+    (ReactorNotDeclared, 409), (LockLost, 409),
     (PayloadValidationError, 422), (InputValidationError, 422),
-    (StorageConnectionError, 503),
+    (StorageError, 503),  # the server's storage failed (unreachable, full, refusing ...)
 )
+"""The status of each error, first match wins (an unlisted `ReactorflowError` is 422)."""
 
 
 class BadRequest(ReactorflowError):
