@@ -178,5 +178,9 @@ def current_storage() -> Storage:
     with _mutex:
         if _default_storage is None:
             url = os.environ.get(REDIS_URL_ENV)
-            _default_storage = RedisStorage.from_url(url) if url else MemoryStorage()
+            try:
+                _default_storage = RedisStorage.from_url(url) if url else MemoryStorage()
+            except ConfigurationError as exc:  # say where the URL came from
+                raise ConfigurationError(f"{REDIS_URL_ENV}: {exc.message}",
+                                         option=REDIS_URL_ENV) from None
         return _default_storage

@@ -58,7 +58,7 @@ from reactorflow.errors import (
     StorageReplyError,
 )
 from reactorflow.storage.base import Subscription
-from reactorflow.storage.redis_keys import safe_url, url_secrets
+from reactorflow.storage.redis_keys import safe_url, scheme_problem, url_secrets
 from reactorflow.storage.redis_pubsub import Multiplexer
 from reactorflow.storage.redis_wire import (
     COMMAND_NOTE,
@@ -403,6 +403,10 @@ class RedisConnector:
         self._pool_size = int(options.get("max_connections", CLUSTER_MAX_CONNECTIONS
                                           if self.cluster else MAX_CONNECTIONS))
         self._pool_timeout = float(options.get("pool_timeout", POOL_TIMEOUT))
+        problem = scheme_problem(url)
+        if problem is not None:
+            raise ConfigurationError(f"not a usable Redis URL ({self.safe_url!r}): {problem}",
+                                     option="url")
         try:  # validate the URL now (no I/O), not at the first command
             Redis.from_url(self._url, **options)
             if self.cluster:

@@ -114,8 +114,29 @@ class RedisKeys:
         return f"{self.ns}:idem:{reactor}:{digest}"
 
 
+URL_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
+"""The schemes a Redis URL may have (a TCP server, over TLS, a unix socket; a cluster)."""
+
+
+def scheme_problem(url: str) -> str | None:
+    """Why `url` cannot name a Redis by its scheme (what to write instead), or None."""
+    scheme, sep, _ = url.partition("://")
+    if not sep:
+        return (f"it needs a scheme: redis://{safe_url(url).removeprefix('//')} (or rediss:// "
+                "for TLS, unix:///path/to/redis.sock for a socket, redis+cluster:// for a "
+                "cluster)")
+    if scheme.lower() not in URL_SCHEMES:
+        return (f"its scheme {scheme}:// is none of redis://, rediss:// (TLS), unix:// (a "
+                f"socket), redis+cluster://: e.g. redis://{safe_url(url).partition('://')[2]}")
+    return None
+
+
 def safe_url(url: str) -> str:
-    """`url` without user, password or query string (which may carry a password)."""
+    """`url` without user, password or query string (which may carry a password). Text with no
+    `scheme://` is no URL: it is shown as typed (anything before an `@` masked)."""
+    if "://" not in url:
+        user, at, host = url.rpartition("@")
+        return f"***@{host}" if at and user else url
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""

@@ -26,6 +26,7 @@ from dramatiq.middleware import AsyncIO, Retries
 from reactorflow import config
 from reactorflow.errors import ConfigurationError
 from reactorflow.storage.redis_conn import cluster_url
+from reactorflow.storage.redis_keys import safe_url, scheme_problem
 from reactorflow.workers import jobs
 
 log = logging.getLogger("reactorflow.worker")
@@ -89,6 +90,11 @@ def current_broker() -> dramatiq.Broker:
         url = os.environ.get(config.REDIS_URL_ENV)
         if url:
             if _runtime.env_broker is None:
+                problem = scheme_problem(url)
+                if problem is not None:
+                    raise ConfigurationError(
+                        f"{config.REDIS_URL_ENV}: not a usable Redis URL "
+                        f"({safe_url(url)!r}): {problem}", option=config.REDIS_URL_ENV)
                 if cluster_url(url) is not None:
                     raise ConfigurationError(
                         f"{config.REDIS_URL_ENV} names a Redis Cluster, which Dramatiq's "
