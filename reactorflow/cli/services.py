@@ -8,7 +8,15 @@ import sys
 
 import click
 
-from reactorflow.cli.context import app_options, import_apps, modules, prepare, run_until_stopped
+from reactorflow import config
+from reactorflow.cli.context import (
+    app_options,
+    import_apps,
+    modules,
+    prepare,
+    run_async,
+    run_until_stopped,
+)
 from reactorflow.definition import registry
 from reactorflow.errors import ConfigurationError
 from reactorflow.runtime.sweeper import SweepReport, run_forever, sweep_once
@@ -68,6 +76,7 @@ def _banner(names: list[str], paths: tuple[str, ...]) -> None:
     import_apps(names)
     # Dramatiq only now: it reads its idle poll bound from the environment when imported
     from reactorflow.workers.broker import QUEUE, current_broker, is_embedded  # noqa: PLC0415
+    from reactorflow.workers.health import check_reachable, where  # noqa: PLC0415
 
     broker = current_broker()
     if is_embedded(broker):
@@ -75,19 +84,12 @@ def _banner(names: list[str], paths: tuple[str, ...]) -> None:
             "reactorflow worker needs a broker shared with the processes that enqueue: set "
             "REACTORFLOW_REDIS_URL or call rf.configure(broker=...) in one of your modules",
             option="broker")
+    check_reachable(broker)  # fail now, in one line, like every other command
+    storage = config.current_storage()
+    run_async(lambda: storage.load_head("reactorflow-worker-check"))  # reachable, too
     reactors = registry.names()
-    click.echo(f"reactorflow worker: broker {_describe(broker)}, queue {QUEUE!r}, "
+    click.echo(f"reactorflow worker: broker {where(broker)}, queue {QUEUE!r}, "
                f"{len(reactors)} reactor(s): {', '.join(reactors) or 'none'}", err=True)
-
-
-def _describe(broker: object) -> str:
-    client = getattr(broker, "client", None)
-    pool = getattr(client, "connection_pool", None)
-    kwargs = getattr(pool, "connection_kwargs", {}) if pool is not None else {}
-    if "host" in kwargs:
-        return f"{type(broker).__name__} at {kwargs['host']}:{kwargs.get('port', 6379)}" \
-               f"/{kwargs.get('db', 0)}"
-    return type(broker).__name__
 
 
 @click.command("sweep")

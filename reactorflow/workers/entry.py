@@ -15,6 +15,7 @@ import dramatiq
 from reactorflow import config
 from reactorflow.errors import ConfigurationError
 from reactorflow.workers.broker import actors_for, current_broker, is_embedded
+from reactorflow.workers.health import guard
 
 for _module in filter(None, os.environ.get(config.WORKER_MODULES_ENV, "").split(",")):
     importlib.import_module(_module)
@@ -27,4 +28,5 @@ if is_embedded(broker):
         option="broker",
     )
 actors_for(broker)
+guard(broker)  # a lost broker: backoff, one log line when lost and one when back
 dramatiq.set_broker(broker)
