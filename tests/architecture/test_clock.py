@@ -47,6 +47,9 @@ ALLOWED: dict[str, tuple[set[str], str]] = {
     "storage/redis_wire.py": ({"loop.time("},
                               "the wire connection's socket timeout: a network-I/O timeout in "
                               "real seconds, like redis-py's own"),
+    "workers/health.py": ({"time.monotonic("},
+                          "a worker process's backoff on a lost broker: network I/O in "
+                          "Dramatiq's consumer threads, in real seconds"),
     "web/events.py": ({"time.monotonic(", "anyio.sleep("},
                       "the HTTP event stream's keep-alive and polling are wall-clock matters"),
     "demo.py": ({"anyio.sleep("}, "the demo's steps simulate work (user code, not the engine)"),
