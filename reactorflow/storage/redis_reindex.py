@@ -24,7 +24,7 @@ from typing import Any
 
 from reactorflow.status import Status
 from reactorflow.storage.base import Liveness
-from reactorflow.storage.redis_conn import LoopClient, RedisConnector
+from reactorflow.storage.redis_conn import LoopClient, RedisConnector, own_errors
 from reactorflow.storage.redis_keys import RedisKeys
 
 LIVE = frozenset({Status.RUNNING.value, Status.ROLLING_BACK.value, Status.PAUSED.value})
@@ -100,7 +100,8 @@ class RedisReindex:
             for run_id in run_ids:
                 pipe.hmget(self._keys.run(run_id), _RECORD_FIELDS)
                 pipe.hget(self._keys.lock(run_id), "owner")
-            replies = await pipe.execute(raise_on_error=False)  # one bad record fails itself
+            # one bad record fails itself (a server not ready fails the call)
+            replies = own_errors(await pipe.execute(raise_on_error=False))
             found: list[Liveness] = []
             records: list[tuple[_Record, Any]] = []
             for i, run_id in enumerate(run_ids):
