@@ -114,8 +114,9 @@ class RedisKeys:
         return f"{self.ns}:idem:{reactor}:{digest}"
 
 
-URL_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
-"""The schemes a Redis URL may have (a TCP server, over TLS, a unix socket; a cluster)."""
+URL_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster", "unix+cluster")
+"""The schemes a Redis URL may have (a TCP server, over TLS, a unix socket; a cluster:
+`unix+cluster` passes here to be refused with its reason, a cluster is reached over TCP)."""
 
 
 def scheme_problem(url: str) -> str | None:
