@@ -34,6 +34,7 @@ from reactorflow.errors.gates import (
 from reactorflow.errors.inputs import (
     InputValidationError,
     PayloadValidationError,
+    UnknownInterrupt,
 )
 from reactorflow.errors.runs import (
     AlreadyResumed,
@@ -97,6 +98,7 @@ __all__ = [
     "StorageConnectionError",
     "StorageError",
     "StoragePoolExhausted",
+    "UnknownInterrupt",
     "WaitTimeout",
     "halt_text",
     "refusal_advice",

@@ -191,22 +191,30 @@ class InterruptNotPending(ReactorflowError):
 
 
 class InterruptExpired(ReactorflowError):
-    """The interrupt's timeout passed before a payload arrived; the run was rolled back.
+    """The interrupt's timeout passed before a payload arrived; the run was rolled back (or,
+    seen by a check that writes nothing, is due to be).
 
     Attributes:
         label: The interrupt's name, or its path inside composed children.
         timeout_at: The deadline that passed (seconds since the epoch).
+        rolled_back: The run was rolled back and failed (False: a check saw the deadline
+            pass; the next `continue_` or sweep rolls it back).
     """
 
-    def __init__(self, run_id: str, step: StepLabel, timeout_at: float) -> None:
+    def __init__(self, run_id: str, step: StepLabel, timeout_at: float, *,
+                 rolled_back: bool = True) -> None:
+        outcome = ("the run was rolled back and is failed" if rolled_back else
+                   "the run will be rolled back and failed (by the next continue or sweep); "
+                   "nothing was sent")
         super().__init__(
-            f"interrupt {step!r} of run {run_id!r} expired (deadline {timeout_at:.3f}); the run "
-            "was rolled back and is failed",
+            f"interrupt {step!r} of run {run_id!r} expired (deadline {timeout_at:.3f}); "
+            f"{outcome}",
             run_id=run_id,
             step=_key(step),
         )
         self.label = step
         self.timeout_at = timeout_at
+        self.rolled_back = rolled_back
 
 
 class WaitTimeout(ReactorflowError, TimeoutError):
