@@ -219,21 +219,30 @@ class InterruptExpired(ReactorflowError):
 
 class WaitTimeout(ReactorflowError, TimeoutError):
     """`wait` gave up before the run reached a terminal or paused status. `unclaimed`: the run
-    was handed to a worker and no worker has taken it since.
+    was handed to a worker and no worker has taken it since (or, with `map` set, it is parked
+    at that fanned-out map and no worker has taken any of its elements).
 
     Attributes:
         timeout: The seconds waited.
         status: The run's status when `wait` gave up.
-        unclaimed: The run was handed to a worker and no worker has taken it.
+        unclaimed: The run (or its map's elements) went to workers and no worker has taken it.
+        map: The fanned-out map whose elements no worker has taken, else `None`.
     """
 
     def __init__(self, run_id: str, timeout: float, status: str, *,
-                 unclaimed: bool = False) -> None:
-        if unclaimed:
+                 unclaimed: bool = False, map: str | None = None) -> None:
+        start = ("Start one that imports the reactor's module and shares this broker "
+                 "(reactorflow worker <module>), then wait again")
+        if unclaimed and map is not None:
+            message = (
+                f"run {run_id!r} is still {status} after waiting {timeout:g}s: it is parked at "
+                f"fanned-out map {map!r}, whose elements were handed to workers, and no worker "
+                f"has taken any of them. {start}"
+            )
+        elif unclaimed:
             message = (
                 f"run {run_id!r} is still {status} after waiting {timeout:g}s: it was handed to "
-                "a worker and no worker has taken it. Start one that imports the reactor's "
-                "module and shares this broker (reactorflow worker <module>), then wait again"
+                f"a worker and no worker has taken it. {start}"
             )
         else:
             message = (f"run {run_id!r} is still {status} after waiting {timeout:g}s; wait "
@@ -242,6 +251,7 @@ class WaitTimeout(ReactorflowError, TimeoutError):
         self.timeout = timeout
         self.status = status
         self.unclaimed = unclaimed
+        self.map = map
 
 
 class StepTimeout(ReactorflowError, TimeoutError):

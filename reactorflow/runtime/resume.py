@@ -270,7 +270,8 @@ def accepted(run: Run, claimed: set[str]) -> Run:
     if len(still) == len(run.waiting_on):
         return run  # the holder applied them already
     status = Status.RUNNING if run.status is Status.PAUSED else run.status
-    return msgspec.structs.replace(run, status=status, waiting_on=still)
+    timeout_at = run.timeout_at if still else None  # (no deadline left to wait for)
+    return msgspec.structs.replace(run, status=status, waiting_on=still, timeout_at=timeout_at)
 
 
 async def _hand_to_worker(reactor: Reactor, storage: Storage, ex: Execution, key: str) -> None:
