@@ -111,11 +111,13 @@ def _steering(name: str, summary: str) -> click.Command:
     @json_option
     @app_options
     def command(run_id: str, as_json: bool, apps: tuple[str, ...], redis_url: str | None,
-                namespace: str | None) -> None:
+                namespace: str | None, reason: str = "") -> None:
         prepare(apps, redis_url, namespace)
 
         async def go() -> Any:
             reactor = await declared_reactor(run_id)
+            if name == "cancel":
+                return await reactor.cancel(run_id, reason=reason)
             operation = getattr(reactor, name)
             return await operation(run_id)
 
@@ -128,7 +130,9 @@ def _steering(name: str, summary: str) -> click.Command:
 
 
 undo_command = _steering("undo", "Roll back every completed step of a run (it ends cancelled).")
-cancel_command = _steering("cancel", "Stop a running or paused run without rollback.")
+cancel_command = click.option(
+    "--reason", default="", metavar="TEXT",
+    help="Why: stored with the run (its cancel_reason).")(_steering(
+        "cancel", "Stop a running or paused run without rollback."))
 retry_command = _steering(
     "retry", "Start a new run with the inputs of a failed, cancelled or aborted run.")
-

@@ -17,7 +17,7 @@ from reactorflow import config, records
 from reactorflow.records import ErrorRecord, Event, RollbackFailure, RunError, RunMeta, RunState
 from reactorflow.status import HandlerKind, Status, StepStatus
 from tests.browser.conftest import CHROMIUM, SKIP_REASON, TOKEN, Dashboard
-from tests.operate.flows import XSS, approval, orders, payments
+from tests.operate.flows import XSS, approval, orders, payments, signoffs
 
 if CHROMIUM is None:
     pytest.skip(SKIP_REASON, allow_module_level=True)
@@ -247,3 +247,7 @@ async def test_screenshots_for_the_docs(dashboard: Dashboard) -> None:
     await _open_run(dashboard, failed.id)
     await _status(dashboard, "failed")
     await page.screenshot(path=str(DOCS_IMG / "dashboard-run-failed.png"), full_page=True)
+    signoff = await signoffs.run()
+    await _open_run(dashboard, signoff.id)
+    await page.locator("form[data-interrupt='sign']").screenshot(
+        path=str(DOCS_IMG / "dashboard-interrupt-form.png"))  # untouched: nothing chosen

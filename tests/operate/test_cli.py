@@ -126,6 +126,14 @@ async def test_continue_check_sends_nothing_and_counts_no_attempt(shared: Shared
     assert json.loads(sent.out)["value"] == "approved by ann"
 
 
+async def test_cancel_stores_the_reason_given(shared: Shared) -> None:
+    paused = await orders.run(item="tea")
+    cancelled = cli(shared, "cancel", paused.id, "--reason", "ordered twice", "--json", *APP)
+    assert cancelled.code == 0, cancelled.err
+    assert json.loads(cancelled.out)["cancel_reason"] == "ordered twice"
+    assert (await orders.get(paused.id)).cancel_reason == "ordered twice"
+
+
 @pytest.mark.parametrize(("args", "code", "message"), [
     (("runs", "show", "nope"), 1, "error: no run 'nope'"),
     (("cancel", "nope", *APP), 1, "error: no run 'nope'"),
