@@ -44,6 +44,7 @@ from reactorflow.errors import (
     StorageNotReady,
     StoragePoolExhausted,
     StorageReplyError,
+    UnknownInterrupt,
     WaitTimeout,
 )
 from reactorflow.mapresults import MapResults
@@ -54,6 +55,7 @@ from reactorflow.retry import Retry
 from reactorflow.runtime import queue as _queue
 from reactorflow.runtime.gates.operate import ordered_peek, ordered_reset, ordered_skip
 from reactorflow.runtime.lookup import get_run, list_runs
+from reactorflow.runtime.payloads import validate_payload
 from reactorflow.runtime.scheduler import schedule_once
 from reactorflow.runtime.service import RUNTIME as _RUNTIME
 from reactorflow.runtime.sweeper import SweepReport, sweep_once
@@ -141,6 +143,7 @@ __all__ = [
     "StoragePoolExhausted",
     "StorageReplyError",
     "SweepReport",
+    "UnknownInterrupt",
     "WaitTimeout",
     "__version__",
     "configure",
@@ -151,4 +154,5 @@ __all__ = [
     "ordered_skip",
     "schedule_once",
     "sweep_once",
+    "validate_payload",
 ]

@@ -86,7 +86,7 @@ class Run(msgspec.Struct, frozen=True):
         history: The run's `rf.Event`s, oldest first.
         created_at: When the run was created (Unix time).
         updated_at: When it was last written (Unix time).
-        timeout_at: The earliest interrupt deadline of a paused run, else `None`.
+        timeout_at: The earliest deadline of the interrupts the run still waits on, else `None`.
         halt_reason: Why a step halted the run (`rf.Halt`), else `None`.
         cancel_reason: The `reason` given to `cancel`, else `None`.
         inputs: The run's inputs, decoded into the inputs type.

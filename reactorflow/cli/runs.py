@@ -9,8 +9,9 @@ import click
 import msgspec
 
 from reactorflow.cli.context import app_options, prepare, run_async
-from reactorflow.cli.output import show_page, show_run
+from reactorflow.cli.output import emit_json, show_page, show_run
 from reactorflow.runtime.lookup import declared_reactor, get_run, list_runs
+from reactorflow.runtime.resume import check_continue
 
 STATUSES = ("running", "paused", "completed", "failed", "rolling_back", "cancelled", "aborted",
             "halted")  # rf.Status values (kept import-free so --help stays fast)
@@ -71,21 +72,37 @@ def _payload(text: str) -> Any:
 @click.argument("step", metavar="STEP")
 @click.option("--payload", required=True, metavar="JSON|@FILE",
               help="The payload as JSON, or @path of a JSON file.")
+@click.option("--check", is_flag=True,
+              help="Only check the run and the payload: send nothing, count no attempt.")
 @json_option
 @app_options
-def continue_command(run_id: str, step: str, payload: str, as_json: bool,
+def continue_command(run_id: str, step: str, payload: str, check: bool, as_json: bool,
                      apps: tuple[str, ...], redis_url: str | None,
-                 namespace: str | None) -> None:
-    """Deliver PAYLOAD to interrupt STEP of a paused run (a nested one as a/b)."""
+                     namespace: str | None) -> None:
+    """Deliver PAYLOAD to interrupt STEP of a paused run (a nested one as a/b).
+
+    An invalid payload counts one of the interrupt's attempts (max_attempts); with --check
+    nothing is sent or counted.
+    """
     value = _payload(payload)
     prepare(apps, redis_url, namespace)
     label: str | tuple[str, ...] = tuple(step.split("/")) if "/" in step else step
 
     async def go() -> Any:
         reactor = await declared_reactor(run_id)
+        if check:
+            return await check_continue(reactor, run_id, step=label, payload=value)
         return await reactor.continue_(run_id, step=label, payload=value)
 
-    show_run(run_async(go), as_json)
+    result = run_async(go)
+    if not check:
+        show_run(result, as_json)
+    elif as_json:
+        emit_json({"ok": True, "run_id": run_id, "step": label,
+                   "payload": msgspec.to_builtins(result)})
+    else:
+        click.echo(f"ok: run {run_id} waits on {step} and accepts this payload (nothing was "
+                   "sent; no attempt was counted)")
 
 
 def _steering(name: str, summary: str) -> click.Command:
@@ -94,11 +111,13 @@ def _steering(name: str, summary: str) -> click.Command:
     @json_option
     @app_options
     def command(run_id: str, as_json: bool, apps: tuple[str, ...], redis_url: str | None,
-                namespace: str | None) -> None:
+                namespace: str | None, reason: str = "") -> None:
         prepare(apps, redis_url, namespace)
 
         async def go() -> Any:
             reactor = await declared_reactor(run_id)
+            if name == "cancel":
+                return await reactor.cancel(run_id, reason=reason)
             operation = getattr(reactor, name)
             return await operation(run_id)
 
@@ -111,7 +130,9 @@ def _steering(name: str, summary: str) -> click.Command:
 
 
 undo_command = _steering("undo", "Roll back every completed step of a run (it ends cancelled).")
-cancel_command = _steering("cancel", "Stop a running or paused run without rollback.")
+cancel_command = click.option(
+    "--reason", default="", metavar="TEXT",
+    help="Why: stored with the run (its cancel_reason).")(_steering(
+        "cancel", "Stop a running or paused run without rollback."))
 retry_command = _steering(
     "retry", "Start a new run with the inputs of a failed, cancelled or aborted run.")
-

@@ -12,14 +12,22 @@ into a composed child that `run.steps` and the history use (`"ship.book_courier"
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from reactorflow.definition import registry
-from reactorflow.definition.params import ensure_async, wire_signature
+from reactorflow.definition.params import (
+    Source,
+    ensure_async,
+    split_annotated,
+    type_hints,
+    wire_signature,
+)
 from reactorflow.definition.specs import StepKind, StepSpec
 from reactorflow.errors import DefinitionError
+from reactorflow.markers import StepContext
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -93,6 +101,7 @@ def check_body(reactor: Reactor, step: str, fn: Callable[..., Any]) -> None:
     spec = declared(reactor, step)
     where = f"the replacement of {spec.kind.value} {step!r} of reactor {reactor.name!r}"
     ensure_async(fn, where=where, reactor=reactor.name)
+    _check_context(spec, fn, where, reactor.name)
     names = list(reactor.steps)
     signature = wire_signature(fn, reactor=reactor.name, step=step,
                                inputs=reactor.input_names, steps=names[:names.index(step)],
@@ -111,6 +120,28 @@ def check_body(reactor: Reactor, step: str, fn: Callable[..., Any]) -> None:
             f"{where}: it returns {signature.return_type!r} but the step is declared to return "
             f"{spec.return_type!r}; return the same type (or leave the return unannotated)",
             reactor=reactor.name, step=step)
+
+
+def _check_context(spec: StepSpec, fn: Callable[..., Any], where: str, reactor: str) -> None:
+    """A parameter that receives the step context in the step must be annotated
+    `rf.StepContext` in the replacement too (it is wired by that annotation, not by name).
+
+    Raises:
+        DefinitionError: naming the parameter and the annotation it needs.
+    """
+    hints = type_hints(fn, where=where, reactor=reactor)
+    offered = inspect.signature(fn).parameters
+    for param in spec.params:
+        if param.source is not Source.CONTEXT or param.name not in offered:
+            continue
+        annotation = hints.get(param.name)
+        if split_annotated(annotation)[0] is not StepContext:
+            shown = "no annotation" if annotation is None else f"the annotation {annotation!r}"
+            raise DefinitionError(
+                f"{where}: parameter {param.name!r} receives the step context in the step, but "
+                f"the replacement gives it {shown}; annotate it `{param.name}: rf.StepContext` "
+                "(the context is wired by that annotation, not by the name)",
+                reactor=reactor, step=spec.name)
 
 
 def swap_body(reactor: Reactor, step: str, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -19,6 +19,7 @@ from reactorflow.definition.params import (
     wire_subset,
 )
 from reactorflow.definition.specs import UNIT_KINDS, StepKind, StepSpec
+from reactorflow.definition.typematch import check_param_types
 from reactorflow.errors import DefinitionError
 from reactorflow.retry import Retry
 
@@ -57,6 +58,8 @@ def record_step(reactor: Reactor, fn: Any, kind: StepKind, *, name: str | None,
     if mapping is not None:
         map_options = maps.map_options(reactor, mapping, params, signature.return_type, where,
                                        step_name)
+    check_param_types(reactor, params, where, step_name,
+                      over=map_options.over if map_options is not None else None)
     after_names = check_after(reactor, after, where, step_name)
     data_deps = [p.ref for p in params if p.source is Source.RESULT]
     if map_options is not None and map_options.over_is_step:

@@ -101,7 +101,8 @@ def ensure_async(fn: object, *, where: str, reactor: str) -> None:
         )
 
 
-def _split_annotated(annotation: Any) -> tuple[Any, list[Any]]:
+def split_annotated(annotation: Any) -> tuple[Any, list[Any]]:
+    """`Annotated[T, *extras]` as (T, extras); any other annotation as (it, [])."""
     if typing.get_origin(annotation) is typing.Annotated:
         base, *extras = typing.get_args(annotation)
         return base, extras
@@ -139,11 +140,14 @@ def wire_signature(
     """
     where = f"step {step!r} of reactor {reactor!r}"
     hints = type_hints(fn, where=where, reactor=reactor)
+    declared = list(inspect.signature(fn).parameters.values())
+    if payload and not any(p.name == "payload" for p in declared):
+        _no_payload(declared, hints, where, reactor, step, inputs, steps)
     params: list[Param] = []
-    for index, p in enumerate(inspect.signature(fn).parameters.values()):
+    for index, p in enumerate(declared):
         _check_plain_parameter(p, where, reactor)
         annotation = hints.get(p.name, Any)
-        base, extras = _split_annotated(annotation)
+        base, extras = split_annotated(annotation)
         if element and index == 0:
             params.append(Param(p.name, Source.ELEMENT, "", (), MISSING, base))
             continue
@@ -181,14 +185,33 @@ def wire_signature(
                 )
             param = replace(param, outcome=True)
         params.append(param)
-    if payload and not any(p.source is Source.PAYLOAD for p in params):
-        raise DefinitionError(
-            f"{where}: an interrupt needs a `payload` parameter whose annotation is the payload "
-            "schema",
-            reactor=reactor,
-            step=step,
-        )
     return Signature(tuple(params), hints.get("return", Any))
+
+
+def _no_payload(declared: Sequence[inspect.Parameter], hints: dict[str, Any], where: str,
+                reactor: str, step: str, inputs: Sequence[str], steps: Sequence[str]) -> None:
+    """Refuse an interrupt function without a `payload` parameter, before its other parameters
+    are wired (one of them is most likely the payload under another name: say so).
+
+    Raises:
+        DefinitionError: always.
+    """
+    def unwired(p: inspect.Parameter) -> bool:
+        base, extras = split_annotated(hints.get(p.name, Any))
+        return (p.name not in inputs and p.name not in steps and base is not StepContext
+                and not any(isinstance(m, Input | Result) for m in extras)
+                and p.default is inspect.Parameter.empty)
+
+    candidates = [p.name for p in declared if unwired(p)]
+    hint = (f" Its parameter {candidates[0]!r} matches no input and no earlier step: if it is "
+            "meant to receive the payload, rename it `payload`." if candidates else "")
+    listed = ", ".join(p.name for p in declared) or "none"
+    raise DefinitionError(
+        f"{where}: an interrupt needs a `payload` parameter whose annotation is the payload "
+        f"schema (for example `payload: Approval`); its parameters are: {listed}.{hint}",
+        reactor=reactor,
+        step=step,
+    )
 
 
 def _available(inputs: Sequence[str], steps: Sequence[str]) -> str:
@@ -299,7 +322,7 @@ def wire_handler(
     context_name: str | None = None
     for p in sig[1:]:
         _check_plain_parameter(p, where, reactor)
-        base, _ = _split_annotated(hints.get(p.name, Any))
+        base, _ = split_annotated(hints.get(p.name, Any))
         if base is StepContext:
             context_name = p.name
         elif p.name in own:

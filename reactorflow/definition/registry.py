@@ -1,8 +1,9 @@
 """Reactors alive in this process, by name (workers resolve a run's reactor here).
 
-A name is declared in one place. Declaring it again from the same place — the same module and
-the same qualified name of the declaring code, as when a notebook cell or a reloaded module runs
-again — replaces the earlier reactor; declaring it from anywhere else is a clash.
+A name is declared in one place. Declaring it again from the same place — the same line of the
+same code (module and qualified name), as when a notebook cell or a reloaded module runs again —
+replaces the earlier reactor; declaring it from anywhere else (another line of that code too,
+such as two declarations at a module's top level or in two lambdas) is a clash.
 """
 
 from __future__ import annotations
@@ -26,13 +27,18 @@ _PACKAGE = __name__.rpartition(".")[0] + "."  # reactorflow.definition.
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """Where a reactor was declared: its module and the qualified name of the declaring code
-    (its identity), plus the file and line (to show)."""
+    """Where a reactor was declared: its module, the qualified name of the declaring code and
+    the line (its identity: `place`), plus the file (to show; a notebook cell edited and run
+    again has another file name, yet it is the same place)."""
 
     module: str
     qualname: str
     file: str
     line: int
+
+    @property
+    def place(self) -> tuple[str, str, int]:
+        return self.module, self.qualname, self.line
 
     def __str__(self) -> str:
         scope = "" if self.qualname == "<module>" else f", in {self.qualname}"
@@ -59,7 +65,7 @@ def register(reactor: Reactor) -> None:
         existing = _reactors.get(reactor.name)
         if existing is not None and existing is not reactor:
             old, new = existing.origin, reactor.origin
-            if (old.module, old.qualname) != (new.module, new.qualname):
+            if old.place != new.place:
                 raise DefinitionError(
                     f"a reactor named {reactor.name!r} is declared in two places: {old} and "
                     f"{new}. A reactor's name is its durable identity, so give each reactor "

@@ -34,6 +34,7 @@ from reactorflow.errors.gates import (
 from reactorflow.errors.inputs import (
     InputValidationError,
     PayloadValidationError,
+    UnknownInterrupt,
 )
 from reactorflow.errors.runs import (
     AlreadyResumed,
@@ -101,6 +102,7 @@ __all__ = [
     "StorageNotReady",
     "StoragePoolExhausted",
     "StorageReplyError",
+    "UnknownInterrupt",
     "WaitTimeout",
     "halt_text",
     "refusal_advice",

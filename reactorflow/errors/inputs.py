@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from reactorflow.errors.core import ReactorflowError, StepLabel, _key
 
 
@@ -32,21 +34,25 @@ class InputValidationError(ReactorflowError):
 
 
 class PayloadValidationError(ReactorflowError):
-    """An interrupt payload failed validation; the attempt was counted.
+    """An interrupt payload failed validation. From `continue_` the attempt was counted; from a
+    check (`rf.validate_payload`, `reactorflow continue --check`, the dashboard's form) nothing
+    was sent and nothing was counted (`counted` is False).
 
     Attributes:
         label: The interrupt's name, or its path inside composed children (`step` is the
             path joined with `.`).
         field: The payload field at fault.
         reason: Why it was refused.
-        attempts: The attempts counted so far, this one included.
+        attempts: The attempts counted so far, this one included (0 for a check).
         max_attempts: The interrupt's `max_attempts` (`None`: no limit).
         exhausted: This was the last attempt: the run was rolled back and is failed.
+        counted: The refusal counted an attempt (False for a check).
+        reactor: The interrupt's reactor, when no run was named (`rf.validate_payload`).
     """
 
     def __init__(
         self,
-        run_id: str,
+        run_id: str | None,
         step: StepLabel,
         field: str,
         reason: str,
@@ -54,8 +60,13 @@ class PayloadValidationError(ReactorflowError):
         attempts: int,
         max_attempts: int | None,
         exhausted: bool,
+        counted: bool = True,
+        reactor: str | None = None,
     ) -> None:
-        if exhausted:
+        if not counted:
+            limit = "" if max_attempts is None else f" (of the {max_attempts} it allows)"
+            tail = f"checked only: nothing was sent and no attempt{limit} was counted"
+        elif exhausted:
             tail = (
                 f"this was attempt {attempts} of {max_attempts}, the last one: the run was rolled "
                 "back and is now failed"
@@ -67,8 +78,9 @@ class PayloadValidationError(ReactorflowError):
             )
         else:
             tail = f"attempt {attempts}; the run is still paused, send a corrected payload"
+        of = f"run {run_id!r}" if run_id is not None else f"reactor {reactor!r}"
         super().__init__(
-            f"invalid payload for interrupt {step!r} of run {run_id!r}: {field}: {reason} ({tail})",
+            f"invalid payload for interrupt {step!r} of {of}: {field}: {reason} ({tail})",
             run_id=run_id,
             step=_key(step),
         )
@@ -78,3 +90,26 @@ class PayloadValidationError(ReactorflowError):
         self.attempts = attempts
         self.max_attempts = max_attempts
         self.exhausted = exhausted
+        self.counted = counted
+        self.reactor = reactor
+
+
+class UnknownInterrupt(ReactorflowError):
+    """`rf.validate_payload` named a step that is not an interrupt of the reactor.
+
+    Attributes:
+        reactor: The reactor.
+        label: The step that was named (a name, or a path).
+        interrupts: The reactor's interrupts (names, or paths inside composed children).
+    """
+
+    def __init__(self, reactor: str, step: StepLabel, interrupts: Sequence[StepLabel]) -> None:
+        listed = ", ".join(repr(i) for i in interrupts) if interrupts else "none"
+        super().__init__(
+            f"reactor {reactor!r} has no interrupt {step!r}; its interrupts: {listed}. Name one "
+            "of those (a nested one as a path such as ('fulfil', 'approve')).",
+            step=_key(step),
+        )
+        self.reactor = reactor
+        self.label = step
+        self.interrupts = list(interrupts)

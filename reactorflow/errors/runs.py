@@ -191,41 +191,58 @@ class InterruptNotPending(ReactorflowError):
 
 
 class InterruptExpired(ReactorflowError):
-    """The interrupt's timeout passed before a payload arrived; the run was rolled back.
+    """The interrupt's timeout passed before a payload arrived; the run was rolled back (or,
+    seen by a check that writes nothing, is due to be).
 
     Attributes:
         label: The interrupt's name, or its path inside composed children.
         timeout_at: The deadline that passed (seconds since the epoch).
+        rolled_back: The run was rolled back and failed (False: a check saw the deadline
+            pass; the next `continue_` or sweep rolls it back).
     """
 
-    def __init__(self, run_id: str, step: StepLabel, timeout_at: float) -> None:
+    def __init__(self, run_id: str, step: StepLabel, timeout_at: float, *,
+                 rolled_back: bool = True) -> None:
+        outcome = ("the run was rolled back and is failed" if rolled_back else
+                   "the run will be rolled back and failed (by the next continue or sweep); "
+                   "nothing was sent")
         super().__init__(
-            f"interrupt {step!r} of run {run_id!r} expired (deadline {timeout_at:.3f}); the run "
-            "was rolled back and is failed",
+            f"interrupt {step!r} of run {run_id!r} expired (deadline {timeout_at:.3f}); "
+            f"{outcome}",
             run_id=run_id,
             step=_key(step),
         )
         self.label = step
         self.timeout_at = timeout_at
+        self.rolled_back = rolled_back
 
 
 class WaitTimeout(ReactorflowError, TimeoutError):
     """`wait` gave up before the run reached a terminal or paused status. `unclaimed`: the run
-    was handed to a worker and no worker has taken it since.
+    was handed to a worker and no worker has taken it since (or, with `map` set, it is parked
+    at that fanned-out map and no worker has taken any of its elements).
 
     Attributes:
         timeout: The seconds waited.
         status: The run's status when `wait` gave up.
-        unclaimed: The run was handed to a worker and no worker has taken it.
+        unclaimed: The run (or its map's elements) went to workers and no worker has taken it.
+        map: The fanned-out map whose elements no worker has taken, else `None`.
     """
 
     def __init__(self, run_id: str, timeout: float, status: str, *,
-                 unclaimed: bool = False) -> None:
-        if unclaimed:
+                 unclaimed: bool = False, map: str | None = None) -> None:
+        start = ("Start one that imports the reactor's module and shares this broker "
+                 "(reactorflow worker <module>), then wait again")
+        if unclaimed and map is not None:
+            message = (
+                f"run {run_id!r} is still {status} after waiting {timeout:g}s: it is parked at "
+                f"fanned-out map {map!r}, whose elements were handed to workers, and no worker "
+                f"has taken any of them. {start}"
+            )
+        elif unclaimed:
             message = (
                 f"run {run_id!r} is still {status} after waiting {timeout:g}s: it was handed to "
-                "a worker and no worker has taken it. Start one that imports the reactor's "
-                "module and shares this broker (reactorflow worker <module>), then wait again"
+                f"a worker and no worker has taken it. {start}"
             )
         else:
             message = (f"run {run_id!r} is still {status} after waiting {timeout:g}s; wait "
@@ -234,6 +251,7 @@ class WaitTimeout(ReactorflowError, TimeoutError):
         self.timeout = timeout
         self.status = status
         self.unclaimed = unclaimed
+        self.map = map
 
 
 class StepTimeout(ReactorflowError, TimeoutError):

@@ -34,12 +34,18 @@ from reactorflow.runtime.gates import runs as run_gates
 from reactorflow.runtime.gates.parked import release_stopped
 from reactorflow.runtime.gates.scope import Entry, GateHolds
 from reactorflow.runtime.inputs import validate_inputs
-from reactorflow.runtime.maps.fanout import parks_on_map
+from reactorflow.runtime.maps.fanout import parks_on_map, untaken_map
 from reactorflow.runtime.maps.reading import with_map_value
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.parking import after_park, due, is_parked
 from reactorflow.runtime.units import report_child_end
-from reactorflow.runtime.views import assemble, build_run, decode_history, run_status
+from reactorflow.runtime.views import (
+    assemble,
+    build_run,
+    decode_history,
+    read_head,
+    run_status,
+)
 from reactorflow.snapshot import Run, RunPage
 from reactorflow.status import TERMINAL, ControlKind, RollbackTrigger, Status
 from reactorflow.storage.base import RunHead, Storage, StoredRun
@@ -372,8 +378,10 @@ async def wait(reactor: Reactor, run_id: str, *, timeout: float | None = None) -
             remaining = deadline - clock.monotonic()
             if remaining <= 0:
                 assert timeout is not None
-                raise WaitTimeout(run_id, timeout, run.status,
-                                  unclaimed=await unclaimed(storage, run))
+                untaken = await untaken_elements(reactor, storage, run)
+                raise WaitTimeout(run_id, timeout, run.status, map=untaken,
+                                  unclaimed=untaken is not None or await unclaimed(storage,
+                                                                                    run))
             await clock.wait_signal(subscription.wait, min(remaining, interval),
                                     why=f"run {run_id} to settle")
 
@@ -390,6 +398,19 @@ async def unclaimed(storage: Storage, run: Run) -> bool:
     if run.history[-1].kind not in HANDED_OVER:
         return False
     return await storage.lock_owner(run.id) is None
+
+
+async def untaken_elements(reactor: Reactor, storage: Storage, run: Run) -> str | None:
+    """The fanned-out map a running run without an owner is parked at, when no worker has
+    taken any of its elements (see `fanout.untaken_map`); else None."""
+    if run.status is not Status.RUNNING or await storage.lock_owner(run.id) is not None:
+        return None
+    head = await storage.load_head(run.id)
+    plan = lookup.plan_or_none(reactor)
+    if head is None or plan is None:
+        return None
+    _, _, state = read_head(head)
+    return await untaken_map(storage, run.id, plan, state.parked_on)
 
 
 async def list_runs(reactor: Reactor, *, status: str | None, limit: int,

@@ -28,13 +28,12 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 
 from reactorflow import clock, config, records
 from reactorflow.definition.graph import (
-    SEP,
     Node,
     Plan,
     compare_fingerprints,
@@ -58,6 +57,7 @@ from reactorflow.runtime.execution import Execution, event
 from reactorflow.runtime.gates.levels import has_gates
 from reactorflow.runtime.inputs import Rejected, conform
 from reactorflow.runtime.ownership import acquire, keep_alive, new_owner
+from reactorflow.runtime.payloads import checked_payload, interrupt_node, step_key
 from reactorflow.runtime.views import read_head
 from reactorflow.snapshot import Run
 from reactorflow.status import ControlKind, RollbackTrigger, Status
@@ -74,13 +74,6 @@ if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
 
 log = logging.getLogger("reactorflow.resume")
-
-
-def step_key(step: str | Sequence[str]) -> str:
-    """A bare name means a root step; a sequence (tuple, or a list from JSON) is a path."""
-    if isinstance(step, str):
-        return step
-    return SEP.join(str(part) for part in step)
 
 
 def counter_name(key: str) -> str:
@@ -122,16 +115,37 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     return await _claimed(reactor, plan, storage, run_id, key, owner, outcome, stored)
 
 
+async def check_continue(reactor: Reactor, run_id: str, *, step: str | Sequence[str],
+                         payload: Any) -> Any:
+    """Check what `continue_run` would, and write nothing: the run is a run of `reactor`,
+    paused or running, of the same graph, waiting on interrupt `step` before its deadline, and
+    the payload conforms to its schema. A refused payload counts no attempt.
+
+    Returns:
+        The payload converted to the interrupt's schema.
+
+    Raises:
+        RunNotFound, NotPaused, AlreadyResumed, DefinitionChanged, InterruptNotPending,
+        InterruptExpired (`rolled_back` False): as `continue_` would, without failing the run.
+        PayloadValidationError: the payload does not conform (`counted` False).
+    """
+    storage = config.current_storage()
+    plan = plan_for(reactor)
+    key = step_key(step)
+    head = operations.own_head(reactor, run_id, await storage.load_head(run_id))
+    node, _ = await _checked(reactor, storage, plan, run_id, key, head, expire=False)
+    return checked_payload(node, payload, run_id=run_id, reactor=reactor.name)
+
+
 async def _checked(reactor: Reactor, storage: Storage, plan: Plan, run_id: str, key: str,
-                   head: RunHead) -> tuple[Node, RunState]:
+                   head: RunHead, *, expire: bool = True) -> tuple[Node, RunState]:
     """The checks before anything is claimed, on the run as `head` shows it: the interrupt's
     node and the run's state when they pass; else the refusal (`NotPaused`, `AlreadyResumed`,
-    `DefinitionChanged`, `InterruptNotPending`, `InterruptExpired` after failing the run)."""
+    `DefinitionChanged`, `InterruptNotPending`, `InterruptExpired`, after failing the run unless
+    `expire` is False: a check writes nothing)."""
     status, meta, state = read_head(head)
     if status not in (Status.PAUSED, Status.RUNNING):
-        if key in await storage.claims(run_id):
-            raise AlreadyResumed(run_id, waiting_label(key))
-        raise NotPaused(run_id, status)
+        await _refuse_ended(storage, run_id, key, status, state)
     differences = compare_fingerprints(meta.fingerprint, plan.fingerprint)
     if differences:  # before anything is claimed or counted
         raise DefinitionChanged(run_id, reactor.name, differences)
@@ -143,11 +157,31 @@ async def _checked(reactor: Reactor, storage: Storage, plan: Plan, run_id: str, 
                                   [waiting_label(k) for k in state.waiting_on])
     deadline = state.deadlines.get(key)
     if deadline is not None and clock.now() >= deadline:
-        error = RunError(key, "InterruptExpired",
-                         f"no payload for interrupt {waiting_label(key)!r} before its deadline")
-        await fail_run(reactor, storage, run_id, error)
-        raise InterruptExpired(run_id, waiting_label(key), deadline)
+        if expire:
+            error = RunError(key, "InterruptExpired",
+                             f"no payload for interrupt {waiting_label(key)!r} before its "
+                             "deadline")
+            await fail_run(reactor, storage, run_id, error)
+        raise InterruptExpired(run_id, waiting_label(key), deadline, rolled_back=expire)
     return node, state
+
+
+async def _refuse_ended(storage: Storage, run_id: str, key: str, status: str,
+                        state: RunState) -> NoReturn:
+    """The refusal of a payload for a run no longer paused or running: `AlreadyResumed` when
+    that interrupt has a claim; `InterruptExpired` when the run was failed because that
+    interrupt expired (by a sweep, the test kit's clock, or an earlier `continue_`), also while
+    that rollback is under way; else `NotPaused`."""
+    if key in await storage.claims(run_id):
+        raise AlreadyResumed(run_id, waiting_label(key))
+    error = state.error
+    if error is not None and error.type == "InterruptExpired" and error.step == key:
+        stored = await storage.load_run(run_id)
+        raw = stored.steps.get(key) if stored is not None else None
+        deadline = records.decode_step(raw).deadline if raw is not None else None
+        raise InterruptExpired(run_id, waiting_label(key),
+                               deadline if deadline is not None else state.updated_at)
+    raise NotPaused(run_id, status)
 
 
 async def _claimed(reactor: Reactor, plan: Plan, storage: Storage, run_id: str, key: str,
@@ -159,7 +193,10 @@ async def _claimed(reactor: Reactor, plan: Plan, storage: Storage, run_id: str, 
         raise AlreadyResumed(run_id, waiting_label(key))
     if outcome is ClaimResult.NOT_RESUMABLE:
         current = await storage.load_head(run_id)
-        raise NotPaused(run_id, current.status if current is not None else "gone")
+        if current is None:
+            raise NotPaused(run_id, "gone")
+        status, _, state = read_head(current)
+        await _refuse_ended(storage, run_id, key, status, state)
     log.info("reactorflow.resume.accepted run_id=%s step=%s", run_id, key)
     options = plan.nodes[key].spec.interrupt
     assert options is not None
@@ -183,8 +220,8 @@ async def _claimed(reactor: Reactor, plan: Plan, storage: Storage, run_id: str, 
 def _conformed(plan: Plan, key: str, payload: Any) -> bytes | None:
     """The payload encoded, when `key` is an interrupt and the payload conforms to its schema;
     else None (nothing is counted here: the checks come first, see `_validated`)."""
-    node = plan.nodes.get(key)
-    if node is None or node.spec.interrupt is None or node.kind is not StepKind.INTERRUPT:
+    node = interrupt_node(plan, key)
+    if node is None or node.spec.interrupt is None:
         return None
     try:
         return records.encode(conform(payload, node.spec.interrupt.payload_type))
@@ -233,7 +270,8 @@ def accepted(run: Run, claimed: set[str]) -> Run:
     if len(still) == len(run.waiting_on):
         return run  # the holder applied them already
     status = Status.RUNNING if run.status is Status.PAUSED else run.status
-    return msgspec.structs.replace(run, status=status, waiting_on=still)
+    timeout_at = run.timeout_at if still else None  # (no deadline left to wait for)
+    return msgspec.structs.replace(run, status=status, waiting_on=still, timeout_at=timeout_at)
 
 
 async def _hand_to_worker(reactor: Reactor, storage: Storage, ex: Execution, key: str) -> None:

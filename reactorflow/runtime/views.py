@@ -212,17 +212,25 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
         except msgspec.DecodeError:
             inputs = msgspec.msgpack.decode(meta.inputs)
         inputs = masked(inputs, redactions.inputs)
+    waiting = state.waiting_on if status in (Status.PAUSED, Status.RUNNING) else []
     return Run(
         id=run_id, reactor=reactor, status=status, value=value, error=state.error,
-        waiting_on=[waiting_label(k) for k in state.waiting_on] if status in (
-            Status.PAUSED, Status.RUNNING) else [],
+        waiting_on=[waiting_label(k) for k in waiting],
         steps=states, history=sorted(events, key=_when),
         created_at=meta.created_at if meta is not None else created_at,
         updated_at=state.updated_at,
-        timeout_at=state.timeout_at, halt_reason=state.halt_reason,
+        timeout_at=earliest_deadline(state, waiting), halt_reason=state.halt_reason,
         cancel_reason=state.cancel_reason, inputs=inputs,
         retried_from=meta.retried_from if meta is not None else None,
     )
+
+
+def earliest_deadline(state: RunState, waiting: Iterable[str]) -> float | None:
+    """The earliest deadline of the interrupts the run still waits on (`waiting`): one already
+    answered, or a run no longer waiting, shows none (the stored `timeout_at` is written when a
+    run pauses, and a resumed run keeps it until it pauses or ends)."""
+    deadlines = [d for k in waiting if (d := state.deadlines.get(k)) is not None]
+    return min(deadlines) if deadlines else None
 
 
 def build_summaries(heads: Iterable[RunHead]) -> list[RunSummary]:

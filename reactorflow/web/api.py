@@ -14,7 +14,7 @@ from reactorflow.definition.reactor import Reactor
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import ReactorflowError
 from reactorflow.jsonforms import page_form, run_form
-from reactorflow.runtime import lookup, scheduler
+from reactorflow.runtime import lookup, resume, scheduler
 from reactorflow.web.responses import JSON, BadRequest
 
 
@@ -53,7 +53,8 @@ async def _body(request: Request) -> dict[str, Any]:
     return body
 
 
-async def continue_run(request: Request) -> JSON:
+async def _continue_request(request: Request) -> tuple[str, str | tuple[str, ...], Any]:
+    """The run id, the interrupt (a name, or a path) and the payload of a continue request."""
     run_id = request.path_params["run_id"]
     body = await _body(request)
     step = body.get("step")
@@ -65,8 +66,25 @@ async def continue_run(request: Request) -> JSON:
         raise BadRequest('give "step": an interrupt\'s name, or its path as a list of names')
     if "payload" not in body:
         raise BadRequest('give "payload": the value the interrupt waits for')
+    return run_id, label, body["payload"]
+
+
+async def continue_run(request: Request) -> JSON:
+    """Deliver the payload: an invalid one counts one of the interrupt's attempts."""
+    run_id, label, payload = await _continue_request(request)
     reactor = await lookup.declared_reactor(run_id)
-    return JSON(run_form(await reactor.continue_(run_id, step=label, payload=body["payload"])))
+    return JSON(run_form(await reactor.continue_(run_id, step=label, payload=payload)))
+
+
+async def check_continue(request: Request) -> JSON:
+    """What `continue` would refuse, refused the same way, with nothing written and no attempt
+    counted (the dashboard's form asks this first): `{"ok": true, "payload": ...}` (the payload
+    as the interrupt's schema reads it) when `continue` would accept it now."""
+    run_id, label, payload = await _continue_request(request)
+    reactor = await lookup.declared_reactor(run_id)
+    checked = await resume.check_continue(reactor, run_id, step=label, payload=payload)
+    return JSON({"ok": True, "run_id": run_id, "step": label,
+                 "payload": msgspec.to_builtins(checked)})
 
 
 STEERING = ("undo", "cancel", "retry")

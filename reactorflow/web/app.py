@@ -80,6 +80,7 @@ def build(token: str | None) -> Starlette:
         Route("/api/runs/{run_id}", read(api.get_run)),
         Route("/api/runs/{run_id}/events", read(events.run_events)),
         Route("/api/runs/{run_id}/continue", write(api.continue_run), methods=["POST"]),
+        Route("/api/runs/{run_id}/continue/check", read(api.check_continue), methods=["POST"]),
         *(Route(f"/api/runs/{{run_id}}/{action}", write(api.steering(action)), methods=["POST"])
           for action in api.STEERING),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),

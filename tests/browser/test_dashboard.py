@@ -8,6 +8,7 @@ import os
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from reactorflow import config, records
 from reactorflow.records import ErrorRecord, Event, RollbackFailure, RunError, RunMeta, RunState
 from reactorflow.status import HandlerKind, Status, StepStatus
 from tests.browser.conftest import CHROMIUM, SKIP_REASON, TOKEN, Dashboard
-from tests.operate.flows import XSS, approval, orders, payments
+from tests.operate.flows import XSS, approval, orders, payments, signoffs
 
 if CHROMIUM is None:
     pytest.skip(SKIP_REASON, allow_module_level=True)
@@ -37,6 +38,11 @@ async def _status(board: Dashboard, status: str) -> None:
     await board.page.locator(f"#run-status .s-{status}").wait_for(timeout=LIVE)
 
 
+async def _choose(form: Any, field: str, answer: str) -> None:
+    """Answer a yes/no field of an interrupt form (a required boolean is an explicit choice)."""
+    await form.get_by_role("group", name=field).get_by_label(answer, exact=True).check()
+
+
 async def test_sign_in_find_a_paused_run_and_submit_its_form(dashboard: Dashboard) -> None:
     paused = await orders.run(item="tea", qty=2)
     page = dashboard.page
@@ -55,7 +61,7 @@ async def test_sign_in_find_a_paused_run_and_submit_its_form(dashboard: Dashboar
     await row.get_by_role("link", name=paused.id).click()
     await _status(dashboard, "paused")
     form = page.locator("form[data-interrupt='approve']")
-    await form.get_by_label("approved").check()
+    await _choose(form, "approved", "yes")
     await form.get_by_label("level").select_option(label="high")
     await form.get_by_label("amount").fill("500")  # above the schema's maximum of 100
     await form.get_by_label("city").fill("Lyon")
@@ -142,7 +148,7 @@ async def test_without_a_token_the_page_reads_but_every_change_is_refused(
     await page.get_by_role("button", name="Cancel").click()
     await page.locator("#message", has_text="changes need a token").wait_for()
     form = page.locator("form[data-interrupt='approve']")
-    await form.get_by_label("approved").check()
+    await _choose(form, "approved", "yes")
     await form.get_by_label("level").select_option(label="low")
     await form.get_by_label("amount").fill("3")
     await form.get_by_label("city").fill("Lyon")
@@ -233,7 +239,7 @@ async def test_screenshots_for_the_docs(dashboard: Dashboard) -> None:
     await page.screenshot(path=str(DOCS_IMG / "dashboard-runs.png"))
     await _open_run(dashboard, paused.id)
     form = page.locator("form[data-interrupt='approve']")
-    await form.get_by_label("approved").check()
+    await _choose(form, "approved", "yes")
     await form.get_by_label("level").select_option(label="high")
     await form.get_by_label("amount").fill("12")
     await form.get_by_label("city").fill("Lyon")
@@ -241,3 +247,7 @@ async def test_screenshots_for_the_docs(dashboard: Dashboard) -> None:
     await _open_run(dashboard, failed.id)
     await _status(dashboard, "failed")
     await page.screenshot(path=str(DOCS_IMG / "dashboard-run-failed.png"), full_page=True)
+    signoff = await signoffs.run()
+    await _open_run(dashboard, signoff.id)
+    await page.locator("form[data-interrupt='sign']").screenshot(
+        path=str(DOCS_IMG / "dashboard-interrupt-form.png"))  # untouched: nothing chosen

@@ -85,6 +85,51 @@ def test_a_clash_between_two_places_names_both() -> None:
     assert registry.lookup(name) is kept
 
 
+TWO_IN_ONE_MODULE = textwrap.dedent("""
+    import reactorflow as rf
+
+    first = rf.Reactor(NAME)
+    second = rf.Reactor(NAME)
+""")
+
+TWO_LAMBDAS = textwrap.dedent("""
+    import reactorflow as rf
+
+    make_a = lambda: rf.Reactor(NAME)
+    make_b = lambda: rf.Reactor(NAME)
+    kept = make_a()
+    make_b()
+""")
+
+
+@pytest.mark.parametrize(("source", "lines"), [(TWO_IN_ONE_MODULE, (4, 5)),
+                                               (TWO_LAMBDAS, (4, 5))],
+                         ids=["module-level", "lambdas"])
+def test_two_places_of_one_module_are_a_clash(source: str, lines: tuple[int, int]) -> None:
+    """Two declarations of one name in one module (its top level twice, or two functions of
+    the same qualified name): a clash naming both lines, never a silent replacement."""
+    name = unique("twice")
+    namespace: dict[str, Any] = {"__name__": "app.shop", "NAME": name}
+    with pytest.raises(rf.DefinitionError) as info:
+        exec(compile(source, "app/shop.py", "exec"), namespace)
+    first, second = lines
+    assert f"declared in two places: app/shop.py:{first} (module app.shop" in str(info.value)
+    assert f" and app/shop.py:{second} (module app.shop" in str(info.value)
+    assert registry.lookup(name) is not None
+    assert registry.lookup(name) is namespace.get("first", namespace.get("kept"))
+
+
+def test_a_module_imported_again_replaces_its_reactors() -> None:
+    """The same line of the same module run again (a reload) is the same place."""
+    name = unique("reload")
+    source = TWO_IN_ONE_MODULE.replace("second = rf.Reactor(NAME)\n", "")
+    namespace: dict[str, Any] = {"__name__": "app.shop", "NAME": name}
+    exec(compile(source, "app/shop.py", "exec"), namespace)
+    again: dict[str, Any] = {"__name__": "app.shop", "NAME": name}
+    exec(compile(source, "app/shop.py", "exec"), again)
+    assert registry.lookup(name) is again["first"] is not namespace["first"]
+
+
 def test_the_same_cell_in_another_module_is_a_clash() -> None:
     name = unique("modules")
     run_cell(name, "a", module="app.flows", filename="app/flows.py")

@@ -216,6 +216,31 @@ async def test_returns_naming_no_step_fails_at_first_use(memory: rf.Storage) -> 
         await flow.run()
 
 
+class Approval(msgspec.Struct):
+    approved: bool
+    by: str
+
+
+def test_an_interrupt_without_payload_says_so_not_that_a_name_matches_nothing() -> None:
+    flow = make()
+    with pytest.raises(rf.DefinitionError) as info:
+        @flow.interrupt
+        async def approve(approval: Approval, amount: float) -> Approval:
+            return approval
+    message = str(info.value)
+    assert "an interrupt needs a `payload` parameter" in message
+    assert "its parameters are: approval, amount" in message
+    assert "parameter 'approval' matches no input and no earlier step: if it is meant to " \
+           "receive the payload, rename it `payload`" in message
+    assert "Rename it, give it a default" not in message  # not the generic wiring message
+    with pytest.raises(rf.DefinitionError) as bare:
+        @flow.interrupt
+        async def confirm(ctx: rf.StepContext) -> bool:
+            return True
+    assert "needs a `payload` parameter" in str(bare.value)
+    assert "rename it" not in str(bare.value)  # no parameter to suggest
+
+
 def test_compose_refuses_retries_and_itself() -> None:
     child = rf.Reactor(unique("child"))
     parent = make()

@@ -89,3 +89,22 @@ async def deliver(charge: str, note: str) -> str:
 
 XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
 """A value that runs script wherever a page inserts it as HTML instead of text."""
+
+
+class Signoff(msgspec.Struct):
+    approved: bool
+    by: str
+    tags: list[str] = []
+
+
+signoffs = rf.Reactor("ops.signoffs")
+
+
+@signoffs.interrupt(max_attempts=2)
+async def sign(payload: Signoff) -> Signoff:
+    return payload
+
+
+@signoffs.step
+async def record(sign: Signoff) -> str:
+    return f"{'approved' if sign.approved else 'rejected'} by {sign.by}"

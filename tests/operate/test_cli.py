@@ -16,7 +16,7 @@ import pytest
 
 import reactorflow as rf
 from tests.operate.conftest import ROOT, Shared, cli, environment
-from tests.operate.flows import approval, orders
+from tests.operate.flows import approval, orders, signoffs
 
 pytestmark = pytest.mark.slow
 APP = ("--app", "tests.operate.flows")
@@ -102,6 +102,36 @@ async def test_payload_from_a_file_and_a_nested_error_in_one_line(shared: Shared
     path.write_text(json.dumps(approval()))
     done = cli(shared, "continue", paused.id, "approve", "--payload", f"@{path}", *APP)
     assert done.code == 0 and "completed" in done.out
+
+
+async def test_continue_check_sends_nothing_and_counts_no_attempt(shared: Shared) -> None:
+    paused = await signoffs.run()  # its interrupt allows 2 attempts
+    for _ in range(3):  # a typo checked three times: counted, it would have failed the run
+        typo = cli(shared, "continue", paused.id, "sign", "--check", "--payload",
+                   json.dumps({"approved": True, "bu": "ann"}), *APP)
+        assert typo.code == 1
+        assert typo.err.startswith(f"error: invalid payload for interrupt 'sign' of run "
+                                   f"'{paused.id}': bu: an unknown field")
+        assert "checked only: nothing was sent and no attempt" in typo.err
+    good = cli(shared, "continue", paused.id, "sign", "--check", "--payload",
+               json.dumps({"approved": True, "by": "ann"}), *APP)
+    assert good.code == 0, good.err
+    assert good.out.startswith(f"ok: run {paused.id} waits on sign and accepts this payload")
+    as_json = cli(shared, "continue", paused.id, "sign", "--check", "--json", "--payload",
+                  json.dumps({"approved": True, "by": "ann"}), *APP)
+    assert json.loads(as_json.out)["payload"] == {"approved": True, "by": "ann", "tags": []}
+    assert (await signoffs.get(paused.id)).status is rf.Status.PAUSED
+    sent = cli(shared, "continue", paused.id, "sign", "--payload",
+               json.dumps({"approved": True, "by": "ann"}), *APP, "--json")
+    assert json.loads(sent.out)["value"] == "approved by ann"
+
+
+async def test_cancel_stores_the_reason_given(shared: Shared) -> None:
+    paused = await orders.run(item="tea")
+    cancelled = cli(shared, "cancel", paused.id, "--reason", "ordered twice", "--json", *APP)
+    assert cancelled.code == 0, cancelled.err
+    assert json.loads(cancelled.out)["cancel_reason"] == "ordered twice"
+    assert (await orders.get(paused.id)).cancel_reason == "ordered twice"
 
 
 @pytest.mark.parametrize(("args", "code", "message"), [

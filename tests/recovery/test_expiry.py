@@ -67,8 +67,11 @@ async def test_overdue_interrupt_is_expired_and_rolled_back(storage: rf.Storage)
     again = await rf.sweep_once()
     assert paused.id not in again.expired + again.failed + again.recovered
     assert kinds(await flow.get(paused.id)) == kinds(run)  # untouched
-    with pytest.raises(rf.NotPaused):
+    with pytest.raises(rf.InterruptExpired) as info:  # api.md §3: also after a sweep expired it
         await flow.continue_(paused.id, step="confirm", payload=True)
+    assert info.value.timeout_at == paused.timeout_at and info.value.label == "confirm"
+    with pytest.raises(rf.NotPaused):  # another interrupt name: not the one that expired
+        await flow.continue_(paused.id, step="book", payload=True)
     assert log == ["hold", "release seat"]
 
 

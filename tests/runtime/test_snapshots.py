@@ -12,6 +12,7 @@ import pytest
 from dramatiq.brokers.stub import StubBroker
 
 import reactorflow as rf
+from reactorflow.runtime.maps.fanout import element_lock
 from tests.helpers import unique
 
 
@@ -120,6 +121,35 @@ async def test_wait_timeout_says_no_worker_took_the_run(storage: rf.Storage) -> 
     assert info.value.unclaimed and info.value.status == "running"
     assert "no worker has taken it" in str(info.value)
     assert "reactorflow worker" in str(info.value)
+
+
+class Crate(msgspec.Struct):
+    items: list[str]
+
+
+async def test_wait_timeout_says_no_worker_took_a_fanned_out_maps_elements(
+        storage: rf.Storage) -> None:
+    rf.configure(broker=StubBroker())  # a broker that no worker consumes
+    flow = rf.Reactor(unique("fanned"), inputs=Crate)
+
+    @flow.map_step(over="items", fan_out=True, batch_size=2)
+    async def pack(item: str) -> str:
+        return item
+
+    parked = await flow.run(items=["a", "b", "c"])
+    assert parked.status is rf.Status.RUNNING  # parked at the map, its elements enqueued
+    with pytest.raises(rf.WaitTimeout) as info:
+        await flow.wait(parked.id, timeout=0.3)
+    assert info.value.unclaimed and info.value.map == "pack"
+    assert "parked at fanned-out map 'pack'" in str(info.value)
+    assert "no worker has taken any of them" in str(info.value)
+    assert "reactorflow worker" in str(info.value)
+    # a worker that took element 1 holds its lock, as element jobs do while they run
+    assert await storage.acquire_lock(element_lock(parked.id, "pack", 1), "worker", 30)
+    with pytest.raises(rf.WaitTimeout) as taken:
+        await flow.wait(parked.id, timeout=0.3)
+    assert not taken.value.unclaimed and taken.value.map is None
+    assert "no worker" not in str(taken.value)
 
 
 async def test_wait_timeout_on_a_run_in_progress_does_not_blame_workers(

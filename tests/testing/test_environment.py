@@ -90,6 +90,36 @@ async def test_override_checks_the_replacement_like_a_step(rf_env: Environment) 
     assert "no step 'pack'" in refusal("pack", other_type)
 
 
+async def test_override_of_a_step_taking_the_context_names_the_missing_annotation(
+        rf_env: Environment) -> None:
+    flow = rf.Reactor(unique("tk-context"), inputs=Order)
+
+    @flow.step
+    async def charge(amount: float, ctx: rf.StepContext) -> str:
+        return f"{ctx.idempotency_key}:{amount:g}"
+
+    async def unannotated(amount: float, ctx) -> str:  # type: ignore[no-untyped-def]
+        return "fake"
+
+    async def mistyped(amount: float, ctx: str) -> str:
+        return "fake"
+
+    for fake, shown in ((unannotated, "no annotation"), (mistyped, "the annotation <class 'str'>")):
+        with pytest.raises(rf.DefinitionError) as refused:
+            rf_env.override(flow, "charge", fake).__enter__()
+        message = str(refused.value)
+        assert f"parameter 'ctx' receives the step context in the step, but the replacement " \
+               f"gives it {shown}; annotate it `ctx: rf.StepContext`" in message
+        assert "matches no input" not in message
+
+    async def annotated(amount: float, ctx: rf.StepContext) -> str:
+        return f"fake:{ctx.attempt}"
+
+    with rf_env.override(flow, "charge", annotated):
+        run = await flow.run(order_id="A1", amount=3.0)
+    assert run.value == "fake:1"
+
+
 async def test_drain_runs_dispatched_runs_to_idle(rf_env: Environment) -> None:
     flow = rf.Reactor(unique("tk-dispatch"))
 

@@ -35,6 +35,7 @@ An element job (`element_job.run_element`), in a worker:
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from reactorflow import clock, config, records
@@ -52,8 +53,9 @@ from reactorflow.runtime.maps.reading import element_count, page
 from reactorflow.runtime.units import unit_lock
 
 if TYPE_CHECKING:
-    from reactorflow.definition.graph import Node
+    from reactorflow.definition.graph import Node, Plan
     from reactorflow.runtime.execution import Execution
+    from reactorflow.storage.base import Storage
 
 log = logging.getLogger("reactorflow.map")
 
@@ -129,6 +131,25 @@ async def collect(ex: Execution, node: Node, count: int) -> MapEnd | None:
         end.error = RecordedError(error.type, error.message, step=key)
         end.error_record, end.failed_index = error, index
     return end
+
+
+async def untaken_map(storage: Storage, run_id: str, plan: Plan, parked_on: Iterable[str]
+                      ) -> str | None:
+    """The first fanned-out map the run is parked at (`parked_on`) whose elements were handed
+    to workers and none taken: no element has an outcome and none of those dispatched holds
+    its lock. None when there is no such map."""
+    for key in parked_on:
+        node = plan.nodes.get(key)
+        if node is None or node.spec.map is None:
+            continue
+        raw = (await storage.load_elements(run_id, job_key(key), NEXT, 1))[0]
+        if raw is None or await storage.count_elements(run_id, key) > 0:
+            continue  # not handed out yet, or a worker settled one
+        held = [await storage.lock_owner(element_lock(run_id, key, index))
+                for index in range(int(raw))]  # at most batch_size: none settled
+        if all(owner is None for owner in held):
+            return key
+    return None
 
 
 def parks_on_map(ex: Execution) -> bool:

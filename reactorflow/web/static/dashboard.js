@@ -6,6 +6,7 @@
   const $ = (id) => document.getElementById(id);
   const api = (path) => new URL(path, document.baseURI).toString();
   let reactors = {};
+  let fieldCount = 0; // radio groups need a name unique on the page
   let stream = null;
 
   function token() { return sessionStorage.getItem(TOKEN_KEY); }
@@ -327,9 +328,20 @@
       return { node: wrap(select), value: () => (select.value === "" ? (nullable ? null : undefined) : schema.enum[Number(select.value)]) };
     }
     if (schema.type === "boolean") {
-      const box = el("input", { type: "checkbox", name });
-      box.checked = schema.default === true;
-      return { node: wrap(box), value: () => box.checked };
+      // an explicit choice, never an unticked box read as false: nothing is chosen unless the
+      // schema has a default, and a required one must be chosen
+      const group = "f" + (++fieldCount) + "-" + name;
+      const choices = [["yes", true], ["no", false]];
+      if (nullable) choices.push(["none", null]);
+      const box = el("fieldset", { class: "choice", "data-field": name }, el("legend", { text: title + (required ? " *" : "") }));
+      const radios = choices.map(([text, v]) => {
+        const radio = el("input", { type: "radio", name: group, value: String(v) });
+        radio.required = required;
+        if (schema.default === v) radio.checked = true;
+        box.append(el("label", {}, radio, el("span", { text })));
+        return [radio, v];
+      });
+      return { node: box, value: () => { const picked = radios.find(([r]) => r.checked); return picked ? picked[1] : undefined; } };
     }
     if (schema.type === "integer" || schema.type === "number") {
       const input = el("input", { type: "number", name, step: schema.type === "integer" ? "1" : "any" });
@@ -352,12 +364,14 @@
       if (schema.minLength !== undefined) input.minLength = schema.minLength;
       if (schema.maxLength !== undefined) input.maxLength = schema.maxLength;
       if (schema.pattern) input.pattern = schema.pattern;
-      input.required = required && !nullable && (schema.minLength || 0) > 0;
+      // a required text must be typed in: an untouched field is not an answer
+      input.required = required && !nullable;
       if (schema.default !== undefined) input.value = schema.default;
       const hint = schema.minLength || schema.maxLength ? (schema.minLength || 0) + "\u2013" + (schema.maxLength || "\u221e") + " characters" : "";
       return { node: wrap(input, hint), value: () => (input.value === "" && nullable ? null : input.value) };
     }
     const area = el("textarea", { name, rows: "3", placeholder: "JSON" });
+    area.required = required && !nullable;
     if (schema.default !== undefined) area.value = JSON.stringify(schema.default);
     return { node: wrap(area, "JSON"), value: () => {
       try { area.setCustomValidity(""); return area.value.trim() === "" ? (required ? undefined : null) : JSON.parse(area.value); }
@@ -386,8 +400,14 @@
         event.preventDefault();
         const payload = root.value();
         if (!form.checkValidity()) { form.reportValidity(); message.textContent = "Fix the highlighted fields."; return; }
+        const path = "api/runs/" + encodeURIComponent(run.id) + "/continue";
+        const body = JSON.stringify({ step: Array.isArray(waiting) ? waiting : key, payload });
+        // the server checks first (nothing is sent, no attempt counted), then the user confirms
+        try { await call(path + "/check", { method: "POST", body }); }
+        catch (e) { message.textContent = e.message; return; }
+        if (!window.confirm("Continue run " + run.id + " at interrupt " + label(waiting) + " with this payload?\n\n" + JSON.stringify(payload, null, 2))) { message.textContent = "Not sent."; return; }
         try {
-          const updated = await call("api/runs/" + encodeURIComponent(run.id) + "/continue", { method: "POST", body: JSON.stringify({ step: Array.isArray(waiting) ? waiting : key, payload }) });
+          const updated = await call(path, { method: "POST", body });
           message.textContent = "";
           renderRun(updated);
         } catch (e) { message.textContent = e.message; }
