@@ -7,7 +7,7 @@ import collections.abc
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 import msgspec
 
@@ -20,7 +20,7 @@ from reactorflow.definition.params import (
     Source,
     wire_handler,
 )
-from reactorflow.definition.specs import UNIT_KINDS, MapOptions, StepKind, StepSpec
+from reactorflow.definition.specs import MapOptions, StepKind, StepSpec
 from reactorflow.errors import DefinitionError
 from reactorflow.mapresults import MapResults
 from reactorflow.markers import Outcome
@@ -83,9 +83,6 @@ def _check_over(owner: Reactor, over: str, where: str, step: str) -> bool:
     if spec is None:
         raise DefinitionError(f"{where}: over={over!r} names no input field and no step "
                               f"declared before it ({listed})", reactor=name, step=step)
-    if spec.kind in UNIT_KINDS or spec.kind is StepKind.INTERRUPT:
-        raise DefinitionError(f"{where}: over={over!r} names a {spec.kind.value}; map over the "
-                              "result of a plain step that reads it", reactor=name, step=step)
     result = _result_type(spec)
     origin = typing.get_origin(result) or result
     if result is not Any and origin not in _SEQUENCES:
@@ -95,11 +92,17 @@ def _check_over(owner: Reactor, over: str, where: str, step: str) -> bool:
 
 
 def _result_type(spec: StepSpec) -> Any:
-    if spec.kind is StepKind.MAP:
-        return list
-    if spec.kind is StepKind.COMPOSE and spec.child is not None:
-        return plan_for(spec.child).value_type
-    return spec.return_type
+    """The type of the value a step gives its readers (what a map over it maps over)."""
+    match spec.kind:
+        case StepKind.MAP:
+            return list
+        case StepKind.COMPOSE | StepKind.ASYNC_REACTOR:  # the child's value
+            assert spec.child is not None
+            return plan_for(spec.child).value_type
+        case StepKind.STEP | StepKind.ASYNC_STEP | StepKind.INTERRUPT:
+            return spec.return_type
+        case _:
+            assert_never(spec.kind)
 
 
 def check_element_reactor(owner: Reactor, child: Reactor, where: str, step: str) -> None:

@@ -42,6 +42,7 @@ from reactorflow.runtime.runners import Ending, Runners
 from reactorflow.runtime.stepcall import (
     Outcome,
     StepEnd,
+    arguments,
     call_step,
     context_for,
     encode_result,
@@ -70,6 +71,8 @@ class Forward(Runners):
         key = node.key
         reason = skip_reason(ex, node) if node.deps else None
         if reason is None and node.reads_maps:
+            # loaded here, where a storage failure is the run's and not the step's (the kinds'
+            # handlers below fail the step for what their `arguments` raise): they find it
             await prepare_readers(ex, node)
         if reason is not None:
             await self._skip(node, reason)
@@ -326,7 +329,7 @@ class Forward(Runners):
         child_inputs: Any = None
         gate_keys: list[str] = []
         try:
-            kwargs = resolve_arguments(ex, node)
+            kwargs = await arguments(ex, node)
             if await self._skipped_by_when(node, kwargs):
                 return
             used = await used_period(ex, node, kwargs) if node.spec.gates else None
@@ -354,7 +357,7 @@ class Forward(Runners):
         """A map step (runtime.maps): completes, or fails with its first failed element."""
         ex = self.ex
         try:
-            kwargs = resolve_arguments(ex, node)
+            kwargs = await arguments(ex, node)
             if (ex.status_of(node.key) != StepStatus.RUNNING
                     and await self._skipped_by_when(node, kwargs)):
                 return
@@ -392,7 +395,7 @@ class Forward(Runners):
             return
         started = clock.now()
         try:
-            kwargs = resolve_arguments(ex, node)
+            kwargs = await arguments(ex, node)
             if await self._skipped_by_when(node, kwargs):
                 return
             mapped = await node.spec.fn(**kwargs)
@@ -455,7 +458,7 @@ class Forward(Runners):
         ex = self.ex
         try:
             if ex.status_of(node.key) != StepStatus.WAITING:
-                kwargs = resolve_arguments(ex, node)
+                kwargs = await arguments(ex, node)
                 if await self._skipped_by_when(node, kwargs):
                     return
             waiting = await waiting_record(ex, node)

@@ -11,7 +11,7 @@ from reactorflow import clock
 from reactorflow.definition.graph import join
 from reactorflow.errors import ArgumentError, CorrelationConflict, SerializationError
 from reactorflow.records import StepRecord, summary
-from reactorflow.runtime.stepcall import read_input, resolve_arguments
+from reactorflow.runtime.stepcall import arguments, read_input
 from reactorflow.status import Status, StepStatus
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ async def waiting_record(ex: Execution, node: Node) -> StepRecord:
     assert options is not None
     now = clock.now()
     record = ex.record(node.key)
-    correlation = correlation_id(ex, node)
+    correlation = await correlation_id(ex, node)
     if correlation is not None:
         await take_correlation(ex, correlation)
     deadline = record.deadline
@@ -77,7 +77,7 @@ async def _ended(storage: Storage, run_id: str) -> bool:
         return False
 
 
-def correlation_id(ex: Execution, node: Node) -> str | None:
+async def correlation_id(ex: Execution, node: Node) -> str | None:
     options = node.spec.interrupt
     assert options is not None
     template = options.correlation_id
@@ -86,7 +86,7 @@ def correlation_id(ex: Execution, node: Node) -> str | None:
     try:
         if isinstance(template, str):
             return template.format_map(_Names(ex, node.level))
-        kwargs = resolve_arguments(ex, node)
+        kwargs = await arguments(ex, node)
         return str(template(**{n: kwargs[n] for n in options.correlation_names}))
     except Exception as exc:
         raise ArgumentError(

@@ -34,9 +34,8 @@ from reactorflow.records import ErrorRecord, RollbackFailure, StepRecord, descri
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.gates.steps import leave_rollback, rollback_places
 from reactorflow.runtime.lockkeeper import ensure_live
-from reactorflow.runtime.maps.reading import prepare_readers
 from reactorflow.runtime.maps.undo import roll_back_map
-from reactorflow.runtime.stepcall import context_for, resolve_arguments
+from reactorflow.runtime.stepcall import arguments, context_for
 from reactorflow.status import HandlerKind, StepStatus
 
 if TYPE_CHECKING:
@@ -188,10 +187,8 @@ async def call_handler(ex: Execution, handler: HandlerSignature, key: str, first
     node = ex.plan.nodes[key]
     kwargs: dict[str, Any] = {}
     if handler.names:
-        if node.reads_maps:
-            await prepare_readers(ex, node)
-        arguments = resolve_arguments(ex, node)
-        kwargs = {name: arguments[name] for name in handler.names}
+        resolved = await arguments(ex, node)
+        kwargs = {name: resolved[name] for name in handler.names}
     if handler.context_name is not None:
         kwargs[handler.context_name] = context_for(ex, node, ex.records[key].attempts or 1)
     result = handler.fn(first, **kwargs)

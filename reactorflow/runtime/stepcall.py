@@ -30,7 +30,7 @@ from reactorflow.middleware import StepEvent
 from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.lockkeeper import ensure_live
-from reactorflow.runtime.maps.reading import map_argument
+from reactorflow.runtime.maps.reading import map_argument, prepare_readers
 from reactorflow.runtime.units import outcome_of
 from reactorflow.status import StepStatus
 
@@ -98,8 +98,25 @@ def read_input(inputs: Any, name: str, default: Any = MISSING) -> Any:
     return inputs[name]
 
 
+async def arguments(ex: Execution, node: Node, payload: Any = MISSING) -> dict[str, Any]:
+    """The keyword arguments of a step, wherever it is resolved: in its run's execution, in a
+    worker running it as an async unit, in a rollback or a gate's release. What its map
+    readers take (`list[T]`, `list[rf.Outcome[T]]`) is loaded from storage first, so that
+    every caller sees the same arguments.
+
+    Raises:
+        ArgumentError: a parameter cannot be resolved (naming the step and the parameter).
+    """
+    if node.reads_maps:
+        await prepare_readers(ex, node)
+    return resolve_arguments(ex, node, payload)
+
+
 def resolve_arguments(ex: Execution, node: Node, payload: Any = MISSING) -> dict[str, Any]:
-    """The keyword arguments of a step (its StepContext is added per attempt)."""
+    """The keyword arguments of a step (its StepContext is added per attempt), from what `ex`
+    holds already: call `arguments` instead, which loads what map readers take first (only a
+    plain step, which reads no map, is resolved here directly: the forward drive's fast path).
+    """
     kwargs: dict[str, Any] = {}
     level = node.level
     for param in node.spec.params:
@@ -234,7 +251,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
     record = ex.records.get(key)
     retry_at = record.retry_at if record is not None else None
     try:
-        kwargs = resolve_arguments(ex, node, payload) if spec.params else {}
+        kwargs = await arguments(ex, node, payload) if spec.params else {}
         if (check_when and retry_at is None and spec.when is not None
                 and not await evaluate_when(ex, node, kwargs)):
             out.status = StepEnd.SKIPPED

@@ -73,6 +73,63 @@ def test_over_a_step_whose_result_is_not_a_list_is_refused() -> None:
             return item
 
 
+def test_a_map_over_an_async_unit_or_an_interrupt_is_accepted() -> None:
+    """A map may go over any earlier step's list (issue 22, item 22: units and interrupts were
+    refused)."""
+    f = flow()
+    child = rf.Reactor(unique("child"))
+
+    @child.step
+    async def listed() -> list[str]:
+        return ["a"]
+
+    @f.async_step
+    async def fetched(items: list[str]) -> list[str]:
+        return items
+
+    @f.async_reactor(child)
+    async def started() -> dict[str, object]:
+        return {}
+
+    @f.interrupt
+    async def approved(payload: list[str]) -> list[str]:
+        return payload
+
+    for source in ("fetched", "started", "approved"):
+        @f.map_step(over=source, name=f"each_{source}")
+        async def each(item: str) -> str:
+            return item
+
+        assert f.steps[f"each_{source}"].deps == (source,)
+
+
+def test_a_map_over_a_unit_checks_the_unit_s_type() -> None:
+    """The list check applies to every kind `over` may name now: an async step's annotation,
+    an async reactor's child's value."""
+    f = flow()
+    child = rf.Reactor(unique("child"))
+
+    @child.step
+    async def one() -> int:
+        return 1
+
+    @f.async_step
+    async def counted(items: list[str]) -> int:
+        return len(items)
+
+    @f.async_reactor(child)
+    async def started() -> dict[str, object]:
+        return {}
+
+    for over in ("counted", "started"):
+        with pytest.raises(rf.DefinitionError, match=f"over={over!r} names step {over!r}, "
+                                                     r"whose result \(<class 'int'>\) is not a "
+                                                     "list or tuple"):
+            @f.map_step(over=over)
+            async def each(item: int) -> int:
+                return item
+
+
 @pytest.mark.parametrize("size", [0, -1, 1.5, True, "10"])
 def test_batch_size_must_be_a_positive_whole_number(size: object) -> None:
     f = flow()

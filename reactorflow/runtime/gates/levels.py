@@ -19,7 +19,7 @@ from reactorflow.errors import GateKeyError
 from reactorflow.runtime.gates.runs import run_needs
 from reactorflow.runtime.gates.scope import Entry, Need, enter, leave
 from reactorflow.runtime.gates.steps import step_needs
-from reactorflow.runtime.stepcall import resolve_arguments
+from reactorflow.runtime.stepcall import arguments
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ async def retake(ex: Execution) -> Entry | None:
                 or key in ex.level_entries):
             continue
         try:
-            needs = level_needs(ex, node, resolve_arguments(ex, node), ex.level_inputs[key])
+            needs = level_needs(ex, node, await arguments(ex, node), ex.level_inputs[key])
         except GateKeyError:
             continue  # it opened with these keys: they are built the same way again
         entry = await enter(ex.gates, needs, key, wait=not ex.in_worker, keep_turn=True,

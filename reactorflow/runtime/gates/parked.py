@@ -29,12 +29,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from reactorflow.definition.gates import GateKind
-from reactorflow.errors import ArgumentError, GateKeyError
+from reactorflow.errors import ArgumentError, GateKeyError, StorageError
 from reactorflow.runtime.gates.levels import has_gates, level_needs
 from reactorflow.runtime.gates.runs import parent_needs, run_needs
 from reactorflow.runtime.gates.scope import Need, extend_kept, holder_of, keep
 from reactorflow.runtime.gates.steps import step_needs
-from reactorflow.runtime.stepcall import resolve_arguments
+from reactorflow.runtime.stepcall import arguments
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
@@ -73,13 +73,13 @@ async def release_stopped(ex: Execution) -> None:
             continue
         try:
             if node.spec.map is not None and node.spec.gates:
-                needs = step_needs(ex, node, resolve_arguments(ex, node))
+                needs = step_needs(ex, node, await arguments(ex, node))
             elif record.child_started and has_gates(node):
-                needs = level_needs(ex, node, resolve_arguments(ex, node), ex.level_inputs[key])
+                needs = level_needs(ex, node, await arguments(ex, node), ex.level_inputs[key])
             else:
                 continue
-        except (ArgumentError, GateKeyError):
-            continue
+        except (ArgumentError, GateKeyError, StorageError):
+            continue  # (the keys could not be rebuilt: what it holds lapses after its TTL)
         scoped += [(need, key) for need in needs]
     try:
         for need, scope in scoped:

@@ -35,9 +35,9 @@ from reactorflow.runtime.gates.scope import (
 from reactorflow.runtime.stepcall import (
     Outcome,
     StepEnd,
+    arguments,
     call_step,
     evaluate_when,
-    resolve_arguments,
 )
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ async def call_gated(ex: Execution, node: Node, payload: Any = MISSING, *,
     key = node.key
     out = Outcome(StepEnd.FAILED)
     try:
-        kwargs = resolve_arguments(ex, node, payload)
+        kwargs = await arguments(ex, node, payload)
         if check_when and node.spec.when is not None and not await evaluate_when(ex, node,
                                                                                  kwargs):
             out.status = StepEnd.SKIPPED
@@ -170,7 +170,7 @@ async def rollback_places(ex: Execution, node: Node) -> tuple[Entry | None, Exce
     if not places:
         return None, None
     try:
-        needs = step_needs(ex, node, resolve_arguments(ex, node), places)
+        needs = step_needs(ex, node, await arguments(ex, node), places)
     except ArgumentError as exc:
         return None, exc
     entry = await enter(ex.gates, needs, f"{ex.step_prefix}{node.key}:rollback", wait=True,

@@ -39,7 +39,7 @@ from reactorflow.runtime.gates.steps import call_gated, enter_whole, leave_whole
 from reactorflow.runtime.maps.held import HeldSlots
 from reactorflow.runtime.maps.reading import element_key
 from reactorflow.runtime.rollback import call_handler
-from reactorflow.runtime.stepcall import StepEnd, call_step, resolve_arguments
+from reactorflow.runtime.stepcall import StepEnd, arguments, call_step
 from reactorflow.status import Status, StepStatus
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class ElementForward(Forward):
         ex = self.ex
         started = clock.now()
         try:
-            kwargs = resolve_arguments(ex, node)
+            kwargs = await arguments(ex, node)
             if await self._skipped_by_when(node, kwargs):
                 return
             entry = await enter_whole(ex, node, kwargs) if node.spec.gates else None

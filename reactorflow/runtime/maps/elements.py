@@ -14,13 +14,13 @@ import msgspec
 from reactorflow import clock, config, records
 from reactorflow.definition.graph import join, plan_for
 from reactorflow.definition.params import MapRead
-from reactorflow.definition.specs import StepKind
+from reactorflow.definition.specs import UNIT_KINDS, StepKind
 from reactorflow.errors import ArgumentError, SerializationError, StepTimeout
 from reactorflow.markers import StepContext
 from reactorflow.records import ElementRecord, ErrorRecord, describe, summary
 from reactorflow.runtime.lockkeeper import Hold, ensure_live
 from reactorflow.runtime.maps.reading import Slots, element_count, element_key, load_list
-from reactorflow.runtime.stepcall import read_input, scope_cancelled
+from reactorflow.runtime.stepcall import read_input, scope_cancelled, unit_argument
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
@@ -126,12 +126,16 @@ def source_items(ex: Execution, node: Node, value: Any) -> list[Any] | tuple[Any
 
 def read_source(ex: Execution, node: Node) -> Any:
     """The value of the map's `over` (an input field, or an earlier step's result that is not
-    itself a map: see `reading.source_of` for that case)."""
+    itself a map: see `reading.source_of` for that case), read as a parameter reads it: an
+    async unit's value once it finished (`AsyncUnitFailed` if it failed)."""
     options = node.spec.map
     assert options is not None
-    if options.over_is_step:
-        return ex.value_of(join(node.level, options.over))
-    return read_input(ex.level_inputs[node.level], options.over)
+    if not options.over_is_step:
+        return read_input(ex.level_inputs[node.level], options.over)
+    over = join(node.level, options.over)
+    if ex.plan.nodes[over].kind in UNIT_KINDS:
+        return unit_argument(ex, node, options.over, over, False)
+    return ex.value_of(over)
 
 
 async def source_of(ex: Execution, node: Node) -> list[Any] | tuple[Any, ...]:

@@ -32,7 +32,7 @@ from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.maps.elements import Scope, context, fence, source_of
 from reactorflow.runtime.maps.reading import element_key, walk
 from reactorflow.runtime.maps.throws import roll_back_fanned
-from reactorflow.runtime.stepcall import context_for, resolve_arguments
+from reactorflow.runtime.stepcall import arguments, context_for
 from reactorflow.status import HandlerKind, StepStatus
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ async def _roll_back_here(ex: Execution, node: Node, count: int) -> list[Rollbac
             failures.append(_failure(key, index, HandlerKind.COMPENSATE, record.rollback_error))
         elif record.status is StepStatus.COMPLETED and record.rollback_error is None:
             completed += 1
-    base = _base_arguments(ex, node)
+    base = await _base_arguments(ex, node)
     if not completed:
         return failures
     if _undone_each(node):
@@ -165,9 +165,9 @@ async def undo_element(scope: Scope, node: Node, base: dict[str, Any], item: Any
         record.status = StepStatus.UNDONE
 
 
-def _base_arguments(ex: Execution, node: Node) -> dict[str, Any]:
+async def _base_arguments(ex: Execution, node: Node) -> dict[str, Any]:
     try:
-        return resolve_arguments(ex, node)
+        return await arguments(ex, node)
     except ArgumentError:
         return {}
 
