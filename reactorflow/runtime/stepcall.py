@@ -182,6 +182,11 @@ def skip_reason(ex: Execution, node: Node) -> str | None:
             record = found(join(level, param.ref) if level else param.ref)
             if record is not None and record.status == _SKIPPED:
                 return f"its input {param.ref!r} was skipped"
+    options = node.spec.map
+    if options is not None and options.over_is_step:  # the list it maps over
+        record = found(join(level, options.over) if level else options.over)
+        if record is not None and record.status == _SKIPPED:
+            return f"the step it maps over, {options.over!r}, was skipped"
     return None
 
 

@@ -107,8 +107,10 @@ TESTKIT_REDIS_HANGS = pytest.mark.xfail(
 
 
 def _hangs(lane: str, producer: str, consumer: str) -> bool:
-    return lane == "testkit_redis" and ("map_fanout" in (producer, consumer)
-                                        or (producer, consumer) == ("async_reactor", "handoff"))
+    fans_out = producer == "map_fanout" or (
+        consumer == "map_fanout" and not matrix.PRODUCERS[producer].skips)
+    return lane == "testkit_redis" and (
+        fans_out or (producer, consumer) == ("async_reactor", "handoff"))
 
 
 CASES = [pytest.param(lane, producer, consumer, id=f"{lane}-{producer}-{consumer}",
@@ -131,12 +133,17 @@ async def test_a_kind_reads_what_another_kind_made(lane: Lane, producer: str,
         answered.append(step)
         run = await flow.continue_(run.id, step=step, payload=PAYLOADS[step])
     assert run.status is rf.Status.COMPLETED, (run.status, run.error, dict(run.steps))
+    skips = matrix.PRODUCERS[producer].skips
     assert answered == [s for s, kind in (("make", producer), ("use", consumer))
-                        if kind == "interrupt"]
-    if matrix.CONSUMERS[consumer].readable:
+                        if kind == "interrupt" and not (skips and s == "use")]
+    made = rf.StepStatus.SKIPPED if skips else rf.StepStatus.COMPLETED
+    assert run.steps["make"].status == made
+    if not matrix.CONSUMERS[consumer].readable:
+        run = await lane.step_settled(flow, run.id, "use")
+    assert run.steps["use"].status == made, run.steps["use"]
+    if skips:
+        assert run.value is None
+    elif matrix.CONSUMERS[consumer].readable:
         assert run.value == matrix.EXPECTED
     else:
-        run = await lane.step_settled(flow, run.id, "use")
-        assert run.steps["use"].status == rf.StepStatus.COMPLETED, run.steps["use"]
         assert run.steps["use"].result == matrix.EXPECTED
-    assert run.steps["make"].status == rf.StepStatus.COMPLETED

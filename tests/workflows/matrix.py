@@ -6,7 +6,8 @@ Each pair is one reactor, `tests.matrix.<producer>.<consumer>`, built here at im
 
 - `make`, declared by the producer's factory: its value is the list `[1, 2, 3]` (`EXPECTED_MADE`),
   however that kind comes by it (a step returns it, a map maps the input `seeds`, a composed or
-  async child returns it, an interrupt takes it as its payload);
+  async child returns it, an interrupt takes it as its payload), or it is skipped (`when=`
+  false: then `use` and `done` are skipped too, and the value is None);
 - `use`, declared by the consumer's factory: it reads `make` as that kind reads (a parameter,
   `when=`, `over=`, the inputs of a child...) and makes 10 times the sum of what it read;
 - `done`, a plain step reading `use`: the reactor's value, `EXPECTED` (60) when every hand-over
@@ -99,6 +100,13 @@ def produce_when(flow: rf.Reactor) -> None:
         return _made(seed)
 
 
+def produce_skipped(flow: rf.Reactor) -> None:
+    """A `when=` that is false: `make` is skipped, and so is every step that reads it."""
+    @flow.step(when=lambda seed: seed < 0)
+    async def make(seed: int) -> list[int]:
+        return _made(seed)
+
+
 def _produce_map(fan_out: bool) -> Callable[[rf.Reactor], None]:
     def produce(flow: rf.Reactor) -> None:
         @flow.map_step(over="seeds", fan_out=fan_out)
@@ -132,15 +140,25 @@ def produce_interrupt(flow: rf.Reactor) -> None:
         return payload.values
 
 
-PRODUCERS: dict[str, Callable[[rf.Reactor], None]] = {
-    "step": produce_step,
-    "when": produce_when,
-    "map_inline": _produce_map(False),
-    "map_fanout": _produce_map(True),
-    "compose": produce_compose,
-    "async_step": produce_async_step,
-    "async_reactor": produce_async_reactor,
-    "interrupt": produce_interrupt,
+@dataclass(frozen=True)
+class Producer:
+    """How one kind makes `make`: `declare` adds it; `skips`: it is skipped (its readers, and
+    theirs, are skipped too: the run completes with the value None)."""
+
+    declare: Callable[[rf.Reactor], None]
+    skips: bool = False
+
+
+PRODUCERS: dict[str, Producer] = {
+    "step": Producer(produce_step),
+    "when": Producer(produce_when),
+    "skipped": Producer(produce_skipped, skips=True),
+    "map_inline": Producer(_produce_map(False)),
+    "map_fanout": Producer(_produce_map(True)),
+    "compose": Producer(produce_compose),
+    "async_step": Producer(produce_async_step),
+    "async_reactor": Producer(produce_async_reactor),
+    "interrupt": Producer(produce_interrupt),
 }
 
 
@@ -242,7 +260,7 @@ def _finish(flow: rf.Reactor, consumer: Consumer) -> None:
 def build(producer: str, consumer: str) -> rf.Reactor:
     """The reactor of one pair (see the module docstring)."""
     flow = rf.Reactor(f"tests.matrix.{producer}.{consumer}", inputs=Seed)
-    PRODUCERS[producer](flow)
+    PRODUCERS[producer].declare(flow)
     CONSUMERS[consumer].declare(flow)
     _finish(flow, CONSUMERS[consumer])
     return flow
