@@ -6,7 +6,7 @@ Lanes:
 - `memory`, `redis`: that storage, with the embedded in-process worker (the default broker);
 - `testkit`, `testkit_redis`: `reactorflow.testing.Environment` (what `rf_env` and
   `rf_redis_env` give a user's test) on memory and on Redis, its in-test queue drained by the
-  test (see `TESTKIT_REDIS_HANGS` for the pairs not run there yet);
+  test;
 - `workers`: Redis, and one real `reactorflow worker tests.workflows.matrix` subprocess shared
   by the whole module (one key namespace and queue for all its tests).
 """
@@ -98,23 +98,7 @@ async def lane(request: pytest.FixtureRequest) -> AsyncIterator[Lane]:
 
 
 PAYLOADS = {"make": matrix.MADE_PAYLOAD, "use": matrix.USE_PAYLOAD}
-TESTKIT_REDIS_HANGS = pytest.mark.xfail(
-    run=False, strict=True,
-    reason="issue 22 item 11 (the test kit on Redis): drain() never returns once a run job "
-           "backs off on the fake clock while it retries the run's lock (after any fanned-out "
-           "map; and when an async child's report races the hand-off job). Run these once the "
-           "test kit is fixed")
-
-
-def _hangs(lane: str, producer: str, consumer: str) -> bool:
-    fans_out = producer == "map_fanout" or (
-        consumer == "map_fanout" and not matrix.PRODUCERS[producer].skips)
-    return lane == "testkit_redis" and (
-        fans_out or (producer, consumer) == ("async_reactor", "handoff"))
-
-
-CASES = [pytest.param(lane, producer, consumer, id=f"{lane}-{producer}-{consumer}",
-                      marks=[TESTKIT_REDIS_HANGS] if _hangs(lane, producer, consumer) else [])
+CASES = [pytest.param(lane, producer, consumer, id=f"{lane}-{producer}-{consumer}")
          for lane in LANES for producer, consumer in matrix.PAIRS]
 
 
