@@ -18,9 +18,10 @@ backoff) saves the run, releases it and holds nothing; a signal or a timer re-en
 5. A job for a parked run acts only if something is `due` (a run parked at a map is always
    looked at: see `maps.fanout`); an early or duplicate signal writes nothing. Should every
    signal be lost, the run is `running` with no lock holder: the sweeper recovers it.
-6. A rollback parks the same way (saved `rolling_back`) while a fanned-out map's undo jobs
-   are out (`maps.throws`); the throw's last undo, or the re-check every `async_wait_timeout`,
-   takes it on again.
+6. A rollback parks the same way (saved `rolling_back`) while a fanned-out map's elements
+   are still in flight (`maps.inflight`) or its undo jobs are out (`maps.throws`); each late
+   element's settle, the throw's last undo, or the re-check every `async_wait_timeout`, takes
+   it on again.
 7. A run that ends while steps wait for their next attempt (cancelled while parked, or halted
    or failed by another step) fails those steps (`Execution.close_retrying`): their bodies
    started and no attempt follows, so a rollback or `undo` compensates them. A job for the
@@ -37,6 +38,7 @@ from reactorflow.runtime import queue
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.gates.parked import keep_while_parked
 from reactorflow.runtime.maps.fanout import parked_maps_settled
+from reactorflow.runtime.maps.inflight import in_flight
 from reactorflow.runtime.maps.throws import throw_settled
 from reactorflow.runtime.units import FINISHED, unit_finished
 from reactorflow.status import Status
@@ -109,8 +111,9 @@ async def park(ex: Execution, units: dict[str, float], wake_at: float | None) ->
 async def after_park(ex: Execution) -> None:
     """Once released: enqueue the run now if something fell due meanwhile, else for when the
     first thing falls due."""
-    if ex.state.status is Status.ROLLING_BACK:  # a fanned-out map's undo jobs are out
-        settled = [await throw_settled(ex, key) for key in ex.state.parked_on]
+    if ex.state.status is Status.ROLLING_BACK:  # a fanned-out map's elements or undos are out
+        settled = [not await in_flight(ex.storage, ex.run_id, key)
+                   and await throw_settled(ex, key) for key in ex.state.parked_on]
         delay = None if any(settled) else config.settings().async_wait_timeout
         queue.enqueue_run(ex.run_id, ex.reactor, delay=delay)
         return

@@ -54,6 +54,7 @@ from reactorflow.storage.values import (
     DEFAULT_HISTORY_LIMIT,
     DEFAULT_RETENTION,
     ClaimResult,
+    ElementStart,
     GateTake,
     Liveness,
     OrderedLine,
@@ -72,7 +73,8 @@ from reactorflow.storage.values import (
 )
 
 __all__ = [
-    "DEFAULT_HISTORY_LIMIT", "DEFAULT_RETENTION", "ClaimResult", "GateTake", "Liveness",
+    "DEFAULT_HISTORY_LIMIT", "DEFAULT_RETENTION", "ClaimResult", "ElementStart", "GateTake",
+    "Liveness",
     "OrderedLine", "ResumeCheck", "Resumption", "RunCreation", "RunHead", "RunPageData",
     "ScheduleState", "SlotWrite", "Storage", "StoredRun", "Subscription", "UnitLiveness",
     "check_count", "check_seconds",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 
-from reactorflow.storage.values import SlotWrite
+from reactorflow.storage.values import ElementStart, SlotWrite
 
 
 class MapSlotsContract(abc.ABC):
@@ -64,6 +64,11 @@ class MapSlotsContract(abc.ABC):
         Unfenced: only element jobs settle elements, and they never hold the run's lock (see
         `save_elements`).
 
+        Closed maps: when the run's stored status is one of `CLOSES_MAPS` (it ended, or its
+        rollback began), the outcome is still stored (an element that ran must be known to the
+        rollback) but no counter value is claimed (`following` None: the chain of elements
+        stops) and the reply says `closed`, read in the same atomic call.
+
         Args:
             run_id: The run's id.
             key: The map step's key.
@@ -76,7 +81,8 @@ class MapSlotsContract(abc.ABC):
 
         Returns:
             As `save_elements`, with `following` the claimed counter value (None unless this
-            call stored the outcome and `advance` was given); None when the run does not exist.
+            call stored the outcome, `advance` was given and the map is not closed) and
+            `closed`; None when the run does not exist.
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
@@ -138,6 +144,46 @@ class MapSlotsContract(abc.ABC):
         if not await self.acquire_lock(lock_id, owner, ttl):  # type: ignore[attr-defined]
             return None
         return await self.load_element_ranges(run_id, ranges)
+
+    @abc.abstractmethod
+    async def start_element(self, lock_id: str, owner: str, ttl: float, run_id: str,
+                            ranges: Sequence[tuple[str, int, int]], *, starts: tuple[str, int],
+                            stop: tuple[str, int]) -> ElementStart | None:
+        """Start one element of a fanned-out map in a job: take lock `lock_id` for `owner` (as
+        `acquire_lock`; another owner holds it: None, nothing read or marked), then, in one
+        call atomic with every write of run `run_id`, either mark the element started or refuse
+        it, then read `ranges` (as `load_element_ranges`, after the mark).
+
+        The fence: the element (slot `starts[1]` of map `starts[0]`) is **refused** — not
+        marked, `refused` True — when it is not marked started yet and its map is closed: the
+        run's stored status is one of `CLOSES_MAPS` (the run ended, or its rollback began: the
+        save of that status closes every map of the run at once), or field `stop[1]` of map
+        `stop[0]` holds a value (an atomic map stopped by a failed element), or the run does not
+        exist. Else it is marked (first wins) and may run. An element marked by an earlier call
+        (its job was cut off mid-body) is never refused: its side effect may have happened, so
+        it runs again to a known outcome. Since the mark and the status save are atomic with
+        each other, every element whose body may run after a rollback began was marked before:
+        the rollback finds it among the marked elements without an outcome and waits for it.
+
+        Cost: the lock, one mark, one field per slot read (one round trip on a single node;
+        on a Redis Cluster the lock is in a slot of its own: two).
+
+        Args:
+            lock_id: The element's lock (as for `acquire_lock`).
+            owner: Who takes it.
+            ttl: Seconds until it expires unless extended.
+            run_id: The run whose map it is.
+            ranges: `(map key, start, count)` for each read.
+            starts: `(map key, index)` of the element's started mark.
+            stop: `(map key, field)` of the map's stop marker.
+
+        Returns:
+            The reads and whether the element was refused, or None when another owner holds
+            the lock.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
 
     @abc.abstractmethod
     async def refresh_elements(self, run_id: str, keys: Sequence[str]) -> None:

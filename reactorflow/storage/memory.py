@@ -345,15 +345,19 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
     async def acquire_lock(self, run_id: str, owner: str, ttl: float) -> bool:
         now = clock.monotonic()
         with self._mutex:
-            lock = self._owner(run_id, now)
-            if lock is None:
-                self._locks[run_id] = _Lock(owner, 1, now + ttl)
-                return True
-            if lock.owner != owner:
-                return False
-            lock.count += 1
-            lock.expires = now + ttl
+            return self._take_lock(run_id, owner, ttl, now)
+
+    def _take_lock(self, run_id: str, owner: str, ttl: float, now: float) -> bool:
+        """`acquire_lock` under the mutex (held by the caller)."""
+        lock = self._owner(run_id, now)
+        if lock is None:
+            self._locks[run_id] = _Lock(owner, 1, now + ttl)
             return True
+        if lock.owner != owner:
+            return False
+        lock.count += 1
+        lock.expires = now + ttl
+        return True
 
     async def extend_lock(self, run_id: str, owner: str, ttl: float) -> bool:
         now = clock.monotonic()

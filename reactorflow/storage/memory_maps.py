@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from reactorflow import clock
-from reactorflow.storage.base import SlotWrite
+from reactorflow.storage.base import ElementStart, SlotWrite
+from reactorflow.storage.values import CLOSES_MAPS
 
 if TYPE_CHECKING:
     from reactorflow.storage.memory import _Run
@@ -23,6 +24,9 @@ class MemoryMaps:
         raise NotImplementedError  # MemoryStorage's
 
     def _fenced(self, run_id: str, owner: str, now: float) -> _Run:
+        raise NotImplementedError  # MemoryStorage's
+
+    def _take_lock(self, run_id: str, owner: str, ttl: float, now: float) -> bool:
         raise NotImplementedError  # MemoryStorage's
 
     async def save_elements(self, run_id: str, key: str, outcomes: Mapping[int, bytes], *,
@@ -58,11 +62,31 @@ class MemoryMaps:
             fields = run.maps.setdefault(control, {})
             if stop is not None:
                 fields.setdefault(stop, str(index).encode())
+            closed = run.status in CLOSES_MAPS
             following = None
-            if advance is not None:
+            if advance is not None and not closed:
                 following = int(fields.get(advance, b"0"))
                 fields[advance] = str(following + 1).encode()
-            return SlotWrite(1, len(slots), following)
+            return SlotWrite(1, len(slots), following, closed)
+
+    async def start_element(self, lock_id: str, owner: str, ttl: float, run_id: str,
+                            ranges: Sequence[tuple[str, int, int]], *, starts: tuple[str, int],
+                            stop: tuple[str, int]) -> ElementStart | None:
+        now = clock.monotonic()
+        with self._mutex:
+            if not self._take_lock(lock_id, owner, ttl, now):
+                return None
+            run = self._live(run_id, now)
+            maps = {} if run is None else run.maps
+            (marks, index), (control, field) = starts, stop
+            refused = run is None
+            if run is not None and index not in maps.get(marks, {}):
+                refused = run.status in CLOSES_MAPS or field in maps.get(control, {})
+                if not refused:
+                    maps.setdefault(marks, {})[index] = b"1"
+            reads = [[maps.get(key, {}).get(i) for i in range(start, start + max(count, 0))]
+                     for key, start, count in ranges]
+            return ElementStart(reads, refused)
 
     async def refresh_elements(self, run_id: str, keys: Sequence[str]) -> None:
         return  # slots live on the run's record: they expire with it (never while it lives)

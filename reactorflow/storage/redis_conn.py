@@ -108,18 +108,19 @@ SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock",
            "ordered_peek", "ordered_reset",
            "load_run", "schedule_load", "schedule_advance", "schedule_record",
            "schedule_relet", "schedule_pause", "claim_lock_load", "lock_load_elements",
-           "index_done")
+           "index_done", "start_element")
 RUN_WRITES = frozenset({"create_run", "save_step", "save_state", "save_unit", "claim",
                         "request_control", "incr_counter", "claim_lock_load"})
 """The scripts that write a run: `scripts/lib/run_write.lua` (retry tokens) and
 `scripts/lib/expiry.lua` (the retention rule) are prepended to each."""
-LOCK_TAKERS = frozenset({"acquire_lock", "lock_load_elements"})
+LOCK_TAKERS = frozenset({"acquire_lock", "lock_load_elements", "start_element"})
 """The scripts that take a liveness lock: `scripts/lib/take_lock.lua` is prepended to each."""
 RUN_CREATORS = frozenset({"create_run", "gate_release"})
 """The scripts that create a run: `scripts/lib/create_run.lua` is prepended to each (after
 `run_write.lua` and `expiry.lua`): `gate_release` creates the run a waiter queued with when it
 hands it the place."""
-SLOT_WRITES = frozenset({"save_elements", "settle_element", "refresh_elements"})
+SLOT_WRITES = frozenset({"save_elements", "settle_element", "refresh_elements",
+                         "start_element"})
 """The scripts that write a run's map element slots: `scripts/lib/expiry.lua` is prepended to
 each (the slots take the run's expiry)."""
 _SCRIPTS_DIR = files("reactorflow.storage") / "scripts"

@@ -8,8 +8,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from reactorflow.errors import LockLost
-from reactorflow.storage.base import SlotWrite
+from reactorflow.storage.base import ElementStart, SlotWrite
 from reactorflow.storage.redis_tokens import token as _token
+from reactorflow.storage.values import CLOSES_MAPS
+
+_CLOSING = "," + ",".join(sorted(CLOSES_MAPS)) + ","  # as the scripts match a status
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -56,13 +59,38 @@ class RedisMaps:
                 self._keys.elements(run_id, control)]
         args: list[EncodableT] = [index, outcome,
                                   "" if stop is None else stop,
-                                  "" if advance is None else advance]
+                                  "" if advance is None else advance, _CLOSING]
         with self._errors():
             reply = await conn.script("settle_element", keys, args)
         if reply == -1:
             return None
         following = int(reply[2])
-        return SlotWrite(int(reply[0]), int(reply[1]), following if following >= 0 else None)
+        return SlotWrite(int(reply[0]), int(reply[1]), following if following >= 0 else None,
+                         bool(int(reply[3])))
+
+    async def start_element(self, lock_id: str, owner: str, ttl: float, run_id: str,
+                            ranges: Sequence[tuple[str, int, int]], *, starts: tuple[str, int],
+                            stop: tuple[str, int]) -> ElementStart | None:
+        conn = await self._redis.get()
+        keys = [self._keys.run(run_id), self._keys.elements(run_id, starts[0]),
+                self._keys.elements(run_id, stop[0]),
+                *(self._keys.elements(run_id, key) for key, _, _ in ranges)]
+        if conn.cluster:  # the lock is in a slot of its own: taken first, by itself
+            if not await self.acquire_lock(lock_id, owner, ttl):
+                return None
+        else:
+            keys.append(self._keys.lock(lock_id))
+        args: list[EncodableT] = [starts[1], stop[1], _CLOSING, owner,
+                                  max(1, round(ttl * 1000)), _token()]
+        for _, start, count in ranges:
+            args.extend((start, max(count, 1)))
+        with self._errors():
+            reply = await conn.script("start_element", keys, args)
+        if reply == 0:
+            return None
+        reads = [[None if v is None else bytes(v) for v in found[:max(count, 0)]]
+                 for found, (_, _, count) in zip(reply[1:], ranges, strict=True)]
+        return ElementStart(reads, bool(int(reply[0])))
 
     async def refresh_elements(self, run_id: str, keys: Sequence[str]) -> None:
         if not keys:

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from reactorflow.errors import ConfigurationError
+from reactorflow.status import TERMINAL, Status
 
 DEFAULT_RETENTION = 7 * 24 * 3600.0
 DEFAULT_HISTORY_LIMIT = 1000
@@ -172,6 +173,25 @@ class SlotWrite:
     written: int
     stored: int
     following: int | None = None
+    closed: bool = False  # `settle_element`: the run no longer goes forward (`CLOSES_MAPS`)
+
+
+CLOSES_MAPS: frozenset[str] = frozenset({*TERMINAL, Status.ROLLING_BACK})
+"""The run statuses that close its fanned-out maps: the run ended, or its rollback began (the
+save of that status is the marker, so no path that stops a run can leave a map open). An
+element not started yet never starts in a closed map (`start_element`), and a settled one
+claims no successor (`settle_element`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ElementStart:
+    """What `start_element` did: the slots it read (as `load_element_ranges`), and whether the
+    element was refused (its map closed or stopped before it ever started: not marked, its body
+    must not run) rather than started (marked by this call, or by an earlier one whose job was
+    cut off: its body may run again)."""
+
+    reads: list[list[bytes | None]]
+    refused: bool
 
 
 class ClaimResult(Enum):

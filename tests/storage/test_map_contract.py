@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import reactorflow as rf
-from reactorflow.storage.base import Storage
+from reactorflow.storage.base import ElementStart, Storage
 from tests.helpers import until_lock_lapses
 from tests.storage.test_contract import new_run
 
@@ -97,3 +97,89 @@ async def test_save_elements_by_an_owner_is_fenced_on_the_runs_lock(storage: Sto
     assert await storage.load_elements(run_id, "m#job", 0, 4) == [None] * 4
     assert await storage.count_elements(run_id, "m") == 3
     assert await storage.save_elements("no-such-run", "m", {0: b"x"}, owner="owner-a") is None
+
+
+async def _start(storage: Storage, run_id: str, index: int,
+                 owner: str = "job") -> ElementStart | None:
+    return await storage.start_element(f"{run_id}:m:{index}", owner, 10.0, run_id,
+                                       [("m", index, 1), ("m#items", index, 2)],
+                                       starts=("m#started", index), stop=("m#job", 1))
+
+
+async def _set_status(storage: Storage, run_id: str, status: str, previous: str) -> None:
+    await storage.save_state(run_id, "owner-1", status=status, previous_status=previous,
+                             state=b"state-1")
+
+
+@BACKENDS
+async def test_start_element_takes_the_lock_marks_the_element_and_reads(
+        storage: Storage) -> None:
+    run_id = await new_run(storage)
+    await storage.save_elements(run_id, "m#items", {0: b"i0", 1: b"i1"})
+    found = await _start(storage, run_id, 0)
+    assert found is not None and not found.refused
+    assert found.reads == [[None], [b"i0", b"i1"]]
+    assert await storage.lock_owner(f"{run_id}:m:0") == "job"
+    assert await storage.load_elements(run_id, "m#started", 0, 2) == [b"1", None]
+    assert await _start(storage, run_id, 0, owner="duplicate") is None  # its lock is held
+    assert await storage.load_elements(run_id, "m#started", 0, 2) == [b"1", None]
+
+
+@BACKENDS
+async def test_start_element_refuses_an_element_not_started_once_the_map_is_closed(
+        storage: Storage) -> None:
+    """Closed: the run's status ended or rolling back (or an atomic map's stop marker set).
+    An element marked before (cut off mid-body) is never refused: it runs again."""
+    run_id = await new_run(storage)
+    assert (await _start(storage, run_id, 0)) is not None  # marked while the run runs
+    await _set_status(storage, run_id, "rolling_back", "running")
+    late = await _start(storage, run_id, 1)
+    assert late is not None and late.refused and late.reads == [[None], [None, None]]
+    again = await _start(storage, run_id, 0)  # (the same owner: re-entrant)
+    assert again is not None and not again.refused
+    for status, previous in (("failed", "rolling_back"), ("cancelled", "failed")):
+        await _set_status(storage, run_id, status, previous)
+        refused = await _start(storage, run_id, 2 if status == "failed" else 3)
+        assert refused is not None and refused.refused
+    assert await storage.load_elements(run_id, "m#started", 0, 4) == [b"1", None, None, None]
+
+    stopped = await new_run(storage)  # a running run whose atomic map stopped
+    await storage.settle_element(stopped, "m", 5, b"failed", control="m#job", stop=1)
+    skipped = await _start(storage, stopped, 6)
+    assert skipped is not None and skipped.refused
+    gone = await _start(storage, "no-such-run", 0)
+    assert gone is not None and gone.refused
+
+
+@BACKENDS
+async def test_element_starts_racing_the_rollbacks_save_are_each_marked_or_refused(
+        storage: Storage) -> None:
+    """Starts concurrent with the save that begins the rollback: an element was started (and
+    marked) exactly when it was not refused, so a rollback that reads the marks afterwards
+    knows every element that may run."""
+    import asyncio
+
+    run_id = await new_run(storage)
+
+    async def close() -> None:
+        await asyncio.sleep(0)
+        await _set_status(storage, run_id, "rolling_back", "running")
+
+    *starts, _ = await asyncio.gather(*(_start(storage, run_id, i) for i in range(30)), close())
+    marks = await storage.load_elements(run_id, "m#started", 0, 30)
+    assert [s is not None and not s.refused for s in starts] == [m is not None for m in marks]
+    after = await _start(storage, run_id, 30)
+    assert after is not None and after.refused
+
+
+@BACKENDS
+async def test_a_settle_in_a_closed_map_stores_its_outcome_but_claims_no_successor(
+        storage: Storage) -> None:
+    run_id = await new_run(storage)
+    open_ = await storage.settle_element(run_id, "m", 0, b"e0", control="m#job", advance=3)
+    assert open_ is not None and open_.following == 0 and not open_.closed
+    await _set_status(storage, run_id, "cancelled", "running")
+    late = await storage.settle_element(run_id, "m", 1, b"e1", control="m#job", advance=3)
+    assert late is not None and (late.written, late.stored, late.following) == (1, 2, None)
+    assert late.closed
+    assert await storage.load_elements(run_id, "m#job", 3, 1) == [b"1"]

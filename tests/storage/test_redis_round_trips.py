@@ -185,6 +185,25 @@ async def test_redis_an_element_jobs_lock_and_reads_are_one_command(
     assert found == [[None], [None, None], [b"i1"]]
 
 
+async def test_redis_an_element_jobs_start_is_one_command(
+        rig: tuple[RedisStorage, redis.asyncio.Redis], redis_url: str) -> None:
+    """An element job's start (its lock, the map's fence and its started mark, its slot, the
+    map's job data, its item) is one EVALSHA on a single node."""
+    redis_storage, _ = rig
+    run_id = await new_run(redis_storage)
+    await redis_storage.save_elements(run_id, "m#items", {0: b"i0", 1: b"i1"})
+    ranges = [("m", 1, 1), ("m#job", 0, 1), ("m#items", 1, 1)]
+    await redis_storage.start_element(f"{run_id}:m:0", "me", 10.0, run_id, ranges,
+                                      starts=("m#started", 0), stop=("m#job", 1))
+
+    seen = await _commands_during(redis_url, lambda: redis_storage.start_element(
+        f"{run_id}:m:1", "me", 10.0, run_id, ranges, starts=("m#started", 1),
+        stop=("m#job", 1)))
+
+    assert _from_client(seen) == ["EVALSHA"]
+    assert await redis_storage.load_elements(run_id, "m#started", 0, 2) == [b"1", b"1"]
+
+
 async def test_redis_a_locked_run_folds_its_last_step_and_drops_its_lock_after_the_write(
         redis_url: str) -> None:
     """A 1-step run holding a reactor `rf.Lock` on one node: the lock's acquire, create_run,

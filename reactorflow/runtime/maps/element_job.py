@@ -24,7 +24,7 @@ from reactorflow.runtime.gates.steps import element_places
 from reactorflow.runtime.lockkeeper import keeper, renew_gates
 from reactorflow.runtime.maps.elements import JobScope, call_element, gated_child
 from reactorflow.runtime.maps.fanout import ARGS, NEXT, STOP, element_lock
-from reactorflow.runtime.maps.keys import items_key, job_key, starts_key
+from reactorflow.runtime.maps.keys import items_key, job_key, settled_topic, starts_key
 from reactorflow.runtime.maps.reading import results_view
 from reactorflow.runtime.ownership import keep_alive, new_owner
 from reactorflow.status import StepStatus
@@ -79,16 +79,16 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
     """Run one element of a fanned-out map in a worker (see `fanout`)."""
     settings = config.settings()
     lock, owner = element_lock(run_id, key, index), new_owner()
-    found = await storage.lock_and_load_elements(  # the lock, then the reads: one round trip
+    found = await storage.start_element(  # the lock, the fence, the reads: one round trip
         lock, owner, settings.lock_ttl, run_id,
-        [(key, index, 1), (job_key(key), ARGS, 2), (items_key(key), index, 1),
-         (starts_key(key), index, 1)])
+        [(key, index, 1), (job_key(key), ARGS, 1), (items_key(key), index, 1)],
+        starts=(starts_key(key), index), stop=(job_key(key), STOP))
     if found is None:
         return  # a duplicate of this element is running right now
     # the element's lock is left to expire once the outcome is stored (a duplicate then finds
     # the outcome; the owner looks for lost jobs among elements without one)
     async with keep_alive(storage, lock, owner, settings.lock_ttl, release=False) as hold:
-        (own,), (shared_raw, stop), (item_raw,), (began,) = found
+        (own,), (shared_raw,), (item_raw,) = found.reads
         if own is not None:
             return  # already settled: a duplicate delivery
         if shared_raw is None or item_raw is None:
@@ -100,11 +100,11 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
         node = scope.plan.nodes[key]
         options = node.spec.map
         assert options is not None
-        if options.atomic and stop is not None and began is None:
+        if found.refused:  # the map stopped, or the run ended or rolls back, before it started
+            log.info("reactorflow.map.element_refused run_id=%s step=%s index=%d: its map is "
+                     "closed, it never starts", run_id, key, index)
             record = ElementRecord(StepStatus.SKIPPED)  # its body never ran: nothing to undo
-        else:  # (an element whose body may have run before a crash runs again: see `started`)
-            if options.atomic and began is None:
-                await started(storage, run_id, key, index)
+        else:  # (marked started: one whose body may have run before a crash runs again)
             element = node.spec.params[0]
             item = msgspec.msgpack.decode(item_raw, type=element.annotation)
             kwargs = arguments_of(storage, scope, node, shared)
@@ -132,14 +132,6 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
                      atomic=options.atomic, total=shared.count)
 
 
-async def started(storage: Storage, run_id: str, key: str, index: int) -> None:
-    """Mark an atomic map's element as started before its body runs (first wins). A job that
-    later finds the map stopped and the element without an outcome (its worker died mid-body)
-    runs it again rather than skip it: its side effect may have happened, and only an outcome
-    (completed: undone by the rollback; failed: compensated) makes it known and rolled back."""
-    await storage.save_elements(run_id, starts_key(key), {index: b"1"})
-
-
 async def settle(storage: Storage, run_id: str, reactor: str, key: str, index: int,
                  record: ElementRecord, *, atomic: bool, total: int | None) -> None:
     """Store an element's outcome, then enqueue the next element of its chain, and signal the
@@ -149,6 +141,10 @@ async def settle(storage: Storage, run_id: str, reactor: str, key: str, index: i
                                            control=job_key(key), stop=stop, advance=NEXT)
     if written is None or written.written == 0:
         return  # the run is gone, or a duplicate stored first
+    if written.closed:  # the run ended or rolls back: its rollback may wait for this element
+        await storage.publish(run_id, settled_topic(key))  # an owner waiting in its process
+        queue.enqueue_run(run_id, reactor)  # a parked one (a job for an ended run does nothing)
+        return
     if total is None:
         queue.enqueue_run(run_id, reactor)  # let the owner look (its stall re-check dispatches
         return  # what this element claimed)

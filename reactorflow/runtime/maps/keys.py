@@ -16,10 +16,17 @@ def items_key(key: str) -> str:
 
 
 def starts_key(key: str) -> str:
-    """The slots marking the elements of an atomic fanned-out map whose body may have run, by
-    element index (written before the body starts: a job that finds its element marked and
-    the map stopped runs it again instead of skipping it, see `element_job`)."""
+    """The slots marking the elements of a fanned-out map whose body may have run, by element
+    index (marked by `start_element` as the job starts, atomically with the map's fence: a job
+    that finds its element marked runs it again even once the map is closed, instead of
+    skipping it; a rollback waits for every marked element without an outcome, `inflight`)."""
     return f"{key}#started"
+
+
+def settled_topic(key: str) -> str:
+    """The run's notification topic of a map's elements settled once the run stopped going
+    forward (an owner waiting in its process for the elements in flight, `inflight`)."""
+    return f"{key}#settled"
 
 
 def acks_key(key: str) -> str:

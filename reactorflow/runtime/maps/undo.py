@@ -1,5 +1,9 @@
 """Rolling a map back (one action of the saga's rollback, see `runtime.rollback`).
 
+0. A fanned-out map still `running` (the run stopped while its elements were out) first
+   waits until none of its elements is in flight (`inflight`: the save that began the
+   rollback closed the map, so no element starts any more; those that started settle, or are
+   run again once cut off), parking the run meanwhile as for its undo throws.
 1. Failed elements already ran their compensate (when they failed); a compensate that raised
    is reported here, once per rollback, as a `compensate` failure of the map.
 2. With `undo_all`: called once with a lazy iterator of the completed elements' results in
@@ -30,6 +34,7 @@ from reactorflow.records import ElementRecord, ErrorRecord, RollbackFailure, des
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.maps.elements import Scope, context, fence, source_of
+from reactorflow.runtime.maps.inflight import wait_in_flight
 from reactorflow.runtime.maps.reading import element_key, walk
 from reactorflow.runtime.maps.throws import roll_back_fanned
 from reactorflow.runtime.stepcall import arguments, context_for
@@ -64,8 +69,13 @@ async def roll_back_map(ex: Execution, key: str) -> MapRollback:
     node = ex.plan.nodes[key]
     options = node.spec.map
     assert options is not None
+    fanned = options.fan_out and not ex.maps_inline
+    if fanned and ex.records[key].status == StepStatus.RUNNING:  # elements may still be out
+        since = await wait_in_flight(ex, node)
+        if since is not None:
+            return MapRollback(parked_since=since)
     count = await _count(ex, node)
-    if options.fan_out and not ex.maps_inline and _undone_each(node):
+    if fanned and _undone_each(node):
         since = await roll_back_fanned(ex, node, count)
         if since is not None:
             return MapRollback(parked_since=since)

@@ -1,30 +1,35 @@
 -- settle_element: store one element's outcome of a fanned-out map, first wins, and, when this
 -- call stored it, mark the map stopped (first wins) and/or claim the next element index to
--- dispatch, all in one atomic call. Unfenced (element jobs never hold the run's lock) but only
--- while the run exists. The hashes take the run's expiry (none while the run lives:
--- lib/expiry.lua). Cost: constant, whatever the map's size.
+-- dispatch, all in one atomic call; no index is claimed once the run's status closes its maps
+-- (it ended or rolls back: no successor starts). Unfenced (element jobs never hold the run's
+-- lock) but only while the run exists. The hashes take the run's expiry (none while the run
+-- lives: lib/expiry.lua). Cost: constant, whatever the map's size.
 --
 -- KEYS: 1 run  2 the map's element hash  3 the map's job-data hash (same {run id} hash tag)
 -- ARGV:
 --   1 element index  2 outcome record
 --   3 job-data field of the stop marker to set to the index ('' for none)
 --   4 job-data field of the dispatch counter to advance ('' for none)
--- Returns: {written, stored, following} (1 if this call stored the outcome, outcomes the map
---   holds now, the claimed index to dispatch next or -1), or -1 when the run is gone.
+--   5 the statuses that close the run's maps, each between commas (",failed,rolling_back,")
+-- Returns: {written, stored, following, closed} (1 if this call stored the outcome, outcomes
+--   the map holds now, the claimed index to dispatch next or -1, 1 if the map is closed), or
+--   -1 when the run is gone.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
 end
 local written = redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
 local following = -1
+local status = redis.call('HGET', KEYS[1], 'status') or ''
+local closed = string.find(ARGV[5], ',' .. status .. ',', 1, true) and 1 or 0
 if written == 1 then
   if ARGV[3] ~= '' then
     redis.call('HSETNX', KEYS[3], ARGV[3], ARGV[1])
   end
-  if ARGV[4] ~= '' then
+  if ARGV[4] ~= '' and closed == 0 then
     following = redis.call('HINCRBY', KEYS[3], ARGV[4], 1) - 1
   end
   follow(KEYS[1], {KEYS[2], KEYS[3]})
 else
   follow(KEYS[1], {KEYS[2]})
 end
-return {written, redis.call('HLEN', KEYS[2]), following}
+return {written, redis.call('HLEN', KEYS[2]), following, closed}
