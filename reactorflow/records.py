@@ -247,6 +247,8 @@ class RunState(msgspec.Struct, omit_defaults=True):
     wake_at: float | None = None  # parked: when a step's next attempt is due
     gate_snoozes: int = 0  # times a worker put the run back because a gate was busy
     gate_waits: dict[str, str] = msgspec.field(default_factory=dict)  # step key -> busy gate
+    # step key -> since when its rollback handler waits, parked, for its lock or semaphore
+    rollback_waits: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 class Control(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -27,6 +27,7 @@ from reactorflow.runtime.forward import Forward
 from reactorflow.runtime.gates import levels
 from reactorflow.runtime.gates import runs as gates
 from reactorflow.runtime.gates.parked import keep_while_parked
+from reactorflow.runtime.gates.steps import GateWait
 from reactorflow.runtime.lockkeeper import keeper
 from reactorflow.runtime.parking import park
 from reactorflow.runtime.rollback import collected_failures, roll_back
@@ -256,7 +257,32 @@ async def _roll_back_or_park(ex: Execution,
     if done.parked:
         await park(ex, done.parked, None)
         return
+    if done.gate_wait is not None:
+        await park_for_place(ex, done.gate_wait)
+        return
     await _settle_rollback(ex, done.failures)
+
+
+async def park_for_place(ex: Execution, waiting: GateWait) -> None:
+    """A worker's rollback handler found its lock or semaphore busy: save the run
+    `rolling_back` (with since when the handler waits), keeping what it holds, and have a
+    worker try again a little later (at most `gate_snooze` seconds; the handler is queued for
+    the place, so the release hands it over and that try finds it held). The worker's thread is
+    free meanwhile. Past the gate's `ttl` (counted from the first try) the handler fails with
+    `GateBusy` and the rollback goes on (`gates.steps.rollback_places`)."""
+    delay = config.settings().gate_snooze * (0.5 + random.random() / 2)
+    await keep_while_parked(ex, delay)
+    await ex.save_state(Status.ROLLING_BACK, final=True,
+                        rollback_waits={waiting.step: waiting.since},
+                        events=[event("run.parked", waiting.step,
+                                      detail=f"its rollback waits: {waiting.busy.message}")])
+    ex.enqueue_after_release = True
+    ex.enqueue_delay = delay
+    if ex.hooks:
+        ex.hooks.call("on_gate", GateEvent(ex.run_id, ex.reactor, waiting.step,
+                                           waiting.busy.gate, waiting.busy.key, "snoozed"))
+    log.info("reactorflow.gate.rollback_parked run_id=%s reactor=%s gate=%s key=%s step=%s",
+             ex.run_id, ex.reactor, waiting.busy.gate, waiting.busy.key, waiting.step)
 
 
 async def _settle_rollback(ex: Execution, failures: list[RollbackFailure]) -> None:
@@ -270,6 +296,7 @@ async def _settle_rollback(ex: Execution, failures: list[RollbackFailure]) -> No
         error = RunError(None, "RollbackIncomplete",
                          f"{len(all_failures)} undo/compensate handler(s) failed",
                          rollback_failures=all_failures)
+    ex.state.rollback_waits = {}
     if trigger is RollbackTrigger.UNDO:
         await ex.save_state(Status.CANCELLED, final=True, publish=True, clear_control=True,
                             events=[event("run.undone")], error=error, rollback_trigger=None,

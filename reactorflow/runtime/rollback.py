@@ -8,8 +8,11 @@ Order, at each level of the tree (the root, then composed children inside it):
 3. undo the completed steps in reverse completion order; a completed composed child is undone
    as a unit at its place in that order, its own steps newest first.
 
-A gated step's handler runs under its locks and semaphores, taken again (waiting up to each
-gate's `wait`; a gate still busy fails the handler with `rf.GateBusy`, without running it).
+A gated step's handler runs under its locks and semaphores, taken again: it waits for each as
+long as the gate's `ttl` allows (at least its `wait`), in a caller's process there, in a worker
+parked (`gates.steps.GateWait`: the run is saved `rolling_back`, queued for the place, and
+tried again shortly); a gate still busy after that long fails the handler with `rf.GateBusy`,
+without running it.
 Every handler outcome is checkpointed, so a rollback cut off by a crash resumes after the last
 handler that returned (the cut-off one runs again: handlers must be idempotent). A failing
 handler is recorded and the rollback goes on.
@@ -32,7 +35,7 @@ from reactorflow.errors import RecordedError
 from reactorflow.middleware import StepEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, StepRecord, describe, summary
 from reactorflow.runtime.execution import event
-from reactorflow.runtime.gates.steps import leave_rollback, rollback_places
+from reactorflow.runtime.gates.steps import GateWait, leave_rollback, rollback_places
 from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.maps.undo import roll_back_map
 from reactorflow.runtime.stepcall import arguments, context_for
@@ -99,6 +102,7 @@ class Rollback:
 
     failures: list[RollbackFailure] = field(default_factory=list)
     parked: dict[str, float] = field(default_factory=dict)
+    gate_wait: GateWait | None = None  # a worker's handler waits for its place: the run parks
 
 
 async def roll_back(ex: Execution, live_errors: Mapping[str, BaseException] | None = None
@@ -117,18 +121,26 @@ async def roll_back(ex: Execution, live_errors: Mapping[str, BaseException] | No
                 if mapped.parked_since is not None:
                     return Rollback(failures, {key: mapped.parked_since})
                 failures += mapped.failures
-            case Act.UNDO:
-                failures += await _run_handler(ex, HandlerKind.UNDO, key, None)
-            case Act.COMPENSATE:
-                failures += await _run_handler(ex, HandlerKind.COMPENSATE, key,
-                                               (live_errors or {}).get(key))
+            case Act.UNDO | Act.COMPENSATE:
+                ran = await _run_handler(
+                    ex, HandlerKind.UNDO if act is Act.UNDO else HandlerKind.COMPENSATE, key,
+                    (live_errors or {}).get(key))
+                if isinstance(ran, GateWait):
+                    return Rollback(failures, gate_wait=ran)
+                failures += ran
             case _:
                 assert_never(act)
     return Rollback(failures)
 
 
 async def _run_handler(ex: Execution, kind: Literal[HandlerKind.UNDO, HandlerKind.COMPENSATE],
-                       key: str, live_error: BaseException | None) -> list[RollbackFailure]:
+                       key: str, live_error: BaseException | None
+                       ) -> list[RollbackFailure] | GateWait:
+    """Run one handler under its step's places (re-taken), and checkpoint its outcome; or,
+    in a worker whose place is busy, say so (`GateWait`: nothing ran, nothing is written)."""
+    entry, error = await rollback_places(ex, ex.plan.nodes[key])  # its locks and semaphores
+    if isinstance(error, GateWait):
+        return error
     node = ex.plan.nodes[key]
     record = ex.records[key]
     first: Any
@@ -150,8 +162,6 @@ async def _run_handler(ex: Execution, kind: Literal[HandlerKind.UNDO, HandlerKin
     if hooks:
         hooks.call(f"before_{kind}", StepEvent(ex.run_id, ex.reactor, key))
     started = event(f"{kind}.started", key)
-    error: Exception | None = None
-    entry, error = await rollback_places(ex, node)  # its locks and semaphores, re-taken
     if error is None:
         try:
             await call_handler(ex, handler, key, first)

@@ -168,13 +168,16 @@ def holder_of(holds: GateHolds, need: Need, scope: str, element: str = "") -> st
 async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bool,
                 keep_turn: bool = False, charge_rate: bool = True, check_period: bool = True,
                 step: str | None = None, element: str = "",
-                creates: RunCreation | None = None, undoing: bool = False) -> Entry:
+                creates: RunCreation | None = None, undoing: bool = False,
+                queue_for: float = 0.0) -> Entry:
     """Take `needs` in order for `scope` ("" for the run itself, else a step key).
 
     Args:
         wait: wait up to each gate's `wait` (a caller); False never waits (a worker).
         undoing: for a rollback handler: with `wait`, wait for a lock or semaphore as long as
             its `ttl` allows (at least its `wait`): an undo is never lost to contention.
+        queue_for: without `wait`, queue for a busy lock or semaphore this long (a worker's
+            rollback handler, which parks the run: the release hands it the place).
         keep_turn: on a busy gate keep the ordered lock's place in line (a snoozing worker).
         charge_rate: charge rate limits (False when resuming: the run was charged already).
         check_period: check periods (False when resuming a run that already started).
@@ -190,7 +193,7 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
         await _take_all(holds, needs, entry, wait=wait, charge_rate=charge_rate,
                         check_period=check_period, step=step, element=element,
                         folded=creates if creates is not None and _foldable(needs) else None,
-                        undoing=undoing)
+                        undoing=undoing, queue_for=queue_for)
     except BaseException:  # cancelled (or failed) while waiting for a later gate
         with anyio.CancelScope(shield=True):
             try:
@@ -206,7 +209,8 @@ async def enter(holds: GateHolds, needs: Sequence[Need], scope: str, *, wait: bo
 
 async def _take_all(holds: GateHolds, needs: Sequence[Need], entry: Entry, *, wait: bool,
                     charge_rate: bool, check_period: bool, step: str | None, element: str,
-                    folded: RunCreation | None, undoing: bool = False) -> None:
+                    folded: RunCreation | None, undoing: bool = False,
+                    queue_for: float = 0.0) -> None:
     """`enter`'s taking for `entry.scope`, in order, recording in `entry` each place and turn
     as it is taken (so that whatever stops it midway, `leave` gives back exactly those)."""
     storage, scope = holds.storage, entry.scope
@@ -242,7 +246,7 @@ async def _take_all(holds: GateHolds, needs: Sequence[Need], entry: Entry, *, wa
             else:
                 holds.tell("acquired", need, step)
         elif not await _take(holds, need, holder, patience,
-                             folded if need is needs[-1] else None):
+                             folded if need is needs[-1] else None, queue_for=queue_for):
             entry.busy = _busy(holds, need, patience, step)
         else:
             entry.taken.append((need, holder))
@@ -292,7 +296,7 @@ def _foldable(needs: Sequence[Need]) -> bool:
 
 
 async def _take(holds: GateHolds, need: Need, holder: str, patience: float,
-                creates: RunCreation | None = None) -> bool:
+                creates: RunCreation | None = None, *, queue_for: float = 0.0) -> bool:
     gate = need.gate
     assert isinstance(gate, Lock | Semaphore)
     if isinstance(gate, Lock):
@@ -305,7 +309,7 @@ async def _take(holds: GateHolds, need: Need, holder: str, patience: float,
     else:
         limit = gate.limit
     take = await take_place(holds.storage, need.key, holder, limit=limit, ttl=gate.ttl,
-                            wait=patience, creates=creates)
+                            wait=patience, creates=creates, queue_for=queue_for)
     if take is GateTake.BUSY:
         return False
     if isinstance(gate, Lock):

@@ -11,6 +11,7 @@ counted); then the attempts run, retries included, under the gates; the places a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -18,7 +19,7 @@ import anyio
 from reactorflow import clock, config
 from reactorflow.definition.gates import BoundGate, GateKind, Lock, OrderedLock, Period, Semaphore
 from reactorflow.definition.params import MISSING
-from reactorflow.errors import ArgumentError, GateDeadlock, GateKeyError
+from reactorflow.errors import ArgumentError, GateBusy, GateDeadlock, GateKeyError
 from reactorflow.records import summary
 from reactorflow.runtime.execution import event
 from reactorflow.runtime.gates.keys import is_place, period_marker, render
@@ -161,11 +162,25 @@ def _describe(needs: list[Need]) -> str:
     return ", ".join(f"{n.kind.value} {n.key!r}" for n in needs)
 
 
-async def rollback_places(ex: Execution, node: Node) -> tuple[Entry | None, Exception | None]:
-    """Re-take the step's locks and semaphores for its undo or compensate, waiting for each as
-    long as its `ttl` allows (at least its `wait`: an undo is never lost to contention; never
-    snoozing: a rollback does not park). Returns the entry to `leave`, or the error that keeps
-    the handler from running (`GateBusy` once a gate stayed busy that long, `GateKeyError`)."""
+@dataclass(frozen=True, slots=True)
+class GateWait:
+    """A worker's rollback handler whose lock or semaphore is busy, within the time the gate's
+    `ttl` allows: the run parks, queued for the place, and the handler runs on a later try."""
+
+    step: str
+    busy: GateBusy
+    since: float  # when the handler first found its gate busy
+
+
+async def rollback_places(ex: Execution, node: Node
+                          ) -> tuple[Entry | None, Exception | GateWait | None]:
+    """Re-take the step's locks and semaphores for its undo or compensate. An undo is never
+    lost to contention: it waits for each place as long as the gate's `ttl` allows (at least
+    its `wait`), counted from when it first found it busy — in a caller's process, here; in a
+    worker, parked (`GateWait`: the run is saved and put back, queued for the place, so the
+    worker's thread is free meanwhile). Returns the entry to `leave`, or what keeps the
+    handler from running now: a `GateWait`, or an error (`GateBusy` once a gate stayed busy
+    that long, `GateKeyError`)."""
     places = tuple(b for b in node.spec.gates if is_place(b))
     if not places:
         return None, None
@@ -173,11 +188,23 @@ async def rollback_places(ex: Execution, node: Node) -> tuple[Entry | None, Exce
         needs = step_needs(ex, node, await arguments(ex, node), places)
     except ArgumentError as exc:
         return None, exc
-    entry = await enter(ex.gates, needs, f"{ex.step_prefix}{node.key}:rollback", wait=True,
-                        step=node.key, element=ex.element, undoing=True)
-    if entry.busy is not None:
-        return None, entry.busy
-    return entry, None
+    scope = f"{ex.step_prefix}{node.key}:rollback"
+    if not ex.in_worker:
+        entry = await enter(ex.gates, needs, scope, wait=True, step=node.key,
+                            element=ex.element, undoing=True)
+        return (None, entry.busy) if entry.busy is not None else (entry, None)
+    now = clock.now()
+    since = ex.state.rollback_waits.get(node.key, now)
+    allowed = max(max(b.gate.wait, b.gate.ttl) for b in places
+                  if isinstance(b.gate, Lock | Semaphore))
+    remaining = since + allowed - now
+    entry = await enter(ex.gates, needs, scope, wait=False, step=node.key, element=ex.element,
+                        undoing=True, queue_for=max(remaining, 0.0))
+    if entry.busy is None:
+        return entry, None
+    if remaining > 0:
+        return None, GateWait(node.key, entry.busy, since)
+    return None, entry.busy
 
 
 async def leave_rollback(ex: Execution, entry: Entry | None) -> None:

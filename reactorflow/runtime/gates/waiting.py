@@ -20,8 +20,13 @@ RECHECK = 1.0
 
 
 async def take_place(storage: Storage, key: str, holder: str, *, limit: int, ttl: float,
-                     wait: float, creates: RunCreation | None = None) -> GateTake:
+                     wait: float, creates: RunCreation | None = None,
+                     queue_for: float = 0.0) -> GateTake:
     """Take a place of gate `key`, waiting up to `wait` seconds; BUSY when none freed.
+
+    With `wait` 0 and `queue_for`, a busy gate queues the holder for that long without
+    waiting here (a parked rollback's handler: a release hands it the place, which its next
+    try finds HELD).
 
     A waiter queues itself (`queue_for`) so that the release hands it the freed place: the
     release's notification names it, and it goes on without another round trip. With
@@ -35,7 +40,8 @@ async def take_place(storage: Storage, key: str, holder: str, *, limit: int, ttl
     given back when it is cancelled (a run created with it is left to the caller, which
     sees `creates.stored`).
     """
-    take = await storage.gate_acquire(key, holder, limit=limit, ttl=ttl)
+    take = await storage.gate_acquire(key, holder, limit=limit, ttl=ttl,
+                                      queue_for=queue_for if wait <= 0 else 0.0)
     if take is not GateTake.BUSY or wait <= 0:
         return take
     deadline = clock.monotonic() + wait
