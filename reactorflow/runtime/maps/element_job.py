@@ -21,12 +21,14 @@ from reactorflow.redaction import EVERY, secrets_in, watch
 from reactorflow.runtime import queue
 from reactorflow.runtime.gates.scope import GateHolds
 from reactorflow.runtime.gates.steps import element_places
+from reactorflow.runtime.jobcheck import drop, foreign_element
 from reactorflow.runtime.lockkeeper import keeper, renew_gates
 from reactorflow.runtime.maps.elements import JobScope, call_element, gated_child
 from reactorflow.runtime.maps.fanout import ARGS, NEXT, STOP, element_lock
 from reactorflow.runtime.maps.keys import items_key, job_key, starts_key
 from reactorflow.runtime.maps.reading import results_view
 from reactorflow.runtime.ownership import keep_alive, new_owner
+from reactorflow.runtime.queue import Job
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
@@ -96,6 +98,11 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
                       "map's job data is gone", run_id, key, index)
             return
         shared = records.decode_element_args(shared_raw)
+        problem = foreign_element(Job.element(run_id, reactor.name, key, index), shared)
+        if problem is not None:  # a forged job: the genuine one must find the lock free
+            drop(Job.element(run_id, reactor.name, key, index), problem)
+            await storage.release_lock(lock, owner)
+            return
         scope = JobScope(run_id, plan_for(reactor), lease=hold)
         node = scope.plan.nodes[key]
         options = node.spec.map

@@ -31,6 +31,7 @@ from reactorflow.errors import LockLost
 from reactorflow.records import ErrorRecord, UndoThrow
 from reactorflow.runtime import queue
 from reactorflow.runtime.lockkeeper import ensure_live
+from reactorflow.runtime.jobcheck import drop, foreign_element
 from reactorflow.runtime.maps.element_job import arguments_of
 from reactorflow.runtime.maps.elements import JobScope
 from reactorflow.runtime.maps.fanout import ARGS
@@ -44,6 +45,7 @@ from reactorflow.runtime.maps.throws import (
 )
 from reactorflow.runtime.maps.undo import undo_element
 from reactorflow.runtime.ownership import keep_alive, new_owner
+from reactorflow.runtime.queue import Job
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -67,6 +69,11 @@ async def run_undo(storage: Storage, reactor: Reactor, run_id: str, key: str,
         if own is None or shared_raw is None or item_raw is None or throw_raw is None:
             log.error("reactorflow.map.undo_orphaned run_id=%s step=%s index=%d: the run or "
                       "its map's job data is gone", run_id, key, index)
+            return
+        job = Job.undo(run_id, reactor.name, key, index)
+        problem = foreign_element(job, records.decode_element_args(shared_raw))
+        if problem is not None:
+            drop(job, problem)
             return
         throw = records.decode_throw(throw_raw)
         if index not in throw.indices:
