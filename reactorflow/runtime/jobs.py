@@ -259,6 +259,14 @@ async def execute_undo(run_id: str, reactor_name: str, key: str, index: int) -> 
 
 
 async def _fail_element(storage: Storage, job: Job, kind: str, reason: str) -> None:
+    """Fail an element that can never run, unless the job disagrees with its map's job data
+    (no such fanned-out map, another reactor, an index past its end): then it is dropped."""
+    shared = await element_job.shared_args(storage, job.run_id, job.step)
+    problem = ("the run has no fanned-out map of that key" if shared is None
+               else jobcheck.foreign_element(job, shared))
+    if problem is not None:
+        jobcheck.drop(job, problem)
+        return
     record = ElementRecord(StepStatus.FAILED, error=ErrorRecord(kind, reason))
     await element_job.settle(storage, job.run_id, job.reactor, job.step, job.index, record,
                         atomic=True, total=None)

@@ -91,6 +91,13 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
     # the outcome; the owner looks for lost jobs among elements without one)
     async with keep_alive(storage, lock, owner, settings.lock_ttl, release=False) as hold:
         (own,), (shared_raw, stop), (item_raw,), (began,) = found
+        job = Job.element(run_id, reactor.name, key, index)
+        problem = None if shared_raw is None else foreign_element(
+            job, records.decode_element_args(shared_raw))
+        if problem is not None:  # a forged job: the genuine one must find the lock free
+            drop(job, problem)
+            await storage.release_lock(lock, owner)
+            return
         if own is not None:
             return  # already settled: a duplicate delivery
         if shared_raw is None or item_raw is None:
@@ -98,11 +105,6 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
                       "map's job data is gone", run_id, key, index)
             return
         shared = records.decode_element_args(shared_raw)
-        problem = foreign_element(Job.element(run_id, reactor.name, key, index), shared)
-        if problem is not None:  # a forged job: the genuine one must find the lock free
-            drop(Job.element(run_id, reactor.name, key, index), problem)
-            await storage.release_lock(lock, owner)
-            return
         scope = JobScope(run_id, plan_for(reactor), lease=hold)
         node = scope.plan.nodes[key]
         options = node.spec.map
@@ -145,6 +147,13 @@ async def started(storage: Storage, run_id: str, key: str, index: int) -> None:
     runs it again rather than skip it: its side effect may have happened, and only an outcome
     (completed: undone by the rollback; failed: compensated) makes it known and rolled back."""
     await storage.save_elements(run_id, starts_key(key), {index: b"1"})
+
+
+async def shared_args(storage: Storage, run_id: str, key: str) -> ElementArgs | None:
+    """What the element jobs of map `key` share (written by the run's owner when it fanned the
+    map out), or None when it never did."""
+    raw = (await storage.load_elements(run_id, job_key(key), ARGS, 1))[0]
+    return None if raw is None else records.decode_element_args(raw)
 
 
 async def settle(storage: Storage, run_id: str, reactor: str, key: str, index: int,
