@@ -30,8 +30,8 @@ from reactorflow.definition.graph import plan_for
 from reactorflow.errors import LockLost
 from reactorflow.records import ErrorRecord, UndoThrow
 from reactorflow.runtime import queue
-from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.jobcheck import drop, foreign_element
+from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.maps.element_job import arguments_of
 from reactorflow.runtime.maps.elements import JobScope
 from reactorflow.runtime.maps.fanout import ARGS
