@@ -35,7 +35,10 @@ def summary_form(summary: RunSummary) -> dict[str, Any]:
 
 
 def page_form(page: RunPage) -> dict[str, Any]:
-    return {"runs": [summary_form(r) for r in page.runs], "next_cursor": page.next_cursor}
+    """A page as JSON: its runs, the next cursor, and `unreadable`, the ids of runs left out
+    because their record cannot be read (the CLI's and the API's warning)."""
+    return {"runs": [summary_form(r) for r in page.runs], "next_cursor": page.next_cursor,
+            "unreadable": list(page.unreadable)}
 
 
 def dumps(value: Any) -> bytes:

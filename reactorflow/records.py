@@ -198,6 +198,7 @@ class ElementArgs(msgspec.Struct, frozen=True, omit_defaults=True):
     count: int
     values: dict[str, msgspec.Raw] = {}  # parameter -> its encoded value
     lazy: dict[str, tuple[str, int]] = {}  # rf.MapResults parameter -> (map key, element count)
+    reactor: str = ""  # the run's reactor (an element job naming another one is dropped)
 
 
 class UndoThrow(msgspec.Struct, frozen=True):

@@ -148,7 +148,11 @@ class RunPage(msgspec.Struct, frozen=True):
     Attributes:
         runs: `rf.RunSummary` rows, newest first.
         next_cursor: Pass it back for the next page; `None` at the end.
+        unreadable: The ids of runs this page would hold whose record cannot be read (a
+            corrupt or foreign value under the run's key): left out, never failing the page;
+            `get` of one raises `rf.CorruptRecord` saying what is wrong.
     """
 
     runs: list[RunSummary]
     next_cursor: str | None = None
+    unreadable: list[str] = msgspec.field(default_factory=list)

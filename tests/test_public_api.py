@@ -10,7 +10,7 @@ CONTRACT = {
     "Middleware", "configure", "ReactorflowError", "DefinitionError", "InputValidationError",
     "PayloadValidationError", "RunNotFound", "AlreadyResumed", "NotPaused",
     "InterruptNotPending", "InterruptExpired", "WaitTimeout", "SerializationError",
-    "StorageConnectionError", "LockTimeout", "DefinitionChanged", "Redacted",
+    "StorageConnectionError", "LockTimeout", "DefinitionChanged", "Redacted", "CorruptRecord",
 }
 
 

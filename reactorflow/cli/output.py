@@ -70,6 +70,10 @@ def emit_json(value: Any) -> None:
 
 
 def show_page(page: RunPage, as_json: bool) -> None:
+    if page.unreadable:  # (on stderr: JSON on stdout stays the page)
+        click.echo(f"warning: {len(page.unreadable)} run(s) cannot be read and are not listed: "
+                   f"{', '.join(page.unreadable)} ('reactorflow runs show RUN_ID' says why)",
+                   err=True)
     if as_json:
         emit_json(page_form(page))
         return

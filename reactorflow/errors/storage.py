@@ -196,12 +196,26 @@ class RunRecordGone(LockLost):
 
 
 class CorruptRecord(StorageError):
-    """A stored record could not be decoded (corrupt, or an unknown schema version).
+    """A stored record of a run could not be decoded (corrupt, of the wrong type, or of an
+    unknown schema version): that run cannot be read, every other run can.
 
     Attributes:
         reason: Why the record cannot be read.
+        field: The part of the record that cannot be read (a field such as `touched`, or
+            `step 'charge'`), or `None` when unknown.
+        key: The storage key it was read from (Redis), or `None`.
     """
 
-    def __init__(self, run_id: str, reason: str) -> None:
-        super().__init__(f"stored record of run {run_id!r} cannot be read: {reason}", run_id=run_id)
+    def __init__(self, run_id: str, reason: str, *, field: str | None = None,
+                 key: str | None = None) -> None:
+        where = "" if field is None else f" (its {field}{'' if key is None else f' in {key}'})"
+        if field is None and key is not None:
+            where = f" (key {key})"
+        super().__init__(
+            f"stored record of run {run_id!r} cannot be read{where}: {reason.rstrip('. ')}. "
+            "Something other than this version of reactorflow wrote it, or it was damaged: "
+            "restore it from a backup, or delete the run's keys; other runs are not affected.",
+            run_id=run_id)
         self.reason = reason
+        self.field = field
+        self.key = key

@@ -173,7 +173,7 @@ class Execution:
                 )
             state = records.decode_state(head.state)
             steps = {key: records.decode_step(raw) for key, raw in stored.steps.items()}
-        except msgspec.DecodeError as exc:
+        except ValueError as exc:  # msgspec.DecodeError, or a value outside its enum
             raise CorruptRecord(head.run_id, str(exc)) from exc
         if check_graph:
             differences = compare_fingerprints(meta.fingerprint, plan.fingerprint)

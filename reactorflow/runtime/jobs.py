@@ -2,9 +2,12 @@
 actor, the in-process queue, the sweeper) calls these.
 
 Jobs carry identities only; storage is the truth, and every body is idempotent (a job may be
-delivered more than once). Step code is never retried by the queue: its exceptions are handled
-by the executor and never reach the job. What does reach the job is an infrastructure error
-(storage unreachable...), which the queue may retry. A run that can never be executed here
+delivered more than once). A job whose fields are malformed, or whose identity disagrees with
+its run's record (another reactor, no such run), is dropped and logged before it writes
+anything (`runtime.jobcheck`): a forged job never fails or touches a healthy run. Step code
+is never retried by the queue: its exceptions are handled by the executor and never reach the
+job. What does reach the job is an infrastructure error (storage unreachable...), which the
+queue may retry. A run that can never be executed here
 (unknown reactor, unreadable record, incompatible graph) is marked failed on first delivery and
 the job ends with `PermanentFailure` (never retried).
 """
@@ -31,7 +34,7 @@ from reactorflow.errors import (
 )
 from reactorflow.middleware import Hooks
 from reactorflow.records import ElementRecord, ErrorRecord, StepRecord, summary
-from reactorflow.runtime import operations, queue
+from reactorflow.runtime import jobcheck, operations, queue
 from reactorflow.runtime.execution import Execution, event
 from reactorflow.runtime.gates.scope import GateHolds
 from reactorflow.runtime.gates.steps import call_gated
@@ -83,7 +86,24 @@ def job_context(headers: Mapping[str, str] | None) -> AbstractContextManager[obj
     chain = config.settings().middleware
     if not headers or not chain:
         return nullcontext()
+    problem = jobcheck.bad_headers(headers)
+    if problem is not None:  # (only context: the job itself still runs)
+        log.warning("reactorflow.job.headers_ignored: %s", problem)
+        return nullcontext()
     return Hooks(chain).job_context(headers)
+
+
+async def _admitted(job: Job, *, unknown: bool = False) -> bool:
+    """Whether a worker may act on `job`: its fields are well-formed (else it is dropped and
+    logged, before any storage call), and, when its reactor is not declared here (`unknown`:
+    the worker would fail what the job is for), its run's record agrees with it."""
+    problem = jobcheck.malformed(job)
+    if problem is None and unknown:
+        problem = await jobcheck.disowned(config.current_storage(), job)
+    if problem is not None:
+        jobcheck.drop(job, problem)
+        return False
+    return True
 
 
 class PermanentFailure(ReactorflowError):
@@ -122,7 +142,10 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
         PermanentFailure: the run can never be executed here (unknown reactor, unreadable
             record, incompatible graph); it was marked failed.
     """
-    reactor = registry.lookup(reactor_name)
+    job = Job.run(run_id, reactor_name, snoozes=snoozes)
+    reactor = registry.lookup(reactor_name) if isinstance(reactor_name, str) else None
+    if not await _admitted(job, unknown=reactor is None):
+        return
     storage = config.current_storage()
     if reactor is None:
         reason = unknown_reactor(reactor_name)
@@ -139,8 +162,11 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
         return
     try:
         await operations.run_owned(reactor, storage, run_id, owner, parks=True)
-    except RunNotFound:
-        log.info("reactorflow.worker.stray run_id=%s: no such run (expired?)", run_id)
+    except RunNotFound as exc:
+        if exc.other_reactor is not None:  # storage is the truth: the job is wrong
+            jobcheck.drop(job, exc.message)
+        else:
+            log.info("reactorflow.worker.stray run_id=%s: no such run (expired?)", run_id)
     except (CorruptRecord, DefinitionChanged) as exc:
         await operations.mark_unrecoverable(storage, run_id, type(exc).__name__, exc.message)
         raise PermanentFailure(exc.message, run_id=run_id) from exc
@@ -155,8 +181,11 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
         PermanentFailure: the unit can never run here (unknown reactor, unreadable record);
             its failure was reported to the run.
     """
+    job = Job.unit(run_id, reactor_name, key, snoozes=snoozes)
+    reactor = registry.lookup(reactor_name) if isinstance(reactor_name, str) else None
+    if not await _admitted(job, unknown=reactor is None):
+        return
     storage = config.current_storage()
-    reactor = registry.lookup(reactor_name)
     if reactor is None:
         reason = unknown_reactor(reactor_name)
         record = StepRecord(StepStatus.FAILED, 0, clock.now(), clock.now(),
@@ -172,6 +201,9 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
         if stored is None:
             log.error("reactorflow.async.orphaned run_id=%s step=%s: the run is gone, the unit "
                       "did not run", run_id, key)
+            return
+        if stored.head.reactor != reactor_name:  # storage is the truth: the job is wrong
+            jobcheck.drop(job, f"the run belongs to reactor {stored.head.reactor!r}")
             return
         try:
             ex = Execution.from_stored(stored, plan=plan_for(reactor), storage=storage,
@@ -193,8 +225,11 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
 async def execute_element(run_id: str, reactor_name: str, key: str, index: int) -> None:
     """Run one element of a fanned-out map (see `runtime.maps.fanout`); an element whose
     reactor is not declared here fails (and its run is told)."""
+    job = Job.element(run_id, reactor_name, key, index)
+    reactor = registry.lookup(reactor_name) if isinstance(reactor_name, str) else None
+    if not await _admitted(job, unknown=reactor is None):
+        return
     storage = config.current_storage()
-    reactor = registry.lookup(reactor_name)
     if reactor is None:
         await _fail_element(storage, Job.element(run_id, reactor_name, key, index),
                             "UnknownReactor",
@@ -210,8 +245,11 @@ async def execute_undo(run_id: str, reactor_name: str, key: str, index: int) -> 
     Raises:
         PermanentFailure: the reactor is not declared in this worker.
     """
+    job = Job.undo(run_id, reactor_name, key, index)
+    reactor = registry.lookup(reactor_name) if isinstance(reactor_name, str) else None
+    if not await _admitted(job, unknown=reactor is None):
+        return
     storage = config.current_storage()
-    reactor = registry.lookup(reactor_name)
     if reactor is None:
         reason = unknown_reactor(reactor_name)
         await undo_job.give_up(storage, run_id, reactor_name, key, index, "UnknownReactor",
@@ -221,6 +259,14 @@ async def execute_undo(run_id: str, reactor_name: str, key: str, index: int) -> 
 
 
 async def _fail_element(storage: Storage, job: Job, kind: str, reason: str) -> None:
+    """Fail an element that can never run, unless the job disagrees with its map's job data
+    (no such fanned-out map, another reactor, an index past its end): then it is dropped."""
+    shared = await element_job.shared_args(storage, job.run_id, job.step)
+    problem = ("the run has no fanned-out map of that key" if shared is None
+               else jobcheck.foreign_element(job, shared))
+    if problem is not None:
+        jobcheck.drop(job, problem)
+        return
     record = ElementRecord(StepStatus.FAILED, error=ErrorRecord(kind, reason))
     await element_job.settle(storage, job.run_id, job.reactor, job.step, job.index, record,
                         atomic=True, total=None)
@@ -302,7 +348,10 @@ async def _compensate_unit(ex: Execution, key: str, error: BaseException, body_s
 
 async def give_up(job: Job, reason: str) -> None:
     """The queue gave up on a job after infrastructure errors: fail what it was for (the unit,
-    or the run) with `reason`, and publish it (waiters wake at once)."""
+    or the run) with `reason`, and publish it (waiters wake at once). A job that is malformed
+    or disagrees with its run's record is dropped instead (logged): it fails nothing."""
+    if not await _admitted(job, unknown=True):
+        return
     storage = config.current_storage()
     match job.kind:
         case JobKind.UNIT:

@@ -107,4 +107,7 @@ async def list_runs(*, reactor: str | None = None, status: str | Status | None =
         raise ReactorflowError(
             f"list_runs(limit={limit!r}): use a whole number from 1 to {MAX_PAGE}")
     page = await config.current_storage().list_runs(reactor, wanted, limit, cursor)
-    return RunPage(build_summaries(page.heads), page.next_cursor)
+    summaries = build_summaries(page.heads)
+    shown = {summary.id for summary in summaries}
+    left_out = [head.run_id for head in page.heads if head.run_id not in shown]
+    return RunPage(summaries, page.next_cursor, unreadable=[*page.unreadable, *left_out])

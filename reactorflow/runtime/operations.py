@@ -227,8 +227,8 @@ def runnable_claims(ex: Execution) -> bool:
 async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str) -> Execution:
     """Lock, then load: read the run (with its claims) only while holding its lock."""
     stored = await storage.load_run(run_id, history=True, claims=True)
-    if stored is None:
-        raise RunNotFound(run_id, reactor.name)
+    own_head(reactor, run_id, None if stored is None else stored.head)  # storage is the truth
+    assert stored is not None
     return owned_execution(reactor, storage, stored, owner)
 
 

@@ -19,6 +19,7 @@ from reactorflow.redaction import masked, merge
 from reactorflow.snapshot import Run, RunSummary, StepState, attach_result
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import RunHead, StoredRun
+from reactorflow.storage.decoding import reading
 
 log = logging.getLogger("reactorflow.run")
 
@@ -41,10 +42,8 @@ def read_head(head: RunHead) -> tuple[Status, RunMeta, RunState]:
     status = run_status(head)
     meta, state = _decode_head(head)
     if meta is None:
-        try:
+        with reading(head.run_id, "meta"):
             records.decode_meta(head.meta)
-        except msgspec.DecodeError as exc:
-            raise CorruptRecord(head.run_id, f"its meta cannot be decoded: {exc}") from exc
     assert meta is not None
     return status, meta, state
 
@@ -52,10 +51,8 @@ def read_head(head: RunHead) -> tuple[Status, RunMeta, RunState]:
 def _decode_head(head: RunHead) -> tuple[RunMeta | None, RunState]:
     """The head's state (required) and meta (None when unreadable: a run marked failed for
     that reason stays readable)."""
-    try:
+    with reading(head.run_id, "state"):
         state = records.decode_state(head.state)
-    except msgspec.DecodeError as exc:
-        raise CorruptRecord(head.run_id, f"its state cannot be decoded: {exc}") from exc
     try:
         meta: RunMeta | None = records.decode_meta(head.meta)
     except msgspec.DecodeError:
@@ -137,12 +134,13 @@ def build_run(plan: Plan | None, stored: StoredRun, history: Sequence[bytes]) ->
     status = run_status(head)
     meta, state = _decode_head(head)
     events = decode_history(head.run_id, history)
-    try:
-        steps = {key: records.decode_step(raw) for key, raw in stored.steps.items()}
+    steps = {}
+    for key, raw in stored.steps.items():
+        with reading(head.run_id, f"step {key!r}"):
+            steps[key] = records.decode_step(raw)
+    with reading(head.run_id, "step records"):  # (a value outside its enum)
         return assemble(plan, head.run_id, head.reactor, status, meta, state, steps, events,
                         head.created_at)
-    except ValueError as exc:  # msgspec.DecodeError, or a value outside its enum
-        raise CorruptRecord(head.run_id, f"a step record cannot be read: {exc}") from exc
 
 
 def decode_history(run_id: str, history: Iterable[bytes]) -> list[Event]:

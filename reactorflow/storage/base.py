@@ -48,7 +48,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from reactorflow.storage.contract_gates import GatesContract
-from reactorflow.storage.contract_maps import MapSlotsContract
+from reactorflow.storage.contract_maps import LOAD_LIMIT, MAX_ELEMENTS, MapSlotsContract
 from reactorflow.storage.contract_schedules import SchedulesContract
 from reactorflow.storage.values import (
     DEFAULT_HISTORY_LIMIT,
@@ -73,8 +73,8 @@ from reactorflow.storage.values import (
 )
 
 __all__ = [
-    "DEFAULT_HISTORY_LIMIT", "DEFAULT_RETENTION", "ClaimResult", "ElementStart", "GateTake",
-    "Liveness",
+    "DEFAULT_HISTORY_LIMIT", "DEFAULT_RETENTION", "LOAD_LIMIT", "MAX_ELEMENTS", "ClaimResult",
+    "ElementStart", "GateTake", "Liveness",
     "OrderedLine", "ResumeCheck", "Resumption", "RunCreation", "RunHead", "RunPageData",
     "ScheduleState", "SlotWrite", "Storage", "StoredRun", "Subscription", "UnitLiveness",
     "check_count", "check_seconds",

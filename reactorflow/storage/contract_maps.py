@@ -5,7 +5,34 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 
+from reactorflow.errors import StorageError
 from reactorflow.storage.values import ElementStart, SlotWrite
+
+MAX_ELEMENTS = 2**31
+"""Element indexes are whole numbers from 0 to `MAX_ELEMENTS - 1` (a map has at most this many
+elements): every range `lock_and_load_elements` reads lies within them."""
+LOAD_LIMIT = 1024
+"""The most element slots one `lock_and_load_elements` call reads."""
+
+
+def check_ranges(ranges: Sequence[tuple[str, int, int]]) -> None:
+    """Refuse ranges `lock_and_load_elements` must not read (the Redis script checks the same,
+    before it writes anything).
+
+    Raises:
+        StorageError: a start or count that is no whole number, a range outside
+            `0 .. MAX_ELEMENTS`, or more than `LOAD_LIMIT` slots in all.
+    """
+    total = 0
+    for key, start, count in ranges:
+        if (isinstance(start, bool) or not isinstance(start, int) or isinstance(count, bool)
+                or not isinstance(count, int) or start < 0 or count < 0
+                or start + max(count, 1) > MAX_ELEMENTS):
+            raise StorageError(f"element range of map {key!r} (first {start!r}, count {count!r})"
+                               f" is not whole numbers within 0 .. {MAX_ELEMENTS}")
+        total += max(count, 1)
+    if total > LOAD_LIMIT:
+        raise StorageError(f"{total} element slots asked for in one call (at most {LOAD_LIMIT})")
 
 
 class MapSlotsContract(abc.ABC):
@@ -139,8 +166,10 @@ class MapSlotsContract(abc.ABC):
             The reads, or None when another owner holds the lock (then nothing is read).
 
         Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached),
+                or a range is out of bounds (`check_ranges`: refused before the lock is taken).
         """
+        check_ranges(ranges)
         if not await self.acquire_lock(lock_id, owner, ttl):  # type: ignore[attr-defined]
             return None
         return await self.load_element_ranges(run_id, ranges)
@@ -182,7 +211,8 @@ class MapSlotsContract(abc.ABC):
             the lock.
 
         Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached),
+                or a range is out of bounds (`check_ranges`: refused before the lock is taken).
         """
 
     @abc.abstractmethod

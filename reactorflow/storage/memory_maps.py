@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from reactorflow import clock
 from reactorflow.storage.base import ElementStart, SlotWrite
+from reactorflow.storage.contract_maps import check_ranges
 from reactorflow.storage.values import CLOSES_MAPS
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ class MemoryMaps:
     async def start_element(self, lock_id: str, owner: str, ttl: float, run_id: str,
                             ranges: Sequence[tuple[str, int, int]], *, starts: tuple[str, int],
                             stop: tuple[str, int]) -> ElementStart | None:
+        check_ranges(ranges)
         now = clock.monotonic()
         with self._mutex:
             if not self._take_lock(lock_id, owner, ttl, now):

@@ -27,6 +27,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from redis.asyncio.client import Pipeline
+from redis.exceptions import ResponseError
 from redis.typing import EncodableT
 
 from reactorflow import clock
@@ -42,6 +43,7 @@ from reactorflow.storage.base import (
     StoredRun,
     Subscription,
 )
+from reactorflow.storage.decoding import number, wrong_type
 from reactorflow.storage.inline import foldable
 from reactorflow.storage.redis_conn import SOURCES, Args, LoopClient, RedisConnector
 from reactorflow.storage.redis_gates import RedisGates
@@ -190,8 +192,10 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         reactor, status, meta, state, created, touched = values
         if reactor is None:
             return None
+        key = self._keys.run(run_id)
         head = RunHead(run_id, _text(reactor), _text(status), _bytes(meta or b""),
-                       _bytes(state or b""), float(created), float(touched))
+                       _bytes(state or b""), number(run_id, "created", created, key),
+                       number(run_id, "touched", touched, key))
         self._remember(run_id, head.reactor, head.created_at)
         return head
 
@@ -237,7 +241,12 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
                     pipe.lrange(self._keys.hist(run_id), 0, -1)
                 if claims:
                     pipe.hgetall(self._keys.claims(run_id))
-                replies = await pipe.execute()
+                replies = await pipe.execute(raise_on_error=False)
+                read = [self._keys.run(run_id), self._keys.steps(run_id)]
+                read += [self._keys.hist(run_id)] * history + [self._keys.claims(run_id)] * claims
+                for key, reply in zip(read, replies, strict=True):
+                    if isinstance(reply, Exception):  # one bad key: that run only
+                        raise wrong_type(run_id, key, reply) or reply
         head = self._head(run_id, replies[0])
         if head is None:
             return None
@@ -251,9 +260,13 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
                                claims: bool) -> list[Any]:
         """`load_run`'s replies (head, steps[, history][, claims]) read by one script."""
         keys = self._keys
-        head, steps, events, found = await conn.script(
-            "load_run", [keys.run(run_id), keys.steps(run_id), keys.hist(run_id),
-                         keys.claims(run_id)], ["1" if history else "0", "1" if claims else "0"])
+        try:
+            head, steps, events, found = await conn.script(
+                "load_run", [keys.run(run_id), keys.steps(run_id), keys.hist(run_id),
+                             keys.claims(run_id)],
+                ["1" if history else "0", "1" if claims else "0"])
+        except ResponseError as exc:  # (the script's reply names no key: the run's is named)
+            raise wrong_type(run_id, keys.run(run_id), exc) or exc from exc
         replies: list[Any] = [head, _pairs(steps)]
         if history:
             replies.append(events)
@@ -264,7 +277,10 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
     async def load_head(self, run_id: str) -> RunHead | None:
         conn = await self._redis.get()
         with self._errors():
-            values = await conn.client.hmget(self._keys.run(run_id), HEAD_FIELDS)
+            try:
+                values = await conn.client.hmget(self._keys.run(run_id), HEAD_FIELDS)
+            except ResponseError as exc:
+                raise wrong_type(run_id, self._keys.run(run_id), exc) or exc from exc
         return self._head(run_id, values)
 
     @foldable

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from reactorflow.errors import LockLost
 from reactorflow.storage.base import ElementStart, SlotWrite
+from reactorflow.storage.contract_maps import check_ranges
 from reactorflow.storage.redis_tokens import token as _token
 from reactorflow.storage.values import CLOSES_MAPS
 
@@ -71,6 +72,7 @@ class RedisMaps:
     async def start_element(self, lock_id: str, owner: str, ttl: float, run_id: str,
                             ranges: Sequence[tuple[str, int, int]], *, starts: tuple[str, int],
                             stop: tuple[str, int]) -> ElementStart | None:
+        check_ranges(ranges)  # (the script checks them too)
         conn = await self._redis.get()
         keys = [self._keys.run(run_id), self._keys.elements(run_id, starts[0]),
                 self._keys.elements(run_id, stop[0]),
@@ -127,6 +129,7 @@ class RedisMaps:
     async def lock_and_load_elements(self, lock_id: str, owner: str, ttl: float, run_id: str,
                                      ranges: Sequence[tuple[str, int, int]]
                                      ) -> list[list[bytes | None]] | None:
+        check_ranges(ranges)  # (the script checks them too)
         conn = await self._redis.get()
         if conn.cluster:  # the lock is in a slot of its own: no script may touch both
             if not await self.acquire_lock(lock_id, owner, ttl):

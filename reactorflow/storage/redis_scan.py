@@ -4,18 +4,23 @@ run record, and stale or expired ones are dropped on the way (bounded per call).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, cast
 
 from reactorflow import clock
+from reactorflow.errors import CorruptRecord
 from reactorflow.status import Status
 from reactorflow.storage.base import Liveness, RunHead, RunPageData, UnitLiveness
+from reactorflow.storage.decoding import wrong_type
 from reactorflow.storage.paging import decode_cursor, encode_cursor
 from reactorflow.storage.redis_conn import LoopClient, RedisConnector, own_errors
 from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
 from reactorflow.storage.redis_paging import IndexReader, Taken, newest_first
 from reactorflow.storage.rotation import ring_segments
+
+log = logging.getLogger("reactorflow.storage")
 
 _STATUSES = frozenset(s.value for s in Status)
 PRUNE_BATCH = 100
@@ -65,6 +70,7 @@ class RedisScans:
         after = decode_cursor(cursor)
         conn = await self._redis.get()
         stale: _Stale = []
+        unreadable: list[str] = []
         with self._errors():
             reactors = ([reactor] if reactor is not None else
                         sorted(_text(r) for r in await conn.client.smembers(self._keys.reactors())))
@@ -73,25 +79,33 @@ class RedisScans:
                        for name in reactors]
 
             async def verify(taken: list[Taken]) -> list[RunHead]:
-                return await self._verified(conn, taken, status, stale)
+                return await self._verified(conn, taken, status, stale, unreadable)
 
             heads = await newest_first(conn.client, readers, limit + 1, verify)
             await self._drop(conn, stale)
         more = len(heads) > limit
         heads = heads[:limit]
         next_cursor = encode_cursor(heads[-1].created_at, heads[-1].run_id) if more else None
-        return RunPageData(heads, next_cursor)
+        return RunPageData(heads, next_cursor, tuple(unreadable))
 
     async def _verified(self, conn: LoopClient, taken: list[Taken], status: str | None,
-                        stale: _Stale) -> list[RunHead]:
+                        stale: _Stale, unreadable: list[str]) -> list[RunHead]:
         """The heads of the taken index members whose record matches the index; the others go
-        to `stale`."""
+        to `stale`, and those whose record cannot be read (`CorruptRecord`) to `unreadable`."""
         pipe = conn.client.pipeline(transaction=False)
         for _, _, run_id in taken:
             pipe.hmget(self._keys.run(run_id), HEAD_FIELDS)
         heads: list[RunHead] = []
-        for (index, reactor, run_id), values in zip(taken, await pipe.execute(), strict=True):
-            head = self._head(run_id, values)
+        replies = await pipe.execute(raise_on_error=False)  # one bad record fails only itself
+        for (index, reactor, run_id), values in zip(taken, replies, strict=True):
+            try:
+                if isinstance(values, Exception):
+                    raise wrong_type(run_id, self._keys.run(run_id), values) or values
+                head = self._head(run_id, values)
+            except CorruptRecord as exc:
+                log.warning("reactorflow.run.unreadable run_id=%s reason=%s", run_id, exc.message)
+                unreadable.append(run_id)
+                continue
             if head is None or head.reactor != reactor or (status and head.status != status):
                 stale.append((index, run_id))
             else:

@@ -161,8 +161,12 @@ class UnitLiveness:
 
 @dataclass(frozen=True, slots=True)
 class RunPageData:
+    """A page of `list_runs`: the heads, the cursor of the next page, and the ids of the runs
+    the page would hold whose record cannot be read (left out, never failing the page)."""
+
     heads: list[RunHead]
     next_cursor: str | None
+    unreadable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

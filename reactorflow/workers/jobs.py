@@ -76,7 +76,8 @@ def _off_the_loop(work: Coroutine[Any, Any, None]) -> None:
 
 async def retries_exhausted(message: dict[str, Any], info: dict[str, Any]) -> None:
     """Dramatiq gave up on a job after infrastructure errors: fail its run (or its unit) with
-    the reason, and publish it."""
+    the reason, and publish it (a malformed or forged job's arguments are checked there, not
+    converted here: such a job is dropped)."""
     args = list(message.get("args") or [])
     traceback = str(message.get("options", {}).get("traceback", "")).strip().splitlines()
     reason = (f"the worker job failed {info.get('retries', '?')} time(s) on infrastructure errors"
@@ -86,9 +87,9 @@ async def retries_exhausted(message: dict[str, Any], info: dict[str, Any]) -> No
         await give_up(Job.unit(run_id, reactor, key), reason)
     elif message.get("actor_name") == "reactorflow.execute_element" and len(args) >= 4:
         run_id, reactor, key = (str(a) for a in args[:3])
-        await give_up(Job.element(run_id, reactor, key, int(args[3])), reason)
+        await give_up(Job.element(run_id, reactor, key, args[3]), reason)
     elif message.get("actor_name") == "reactorflow.execute_undo" and len(args) >= 4:
         run_id, reactor, key = (str(a) for a in args[:3])
-        await give_up(Job.undo(run_id, reactor, key, int(args[3])), reason)
+        await give_up(Job.undo(run_id, reactor, key, args[3]), reason)
     elif len(args) >= 2:
         await give_up(Job.run(str(args[0]), str(args[1])), reason)

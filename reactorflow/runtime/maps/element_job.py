@@ -21,12 +21,14 @@ from reactorflow.redaction import EVERY, secrets_in, watch
 from reactorflow.runtime import queue
 from reactorflow.runtime.gates.scope import GateHolds
 from reactorflow.runtime.gates.steps import element_places
+from reactorflow.runtime.jobcheck import drop, foreign_element
 from reactorflow.runtime.lockkeeper import keeper, renew_gates
 from reactorflow.runtime.maps.elements import JobScope, call_element, gated_child
 from reactorflow.runtime.maps.fanout import ARGS, NEXT, STOP, element_lock
 from reactorflow.runtime.maps.keys import items_key, job_key, settled_topic, starts_key
 from reactorflow.runtime.maps.reading import results_view
 from reactorflow.runtime.ownership import keep_alive, new_owner
+from reactorflow.runtime.queue import Job
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
@@ -89,6 +91,13 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
     # the outcome; the owner looks for lost jobs among elements without one)
     async with keep_alive(storage, lock, owner, settings.lock_ttl, release=False) as hold:
         (own,), (shared_raw,), (item_raw,) = found.reads
+        job = Job.element(run_id, reactor.name, key, index)
+        problem = None if shared_raw is None else foreign_element(
+            job, records.decode_element_args(shared_raw))
+        if problem is not None:  # a forged job: the genuine one must find the lock free
+            drop(job, problem)
+            await storage.release_lock(lock, owner)
+            return
         if own is not None:
             return  # already settled: a duplicate delivery
         if shared_raw is None or item_raw is None:
@@ -130,6 +139,13 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
                 return
         await settle(storage, run_id, reactor.name, key, index, record,
                      atomic=options.atomic, total=shared.count)
+
+
+async def shared_args(storage: Storage, run_id: str, key: str) -> ElementArgs | None:
+    """What the element jobs of map `key` share (written by the run's owner when it fanned the
+    map out), or None when it never did."""
+    raw = (await storage.load_elements(run_id, job_key(key), ARGS, 1))[0]
+    return None if raw is None else records.decode_element_args(raw)
 
 
 async def settle(storage: Storage, run_id: str, reactor: str, key: str, index: int,

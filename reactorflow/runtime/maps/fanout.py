@@ -82,7 +82,7 @@ def shared_arguments(ex: Execution, node: Node, kwargs: dict[str, Any], count: i
             lazy[param.name] = (ref, element_count(ex, ref))
             continue
         values[param.name] = records.raw(kwargs[param.name])
-    return ElementArgs(count, values, lazy)
+    return ElementArgs(count, values, lazy, ex.reactor)
 
 
 async def start(ex: Execution, node: Node, kwargs: dict[str, Any],

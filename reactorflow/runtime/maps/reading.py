@@ -12,12 +12,12 @@ from reactorflow import records
 from reactorflow.definition.graph import join
 from reactorflow.definition.params import MapRead
 from reactorflow.definition.specs import StepKind
-from reactorflow.errors import CorruptRecord
 from reactorflow.mapresults import PAGE_SIZE, MapResults
 from reactorflow.markers import Outcome
 from reactorflow.records import ElementRecord, RunError, decode_element
 from reactorflow.redaction import masked
 from reactorflow.status import Status, StepStatus
+from reactorflow.storage.decoding import reading
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
@@ -54,10 +54,8 @@ async def page(storage: Slots, run_id: str, key: str, start: int,
                count: int) -> list[ElementRecord]:
     """Element outcomes `start` .. `start + count - 1`, one round trip."""
     found = await storage.load_elements(run_id, key, start, count)
-    try:
+    with reading(run_id, f"element outcomes of map {key!r}"):
         return [SKIPPED if raw is None else decode_element(raw) for raw in found]
-    except msgspec.DecodeError as exc:
-        raise CorruptRecord(run_id, f"an element outcome of map {key!r}: {exc}") from exc
 
 
 async def walk(storage: Slots, run_id: str, key: str, count: int, *,

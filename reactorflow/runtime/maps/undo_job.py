@@ -30,6 +30,7 @@ from reactorflow.definition.graph import plan_for
 from reactorflow.errors import LockLost
 from reactorflow.records import ErrorRecord, UndoThrow
 from reactorflow.runtime import queue
+from reactorflow.runtime.jobcheck import drop, foreign_element
 from reactorflow.runtime.lockkeeper import ensure_live
 from reactorflow.runtime.maps.element_job import arguments_of
 from reactorflow.runtime.maps.elements import JobScope
@@ -44,6 +45,7 @@ from reactorflow.runtime.maps.throws import (
 )
 from reactorflow.runtime.maps.undo import undo_element
 from reactorflow.runtime.ownership import keep_alive, new_owner
+from reactorflow.runtime.queue import Job
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -64,6 +66,12 @@ async def run_undo(storage: Storage, reactor: Reactor, run_id: str, key: str,
         return  # a duplicate of this undo is running right now
     async with keep_alive(storage, lock, owner, settings.lock_ttl) as hold:
         (own,), (shared_raw, _stop, throw_raw), (item_raw,) = found
+        job = Job.undo(run_id, reactor.name, key, index)
+        problem = None if shared_raw is None else foreign_element(
+            job, records.decode_element_args(shared_raw))
+        if problem is not None:
+            drop(job, problem)
+            return
         if own is None or shared_raw is None or item_raw is None or throw_raw is None:
             log.error("reactorflow.map.undo_orphaned run_id=%s step=%s index=%d: the run or "
                       "its map's job data is gone", run_id, key, index)
@@ -110,16 +118,18 @@ async def _acknowledge(storage: Storage, run_id: str, reactor: str, key: str, in
 async def give_up(storage: Storage, run_id: str, reactor: str, key: str, index: int,
                   kind: str, reason: str) -> None:
     """An undo job that can never run (its reactor unknown here, its retries used up): its
-    element's undo is failed with the reason, and acknowledged."""
+    element's undo is failed with the reason, and acknowledged. Nothing is written for an
+    element the map's current throw does not undo (a late duplicate, or a forged job)."""
     (own,), (throw_raw,) = await storage.load_element_ranges(
         run_id, [(key, index, 1), (job_key(key), THROW, 1)])
     if own is None or throw_raw is None:
+        return
+    throw = records.decode_throw(throw_raw)
+    if index not in throw.indices:
         return
     record = records.decode_element(own)
     if undoable(record):
         record = msgspec.structs.replace(record, rollback_error=ErrorRecord(kind, reason))
         await storage.save_elements(run_id, key, {index: records.encode(record)}, replace=True)
-    throw = records.decode_throw(throw_raw)
-    if index in throw.indices:
-        await _acknowledge(storage, run_id, reactor, key, index, throw)
+    await _acknowledge(storage, run_id, reactor, key, index, throw)
 

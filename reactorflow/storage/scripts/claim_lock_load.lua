@@ -26,6 +26,16 @@
 --          {'accepted', 1, head fields, steps as a flat field/value list, history list,
 --           claims flat list, 1 if the status write was made by this call else 0}.
 local name, mode = ARGV[2], ARGV[10]
+-- Mode 'then': how many interrupt names follow, checked before anything is written (a count
+-- that is no whole number within the ARGV given is refused: the loop over them is bounded).
+local unclaimed = 0
+if mode == 'then' then
+  unclaimed = tonumber(ARGV[15])
+  if not unclaimed or unclaimed % 1 ~= 0 or unclaimed < 0 or 15 + unclaimed > #ARGV then
+    return redis.error_reply('ERR claim_lock_load: ARGV[15] (' .. tostring(ARGV[15])
+      .. ') is not a count of the interrupt names that follow')
+  end
+end
 -- The run's head (reactor, status, meta, state, created, touched) is read with its expiry
 -- (lib/expiry.lua), in one command, and reused below: nothing of it changes before the status write.
 local exp, n, _, found = horizon(KEYS[1], 'reactor', 'status', 'meta', 'state', 'created',
@@ -140,10 +150,10 @@ local function write()
       return nil
     end
     local others = {}
-    for i = 16, 15 + tonumber(ARGV[15]) do
+    for i = 16, 15 + unclaimed do
       others[#others + 1] = ARGV[i]
     end
-    return ARGV[11], ARGV[12], ARGV[14], others, 16 + tonumber(ARGV[15])
+    return ARGV[11], ARGV[12], ARGV[14], others, 16 + unclaimed
   end
   if mode ~= 'check' or not state or ARGV[14] ~= '1' or head[2] ~= 'paused'
       or has_empty(state) then

@@ -25,7 +25,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local handed = false
-while true do
+for _ = 1, redis.call('ZCARD', KEYS[2]) do  -- bounded: each pass that goes on removes one
   local first = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
   if not first then break end
   local ask = redis.call('HGET', KEYS[3], first)

@@ -13,7 +13,10 @@ local cursor = tonumber(redis.call('HGET', KEYS[1], 'cursor')) or 0
 if number > cursor then
   redis.call('SADD', KEYS[4], number)
 end
-while redis.call('SREM', KEYS[4], cursor + 1) == 1 do
+for _ = 1, redis.call('SCARD', KEYS[4]) do  -- bounded: each pass removes a member
+  if redis.call('SREM', KEYS[4], cursor + 1) == 0 then
+    break
+  end
   cursor = cursor + 1
   redis.call('HDEL', KEYS[3], cursor)
 end

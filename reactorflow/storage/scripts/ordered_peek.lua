@@ -5,7 +5,10 @@
 -- Returns: {turn ticket or '', its stamp in ms or -1, tickets waiting behind it}. The turn is
 --          the first number after the cursor that is not finished.
 local cursor = tonumber(redis.call('HGET', KEYS[1], 'cursor')) or 0
-while redis.call('SISMEMBER', KEYS[4], cursor + 1) == 1 do
+for _ = 1, redis.call('SCARD', KEYS[4]) do  -- bounded: at most one pass per finished number
+  if redis.call('SISMEMBER', KEYS[4], cursor + 1) == 0 then
+    break
+  end
   cursor = cursor + 1
 end
 local first = cursor + 1

@@ -16,8 +16,13 @@ redis.call('HSET', KEYS[3], number, now)
 local cursor = tonumber(redis.call('HGET', KEYS[1], 'cursor')) or 0
 local poison = tonumber(ARGV[2])
 local verdict = 0
-while true do
-  while redis.call('SREM', KEYS[4], cursor + 1) == 1 do
+-- Bounded by construction: a pass that does not end the loop passes one number over, and
+-- every number before the ticket's is a ticket's or finished; each inner pass removes a member.
+for _ = 1, redis.call('HLEN', KEYS[2]) + redis.call('SCARD', KEYS[4]) + 1 do
+  for _ = 1, redis.call('SCARD', KEYS[4]) do
+    if redis.call('SREM', KEYS[4], cursor + 1) == 0 then
+      break
+    end
     cursor = cursor + 1
     redis.call('HDEL', KEYS[3], cursor)
   end

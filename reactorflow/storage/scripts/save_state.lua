@@ -19,6 +19,13 @@
 --          very call); {0} when refused: `owner` does not hold the lock; {-1} when refused:
 --          the run is gone (expired or deleted); {2, control} when refused by a pending
 --          control request (flag "u").
+-- The step count, checked before anything is read or written: a count that is no whole number
+-- within the ARGV given is refused (the step writes below are bounded by it).
+local step_count = tonumber(ARGV[11])
+if not step_count or step_count % 1 ~= 0 or step_count < 0 or 11 + 2 * step_count > #ARGV then
+  return redis.error_reply('ERR save_state: ARGV[11] (' .. tostring(ARGV[11])
+    .. ') is not a count of the step pairs that follow')
+end
 local exp, n, steps_kept, head = horizon(KEYS[1], 'reactor', 'created', 'w' .. ARGV[1])
 if not exp then
   return {-1}
@@ -38,7 +45,7 @@ if guarded then
     return {2, control}
   end
 end
-local first_event = 12 + 2 * tonumber(ARGV[11])
+local first_event = 12 + 2 * step_count
 for i = 12, first_event - 1, 512 do
   redis.call('HSET', KEYS[2], unpack(ARGV, i, math.min(i + 511, first_event - 1)))
   steps_kept = true

@@ -17,7 +17,27 @@
 -- Returns: 0 when another owner holds the lock (nothing marked or read); else
 --   {refused (1: not marked, its body must not run; 0: marked), range 1 values, ...}, each range
 --   a list of its slots' values (nil where a slot is empty).
-local reads = (#ARGV - 6) / 2
+-- Refused with an error reply, before anything is written, unless every range is whole
+-- numbers with 0 <= first, 1 <= count and first + count <= 2^31 (`MAX_ELEMENTS`), and the
+-- counts add up to at most 1024 (`LOAD_LIMIT`, storage/contract_maps.py): the reads are
+-- bounded by construction, whatever the caller sends.
+local MAX_ELEMENTS, LOAD_LIMIT = 2147483648, 1024
+local ranges, total = {}, 0
+for i = 7, #ARGV, 2 do
+  local start, count = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+  if not start or not count or start % 1 ~= 0 or count % 1 ~= 0 or start < 0 or count < 1
+      or start + count > MAX_ELEMENTS then
+    return redis.error_reply('ERR start_element: range ' .. ((i - 5) / 2) .. ' (first '
+      .. tostring(ARGV[i]) .. ', count ' .. tostring(ARGV[i + 1])
+      .. ') is not whole numbers within 0 .. 2^31')
+  end
+  total = total + count
+  if total > LOAD_LIMIT then
+    return redis.error_reply('ERR start_element: more than 1024 slots asked for')
+  end
+  ranges[#ranges + 1] = {start, count}
+end
+local reads = #ranges
 if #KEYS > 3 + reads and take_lock(KEYS[4 + reads], ARGV[4], ARGV[5], ARGV[6]) == 0 then
   return 0
 end
@@ -33,11 +53,11 @@ if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 then
   end
 end
 local found = {refused}
-for i = 1, reads do
-  local start, count = tonumber(ARGV[5 + 2 * i]), tonumber(ARGV[6 + 2 * i])
+for i = 1, #ranges do
+  local start, count = ranges[i][1], ranges[i][2]
   local fields = {}
-  for offset = 0, count - 1 do  -- bounded by count, whatever the index
-    fields[offset + 1] = start + offset
+  for index = start, start + count - 1 do  -- at most LOAD_LIMIT in all (checked above)
+    fields[#fields + 1] = index
   end
   found[i + 1] = redis.call('HMGET', KEYS[3 + i], unpack(fields))
 end
