@@ -1,4 +1,4 @@
-"""Sessions: tests, browser, lint, typecheck, bench, docs, demo (`nox -s <name>`)."""
+"""Sessions: tests, browser, lint, typecheck, bench, chaos, docs, demo (`nox -s <name>`)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def browser(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     session.install("ruff>=0.6")
-    session.run("ruff", "check", "reactorflow", "tests", "benchmarks", "examples", "noxfile.py")
+    session.run("ruff", "check", "reactorflow", "tests", "benchmarks", "chaos", "examples",
+                "noxfile.py")
 
 
 @nox.session(python=PYTHON)
@@ -45,6 +46,15 @@ def bench(session: nox.Session) -> None:
     extra brings the web app and httpx that `runs_list` drives)."""
     session.install("-e", ".[test]", "dbos>=1.0")
     session.run("python", "-m", "benchmarks", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def chaos(session: nox.Session) -> None:
+    """The fault-injection harness (`chaos/`, not in the wheel): `nox -s chaos -- --quick`,
+    `-- --full`, `-- --lane cluster|rabbitmq`, `-- --runs N --kills K` (see
+    docs/guarantees.md). It starts its own redis-servers (and rabbitmq-server on that lane)."""
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "chaos", *session.posargs)
 
 
 @nox.session(python=PYTHON)
