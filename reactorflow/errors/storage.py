@@ -6,7 +6,18 @@ from reactorflow.errors.core import ReactorflowError
 
 
 class StorageError(ReactorflowError):
-    """The storage backend failed."""
+    """The storage backend failed.
+
+    Attributes:
+        transient: Whether the same call may succeed later with nobody changing anything: the
+            server unreachable, still loading, failing over, full, a pool busy (True, the
+            default; the HTTP API answers 503). False for a failure that stays until someone
+            acts: a reply refusing the command for good (a missing permission, a key of
+            another type, a wrong URL kind), a record that cannot be decoded (the HTTP API
+            answers 500). A subclass declares its own.
+    """
+
+    transient: bool = True
 
 
 class StorageConnectionError(StorageError):
@@ -117,6 +128,14 @@ class StorageReplyError(StorageError):
         self.url = url
         self.reply = reply
         self.command = command
+        self.transient = code in TRANSIENT_REPLIES
+
+
+TRANSIENT_REPLIES = frozenset({"OOM", "READONLY"})
+"""The error reply codes that may clear by themselves (`StorageError.transient`): a full
+memory (ended runs expire, memory is freed) and a replica that was the primary (a failover
+under way: the client finds the new primary). Every other reply (`NOPERM`, `WRONGTYPE`, `MOVED`
+to a single-server URL, `NOAUTH`, an unknown command ...) stays until someone acts."""
 
 
 REPLY_HINTS = {
@@ -196,11 +215,14 @@ class RunRecordGone(LockLost):
 
 
 class CorruptRecord(StorageError):
-    """A stored record could not be decoded (corrupt, or an unknown schema version).
+    """A stored record could not be decoded (corrupt, or an unknown schema version). Not
+    transient: reading it again fails the same way.
 
     Attributes:
         reason: Why the record cannot be read.
     """
+
+    transient = False
 
     def __init__(self, run_id: str, reason: str) -> None:
         super().__init__(f"stored record of run {run_id!r} cannot be read: {reason}", run_id=run_id)
