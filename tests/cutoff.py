@@ -3,7 +3,8 @@ Redis Cluster): a Redis user that may write every key of one namespace but its i
 server refuses (`NOPERM`) exactly the index writes a storage sends apart from a run's script,
 after that script stored the run: what a failover or a lost connection does between the two,
 made deterministic. A script that declares the index keys itself (one node, a known run) is
-refused whole, and stores nothing."""
+refused whole, and stores nothing. With `removals`, only what adds to an index is refused
+(`ZADD`, `SADD`): a write that removes an entry and is cut off before it adds one again."""
 
 from __future__ import annotations
 
@@ -55,12 +56,16 @@ async def _on_every(nodes: list[tuple[str, int]], *command: str) -> None:
 
 
 @asynccontextmanager
-async def index_cut(url: str, namespace: str) -> AsyncIterator[rf.RedisStorage]:
-    """A `RedisStorage` on `namespace` at `url` whose index writes the server refuses."""
+async def index_cut(url: str, namespace: str, *,
+                    removals: bool = False) -> AsyncIterator[rf.RedisStorage]:
+    """A `RedisStorage` on `namespace` at `url` whose index writes the server refuses (with
+    `removals`: only those that add an entry)."""
     user, password = f"cut-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
     nodes = await _nodes(url)
     rules = ["on", f">{password}", "+@all", "&*", "%R~*",
              *(f"~{_escaped(namespace)}:{part}:*" for part in WRITABLE)]
+    if removals:
+        rules += [f"~{_escaped(namespace)}:idx:*", "-zadd", "-sadd"]
     await _on_every(nodes, "ACL", "SETUSER", user, *rules)
     scheme, _, rest = url.partition("://")
     storage = rf.RedisStorage.from_url(f"{scheme}://{user}:{password}@{rest}",

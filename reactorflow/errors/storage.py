@@ -6,7 +6,18 @@ from reactorflow.errors.core import ReactorflowError
 
 
 class StorageError(ReactorflowError):
-    """The storage backend failed."""
+    """The storage backend failed.
+
+    Attributes:
+        transient: Whether the same call may succeed later with nobody changing anything: the
+            server unreachable, still loading, failing over, full, a pool busy (True, the
+            default; the HTTP API answers 503). False for a failure that stays until someone
+            acts: a reply refusing the command for good (a missing permission, a key of
+            another type, a wrong URL kind), a record that cannot be decoded (the HTTP API
+            answers 500). A subclass declares its own.
+    """
+
+    transient: bool = True
 
 
 class StorageConnectionError(StorageError):
@@ -117,6 +128,14 @@ class StorageReplyError(StorageError):
         self.url = url
         self.reply = reply
         self.command = command
+        self.transient = code in TRANSIENT_REPLIES
+
+
+TRANSIENT_REPLIES = frozenset({"OOM", "READONLY"})
+"""The error reply codes that may clear by themselves (`StorageError.transient`): a full
+memory (ended runs expire, memory is freed) and a replica that was the primary (a failover
+under way: the client finds the new primary). Every other reply (`NOPERM`, `WRONGTYPE`, `MOVED`
+to a single-server URL, `NOAUTH`, an unknown command ...) stays until someone acts."""
 
 
 REPLY_HINTS = {
@@ -197,7 +216,8 @@ class RunRecordGone(LockLost):
 
 class CorruptRecord(StorageError):
     """A stored record of a run could not be decoded (corrupt, of the wrong type, or of an
-    unknown schema version): that run cannot be read, every other run can.
+    unknown schema version): that run cannot be read, every other run can. Not transient:
+    reading it again fails the same way.
 
     Attributes:
         reason: Why the record cannot be read.
@@ -205,6 +225,8 @@ class CorruptRecord(StorageError):
             `step 'charge'`), or `None` when unknown.
         key: The storage key it was read from (Redis), or `None`.
     """
+
+    transient = False
 
     def __init__(self, run_id: str, reason: str, *, field: str | None = None,
                  key: str | None = None) -> None:

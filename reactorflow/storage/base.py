@@ -18,7 +18,10 @@ written so that Redis can implement each method atomically in one round trip:
   repair record in the run's own keys, or the pass finds the run from its record), which
   writes its index entries again. A backend whose index writes can be cut off from the run's
   write (Redis Cluster: other slots) must leave that repair record atomically with the run;
-  `repair_index` redoes the entries of one run (an idempotent replay calls it).
+  `repair_index` redoes the entries of one run (an idempotent replay calls it). The same holds
+  for an async unit's dispatch (`save_step(unit=True)`): once it returned or raised, a unit
+  whose record was written is found by `scan_units`, or by it after `scan_records` wrote its
+  unit index entry again. A write that is refused (`LockLost`) touches no index entry.
 
 **Retention** (api.md §13: it never drops live work) applies to *ended* runs only
 (`reactorflow.status.ENDED`: completed, failed, halted, cancelled). A run in any other status
@@ -182,7 +185,8 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
         the same whatever the number of steps already stored. Returns the pending control
         request (see `request_control`), if any. `unit=True` marks the dispatch of an async
         unit: (run, key) also enters the unit index read by `scan_units` (an index entry is a
-        hint, removed by `save_unit`).
+        hint, removed by `save_unit`); findable as the module says, even when the index write
+        is cut off (a repair record that `scan_records` finds).
 
         Args:
             run_id: The run's id.

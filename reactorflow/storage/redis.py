@@ -9,8 +9,10 @@
   slots) they follow the script, and the script leaves a pending-index record in the run's own
   slot (field `ix`, the write's token), cleared (`index_done`) once they landed: a write cut
   off between the two leaves the record, which the sweeper's record pass (`redis_reindex`)
-  finds. Index entries are hints: readers verify them against the run record and drop stale
-  ones.
+  finds. An async unit's dispatch (`save_step(unit=True)`) and its unit index entry follow
+  the same rule (pending unit record `ux`, cleared by `unit_indexed`). A refused write sends no
+  index write. Index entries are hints: readers verify them against the run record and drop
+  stale ones.
 * Every write carries a fresh token that the script records, so a call that redis-py retries
   after a lost reply is recognised and not applied twice (no duplicated events, no double
   count, no `False` from a create that did succeed).
@@ -287,17 +289,12 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
     async def save_step(self, run_id: str, owner: str, key: str, record: bytes,
                         events: Sequence[bytes] = (), *, unit: bool = False) -> bytes | None:
         conn = self._redis.current() or await self._redis.get()
-        args: Args = [_token(), owner, key, record, _now(), self.history_limit, *events]
+        member, since = (unit_member(run_id, key), repr(clock.now())) if unit else ("", "")
+        args: Args = [_token(), owner, key, record, _now(), self.history_limit, member, since,
+                      *events]
         with self._errors():
-            if unit:  # the unit index (another slot) rides in the same round trip
-                member = unit_member(run_id, key)
-                index = self._keys.units()
-
-                def track(pipe: Pipeline) -> None:
-                    pipe.zadd(index, {member: clock.now()}, nx=True)
-
-                reply = await conn.script_pipeline("save_step", self._keys.run_keys(run_id),
-                                                   args, track)
+            if unit:
+                reply = await self._dispatch_unit(conn, run_id, key, args, member, since)
             elif conn.wire is not None:  # the command's head (sha, the run's keys) packed once
                 head = self._heads.get(run_id)
                 if head is None:
@@ -307,10 +304,23 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
             else:
                 reply = await conn.script("save_step", self._keys.run_keys(run_id), args)
         if reply[0] != 1:
-            if unit:
-                await conn.client.zrem(self._keys.units(), unit_member(run_id, key))
             raise _refusal(reply[0], run_id, owner)
         return None if reply[1] is None else _bytes(reply[1])
+
+    async def _dispatch_unit(self, conn: LoopClient, run_id: str, key: str, args: Args,
+                             member: str, since: str) -> Any:
+        """`save_step`'s write of an async unit's dispatch, whose unit enters the unit index:
+        on one node in the script; on a cluster (another slot) after it, once it was written,
+        then the pending unit record the script left is cleared (`unit_indexed`). A failure
+        between the two leaves that record for the sweeper's record pass."""
+        keys = self._keys.run_keys(run_id)
+        if not conn.cluster:
+            return await conn.script("save_step", [*keys, self._keys.units()], args)
+        reply = await conn.script("save_step", keys, args)
+        if reply[0] == 1:
+            await conn.client.zadd(self._keys.units(), {member: float(since)}, nx=True)
+            await conn.script("unit_indexed", [keys[0]], [key, since])
+        return reply
 
     def _save_step_head(self, conn: LoopClient, run_id: str) -> tuple[int, bytes]:
         """EVALSHA, save_step's sha, the key count and the run's keys, packed for the wire
@@ -374,20 +384,13 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
                 for key, holder in early:  # before the write: its state shows them free
                     await self.gate_release(key, holder)
                 reply = await conn.script("save_state", keys, args)
-            else:  # a cluster: the gates before the write, the indexes after (EVAL: no NOSCRIPT)
+            else:  # a cluster: the gates before the write, the index moves once it landed
                 def before(pipe: Pipeline) -> None:
                     self._queue_gate_releases(pipe, early)
 
-                def after(pipe: Pipeline) -> None:
-                    self._queue_index(pipe, run_id, facts, status, previous_status)
-
-                reply = await conn.script_pipeline("save_state", keys, args, after,
+                reply = await conn.script_pipeline("save_state", keys, args, _nothing,
                                                    before=before)
-            if reply[0] != 1:
-                if (facts is not None and status != previous_status and len(keys) == 8
-                        and reply[0] != -1):  # (a run that is gone has no index entry due)
-                    await conn.client.zadd(self._keys.by_status(facts[0], previous_status),
-                                           {run_id: facts[1]}, nx=True)  # what ZREM took
+            if reply[0] != 1:  # refused: nothing written, no index touched
                 if reply[0] == 2:  # a pending control request refused it (`unless_control`)
                     return _bytes(reply[1])
                 raise _refusal(reply[0], run_id, owner)
@@ -397,9 +400,7 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
             if len(keys) == 8:  # the indexes apart: the script left a pending-index record
                 if actual != facts:
                     self._remember(run_id, *actual)
-                    await self._index_apart(conn, run_id, actual, status, previous_status, token)
-                else:  # they rode after the script (a cluster): they landed
-                    await conn.script("index_done", [keys[0]], [token])
+                await self._index_apart(conn, run_id, actual, status, previous_status, token)
         return None if reply[3] is None else _bytes(reply[3])
 
     async def _index_apart(self, conn: LoopClient, run_id: str, facts: tuple[str, float],

@@ -10,8 +10,10 @@ keyspace (`SCAN` over `<ns>:run:{*}` on every master), a bounded stretch per cal
 where the last call of this storage object stopped (`RecordWalk`). For each run that is live
 (running, rolling back, paused) or carries a pending-index record, it writes the entries again
 (`ZADD NX`: idempotent, and its reply says whether the entry was missing), then clears the
-record. A write racing with the pass leaves at most a stale entry, a hint that readers verify
-and drop as they do every other.
+record. An async unit's dispatch leaves a pending unit record of its own (field `ux`: step
+key -> dispatch time; see `save_step.lua`) until its unit index entry landed; the pass writes
+those entries again too, so the sweeper's unit scan finds the unit. A write racing with the
+pass leaves at most a stale entry, a hint that readers verify and drop as they do every other.
 """
 
 from __future__ import annotations
@@ -22,10 +24,13 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from reactorflow.status import Status
 from reactorflow.storage.base import Liveness
 from reactorflow.storage.redis_conn import LoopClient, RedisConnector, own_errors
 from reactorflow.storage.redis_keys import RedisKeys
+from reactorflow.storage.redis_scan import unit_member
 
 LIVE = frozenset({Status.RUNNING.value, Status.ROLLING_BACK.value, Status.PAUSED.value})
 """The statuses whose runs the sweeper looks after: the record pass writes their entries
@@ -36,7 +41,8 @@ SCAN_COUNT_CAP = 1000
 SCANS_PER_CALL = 16
 """The most `SCAN` commands one `scan_records` call sends (a keyspace with few run keys among
 many others ends a call early; the next goes on from there)."""
-_RECORD_FIELDS = ("reactor", "status", "created", "touched", "ix")
+_RECORD_FIELDS = ("reactor", "status", "created", "touched", "ix", "ux")
+_PENDING_UNITS = msgspec.json.Decoder(dict[str, str])
 
 
 def _text(value: Any) -> str:
@@ -80,6 +86,7 @@ class _Record:
     created_at: float
     touched: Any
     mark: str | None
+    units: dict[str, str]  # pending unit records: step key -> dispatch time
 
 
 class RedisReindex:
@@ -109,7 +116,8 @@ class RedisReindex:
                 record, problem = _read(run_id, fields, owner)
                 if problem is not None:
                     found.append(Liveness(run_id, "", "", 0.0, None, problem=problem))
-                elif record is not None and (record.status in LIVE or record.mark is not None):
+                elif record is not None and (record.status in LIVE or record.mark is not None
+                                             or record.units):
                     records.append((record, owner))
             missing = await self._reassert(conn, [record for record, _ in records])
             found += [Liveness(r.run_id, r.reactor, r.status, float(r.touched),
@@ -171,10 +179,15 @@ class RedisReindex:
             pipe.zadd(keys.by_reactor(r.reactor), {r.run_id: r.created_at}, nx=True)
         for reactor in sorted({r.reactor for r in records}):
             pipe.sadd(keys.reactors(), reactor)
+        for r in records:
+            for key, since in sorted(r.units.items()):
+                pipe.zadd(keys.units(), {unit_member(r.run_id, key): float(since)}, nx=True)
         added = await pipe.execute()
         for r in records:  # they landed: the records go (each in its run's slot)
             if r.mark is not None:
                 await conn.script("index_done", [keys.run(r.run_id)], [r.mark])
+            for key, since in sorted(r.units.items()):
+                await conn.script("unit_indexed", [keys.run(r.run_id)], [key, since])
         return {r.run_id for i, r in enumerate(records) if added[2 * i] or added[2 * i + 1]}
 
 
@@ -184,7 +197,7 @@ def _read(run_id: str, fields: Any, owner: Any) -> tuple[_Record | None, str | N
     if isinstance(fields, Exception) or isinstance(owner, Exception):
         which, error = ("record", fields) if isinstance(fields, Exception) else ("lock", owner)
         return None, f"its {which} cannot be read: {error}"
-    reactor, status, created, touched, mark = fields
+    reactor, status, created, touched, mark, pending = fields
     if reactor is None:
         return None, None  # expired (or deleted) since the SCAN saw it
     status_text = _text(status)
@@ -197,5 +210,11 @@ def _read(run_id: str, fields: Any, owner: Any) -> tuple[_Record | None, str | N
             float(touched)
     except (TypeError, ValueError):
         return None, "its created or touched time is not a number"
+    try:
+        units = {} if pending is None else _PENDING_UNITS.decode(pending)
+        for since in units.values():
+            float(since)
+    except (msgspec.DecodeError, ValueError):
+        return None, f"its pending unit record {_text(pending)[:60]!r} cannot be read"
     return _Record(run_id, _text(reactor), status_text, created_at, touched,
-                   None if mark is None else _text(mark)), None
+                   None if mark is None else _text(mark), units), None

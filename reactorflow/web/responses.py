@@ -34,9 +34,12 @@ STATUS_OF: tuple[tuple[type[Exception], int], ...] = (
     (InterruptExpired, 409), (LockTimeout, 409), (CorrelationConflict, 409),
     (ReactorNotDeclared, 409), (LockLost, 409),
     (PayloadValidationError, 422), (InputValidationError, 422),
-    (StorageError, 503),  # the server's storage failed (unreachable, full, refusing ...)
 )
-"""The status of each error, first match wins (an unlisted `ReactorflowError` is 422)."""
+"""The status of each error, first match wins. Any other `rf.StorageError` is the server's
+storage failing: 503 when it is `transient` (unreachable, not ready, full, a pool busy: the
+request may be made again), else 500 (a reply refusing the command for good, a corrupt
+record: someone must act); both with the error's message (`storage_status`). An unlisted
+`ReactorflowError` is 422."""
 
 
 class BadRequest(ReactorflowError):
@@ -50,9 +53,23 @@ class JSON(Response):
         return dumps(content)
 
 
+def storage_status(exc: StorageError) -> int:
+    """The status of a storage failure that `STATUS_OF` does not list: by its `transient`
+    flag (a subclass declares its own), 503 or 500.
+
+    Args:
+        exc: The storage failure.
+    """
+    return 503 if exc.transient else 500
+
+
 def error_response(exc: Exception) -> JSON:
     """`{"error": type, "message": ...}` with the status code the error maps to."""
     code = next((code for kind, code in STATUS_OF if isinstance(exc, kind)), None)
+    if code is None and isinstance(exc, StorageError):
+        code = storage_status(exc)
+        if code == 500:  # not the client's doing and not passing: the operator must see it
+            log.error("reactorflow.web.storage_failed error=%s", exc, exc_info=exc)
     if code is None:
         if isinstance(exc, ReactorflowError):
             code = 422  # a bad body or bad options (a status, a limit, a cursor), named

@@ -1,8 +1,9 @@
 """The worker's connection to its broker: checked before `reactorflow worker` starts, watched
 while it runs.
 
-* `check_reachable(broker)`: a worker whose broker (a Redis) cannot be reached fails at start,
-  as every other command fails: one line naming the host and port, a non-zero exit status.
+* `check_reachable(broker)`: a worker whose broker (a Redis or a RabbitMQ) cannot be reached
+  fails at start, as every other command fails: one line naming the host and port, a non-zero
+  exit status.
 * `guard(broker)`: in each worker process, the consumers Dramatiq opens pass through a
   `GuardedConsumer`. While the broker cannot be reached, consuming backs off (`BACKOFF_BASE`
   seconds, doubling up to `BACKOFF_CAP`) and the process logs one line when the connection is
@@ -12,11 +13,13 @@ while it runs.
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
@@ -25,6 +28,14 @@ from redis import ConnectionPool, Redis
 from redis.exceptions import RedisError
 
 from reactorflow.errors import StorageConnectionError
+
+try:  # the `rabbitmq` extra (pika): without it, no broker is a RabbitmqBroker
+    import pika
+    from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+    _RABBITMQ: tuple[type[dramatiq.Broker], ...] = (RabbitmqBroker,)
+except ImportError:
+    _RABBITMQ = ()
 
 log = logging.getLogger("reactorflow.worker")
 
@@ -41,11 +52,14 @@ not held up by a long backoff)."""
 
 def where(broker: dramatiq.Broker) -> str:
     """The broker as a log line or an error names it: its kind and, for a Redis, host and
-    port (or socket) and database."""
+    port (or socket) and database; for a RabbitMQ, host, port and virtual host."""
     kwargs = _redis_kwargs(broker)
-    if kwargs is None:
-        return type(broker).__name__
-    return f"{type(broker).__name__} at {_address(kwargs).removeprefix('redis://')}"
+    if kwargs is not None:
+        return f"{type(broker).__name__} at {_address(kwargs).removeprefix('redis://')}"
+    amqp = _amqp_parameters(broker)
+    if amqp is not None:
+        return f"{type(broker).__name__} at {', '.join(_amqp_address(p) for p in amqp)}"
+    return type(broker).__name__
 
 
 def _address(kwargs: dict[str, Any]) -> str:
@@ -62,17 +76,36 @@ def _redis_kwargs(broker: dramatiq.Broker) -> dict[str, Any] | None:
     return dict(broker.client.connection_pool.connection_kwargs)
 
 
+def _amqp_parameters(broker: dramatiq.Broker) -> list[Any] | None:
+    """A RabbitMQ broker's pika connection parameters, each a node it may connect to (None:
+    not a RabbitMQ broker)."""
+    if not isinstance(broker, _RABBITMQ):
+        return None
+    found = broker.parameters  # type: ignore[attr-defined]
+    return list(found) if isinstance(found, list | tuple) else [found]
+
+
+def _amqp_address(parameters: Any) -> str:
+    """A RabbitMQ node's address from its pika parameters (no credentials), as in its URL."""
+    return f"{parameters.host}:{parameters.port}/{quote(parameters.virtual_host, safe='')}"
+
+
 def check_reachable(broker: dramatiq.Broker) -> None:
-    """Fail now if `broker` (a Redis) cannot be reached: one PING over a connection of its own,
-    bounded by `CHECK_TIMEOUT`, closed after (nothing is left open for the worker processes to
-    inherit). Other brokers are not checked here.
+    """Fail now if `broker` (a Redis or a RabbitMQ) cannot be reached: one connection of its
+    own (a Redis: and one PING), one attempt bounded by `CHECK_TIMEOUT`, closed after
+    (nothing is left open for the worker processes to inherit). Other brokers are not checked
+    here.
 
     Args:
         broker: The broker the worker is about to consume from.
 
     Raises:
-        StorageConnectionError: The broker's Redis cannot be reached (naming host and port).
+        StorageConnectionError: The broker cannot be reached (naming host and port).
     """
+    amqp = _amqp_parameters(broker)
+    if amqp is not None:
+        _check_amqp(broker, amqp)
+        return
     kwargs = _redis_kwargs(broker)
     if kwargs is None:
         return
@@ -86,11 +119,49 @@ def check_reachable(broker: dramatiq.Broker) -> None:
         with Redis(connection_pool=pool) as probe:
             probe.ping()
     except (RedisError, OSError) as exc:
-        raise StorageConnectionError(
-            f"{_address(kwargs)} (the workers' {type(broker).__name__})",
-            str(exc) or type(exc).__name__, cause=exc) from None
+        raise _unreachable(broker, _address(kwargs), exc) from None
     finally:
         pool.disconnect()
+
+
+def _check_amqp(broker: dramatiq.Broker, nodes: list[Any]) -> None:
+    """`check_reachable` for a RabbitMQ: one AMQP connection (to any of its nodes, one attempt
+    each, bounded by `CHECK_TIMEOUT`), closed at once; pika's own log lines about the failed
+    attempt are held back (the error says it, in one line)."""
+    probes = []
+    for node in nodes:
+        probe = copy.copy(node)  # (the broker's own parameters keep their retry settings)
+        probe.connection_attempts, probe.retry_delay = 1, 0
+        probe.socket_timeout = probe.stack_timeout = CHECK_TIMEOUT
+        probes.append(probe)
+    pika_log = logging.getLogger("pika")
+    level = pika_log.level
+    pika_log.setLevel(logging.CRITICAL + 1)
+    try:
+        pika.BlockingConnection(probes).close()
+    except (pika.exceptions.AMQPError, OSError) as exc:
+        raise _unreachable(broker, ", ".join(f"amqp://{_amqp_address(p)}" for p in nodes),
+                           _amqp_cause(exc)) from None
+    finally:
+        pika_log.setLevel(level)
+
+
+def _amqp_cause(exc: BaseException) -> BaseException:
+    """What a failed AMQP connection comes down to: pika wraps the socket's error (refused,
+    timed out, name unknown) in two layers of its own."""
+    inner = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) else None
+    found = getattr(inner, "exception", None)
+    if isinstance(found, BaseException):
+        return found
+    return inner or exc
+
+
+def _unreachable(broker: dramatiq.Broker, address: str,
+                 exc: BaseException) -> StorageConnectionError:
+    """The start-up check's error: the broker at `address` cannot be reached (one line)."""
+    reason = " ".join((str(exc) or type(exc).__name__).split())
+    return StorageConnectionError(f"{address} (the workers' {type(broker).__name__})", reason,
+                                  cause=exc)
 
 
 class Health:

@@ -971,7 +971,7 @@ async def test_redis_a_replayed_write_is_applied_once(redis_storage: RedisStorag
     run_id = await new_run(redis_storage)
     conn = await redis_storage._redis.get()
     keys = redis_storage._keys.run_keys(run_id)
-    save: list[Any] = ["token-1", OWNER, "a", b"rec", repr(time.time()), 100, b"event"]
+    save: list[Any] = ["token-1", OWNER, "a", b"rec", repr(time.time()), 100, "", "", b"event"]
     assert (await conn.script("save_step", keys, save))[0] == 1
     assert (await conn.script("save_step", keys, save))[0] == 1
     assert await redis_storage.history(run_id) == [b"event"]

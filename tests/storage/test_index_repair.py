@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from reactorflow.errors import StorageError
+from reactorflow.errors import LockLost, StorageError
 from reactorflow.storage.base import Liveness, Storage
 from reactorflow.storage.redis import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
@@ -189,3 +189,66 @@ async def test_an_ending_cut_off_before_its_index_moves_is_listed_again_after_th
 
     assert [h.run_id for h in (await storage.list_runs("flow", "completed", 10, None)).heads
             ] == [run_id]
+
+
+@pytest.mark.parametrize("storage", ["redis", "cluster"], indirect=True)
+async def test_a_unit_dispatch_cut_off_before_its_unit_index_entry_is_found_after_the_record_pass(
+        storage: Storage, request: pytest.FixtureRequest) -> None:
+    # save_step(unit=True): the unit index lives in another slot than the run (a cluster): a
+    # dispatch cut off after its script leaves a pending unit record the record pass finds
+    assert isinstance(storage, RedisStorage)
+    conn = await storage._redis.get()
+    run_id = await _create(storage)
+
+    async def indexed() -> bool:
+        return any((u.run_id, u.key) == (run_id, "u") for u in await storage.scan_units(1000))
+
+    async with index_cut(_url(request), storage._keys.ns) as cut:
+        with pytest.raises(StorageError):
+            await cut.save_step(run_id, OWNER, "u", b"dispatched", unit=True)
+    stored = await storage.load_step(run_id, "u") is not None
+    if request.node.callspec.params["storage"] == "redis":
+        assert not stored  # one node: the script writes the entry itself, refused whole
+        return
+    assert stored and not await indexed()  # the record stored, its index entry refused
+
+    for _ in range(WALK_CALLS):
+        await storage.scan_records(200)
+        if await indexed():
+            break
+
+    assert await indexed()
+    assert await conn.client.hget(storage._keys.run(run_id), "ux") is None  # cleared
+
+
+@pytest.mark.parametrize("storage", ["redis", "cluster"], indirect=True)
+async def test_a_unit_dispatch_leaves_no_pending_record_and_its_report_clears_the_entry(
+        storage: Storage) -> None:
+    assert isinstance(storage, RedisStorage)
+    conn = await storage._redis.get()
+    run_id = await _create(storage)
+
+    await storage.save_step(run_id, OWNER, "u", b"dispatched", unit=True)
+
+    assert await conn.client.hget(storage._keys.run(run_id), "ux") is None
+    assert [(u.run_id, u.key) for u in await storage.scan_units(1000)
+            if u.run_id == run_id] == [(run_id, "u")]
+    assert await storage.save_unit(run_id, "u", b"done")
+    assert [u for u in await storage.scan_units(1000) if u.run_id == run_id] == []
+
+
+@pytest.mark.parametrize("storage", ["redis", "cluster"], indirect=True)
+async def test_a_refused_status_write_touches_no_index_entry(
+        storage: Storage, request: pytest.FixtureRequest) -> None:
+    # a storage that knows the run (its facts) sent a cluster's index moves after the script
+    # even when the script refused the write: the ZREM of the run's own status entry landed,
+    # and a cut before its re-adding left a running run out of every status index
+    assert isinstance(storage, RedisStorage)
+    run_id = await _create(storage)
+    async with index_cut(_url(request), storage._keys.ns, removals=True) as cut:
+        assert await cut.load_head(run_id) is not None  # (it learns the run's facts)
+        with pytest.raises(LockLost):
+            await cut.save_state(run_id, "not-the-owner", status="paused",
+                                 previous_status="running", state=b"p")
+
+    assert await _indexed(storage, run_id, "running")

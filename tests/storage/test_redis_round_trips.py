@@ -129,7 +129,8 @@ async def test_redis_a_write_retried_after_1000_others_is_applied_once(
     for i in range(1000, 2000):
         await redis_storage.save_step(run_id, OWNER, f"s{i}", b"r")
     keys = redis_storage._keys.run_keys(run_id)
-    args: list[Any] = ["fixed-token-a", OWNER, "b", b"rec", repr(time.time()), 1000, b"B"]
+    args: list[Any] = ["fixed-token-a", OWNER, "b", b"rec", repr(time.time()), 1000, "", "",
+                       b"B"]
     assert (await conn.script("save_step", keys, args))[0] == 1  # the retry, 1000 writes later
     assert (await redis_storage.history(run_id)).count(b"B") == 1
 

@@ -31,6 +31,13 @@ from reactorflow.runtime import queue
 from reactorflow.testing.redis_server import free_port
 from tests.helpers import redis_namespace
 from tests.workers.test_real_workers import Shared, Workers
+from tests.workers.test_worker_broker_outage import (
+    DRAMATIQ_EVERY_3S,
+    LOST,
+    RESTORED,
+    until_logged,
+    worker_log,
+)
 from tests.workflows import background as bg
 from tests.workflows import parking as pk
 
@@ -58,34 +65,47 @@ def _answers(url: str) -> bool:
     return True
 
 
-@pytest.fixture(scope="session")
-def amqp_url() -> Iterator[str]:
-    """A rabbitmq-server of the suite's own on free loopback ports (its own epmd too)."""
-    home = tempfile.mkdtemp(prefix="rf-rabbitmq-")
-    (Path(home) / "enabled_plugins").write_text("[].\n")
-    port, dist, epmd = free_port(), free_port(), free_port()
-    env = dict(os.environ, HOME=home, RABBITMQ_NODENAME=f"rftest{uuid.uuid4().hex[:8]}@localhost",
-               RABBITMQ_NODE_IP_ADDRESS="127.0.0.1", RABBITMQ_NODE_PORT=str(port),
-               RABBITMQ_DIST_PORT=str(dist), ERL_EPMD_PORT=str(epmd),
-               RABBITMQ_MNESIA_BASE=f"{home}/mnesia", RABBITMQ_LOG_BASE=f"{home}/log",
-               RABBITMQ_ENABLED_PLUGINS_FILE=f"{home}/enabled_plugins",
-               RABBITMQ_CONF_ENV_FILE=f"{home}/env.conf", RABBITMQ_CONFIG_FILE=f"{home}/rabbitmq",
-               RABBITMQ_ADVANCED_CONFIG_FILE=f"{home}/advanced.config",
-               RABBITMQ_PID_FILE=f"{home}/pid")
-    env.pop("RABBITMQ_ALLOW_INPUT", None)
-    with Path(home, "server.log").open("wb") as log:
-        proc = subprocess.Popen([_server()], cwd=home, env=env, stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"amqp://guest:guest@127.0.0.1:{port}/%2F"
-    try:
+class RabbitNode:
+    """A rabbitmq-server of the suite's own on free loopback ports (its own epmd too), its
+    data, logs and cookie in a temporary directory; stopped and started again on the same
+    ports and data (`stop`, `start`)."""
+
+    def __init__(self) -> None:
+        self.home = tempfile.mkdtemp(prefix="rf-rabbitmq-")
+        (Path(self.home) / "enabled_plugins").write_text("[].\n")
+        self.port, dist, self.epmd = free_port(), free_port(), free_port()
+        home = self.home
+        self.env = dict(
+            os.environ, HOME=home, RABBITMQ_NODENAME=f"rftest{uuid.uuid4().hex[:8]}@localhost",
+            RABBITMQ_NODE_IP_ADDRESS="127.0.0.1", RABBITMQ_NODE_PORT=str(self.port),
+            RABBITMQ_DIST_PORT=str(dist), ERL_EPMD_PORT=str(self.epmd),
+            RABBITMQ_MNESIA_BASE=f"{home}/mnesia", RABBITMQ_LOG_BASE=f"{home}/log",
+            RABBITMQ_ENABLED_PLUGINS_FILE=f"{home}/enabled_plugins",
+            RABBITMQ_CONF_ENV_FILE=f"{home}/env.conf", RABBITMQ_CONFIG_FILE=f"{home}/rabbitmq",
+            RABBITMQ_ADVANCED_CONFIG_FILE=f"{home}/advanced.config",
+            RABBITMQ_PID_FILE=f"{home}/pid")
+        self.env.pop("RABBITMQ_ALLOW_INPUT", None)
+        self.url = f"amqp://guest:guest@127.0.0.1:{self.port}/%2F"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the node and wait until it answers AMQP."""
+        with Path(self.home, "server.log").open("ab") as log:
+            self.proc = proc = subprocess.Popen(
+                [_server()], cwd=self.home, env=self.env, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + BOOT_TIMEOUT
-        while not _answers(url):
+        while not _answers(self.url):
             if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"rabbitmq-server did not start on port {port}: "
-                            f"{Path(home, 'server.log').read_text(errors='replace')[-500:]}")
+                pytest.fail(f"rabbitmq-server did not start on port {self.port}: "
+                            f"{Path(self.home, 'server.log').read_text(errors='replace')[-500:]}")
             time.sleep(0.2)  # polling a subprocess's port: nothing to wait on
-        yield url
-    finally:
+
+    def stop(self) -> None:
+        """Stop the node (its epmd stays: a restart registers again)."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -93,9 +113,28 @@ def amqp_url() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
-        subprocess.run(["epmd", "-kill"], env=dict(os.environ, ERL_EPMD_PORT=str(epmd)),
+
+    def remove(self) -> None:
+        self.stop()
+        subprocess.run(["epmd", "-kill"], env=dict(os.environ, ERL_EPMD_PORT=str(self.epmd)),
                        capture_output=True, check=False, timeout=10)
-        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def rabbit_node() -> Iterator[RabbitNode]:
+    """The suite's RabbitMQ node (it boots slowly: once per session)."""
+    node = RabbitNode()
+    try:
+        node.start()
+        yield node
+    finally:
+        node.remove()
+
+
+@pytest.fixture(scope="session")
+def amqp_url(rabbit_node: RabbitNode) -> str:
+    return rabbit_node.url
 
 
 @pytest.fixture
@@ -182,3 +221,21 @@ async def test_a_delayed_message_is_delivered_after_its_delay(shared: Shared,
         while not bg.pids(shared.log, "only"):
             await anyio.sleep(0.05)
     assert os.getpid() not in bg.pids(shared.log, "only")
+
+
+async def test_a_worker_rides_out_a_rabbitmq_restart_with_one_line_when_lost_and_one_when_back(
+        rabbit_node: RabbitNode, shared: Shared, workers: Workers) -> None:
+    # (issue 22, item 13) the node is stopped and started again on the same ports and data
+    run = await bg.dispatched.dispatch()
+    assert (await bg.dispatched.wait(run.id, timeout=60)).value == 42  # up and consuming
+    rabbit_node.stop()
+    until_logged(shared, LOST)
+    rabbit_node.start()
+    run = await bg.dispatched.dispatch()
+    assert (await bg.dispatched.wait(run.id, timeout=60)).value == 42  # consuming again
+    until_logged(shared, RESTORED)
+    assert workers.proc.poll() is None  # it kept going throughout
+    log = worker_log(shared)
+    assert log.count(LOST) == 1 and log.count(RESTORED) == 1, log
+    assert f"127.0.0.1:{rabbit_node.port}" in log.split(LOST, 1)[1].splitlines()[0]
+    assert not any(noise in log for noise in (*DRAMATIQ_EVERY_3S, "Traceback")), log

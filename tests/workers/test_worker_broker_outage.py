@@ -1,4 +1,5 @@
-"""`reactorflow worker` and an unreachable Redis (issue 22, item 13), with real subprocesses.
+"""`reactorflow worker` and an unreachable broker, a Redis or a RabbitMQ (issue 22, item 13),
+with real subprocesses.
 
 At start it fails like every other command: one line naming host and port, exit status 1 (it
 printed its banner and then logged CRITICAL every 3 s forever). During a later outage it keeps
@@ -49,6 +50,25 @@ def test_a_worker_whose_redis_cannot_be_reached_fails_at_start_in_one_line() -> 
     assert "reactorflow worker: broker" not in proc.stderr  # no banner: it never started
 
 
+def test_a_worker_whose_rabbitmq_cannot_be_reached_fails_at_start_in_one_line(
+        redis_url: str) -> None:
+    pytest.importorskip("pika", reason="the rabbitmq extra: pip install 'reactorflow[rabbitmq]'")
+    port = free_port()  # nothing listens there
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "REACTORFLOW_REDIS_URL": redis_url,
+           bg.NAMESPACE_ENV: redis_namespace("amqp-start"),
+           bg.AMQP_ENV: f"amqp://guest:secret-pw@127.0.0.1:{port}/%2F"}
+    proc = subprocess.run([sys.executable, "-m", "reactorflow", "worker",
+                           "tests.workflows.background"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines == [lines[0], "(run again with -v for the traceback)"], proc.stderr
+    assert lines[0].startswith("error: cannot reach")
+    assert f"127.0.0.1:{port}" in lines[0] and "RabbitmqBroker" in lines[0]
+    assert "secret-pw" not in proc.stderr
+    assert "reactorflow worker: broker" not in proc.stderr  # no banner: it never started
+
+
 class Server:
     """A redis-server of the test's own on a fixed port, stopped and started again."""
 
@@ -96,14 +116,14 @@ async def lane(server: Server, tmp_path: Path,
         await storage.aclose()
 
 
-def _log(lane: Shared) -> str:
+def worker_log(lane: Shared) -> str:
     return lane.log.with_suffix(".stderr").read_text()
 
 
-def _until_logged(lane: Shared, text: str) -> None:
+def until_logged(lane: Shared, text: str) -> None:
     deadline = time.monotonic() + 60
-    while text not in _log(lane):
-        assert time.monotonic() < deadline, f"{text!r} never logged:\n{_log(lane)}"
+    while text not in worker_log(lane):
+        assert time.monotonic() < deadline, f"{text!r} never logged:\n{worker_log(lane)}"
         time.sleep(0.05)  # (another process's log: nothing to await)
 
 
@@ -121,16 +141,16 @@ async def test_a_worker_rides_out_an_outage_with_one_line_when_lost_and_one_when
     try:
         await _round_trip()  # the worker is up and consuming
         server.stop()
-        _until_logged(lane, LOST)
+        until_logged(lane, LOST)
         # while it is down the worker keeps trying (backing off) and logs nothing more
         server.start()
         assert ping_redis(server.port)
         await _round_trip()  # the worker consumes again: it ran the new run
-        _until_logged(lane, RESTORED)
+        until_logged(lane, RESTORED)
         assert workers.proc.poll() is None  # it kept going throughout
     finally:
         workers.stop()
-    log = _log(lane)
+    log = worker_log(lane)
     assert log.count(LOST) == 1 and log.count(RESTORED) == 1, log
     assert f"127.0.0.1:{server.port}" in log.split(LOST, 1)[1].splitlines()[0]
     assert not any(noise in log for noise in DRAMATIQ_EVERY_3S), log

@@ -1,6 +1,7 @@
 -- save_unit: write the record of an async unit (an async_step run by a worker), append its
 -- events, touch the run, then publish the record on the unit's topic channel. Unfenced (a unit never
--- holds the run's lock) but only while the run exists.
+-- holds the run's lock) but only while the run exists. Its pending unit record (`ux`, see
+-- save_step.lua) goes: the unit reported, no index entry is due.
 --
 -- KEYS: 1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock (unused)
 -- ARGV:
@@ -20,6 +21,7 @@ if not steps_kept then
   fresh[1] = KEYS[2]
 end
 redis.call('HSET', KEYS[1], 'touched', ARGV[4], 'wn', n, 'sx', 1)
+drop_pending_unit(KEYS[1], ARGV[2], nil)
 remember(KEYS[7], ARGV[1], n)
 if append(KEYS[3], 7, ARGV[5]) then
   fresh[#fresh + 1] = KEYS[3]

@@ -1,6 +1,6 @@
 -- run_write: helpers shared by the scripts that write a run (prepended to create_run,
--- save_step, save_state, save_unit, claim, request_control, incr_counter, claim_lock_load and
--- gate_release; see redis_conn).
+-- save_step, save_state, save_unit, claim, request_control, incr_counter, claim_lock_load,
+-- unit_indexed and gate_release; see redis_conn).
 --
 -- Retry tokens: a write's token is recorded as field 'w' .. token (value: its generation, one
 -- per WINDOW writes; field `wn` of the run hash numbers the writes), so a retry of an applied
@@ -13,6 +13,9 @@
 --
 -- Expiry: lib/expiry.lua (api.md §13: retention applies to ended runs only); the run hash's
 -- field `exp` is the time (server clock, ms) its keys expire, present only once it has ended.
+--
+-- Pending unit records (field `ux` of the run hash, see save_step.lua): a JSON object, step
+-- key -> dispatch time, of the async units whose unit index entry may not have landed.
 --
 -- Numbers handed to redis.call are integers formatted here (`int`): Redis would format a Lua
 -- number with "%.17g" (a floating-point conversion costing several times an integer's).
@@ -87,4 +90,29 @@ local function append(hist, first, limit, args)
     redis.call('LTRIM', hist, -tonumber(limit), -1)
   end
   return n == #args - first + 1
+end
+
+-- The run's pending unit records (`ux`), as a table step key -> dispatch time (text).
+local function pending_units(run)
+  local found = redis.call('HGET', run, 'ux')
+  if not found then
+    return {}
+  end
+  return cjson.decode(found)
+end
+
+-- Drop the pending unit record of `key` (only if it names dispatch time `since`, unless that
+-- is nil); the field goes with the last one.
+local function drop_pending_unit(run, key, since)
+  local pending = pending_units(run)
+  if pending[key] == nil or (since ~= nil and pending[key] ~= since) then
+    return 0
+  end
+  pending[key] = nil
+  if next(pending) == nil then
+    redis.call('HDEL', run, 'ux')
+  else
+    redis.call('HSET', run, 'ux', cjson.encode(pending))
+  end
+  return 1
 end
