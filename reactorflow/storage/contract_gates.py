@@ -14,7 +14,10 @@ class GatesContract(abc.ABC):
 
     # -- gates ---------------------------------------------------------------------------------
     # A gate key is any text a user's template produced. Each gate's keys are independent of
-    # runs (they outlive none: every entry has a TTL) and share one slot per key on Redis.
+    # runs and share one slot per key on Redis. Every entry has a TTL of its own (a holder's
+    # lease, a waiter's patience, a window, a period) but an ordered lock's line: a run queued
+    # behind the lock waits however long, so the line is kept while a ticket is in it (and
+    # deleted once every place is finished).
 
     @abc.abstractmethod
     async def gate_acquire(self, key: str, holder: str, *, limit: int, ttl: float,
@@ -173,7 +176,9 @@ class GatesContract(abc.ABC):
     async def ordered_enter(self, key: str, ticket: str) -> int:
         """Take a place in ordered lock `key`'s line for `ticket` (a run id): the next number,
         stamped with the storage's clock. Atomic and idempotent: a ticket already in line keeps
-        its number. Returns the number (1 for the first in an empty line).
+        its number. Returns the number (1 for the first in an empty line). The line never
+        expires while a ticket is in it, however long nothing asks (`ordered_leave` deletes it
+        once every place is finished; `ordered_reset` at once).
 
         Args:
             key: The ordered lock's key.

@@ -18,8 +18,6 @@ from reactorflow.storage.base import GateTake, OrderedLine, RunCreation, Subscri
 
 CHARGE_MEMORY = 86_400.0
 """Seconds a rate-limit charge is remembered at least (twice the longest window if longer)."""
-LINE_TTL = 86_400.0
-"""Seconds an ordered-lock line is kept after its last change."""
 
 
 @dataclass(slots=True)
@@ -29,7 +27,6 @@ class _Line:
     tickets: dict[str, int] = field(default_factory=dict)
     stamps: dict[int, float] = field(default_factory=dict)
     done: set[int] = field(default_factory=set)  # finished numbers after the cursor
-    expires: float = 0.0
 
 
 def advance(line: _Line) -> None:
@@ -211,18 +208,15 @@ class MemoryGates:
 
     # -- ordered locks -------------------------------------------------------------------------
 
-    def _line(self, key: str, now: float) -> _Line | None:
-        line = self._lines.get(key)
-        if line is not None and line.expires <= now:
-            del self._lines[key]
-            return None
-        return line
+    def _line(self, key: str) -> _Line | None:
+        """The line of ordered lock `key`: kept while a ticket is in it (a run queued behind
+        the lock waits however long, api.md §13), deleted once every place is finished."""
+        return self._lines.get(key)
 
     async def ordered_enter(self, key: str, ticket: str) -> int:
         now = clock.now()
         with self._mutex:
-            line = self._line(key, now) or self._lines.setdefault(key, _Line())
-            line.expires = now + LINE_TTL
+            line = self._line(key) or self._lines.setdefault(key, _Line())
             number = line.tickets.get(ticket)
             if number is None:
                 line.seq += 1
@@ -233,11 +227,10 @@ class MemoryGates:
     async def ordered_turn(self, key: str, ticket: str, poison_pill_timeout: float) -> bool | None:
         now = clock.now()
         with self._mutex:
-            line = self._line(key, now)
+            line = self._line(key)
             if line is None or ticket not in line.tickets:
                 return None
             number = line.tickets[ticket]
-            line.expires = now + LINE_TTL
             line.stamps[number] = now  # its holder is alive: it asks
             while True:
                 advance(line)
@@ -252,16 +245,15 @@ class MemoryGates:
     async def ordered_stamp(self, key: str, ticket: str) -> bool:
         now = clock.now()
         with self._mutex:
-            line = self._line(key, now)
+            line = self._line(key)
             if line is None or ticket not in line.tickets:
                 return False
             line.stamps[line.tickets[ticket]] = now
             return True
 
     async def ordered_leave(self, key: str, ticket: str) -> bool:
-        now = clock.now()
         with self._mutex:
-            line = self._line(key, now)
+            line = self._line(key)
             number = None if line is None else line.tickets.pop(ticket, None)
             if line is None or number is None:
                 return False
@@ -276,7 +268,7 @@ class MemoryGates:
 
     async def ordered_peek(self, key: str) -> OrderedLine:
         with self._mutex:
-            line = self._line(key, clock.now())
+            line = self._line(key)
             if line is None:
                 return OrderedLine(key)
             cursor = line.cursor
@@ -293,4 +285,4 @@ class MemoryGates:
         with self._mutex:
             line = self._lines.pop(key, None)
         self._notify_gate(key)
-        return 0 if line is None or line.expires <= clock.now() else len(line.tickets)
+        return 0 if line is None else len(line.tickets)

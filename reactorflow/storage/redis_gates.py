@@ -16,7 +16,8 @@ docs/reference/redis-keys.md):
   run, and the waiter creates its run after the hand-over);
 * `<ns>:gate:{g:<d>}:rate`, `:charges` — rate-limit windows (hash) and admitted charges (zset);
 * `<ns>:gate:{g:<d>}:period` — a period marker (the key includes the bucket);
-* `<ns>:gate:{g:<d>}:line`, `:tickets`, `:stamps`, `:done` — an ordered lock's line;
+* `<ns>:gate:{g:<d>}:line`, `:tickets`, `:stamps`, `:done` — an ordered lock's line (no TTL:
+  kept while a ticket is in it, deleted once every place is finished);
 * channel `<ns>:gate:{g:<d>}` — notified when a place frees: the name of the queued holder it
   was handed to (followed by `\0+` when its run was created), or `1`.
 """
@@ -37,8 +38,6 @@ from reactorflow.storage.redis_tokens import token
 
 CHARGE_MEMORY = 86_400.0
 """Seconds a rate-limit charge is remembered at least (twice the longest window if longer)."""
-LINE_TTL = 86_400.0
-"""Seconds an ordered-lock line is kept after its last change."""
 
 
 def _ms(seconds: float) -> int:
@@ -195,12 +194,11 @@ class RedisGates:
     # -- ordered locks -------------------------------------------------------------------------
 
     async def ordered_enter(self, key: str, ticket: str) -> int:
-        return int(await self._run("ordered_enter", self._line_keys(key),
-                                   [ticket, _ms(LINE_TTL)]))
+        return int(await self._run("ordered_enter", self._line_keys(key), [ticket]))
 
     async def ordered_turn(self, key: str, ticket: str, poison_pill_timeout: float) -> bool | None:
         verdict = int(await self._run("ordered_turn", self._line_keys(key),
-                                      [ticket, _ms(poison_pill_timeout), _ms(LINE_TTL)]))
+                                      [ticket, _ms(poison_pill_timeout)]))
         return None if verdict < 0 else verdict == 1
 
     async def ordered_stamp(self, key: str, ticket: str) -> bool:

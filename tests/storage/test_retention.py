@@ -16,7 +16,7 @@ import pytest
 
 from reactorflow import clock
 from reactorflow.status import ENDED, Status
-from reactorflow.storage.base import ClaimResult, Storage
+from reactorflow.storage.base import ClaimResult, GateTake, Storage
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
 from reactorflow.testing import FakeClock
@@ -206,6 +206,65 @@ async def test_a_fanned_out_elements_slots_follow_the_run(
     assert written is not None and written.written == 1
 
     await lifetimes.assert_kept(run_id, parts=8)  # with the map's job-data hash
+
+
+# -- gates: what a waiting run holds in a gate's keys lasts as long as it waits ----------------
+
+async def _gate_ttls(storage: Storage, names: list[str]) -> dict[str, int]:
+    """PTTL (ms) of each of the gate keys `names` that exists (Redis)."""
+    assert isinstance(storage, RedisStorage)
+    client = (await storage._redis.get()).client
+    found = {}
+    for name in names:
+        ttl = int(await client.pttl(name))
+        if ttl != -2:
+            found[name] = ttl
+    return found
+
+
+async def test_a_run_queued_behind_an_ordered_lock_keeps_its_place_however_long_it_waits(
+        rig: tuple[Storage, Lifetimes]) -> None:
+    """A run dispatched behind an ordered lock that no worker takes for days (or snoozing at
+    it) keeps its place: the line has no TTL of its own while a ticket is in it (it had a
+    day's), and is deleted once every place is finished."""
+    storage, lifetimes = rig
+    key = "customer-7"
+    assert await storage.ordered_enter(key, "first") == 1
+    assert await storage.ordered_enter(key, "second") == 2
+    if lifetimes.fake is None:
+        ttls = await _gate_ttls(storage, storage._line_keys(key))  # type: ignore[attr-defined]
+        assert len(ttls) == 3 and all(ttl == -1 for ttl in ttls.values()), ttls  # (no `done`)
+    else:
+        await lifetimes.fake.advance(RETENTION * 1000)  # 41 days, far past a day
+    # the second still waits behind the first (None: it had lost its place)
+    assert await storage.ordered_turn(key, "second", RETENTION * 10_000) is False
+    assert await storage.ordered_turn(key, "first", RETENTION * 10_000) is True
+    assert await storage.ordered_leave(key, "first") is True
+    assert await storage.ordered_turn(key, "second", RETENTION * 10_000) is True
+    assert await storage.ordered_leave(key, "second") is True
+    assert (await storage.ordered_peek(key)).turn is None  # drained: deleted
+
+
+async def test_a_caller_queued_at_a_gate_keeps_its_place_for_its_whole_wait(
+        rig: tuple[Storage, Lifetimes]) -> None:
+    """A queued waiter's entries (queue, what it asks, the run it would create) live as long as
+    it waits, longer than the retention too: only a holder's place has a lease."""
+    storage, lifetimes = rig
+    key = "payments"
+    wait = RETENTION * 5
+    assert await storage.gate_acquire(key, "holder", limit=1, ttl=RETENTION * 10) \
+        is GateTake.ACQUIRED
+    assert await storage.gate_acquire(key, "waiter", limit=1, ttl=60, queue_for=wait) \
+        is GateTake.BUSY
+    if lifetimes.fake is None:
+        ttls = await _gate_ttls(storage, storage._holder_keys(key))  # type: ignore[attr-defined]
+        assert len(ttls) == 3, ttls  # holders, queue, asks
+        for ttl in ttls.values():  # (minus a loaded machine's minute at most)
+            assert wait * 1000 - 60_000 < ttl, ttls
+    else:
+        await lifetimes.fake.advance(RETENTION * 2)
+    assert await storage.gate_release(key, "holder") is True
+    assert await storage.gate_acquire(key, "waiter", limit=1, ttl=60) is GateTake.HELD
 
 
 # -- the Redis scripts carry the same list of ended statuses as the Python code -----------------

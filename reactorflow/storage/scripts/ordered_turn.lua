@@ -1,9 +1,10 @@
 -- ordered_turn: whether it is a ticket's turn in an ordered lock's line.
 --
 -- KEYS: 1 line  2 tickets  3 stamps  4 done (as in ordered_enter)
--- ARGV: 1 ticket  2 poison pill timeout (ms)  3 line ttl (ms)
+-- ARGV: 1 ticket  2 poison pill timeout (ms)
 -- Returns: 1 its turn, 0 an earlier place remains, -1 not in line. Asking renews the ticket's
---          stamp either way (its holder is alive).
+--          stamp either way (its holder is alive). The line's keys carry no TTL (see
+--          ordered_enter).
 -- Algorithm: move the cursor over finished numbers; while the first unfinished number before
 -- the ticket's was stamped longer ago than the timeout, pass it over (mark it finished).
 local t = redis.call('TIME')
@@ -38,5 +39,5 @@ for _ = 1, redis.call('HLEN', KEYS[2]) + redis.call('SCARD', KEYS[4]) + 1 do
   redis.call('SADD', KEYS[4], first)
 end
 redis.call('HSET', KEYS[1], 'cursor', cursor)
-for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
+for i = 1, 4 do redis.call('PERSIST', KEYS[i]) end
 return verdict
