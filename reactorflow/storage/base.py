@@ -31,7 +31,7 @@ anything it owns: its head, steps, history, claims, counters, control request, m
 slots and correlation ids, however long it waits. The write that stores an ended status
 (`create_run`, `save_state`, `claim_and_lock`'s status write, a gate's hand-over) starts the
 retention of every part of the run: they expire `retention` seconds after it (element slots
-take the run's expiry at their writes and at `refresh_elements`; correlation ids are released
+take the run's expiry at their writes and in that same atomic write; correlation ids are released
 when the run ends). A later write that stores a live status again (a retry, an undo) makes them
 permanent again. Writes that store no status (`save_step`, `claim`, `request_control`,
 `incr_counter`, `save_unit`, element writes) neither start nor extend a retention; what they

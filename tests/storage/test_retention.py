@@ -159,6 +159,38 @@ async def test_the_write_that_ends_a_run_starts_the_retention_of_all_of_it(
     await lifetimes.assert_expires_in_retention(run_id, parts=7)  # (no control request)
 
 
+@pytest.mark.parametrize("status", sorted(ENDED))
+async def test_a_crash_right_after_the_ending_write_leaves_no_slot_without_its_expiry(
+        rig: tuple[Storage, Lifetimes], status: str) -> None:
+    """The process dies between the write that ends the run and `refresh_elements`: the slots
+    (an inline map's, a fanned-out map's job data) expire with the run all the same, since
+    that write set their expiry itself."""
+    storage, lifetimes = rig
+    run_id = await _full_run(storage)
+    settled = await storage.settle_element(run_id, MAP, 2, b"e2", control=f"{MAP}#job",
+                                           advance=3)
+    assert settled is not None and settled.written == 1
+    await storage.save_state(run_id, OWNER, status=status, previous_status="running",
+                             state=b"s", events=[b"end"])
+    # (no refresh_elements: the crash)
+
+    await lifetimes.assert_expires_in_retention(run_id, parts=8)  # with the job-data hash
+
+
+async def test_a_run_live_again_keeps_its_slots_without_a_refresh(
+        rig: tuple[Storage, Lifetimes]) -> None:
+    """A retried (or undone) ended run is live again: the write that says so removes its
+    slots' expiry too, whether or not a refresh follows."""
+    storage, lifetimes = rig
+    run_id = await _full_run(storage, "failed")
+    await storage.refresh_elements(run_id, [MAP])  # (the engine's, after the failing write)
+    await storage.save_state(run_id, OWNER, status="rolling_back", previous_status="failed",
+                             state=b"s2")
+    # (no refresh_elements: the crash)
+
+    await lifetimes.assert_kept(run_id, parts=7)
+
+
 async def test_a_run_created_ended_expires_in_retention(rig: tuple[Storage, Lifetimes]) -> None:
     storage, lifetimes = rig
     run_id = await new_run(storage, reactor=REACTOR, status="completed", events=[b"e"])

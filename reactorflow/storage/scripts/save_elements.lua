@@ -2,7 +2,8 @@
 -- replace), in one atomic call; only while the run exists, and, when an owner is given (the
 -- run's owning execution), only while that owner holds the run's lock (fenced, as save_step).
 -- Element and undo jobs write unfenced (owner ''): they never hold the run's lock. The hash
--- takes the run's expiry (none while the run lives: lib/expiry.lua).
+-- takes the run's expiry (none while the run lives: lib/expiry.lua), and the run records it
+-- (its status writes set the hash's expiry with its own).
 -- Cost: one HSETNX (or HSET) per outcome given, whatever the map's size.
 --
 -- KEYS: 1 run  2 the map's element hash  3 the run's lock (same {run id} hash tag)
@@ -27,5 +28,6 @@ for i = 3, #ARGV, 2 do
     written = written + redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1])
   end
 end
+track(KEYS[1], {KEYS[2]})
 follow(KEYS[1], {KEYS[2]})
 return {written, redis.call('HLEN', KEYS[2])}

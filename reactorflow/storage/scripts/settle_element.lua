@@ -3,7 +3,8 @@
 -- dispatch, all in one atomic call; no index is claimed once the run's status closes its maps
 -- (it ended or rolls back: no successor starts). Unfenced (element jobs never hold the run's
 -- lock) but only while the run exists. The hashes take the run's expiry (none while the run
--- lives: lib/expiry.lua). Cost: constant, whatever the map's size.
+-- lives: lib/expiry.lua), and the run records them (its status writes set their expiry with
+-- its own). Cost: constant, whatever the map's size.
 --
 -- KEYS: 1 run  2 the map's element hash  3 the map's job-data hash (same {run id} hash tag)
 -- ARGV:
@@ -28,8 +29,10 @@ if written == 1 then
   if ARGV[4] ~= '' and closed == 0 then
     following = redis.call('HINCRBY', KEYS[3], ARGV[4], 1) - 1
   end
+  track(KEYS[1], {KEYS[2], KEYS[3]})
   follow(KEYS[1], {KEYS[2], KEYS[3]})
 else
+  track(KEYS[1], {KEYS[2]})
   follow(KEYS[1], {KEYS[2]})
 end
 return {written, redis.call('HLEN', KEYS[2]), following, closed}

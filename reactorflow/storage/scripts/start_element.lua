@@ -49,6 +49,7 @@ if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 then
     refused = 1
   else
     redis.call('HSET', KEYS[2], ARGV[1], '1')
+    track(KEYS[1], {KEYS[2]})  -- the run records it: its status writes set its expiry
     follow(KEYS[1], {KEYS[2]})  -- the run's expiry (lib/expiry.lua)
   end
 end

@@ -8,7 +8,11 @@
 -- the run hash's field `exp`; a write that stores a live status again (an ended run retried or
 -- undone) removes the TTLs and the field. A write that changes no status leaves the TTLs as
 -- they are: the keys it creates take the run's (`keep`). Element slots take the run's expiry
--- when written and when the engine refreshes them after its last write (`follow`).
+-- when written (`follow`), and each slot key written is recorded in the run hash (field `mk`, a
+-- msgpack list of key names: `track`), so that the write that ends the run (or makes it live
+-- again) gives them the run's expiry in the same atomic step: a crash after it leaves no slot
+-- without one. The slot keys share the run's hash tag (its slot): the script touches them by
+-- the names the run records.
 -- The lock (KEYS 8) has its own TTL, the lock's. `ENDED` is `reactorflow.status.ENDED` (a test
 -- checks that they agree).
 local ENDED = {completed = true, failed = true, halted = true, cancelled = true}
@@ -22,6 +26,14 @@ end
 -- hash had the expiry `exp`: 0 while the run lived): ended, every run key expires `retention`
 -- ms from now; live, none does (PERSIST, when the run had ended or was written with a TTL by a
 -- version before this rule: `exp` > 0).
+local function slots_of(run)
+  local packed = redis.call('HGET', run, 'mk')
+  if packed then
+    return cmsgpack.unpack(packed)
+  end
+  return {}
+end
+
 local function expire_with_status(K, exp, status, retention)
   if ENDED[status] then
     local ttl = tonumber(retention)
@@ -30,10 +42,16 @@ local function expire_with_status(K, exp, status, retention)
     for i = 1, 7 do
       redis.call('PEXPIRE', K[i], ttl)
     end
+    for _, slot in ipairs(slots_of(K[1])) do
+      redis.call('PEXPIRE', slot, ttl)
+    end
   elseif exp > 0 then
     redis.call('HDEL', K[1], 'exp')
     for i = 1, 7 do
       redis.call('PERSIST', K[i])
+    end
+    for _, slot in ipairs(slots_of(K[1])) do
+      redis.call('PERSIST', slot)
     end
   end
 end
@@ -46,6 +64,27 @@ local function keep(exp, fresh)
     for _, key in ipairs(fresh) do
       redis.call('PEXPIRE', key, left)
     end
+  end
+end
+
+-- Record in the run hash `run` (it exists) that the element slot keys `keys` belong to it, so
+-- that its status writes set their expiry (see above); a key recorded already is not again.
+local function track(run, keys)
+  local known = slots_of(run)
+  local seen = {}
+  for _, key in ipairs(known) do
+    seen[key] = true
+  end
+  local added = false
+  for _, key in ipairs(keys) do
+    if not seen[key] then
+      known[#known + 1] = key
+      seen[key] = true
+      added = true
+    end
+  end
+  if added then
+    redis.call('HSET', run, 'mk', cmsgpack.pack(known))
   end
 end
 
