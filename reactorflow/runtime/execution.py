@@ -450,8 +450,9 @@ class Execution:
     async def refresh_maps(self) -> None:
         """After the execution's last write: give the slots of the run's maps that started the
         run's expiry (api.md §13: none while it lives, its retention once it has ended), so
-        they expire with the run and never before it (the slots are keys of their own). Best
-        effort: slots a failure here leaves without the expiry only outlive their run."""
+        they expire with the run and never before it (the slots are keys of their own). The
+        status write did so already for every slot the storage recorded with the run (see
+        `save_elements`); this covers slots an earlier version wrote. Best effort."""
         maps = [key for key in self.plan.map_keys if key in self.records]
         if maps:
             try:
