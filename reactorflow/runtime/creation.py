@@ -51,7 +51,7 @@ def new_run(reactor: Reactor, plan: Plan, run_id: str, value: Any, owner: str, *
     started = event("run.started")
     creation = RunCreation(run_id, reactor.name, Status.RUNNING, records.encode(meta),
                            records.encode(state), now, owner, config.settings().lock_ttl,
-                           [records.encode(started)])
+                           [records.encode(started)], idempotency_key)
     return NewRun(meta, state, started, creation)
 
 
@@ -63,7 +63,8 @@ async def store_run(storage: Storage, run: NewRun) -> None:
         if not await storage.create_run(
                 creation.run_id, reactor=creation.reactor, status=creation.status,
                 meta=creation.meta, state=creation.state, created_at=creation.created_at,
-                owner=creation.owner, lock_ttl=creation.lock_ttl, events=creation.events):
+                owner=creation.owner, lock_ttl=creation.lock_ttl, events=creation.events,
+                idempotency_key=creation.idempotency_key):
             raise RunExists(creation.run_id)
         creation.stored = True
     if log.isEnabledFor(logging.INFO):

@@ -28,12 +28,14 @@ written so that Redis can implement each method atomically in one round trip:
 (running, also through one step longer than the retention; paused; rolling_back; aborted, its
 undo still owed; snoozing at a gate or queued behind an ordered lock) never expires, nor does
 anything it owns: its head, steps, history, claims, counters, control request, map element
-slots and correlation ids, however long it waits. The write that stores an ended status
+slots, correlation ids and idempotency claim (`claim_idempotency`), nor its ticket in an
+ordered lock's line, however long it waits. The write that stores an ended status
 (`create_run`, `save_state`, `claim_and_lock`'s status write, a gate's hand-over) starts the
 retention of every part of the run: they expire `retention` seconds after it (element slots
-take the run's expiry at their writes and in that same atomic write; correlation ids are released
-when the run ends). A later write that stores a live status again (a retry, an undo) makes them
-permanent again. Writes that store no status (`save_step`, `claim`, `request_control`,
+take the run's expiry at their writes and in that same atomic write; correlation ids are
+released when the run ends; its idempotency claim takes the run's expiry, see
+`claim_idempotency`). A later write that stores a live status again (a retry, an undo) makes
+them permanent again. Writes that store no status (`save_step`, `claim`, `request_control`,
 `incr_counter`, `save_unit`, element writes) neither start nor extend a retention; what they
 create takes the run's. The liveness lock keeps its own TTL. Index entries of an expired run
 are hints that readers drop (`list_runs`, `scan_status` prune them, bounded per call).
@@ -122,6 +124,7 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
         owner: str,
         lock_ttl: float,
         events: Sequence[bytes] = (),
+        idempotency_key: str | None = None,
     ) -> bool:
         """Atomically create the run and take its liveness lock for `owner` (count 1).
 
@@ -143,6 +146,9 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
             owner: The lock owner that creates the run and holds its lock.
             lock_ttl: The lock's time to live, in seconds.
             events: Encoded history events to store with it.
+            idempotency_key: The idempotency key of `reactor` this run's start claimed
+                (`claim_idempotency`): from now on the claim lives as long as the run (see
+                `claim_idempotency`).
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
@@ -493,6 +499,19 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
     async def claim_idempotency(self, reactor: str, key: str, run_id: str) -> str:
         """First-wins claim of a run idempotency key; returns the run id that holds it.
 
+        The claim lives as long as its run (api.md §13: a replay of the start, however late,
+        finds the run while it lives, and never starts a duplicate): it has no expiry while the
+        run is being stored and while the run lives (`create_run(idempotency_key=key)` links
+        them), and expires `retention` seconds after the write that ends the run (a write that
+        makes it live again removes that expiry), and with the run's record when that is
+        dropped. Memory does it in the run's own writes. Redis keeps the claim in another slot
+        than the run (another master on a cluster): the run's record names it, the write that
+        ends the run (or makes it live again) leaves a follow-up record in the run's slot, and
+        the claim takes the run's expiry right after that write (`follow_idempotency`), or in
+        the sweeper's record pass (`scan_records`) when a crash cut the writer off between the
+        two. A claim whose claimer died before storing its run has no run to follow: the next
+        start with the same key takes it over (`release_idempotency`).
+
         Args:
             reactor: The reactor's name.
             key: The idempotency key.
@@ -577,7 +596,9 @@ class Storage(MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
         (idempotent) and its repair record cleared. Returns the running, rolling-back and
         paused runs among them whose status index lacked them (as `scan_status` would have
         returned them), and those whose record cannot be read, with `problem` set. A backend
-        whose index writes are atomic with the run finds none.
+        whose index writes are atomic with the run finds none. A run (of any status) whose
+        idempotency claim was left without the run's expiry by a writer cut off after its status
+        write has its claim follow (see `claim_idempotency`).
 
         Args:
             limit: About the most run records read (a backend reads its batches whole).

@@ -67,6 +67,7 @@ class _Run:
     counters: dict[str, int] = field(default_factory=dict)
     maps: dict[str, dict[int, bytes]] = field(default_factory=dict)  # map key -> element slots
     control: bytes | None = None
+    idempotency: tuple[str, str] | None = None  # (reactor, key) of the claim it holds
 
     def head(self) -> RunHead:
         return RunHead(self.run_id, self.reactor, self.status, self.meta, self.state,
@@ -149,17 +150,21 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
         self._runs.pop(run.run_id, None)
         self._locks.pop(run.run_id, None)
         self._by_reactor.get(run.reactor, {}).pop(run.run_id, None)
+        if self._holds_claim(run) and run.idempotency is not None:
+            del self._idempotency[run.idempotency]
 
     def _set_status(self, run: _Run, status: str, now: float) -> None:
         """Record `run`'s status and its expiry, the retention rule (api.md §13): an ended run
-        expires `retention` after this write, any other never. Past `max_terminal_runs` ended
-        runs, evict the one that ended first."""
+        expires `retention` after this write, any other never; so does the idempotency claim it
+        holds. Past `max_terminal_runs` ended runs, evict the one that ended first."""
         run.status = status
         if status not in ENDED:
             run.expires = LIVE
             self._ended.pop(run.run_id, None)
+            self._follow_claim(run)
             return
         run.expires = now + self.retention
+        self._follow_claim(run)
         self._ended[run.run_id] = None
         self._ended.move_to_end(run.run_id)
         while len(self._ended) > self.max_terminal_runs:
@@ -168,6 +173,16 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
                 self._ended.popitem(last=False)
             else:
                 self._drop(oldest)
+
+    def _holds_claim(self, run: _Run) -> bool:
+        """Whether the idempotency claim `run` was created with still names it."""
+        key = run.idempotency
+        return key is not None and self._idempotency.get(key, ("", 0.0))[0] == run.run_id
+
+    def _follow_claim(self, run: _Run) -> None:
+        """The idempotency claim `run` holds takes the run's expiry."""
+        if self._holds_claim(run) and run.idempotency is not None:
+            self._idempotency[run.idempotency] = (run.run_id, run.expires)
 
     def _owner(self, run_id: str, now: float) -> _Lock | None:
         lock = self._locks.get(run_id)
@@ -210,10 +225,12 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
 
     async def create_run(self, run_id: str, *, reactor: str, status: str, meta: bytes,
                          state: bytes, created_at: float, owner: str, lock_ttl: float,
-                         events: Sequence[bytes] = ()) -> bool:
+                         events: Sequence[bytes] = (), idempotency_key: str | None = None
+                         ) -> bool:
         with self._mutex:
             return self._create_held(RunCreation(run_id, reactor, status, meta, state,
-                                                 created_at, owner, lock_ttl, events))
+                                                 created_at, owner, lock_ttl, events,
+                                                 idempotency_key))
 
     def _create_held(self, creation: RunCreation) -> bool:
         """`create_run` under the mutex (also a hand-over's: see `MemoryGates`)."""
@@ -227,6 +244,8 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
         run = _Run(run_id, creation.reactor, creation.status, creation.meta, creation.state,
                    creation.created_at, clock.now(), LIVE,
                    deque(creation.events, maxlen=self.history_limit))
+        if creation.idempotency_key is not None:
+            run.idempotency = (creation.reactor, creation.idempotency_key)
         self._runs[run_id] = run
         self._set_status(run, creation.status, now)
         self._locks[run_id] = _Lock(creation.owner, 1, now + creation.lock_ttl)
@@ -450,7 +469,8 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
             current = self._idempotency.get((reactor, key))
             if current is not None and current[1] > now:
                 return current[0]
-            self._idempotency[(reactor, key)] = (run_id, now + self.retention)
+            # no expiry until its run ends (`_set_status`): it lives as long as the run
+            self._idempotency[(reactor, key)] = (run_id, LIVE)
             return run_id
 
     async def release_idempotency(self, reactor: str, key: str, run_id: str) -> bool:

@@ -34,6 +34,7 @@ from redis.typing import EncodableT
 
 from reactorflow import clock
 from reactorflow.errors import LockLost, RunRecordGone
+from reactorflow.status import ENDED
 from reactorflow.storage.base import (
     DEFAULT_HISTORY_LIMIT,
     DEFAULT_RETENTION,
@@ -59,6 +60,10 @@ from reactorflow.storage.redis_tokens import token as _token
 FACTS_CACHE_SIZE = 4096
 """Runs whose (reactor, created_at) this process remembers, so that `save_state` can send its
 index writes in the same round trip as its script."""
+
+FOLLOW_ATTEMPTS = 3
+"""Times a cluster's `follow_idempotency` sets a claim's expiry while the run keeps changing
+(then the sweeper's record pass finishes it)."""
 
 HEADS_CACHE_SIZE = 1024
 """Runs whose packed save_step head (`_save_step_head`) this process keeps (all are dropped
@@ -205,13 +210,16 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
 
     async def create_run(self, run_id: str, *, reactor: str, status: str, meta: bytes,
                          state: bytes, created_at: float, owner: str, lock_ttl: float,
-                         events: Sequence[bytes] = ()) -> bool:
+                         events: Sequence[bytes] = (), idempotency_key: str | None = None
+                         ) -> bool:
         conn = self._redis.current() or await self._redis.get()
         keys = self._keys
         indexes = [keys.by_reactor(reactor), keys.by_status(reactor, status), keys.reactors()]
         token = _token()
+        claim = "" if idempotency_key is None else keys.idempotency(reactor, idempotency_key)
         args: Args = [token, reactor, status, meta, state, repr(created_at), _now(), owner,
-                      _ms(lock_ttl), self._retention_ms, self.history_limit, run_id, *events]
+                      _ms(lock_ttl), self._retention_ms, self.history_limit, run_id, claim,
+                      *events]
         with self._errors():
             if conn.cluster:  # the indexes live in other slots: written apart
                 def index(pipe: Pipeline) -> None:
@@ -227,6 +235,8 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
                 created = await conn.script("create_run", keys.run_keys(run_id) + indexes, args)
         if created == 1:
             self._remember(run_id, reactor, created_at)
+            if claim and status in ENDED:  # its retention starts now
+                await self.follow_idempotency(run_id, claim)
         return bool(created == 1)
 
     async def load_run(self, run_id: str, *, history: bool = False,
@@ -401,6 +411,8 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
                 if actual != facts:
                     self._remember(run_id, *actual)
                 await self._index_apart(conn, run_id, actual, status, previous_status, token)
+        if len(reply) > 4 and reply[4] is not None:  # its claim follows (lib/expiry.lua)
+            await self.follow_idempotency(run_id, _text(reply[4]))
         return None if reply[3] is None else _bytes(reply[3])
 
     async def _index_apart(self, conn: LoopClient, run_id: str, facts: tuple[str, float],
@@ -588,8 +600,34 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
                                            run_id)
 
     async def claim_idempotency(self, reactor: str, key: str, run_id: str) -> str:
-        return await self._first_wins(self._keys.idempotency(reactor, key), run_id,
-                                      self._retention_ms, False)
+        # no TTL: the claim takes its run's expiry once the run records it (`create_run`)
+        return await self._first_wins(self._keys.idempotency(reactor, key), run_id, 0, False)
+
+    async def follow_idempotency(self, run_id: str, claim: str) -> None:
+        """Give the idempotency claim `claim` (its key) of run `run_id` the run's expiry and
+        clear the follow-up record the run's last status write left (see lib/expiry.lua): on
+        one node in one script; on a cluster (the claim in another slot) by reading the run's
+        PTTL, setting the claim's, then clearing the record if the run did not change since
+        (else again, a few times; what is left, the sweeper's record pass finishes).
+
+        Args:
+            run_id: The run's id.
+            claim: The key of the claim (the run hash's field `ik`).
+
+        Raises:
+            StorageError: The backend failed (the record stays for the record pass).
+        """
+        conn = await self._redis.get()
+        run_key = self._keys.run(run_id)
+        with self._errors():
+            if not conn.cluster:
+                await conn.script("idem_follow", [claim, run_key], [run_id, -1])
+                return
+            for _ in range(FOLLOW_ATTEMPTS):
+                left = int(await conn.client.pttl(run_key))
+                await conn.script("idem_follow", [claim], [run_id, left])
+                if await conn.script("idem_done", [run_key], [left]) == 1:
+                    return
 
     async def release_idempotency(self, reactor: str, key: str, run_id: str) -> bool:
         return await self._release_mapping(self._keys.idempotency(reactor, key), run_id)

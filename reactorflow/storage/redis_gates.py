@@ -118,8 +118,10 @@ class RedisGates:
         run_keys = [*keys.run_keys(run.run_id), keys.by_reactor(run.reactor),
                     keys.by_status(run.reactor, run.status), keys.reactors()]
         texts = [token(), run.reactor, run.status]
+        claim = ("" if run.idempotency_key is None
+                 else keys.idempotency(run.reactor, run.idempotency_key))
         numbers = [repr(run.created_at), repr(clock.now()), run.owner, str(_ms(run.lock_ttl)),
-                   str(self._retention_ms), str(self.history_limit), run.run_id]
+                   str(self._retention_ms), str(self.history_limit), run.run_id, claim]
         args = [*(t.encode() for t in texts), run.meta, run.state,
                 *(n.encode("utf-8", "surrogatepass") for n in numbers), *run.events]
         self._remember(run.run_id, run.reactor, run.created_at)

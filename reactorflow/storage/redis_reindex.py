@@ -12,8 +12,10 @@ where the last call of this storage object stopped (`RecordWalk`). For each run 
 (`ZADD NX`: idempotent, and its reply says whether the entry was missing), then clears the
 record. An async unit's dispatch leaves a pending unit record of its own (field `ux`: step
 key -> dispatch time; see `save_step.lua`) until its unit index entry landed; the pass writes
-those entries again too, so the sweeper's unit scan finds the unit. A write racing with the
-pass leaves at most a stale entry, a hint that readers verify and drop as they do every other.
+those entries again too, so the sweeper's unit scan finds the unit. A run of any status whose
+idempotency follow-up record is left (field `iq`: a status write's caller was cut off before its
+claim took the run's expiry) has its claim follow. A write racing with the pass leaves at most a
+stale entry, a hint that readers verify and drop as they do every other.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ SCAN_COUNT_CAP = 1000
 SCANS_PER_CALL = 16
 """The most `SCAN` commands one `scan_records` call sends (a keyspace with few run keys among
 many others ends a call early; the next goes on from there)."""
-_RECORD_FIELDS = ("reactor", "status", "created", "touched", "ix", "ux")
+_RECORD_FIELDS = ("reactor", "status", "created", "touched", "ix", "ux", "iq", "ik")
 _PENDING_UNITS = msgspec.json.Decoder(dict[str, str])
 
 
@@ -87,6 +89,7 @@ class _Record:
     touched: Any
     mark: str | None
     units: dict[str, str]  # pending unit records: step key -> dispatch time
+    claim: str | None  # its idempotency claim's key, when a follow-up of it is due
 
 
 class RedisReindex:
@@ -96,6 +99,9 @@ class RedisReindex:
     _keys: RedisKeys
     _errors: Callable[[], AbstractContextManager[None]]
     _walk: RecordWalk
+
+    async def follow_idempotency(self, run_id: str, claim: str) -> None:
+        raise NotImplementedError  # RedisStorage's
 
     async def scan_records(self, limit: int) -> list[Liveness]:
         conn = await self._redis.get()
@@ -116,8 +122,11 @@ class RedisReindex:
                 record, problem = _read(run_id, fields, owner)
                 if problem is not None:
                     found.append(Liveness(run_id, "", "", 0.0, None, problem=problem))
-                elif record is not None and (record.status in LIVE or record.mark is not None
-                                             or record.units):
+                    continue
+                if record is not None and record.claim is not None:
+                    await self.follow_idempotency(run_id, record.claim)  # cut off after a write
+                if record is not None and (record.status in LIVE or record.mark is not None
+                                           or record.units):
                     records.append((record, owner))
             missing = await self._reassert(conn, [record for record, _ in records])
             found += [Liveness(r.run_id, r.reactor, r.status, float(r.touched),
@@ -197,7 +206,7 @@ def _read(run_id: str, fields: Any, owner: Any) -> tuple[_Record | None, str | N
     if isinstance(fields, Exception) or isinstance(owner, Exception):
         which, error = ("record", fields) if isinstance(fields, Exception) else ("lock", owner)
         return None, f"its {which} cannot be read: {error}"
-    reactor, status, created, touched, mark, pending = fields
+    reactor, status, created, touched, mark, pending, due, claim = fields
     if reactor is None:
         return None, None  # expired (or deleted) since the SCAN saw it
     status_text = _text(status)
@@ -217,4 +226,5 @@ def _read(run_id: str, fields: Any, owner: Any) -> tuple[_Record | None, str | N
     except (msgspec.DecodeError, ValueError):
         return None, f"its pending unit record {_text(pending)[:60]!r} cannot be read"
     return _Record(run_id, _text(reactor), status_text, created_at, touched,
-                   None if mark is None else _text(mark), units), None
+                   None if mark is None else _text(mark), units,
+                   None if due is None or claim is None else _text(claim)), None

@@ -232,6 +232,7 @@ class RunCreation:
     owner: str
     lock_ttl: float
     events: Sequence[bytes] = ()
+    idempotency_key: str | None = None
     stored: bool = False
 
 

@@ -82,3 +82,44 @@ async def test_redis_a_paused_runs_keys_carry_no_ttl_and_it_resumes_past_retenti
         for key in [k for k in owned if b":corr:" not in k and b":lock:" not in k]:
             ttl = await client.pttl(key)  # ended: every part expires within the retention
             assert 0 < ttl <= 1000, (key, ttl)
+
+
+async def test_memory_a_start_replayed_past_retention_finds_its_paused_run() -> None:
+    """The idempotency claim expired `retention` after the start: the same start replayed
+    while the run waited at its interrupt created a second run for the same order."""
+    async with Environment(storage=rf.MemoryStorage(retention=1)) as env:
+        flow = _approval_flow()
+        paused = await flow.run(order_id="C3", items=[1], idempotency_key="order-C3")
+        assert paused.status is rf.Status.PAUSED
+        await env.clock.advance(10 * 86_400)
+
+        again = await flow.run(order_id="C3", items=[1], idempotency_key="order-C3")
+        assert again.replayed and again.id == paused.id
+
+        done = await flow.continue_(paused.id, step="approve", payload=True)
+        assert done.status is rf.Status.COMPLETED, done.error
+        await env.clock.advance(2)  # ended: the claim's retention has run out with the run's
+        fresh = await flow.run(order_id="C3", items=[1], idempotency_key="order-C3")
+        assert not fresh.replayed and fresh.id != paused.id
+
+
+async def test_redis_a_start_replayed_past_retention_finds_its_paused_run(
+        redis_url: str) -> None:
+    storage = RedisStorage.from_url(redis_url, namespace=redis_namespace("live"), retention=1)
+    async with configured(storage):
+        flow = _approval_flow()
+        paused = await flow.run(order_id="D4", items=[1], idempotency_key="order-D4")
+        assert paused.status is rf.Status.PAUSED
+        client = (await storage._redis.get()).client
+        claim = storage._keys.idempotency(flow.name, "order-D4")
+        assert await client.pttl(claim) == -1  # no TTL while the run lives
+        moment = time.monotonic()  # past the retention (1 s), for real
+        while time.monotonic() < moment + 1.5:
+            await anyio.sleep(0.05)
+
+        again = await flow.run(order_id="D4", items=[1], idempotency_key="order-D4")
+        assert again.replayed and again.id == paused.id
+
+        done = await flow.continue_(paused.id, step="approve", payload=True)
+        assert done.status is rf.Status.COMPLETED, done.error
+        assert 0 < await client.pttl(claim) <= 1000  # ended: it expires with the run

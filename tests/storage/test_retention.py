@@ -240,6 +240,120 @@ async def test_a_fanned_out_elements_slots_follow_the_run(
     await lifetimes.assert_kept(run_id, parts=8)  # with the map's job-data hash
 
 
+# -- idempotency claims: as long as their run ------------------------------------------------
+
+IDEM = "order-42"
+
+
+async def _claimed_run(storage: Storage) -> str:
+    """A run started as an idempotent start does: its lock, the claim, then the run."""
+    run_id = f"run-{IDEM}-{id(storage)}"
+    assert await storage.claim_idempotency(REACTOR, IDEM, run_id) == run_id
+    assert await storage.create_run(run_id, reactor=REACTOR, status="running", meta=b"m",
+                                    state=b"s", created_at=1.0, owner=OWNER,
+                                    lock_ttl=RETENTION * 2, events=[b"e"],
+                                    idempotency_key=IDEM) is True
+    return run_id
+
+
+async def _claim_ttl(storage: Storage) -> int:
+    """PTTL (ms) of the idempotency claim's key (Redis): -1 none, -2 gone."""
+    assert isinstance(storage, RedisStorage)
+    client = (await storage._redis.get()).client
+    return int(await client.pttl(storage._keys.idempotency(REACTOR, IDEM)))
+
+
+async def _assert_claim_kept(storage: Storage, lifetimes: Lifetimes, run_id: str) -> None:
+    """The claim names the run however long the run waits: a replayed start finds it."""
+    if lifetimes.fake is None:
+        assert await _claim_ttl(storage) == -1
+    else:
+        await lifetimes.fake.advance(RETENTION * 1000)  # 41 days
+    assert await storage.claim_idempotency(REACTOR, IDEM, "a-duplicate") == run_id
+
+
+async def _assert_claim_expires_in_retention(storage: Storage, lifetimes: Lifetimes,
+                                             run_id: str) -> None:
+    if lifetimes.fake is None:
+        ttl = await _claim_ttl(storage)  # (minus a loaded machine's minute at most)
+        assert RETENTION * 1000 - 60_000 < ttl <= RETENTION * 1000, ttl
+        return
+    await lifetimes.fake.advance(RETENTION * 0.99)
+    assert await storage.claim_idempotency(REACTOR, IDEM, "a-later-start") == run_id
+    await lifetimes.fake.advance(RETENTION * 0.02)
+    assert await storage.claim_idempotency(REACTOR, IDEM, "a-later-start") == "a-later-start"
+
+
+@pytest.mark.parametrize("status", LIVE)
+async def test_an_idempotency_claim_lives_as_long_as_its_live_run(
+        rig: tuple[Storage, Lifetimes], status: str) -> None:
+    """The claim expired `retention` after it was taken: a start replayed with the same key
+    after the run had been live (paused at an interrupt) that long created a duplicate run."""
+    storage, lifetimes = rig
+    run_id = await _claimed_run(storage)
+    if status != "running":
+        await storage.save_state(run_id, OWNER, status=status, previous_status="running",
+                                 state=b"s2")
+    await _assert_claim_kept(storage, lifetimes, run_id)
+
+
+@pytest.mark.parametrize("status", sorted(ENDED))
+async def test_an_idempotency_claim_expires_retention_after_its_run_ends(
+        rig: tuple[Storage, Lifetimes], status: str) -> None:
+    storage, lifetimes = rig
+    run_id = await _claimed_run(storage)
+    await storage.save_state(run_id, OWNER, status=status, previous_status="running",
+                             state=b"s2", release=True)
+
+    await _assert_claim_expires_in_retention(storage, lifetimes, run_id)
+
+
+async def test_an_idempotency_claim_lives_again_with_its_run(
+        rig: tuple[Storage, Lifetimes]) -> None:
+    """An ended run retried is live again: its claim's expiry is removed with the run's."""
+    storage, lifetimes = rig
+    run_id = await _claimed_run(storage)
+    await storage.save_state(run_id, OWNER, status="failed", previous_status="running",
+                             state=b"s2")
+    await storage.save_state(run_id, OWNER, status="rolling_back", previous_status="failed",
+                             state=b"s3")
+
+    await _assert_claim_kept(storage, lifetimes, run_id)
+
+
+@pytest.mark.parametrize("backend", ["redis", "cluster"])
+async def test_a_crash_after_the_ending_write_leaves_the_claim_to_the_record_pass(
+        request: pytest.FixtureRequest, backend: str) -> None:
+    """Redis keeps the claim in another slot than the run: the process dies after the write
+    that ends the run, before the claim follows. The run's follow-up record stays, and the
+    sweeper's record pass gives the claim the run's expiry."""
+    url = request.getfixturevalue("redis_cluster_url" if backend == "cluster" else "redis_url")
+    storage = RedisStorage.from_url(url, namespace=redis_namespace("ret"), retention=RETENTION)
+    try:
+        run_id = await _claimed_run(storage)
+        follow = storage.follow_idempotency
+
+        async def crashed(run_id: str, claim: str) -> None:
+            """The writer died right after its script."""
+
+        storage.follow_idempotency = crashed  # type: ignore[method-assign]
+        await storage.save_state(run_id, OWNER, status="completed", previous_status="running",
+                                 state=b"s2", release=True)
+        assert await _claim_ttl(storage) == -1  # (the crash: no TTL yet)
+        client = (await storage._redis.get()).client
+        assert await client.hget(storage._keys.run(run_id), "iq") is not None
+
+        storage.follow_idempotency = follow  # type: ignore[method-assign]
+        for _ in range(100):  # a round of the record pass over this namespace
+            await storage.scan_records(1000)
+            if await client.hget(storage._keys.run(run_id), "iq") is None:
+                break
+        ttl = await _claim_ttl(storage)
+        assert RETENTION * 1000 - 60_000 < ttl <= RETENTION * 1000, ttl
+    finally:
+        await storage.aclose()
+
+
 # -- gates: what a waiting run holds in a gate's keys lasts as long as it waits ----------------
 
 async def _gate_ttls(storage: Storage, names: list[str]) -> dict[str, int]:

@@ -11,8 +11,10 @@
 --     lib/run_write.lua for the tokens kept and the expiry horizon `exp`)
 --   2 reactor  3 status  4 meta  5 state  6 created_at  7 touched_at  8 lock owner
 --   9 lock ttl (ms)  10 retention (ms)  11 history limit  12 run id (the index member)
---   13.. events (oldest first)
+--   13 the key of the idempotency claim the run holds ('' none; its claim follows the run's
+--      expiry: lib/expiry.lua)  14.. events (oldest first)
 -- Returns: 1 created (or already created by this very call), 0 the run id exists or another
---          owner holds its lock (nothing written). A lock this owner already holds is kept.
+--          owner holds its lock (nothing written). A lock this owner already holds is kept. A
+--          run created ended with a claim leaves the follow-up record `iq` (lib/expiry.lua).
 -- The algorithm is lib/create_run.lua's `create` (shared with gate_release).
 return create(KEYS, ARGV)

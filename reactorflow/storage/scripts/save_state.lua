@@ -15,8 +15,10 @@
 --     a control request is pending (e.g. "cr", or "")
 --   9 channel to publish on ("" = none)  10 run id (the index member)  11 n = number of steps
 --   12 .. 11+2n step key, record pairs   12+2n .. events (oldest first)
--- Returns: {1, reactor, created_at, control or nil} when written (or already written by this
---          very call); {0} when refused: `owner` does not hold the lock; {-1} when refused:
+-- Returns: {1, reactor, created_at, control or nil[, idempotency key]} when written (or
+--          already written by this very call), with the key of the run's idempotency claim
+--          when the claim must now follow the run's expiry (lib/expiry.lua: the follow-up
+--          record `iq` is set); {0} when refused: `owner` does not hold the lock; {-1} when refused:
 --          the run is gone (expired or deleted); {2, control} when refused by a pending
 --          control request (flag "u").
 -- The step count, checked before anything is read or written: a count that is no whole number
@@ -31,7 +33,8 @@ if not exp then
   return {-1}
 end
 if head[6] then  -- a retry of an applied write (its token is in the run hash)
-  return {1, head[4], head[5], redis.call('GET', KEYS[4])}
+  local due = redis.call('HMGET', KEYS[1], 'iq', 'ik')
+  return {1, head[4], head[5], redis.call('GET', KEYS[4]), due[1] and due[2]}
 end
 local lock = redis.call('HMGET', KEYS[8], 'owner', 'count')  -- (the count for flag "r")
 if lock[1] ~= ARGV[2] then
@@ -65,7 +68,7 @@ if string.find(ARGV[8], 'r', 1, true) then
     redis.call('HINCRBY', KEYS[8], 'count', -1)
   end
 end
-expire_with_status(KEYS, exp, ARGV[3], ARGV[6])  -- lib/expiry.lua
+local claim = expire_with_status(KEYS, exp, ARGV[3], ARGV[6])  -- lib/expiry.lua
 if #KEYS > 8 then
   redis.call('ZADD', KEYS[9], 'NX', head[5], ARGV[10])
   redis.call('ZADD', KEYS[10], 'NX', head[5], ARGV[10])
@@ -81,4 +84,4 @@ end
 if not guarded and not cleared then
   control = redis.call('GET', KEYS[4])
 end
-return {1, head[4], head[5], control}
+return {1, head[4], head[5], control, claim}

@@ -24,7 +24,10 @@ local function create(K, A)
   remember(K[7], A[1], 1)
   redis.call('HSET', K[8], 'owner', A[8], 'count', '1')
   redis.call('PEXPIRE', K[8], A[9])
-  append(K[3], 13, A[11], A)
+  if A[13] ~= '' then  -- the key of the idempotency claim it holds (lib/expiry.lua)
+    redis.call('HSET', K[1], 'ik', A[13])
+  end
+  append(K[3], 14, A[11], A)
   expire_with_status(K, 0, A[3], A[10])  -- none while the run lives (lib/expiry.lua)
   if #K > 8 then
     redis.call('ZADD', K[9], 'NX', A[6], A[12])

@@ -13,6 +13,11 @@
 -- again) gives them the run's expiry in the same atomic step: a crash after it leaves no slot
 -- without one. The slot keys share the run's hash tag (its slot): the script touches them by
 -- the names the run records.
+-- A run started with an idempotency key names the claim's key (a global key, in another slot
+-- on a Redis Cluster) in its run hash's field `ik`: a write that starts or stops the run's
+-- retention sets the follow-up record `iq` beside it and returns that name, and its caller
+-- gives the claim the run's expiry right after (idem_follow; the sweeper's record pass does it
+-- for a record a crash left).
 -- The lock (KEYS 8) has its own TTL, the lock's. `ENDED` is `reactorflow.status.ENDED` (a test
 -- checks that they agree).
 local ENDED = {completed = true, failed = true, halted = true, cancelled = true}
@@ -34,7 +39,9 @@ local function slots_of(run)
   return {}
 end
 
+-- Returns the name of the run's idempotency key when its claim must follow (see above).
 local function expire_with_status(K, exp, status, retention)
+  local changed = ENDED[status] or exp > 0
   if ENDED[status] then
     local ttl = tonumber(retention)
     redis.call('HSET', K[1], 'exp', string.format('%d', expiry_now() + ttl))
@@ -54,6 +61,14 @@ local function expire_with_status(K, exp, status, retention)
       redis.call('PERSIST', slot)
     end
   end
+  if changed then
+    local claim = redis.call('HGET', K[1], 'ik')
+    if claim then
+      redis.call('HSET', K[1], 'iq', '1')
+      return claim
+    end
+  end
+  return false
 end
 
 -- A write that stores no status: the keys it may have created (`fresh`) take the run's expiry
