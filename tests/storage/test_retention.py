@@ -45,7 +45,7 @@ class Lifetimes:
         keys = self.storage._keys
         client = (await self.storage._redis.get()).client
         names = [*keys.run_keys(run_id)[:7], keys.elements(run_id, MAP),
-                 keys.elements(run_id, f"{MAP}#job")]
+                 keys.elements(run_id, f"{MAP}#job"), keys.elements(run_id, f"{MAP}#started")]
         if correlation is not None:
             names.append(keys.correlation(REACTOR, correlation))
         found = {}
@@ -170,11 +170,14 @@ async def test_a_crash_right_after_the_ending_write_leaves_no_slot_without_its_e
     settled = await storage.settle_element(run_id, MAP, 2, b"e2", control=f"{MAP}#job",
                                            advance=3)
     assert settled is not None and settled.written == 1
+    started = await storage.start_element(f"{run_id}:{MAP}:3", "job", 60, run_id, [],
+                                          starts=(f"{MAP}#started", 3), stop=(f"{MAP}#job", 1))
+    assert started is not None and not started.refused
     await storage.save_state(run_id, OWNER, status=status, previous_status="running",
                              state=b"s", events=[b"end"])
     # (no refresh_elements: the crash)
 
-    await lifetimes.assert_expires_in_retention(run_id, parts=8)  # with the job-data hash
+    await lifetimes.assert_expires_in_retention(run_id, parts=9)  # job data, started marks
 
 
 async def test_a_run_live_again_keeps_its_slots_without_a_refresh(
