@@ -14,8 +14,9 @@ from dramatiq.brokers.stub import StubBroker
 
 import reactorflow as rf
 from reactorflow.workers.broker import QUEUE, actors_for, current_broker, send
-from tests.helpers import kinds, unique
+from tests.helpers import kinds, redeploy, unique
 from tests.workers.conftest import Lane
+from tests.workers.test_unknown_reactor import paused_flow
 from tests.workflows import background as bg
 
 pytestmark = pytest.mark.usefixtures("storage")
@@ -309,10 +310,12 @@ async def test_exhausted_job_retries_fail_the_run_and_publish(lane: Lane) -> Non
 async def test_unknown_reactor_in_a_worker_fails_the_run_once(lane: Lane) -> None:
     from reactorflow.workers import jobs
 
-    paused = await bg.late.run()
+    flow = paused_flow()  # its run's stored reactor is not declared in this worker
+    paused = await flow.run()
+    redeploy(flow)
     with pytest.raises(jobs.PermanentFailure, match="not declared in this worker"):
-        await jobs.execute_run(paused.id, "no.such.reactor")
-    failed = await bg.late.get(paused.id)
+        await jobs.execute_run(paused.id, flow.name)
+    failed = await flow.get(paused.id)
     assert failed.status is rf.Status.FAILED
     assert failed.error is not None and failed.error.type == "UnknownReactor"
 

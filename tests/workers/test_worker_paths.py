@@ -16,8 +16,9 @@ import reactorflow as rf
 from reactorflow import config
 from reactorflow.runtime import queue
 from reactorflow.workers.broker import JOB_RETRIES, QUEUE, current_broker
-from tests.helpers import until_lock_lapses
+from tests.helpers import redeploy, until_lock_lapses
 from tests.recovery.test_corrupt import _hanging_flow, _stalled_run
+from tests.workers.test_unknown_reactor import paused_flow
 from tests.workflows import background as bg
 
 
@@ -56,17 +57,19 @@ async def test_a_job_that_cannot_take_the_run_snoozes_and_comes_back(
 
 async def test_a_job_for_an_unknown_reactor_fails_its_run_once_and_is_not_retried(
         storage: rf.Storage) -> None:
-    paused = await bg.late.run()
+    flow = paused_flow()  # its run's stored reactor is not declared in this worker
+    paused = await flow.run()
+    redeploy(flow)
     broker = _embedded()
-    queue.enqueue_run(paused.id, "no.such.reactor")
+    queue.enqueue_run(paused.id, flow.name)
     await _processed(broker)
 
     (dead,) = broker.dead_letters  # PermanentFailure: dead-lettered on its first delivery
     assert dead.args[0] == paused.id and not dead.options.get("retries")
-    failed = await bg.late.get(paused.id)
+    failed = await flow.get(paused.id)
     assert failed.status is rf.Status.FAILED
     assert failed.error is not None and failed.error.type == "UnknownReactor"
-    assert "no.such.reactor" in failed.error.message
+    assert flow.name in failed.error.message
 
 
 class UnreachableLocks(rf.MemoryStorage):
