@@ -217,7 +217,8 @@ async def renew_gates(gates: GateHolds) -> None:
             if not await gates.storage.gate_extend(key, holder, ttl):
                 log.warning("reactorflow.gate.lost run_id=%s key=%s", gates.run_id, key)
         for key, ticket in gates.tickets():
-            await gates.storage.ordered_stamp(key, ticket)
+            if not await gates.storage.ordered_stamp(key, ticket):  # passed over: turn lost
+                log.warning("reactorflow.gate.turn_lost run_id=%s key=%s", gates.run_id, key)
     except Exception:
         log.warning("reactorflow.gate.extend_failed run_id=%s", gates.run_id, exc_info=True)
 

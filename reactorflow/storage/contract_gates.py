@@ -176,7 +176,8 @@ class GatesContract(abc.ABC):
     async def ordered_enter(self, key: str, ticket: str) -> int:
         """Take a place in ordered lock `key`'s line for `ticket` (a run id): the next number,
         stamped with the storage's clock. Atomic and idempotent: a ticket already in line keeps
-        its number. Returns the number (1 for the first in an empty line). The line never
+        its number, unless it was passed over (see `ordered_turn`): then it takes the next.
+        Returns the number (1 for the first in an empty line). The line never
         expires while a ticket is in it, however long nothing asks (`ordered_leave` deletes it
         once every place is finished; `ordered_reset` at once).
 
@@ -195,7 +196,9 @@ class GatesContract(abc.ABC):
         than `poison_pill_timeout` seconds ago, it is passed over (a poison pill: its holder
         stopped making progress). True when `ticket` is first, False when an earlier place
         remains (either way asking renews `ticket`'s stamp: its holder is alive); None when
-        `ticket` is not in line.
+        `ticket` is not in line. A ticket that was passed over lost its turn: when it asks
+        again it takes a new place at the end of the line first (the next number, as if it
+        entered anew), so it never has the turn while the ticket whose turn came holds it.
 
         Args:
             key: The ordered lock's key.
@@ -210,7 +213,8 @@ class GatesContract(abc.ABC):
     @abc.abstractmethod
     async def ordered_stamp(self, key: str, ticket: str) -> bool:
         """Renew `ticket`'s stamp (its holder is alive and making progress); False when it is
-        not in line.
+        not in line, or was passed over (it lost its turn; its next `ordered_turn` takes a new
+        place at the end): nothing is renewed then.
 
         Args:
             key: The ordered lock's key.

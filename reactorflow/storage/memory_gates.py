@@ -37,6 +37,23 @@ def advance(line: _Line) -> None:
         line.stamps.pop(line.cursor, None)
 
 
+def place(line: _Line, ticket: str) -> int | None:
+    """`ticket`'s number in `line`, a passed-over ticket's given up for a new one at the end
+    (its place was passed over: it lost its turn and rejoins behind everyone in line); None
+    when it is not in line."""
+    number = line.tickets.get(ticket)
+    if number is not None and passed_over(line, number):
+        line.seq += 1
+        number = line.tickets[ticket] = line.seq
+    return number
+
+
+def passed_over(line: _Line, number: int) -> bool:
+    """Whether the number of a ticket still in line was passed over (the poison pill: the
+    cursor moved past it, or it is marked finished after the cursor)."""
+    return number <= line.cursor or number in line.done
+
+
 class MemoryGates:
     """Gate holders, rate windows, period markers and ordered-lock lines, in memory."""
 
@@ -217,7 +234,7 @@ class MemoryGates:
         now = clock.now()
         with self._mutex:
             line = self._line(key) or self._lines.setdefault(key, _Line())
-            number = line.tickets.get(ticket)
+            number = place(line, ticket)
             if number is None:
                 line.seq += 1
                 number = line.tickets[ticket] = line.seq
@@ -228,9 +245,9 @@ class MemoryGates:
         now = clock.now()
         with self._mutex:
             line = self._line(key)
-            if line is None or ticket not in line.tickets:
+            number = None if line is None else place(line, ticket)
+            if line is None or number is None:
                 return None
-            number = line.tickets[ticket]
             line.stamps[number] = now  # its holder is alive: it asks
             while True:
                 advance(line)
@@ -246,9 +263,10 @@ class MemoryGates:
         now = clock.now()
         with self._mutex:
             line = self._line(key)
-            if line is None or ticket not in line.tickets:
-                return False
-            line.stamps[line.tickets[ticket]] = now
+            number = None if line is None else line.tickets.get(ticket)
+            if line is None or number is None or passed_over(line, number):
+                return False  # not in line, or it lost its turn (its next ask rejoins)
+            line.stamps[number] = now
             return True
 
     async def ordered_leave(self, key: str, ticket: str) -> bool:

@@ -123,15 +123,20 @@ SLOT_WRITES = frozenset({"save_elements", "settle_element", "refresh_elements",
                          "start_element"})
 """The scripts that write a run's map element slots: `scripts/lib/expiry.lua` is prepended to
 each (the slots take the run's expiry)."""
+ORDERED_PLACES = frozenset({"ordered_enter", "ordered_turn", "ordered_stamp"})
+"""The scripts that read a ticket's place in an ordered lock's line:
+`scripts/lib/ordered_place.lua` (a passed-over ticket's place is lost) is prepended to each."""
 _SCRIPTS_DIR = files("reactorflow.storage") / "scripts"
 _RUN_WRITE = (_SCRIPTS_DIR / "lib" / "run_write.lua").read_text("utf-8")
 _TAKE_LOCK = (_SCRIPTS_DIR / "lib" / "take_lock.lua").read_text("utf-8")
 _CREATE = (_SCRIPTS_DIR / "lib" / "create_run.lua").read_text("utf-8")
 _EXPIRY = (_SCRIPTS_DIR / "lib" / "expiry.lua").read_text("utf-8")
+_ORDERED_PLACE = (_SCRIPTS_DIR / "lib" / "ordered_place.lua").read_text("utf-8")
 SOURCES = {name: (_RUN_WRITE if name in RUN_WRITES | RUN_CREATORS else "")
            + (_EXPIRY if name in RUN_WRITES | RUN_CREATORS | SLOT_WRITES else "")
            + (_CREATE if name in RUN_CREATORS else "")
            + (_TAKE_LOCK if name in LOCK_TAKERS else "")
+           + (_ORDERED_PLACE if name in ORDERED_PLACES else "")
            + (_SCRIPTS_DIR / f"{name}.lua").read_text("utf-8") for name in SCRIPTS}
 
 Args = Sequence[EncodableT]

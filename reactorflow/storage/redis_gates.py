@@ -204,8 +204,7 @@ class RedisGates:
         return None if verdict < 0 else verdict == 1
 
     async def ordered_stamp(self, key: str, ticket: str) -> bool:
-        keys = self._line_keys(key)
-        return bool(await self._run("ordered_stamp", keys[1:3], [ticket]) == 1)
+        return bool(await self._run("ordered_stamp", self._line_keys(key), [ticket]) == 1)
 
     async def ordered_leave(self, key: str, ticket: str) -> bool:
         left = await self._run("ordered_leave", self._line_keys(key), [ticket, self._gate(key)])

@@ -6,13 +6,16 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import anyio
 import pytest
 
+from reactorflow import clock
 from reactorflow.storage.base import GateTake, RunCreation, Storage
+from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
+from reactorflow.testing import FakeClock
 from tests.conftest import ALL_BACKENDS, on_every
 
 
@@ -21,6 +24,21 @@ async def storage(request: pytest.FixtureRequest) -> AsyncIterator[Storage]:
     """The storage on each backend in turn, the Redis Cluster included (the cluster lane)."""
     async for backend in on_every(request):
         yield backend
+
+
+@pytest.fixture
+def lapse(storage: Storage) -> Iterator[Callable[[float], Awaitable[None]]]:
+    """Let seconds pass on the storage's clock: memory's is a fake clock that jumps; Redis keeps
+    its own time (its TIME), so real seconds pass."""
+    if not isinstance(storage, MemoryStorage):
+        yield anyio.sleep
+        return
+    fake = FakeClock()
+    previous = clock.use(fake)
+    try:
+        yield fake.advance
+    finally:
+        clock.use(previous)
 
 
 def gate() -> str:
@@ -151,11 +169,45 @@ async def test_a_stale_predecessor_is_passed_over(storage: Storage) -> None:
     await anyio.sleep(0.3)
     assert await storage.ordered_stamp(key, "alive") is True
     assert await storage.ordered_turn(key, "alive", 0.2) is True  # both passed in one call
-    assert await storage.ordered_turn(key, "dead", 0.2) is True  # passed over: not blocked
+    assert await storage.ordered_turn(key, "dead", 30) is False  # passed over: behind "alive"
+    await storage.ordered_leave(key, "alive")
+    assert await storage.ordered_turn(key, "dead", 30) is True  # not blocked: its turn came
     fresh = gate()
     await storage.ordered_enter(fresh, "slow")
     await storage.ordered_enter(fresh, "next")
     assert await storage.ordered_turn(fresh, "next", 30) is False  # alive within the timeout
+
+
+async def test_a_passed_over_ticket_rejoins_at_the_end_of_the_line(
+        storage: Storage, lapse: Callable[[float], Awaitable[None]]) -> None:
+    """A ticket passed over by the poison pill lost its turn: its stamp is refused, and when it
+    asks again (its run started late, after all) it takes a new place at the end, so it never
+    has the turn while the ticket whose turn came holds it. Entering anew does the same."""
+    key = gate()
+    for ticket in ("late", "next", "last"):
+        await storage.ordered_enter(key, ticket)
+    await lapse(0.3)  # "late" did not start within the timeout
+    assert await storage.ordered_stamp(key, "last") is True
+    assert await storage.ordered_turn(key, "next", 0.2) is True  # "late" passed over
+    assert await storage.ordered_turn(key, "late", 60) is False  # "next" holds it: one holder
+    assert await storage.ordered_turn(key, "late", 60) is False
+    line = await storage.ordered_peek(key)
+    assert (line.turn, line.waiting) == ("next", 2)  # "late" waits again, behind "last"
+    assert await storage.ordered_stamp(key, "late") is True  # in line again
+    await storage.ordered_leave(key, "next")
+    assert await storage.ordered_turn(key, "late", 60) is False
+    assert await storage.ordered_turn(key, "last", 60) is True
+    await storage.ordered_leave(key, "last")
+    assert await storage.ordered_turn(key, "late", 60) is True
+    assert await storage.ordered_leave(key, "late") is True
+    assert await storage.ordered_enter(key, "again") == 1  # drained: numbering starts again
+    other = gate()
+    assert [await storage.ordered_enter(other, t) for t in ("a", "b")] == [1, 2]
+    await lapse(0.3)
+    assert await storage.ordered_turn(other, "b", 0.2) is True
+    assert await storage.ordered_stamp(other, "a") is False  # it lost its turn
+    assert await storage.ordered_enter(other, "a") == 3  # passed over: a new place, not its own
+    assert await storage.ordered_turn(other, "a", 60) is False
 
 
 async def test_a_final_save_drops_the_gates_it_names(storage: Storage) -> None:

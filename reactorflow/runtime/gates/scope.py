@@ -388,7 +388,8 @@ async def extend_kept(holds: GateHolds, bound: float) -> None:
         if not await storage.gate_extend(key, holder, bound + ttl):
             log.warning("reactorflow.gate.lost run_id=%s key=%s", holds.run_id, key)
     for key, ticket in tickets:
-        await storage.ordered_stamp(key, ticket)
+        if not await storage.ordered_stamp(key, ticket):  # passed over: its turn was lost
+            log.warning("reactorflow.gate.turn_lost run_id=%s key=%s", holds.run_id, key)
 
 
 def _busy(holds: GateHolds, need: Need, waited: float, step: str | None,

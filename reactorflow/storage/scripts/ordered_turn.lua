@@ -3,13 +3,14 @@
 -- KEYS: 1 line  2 tickets  3 stamps  4 done (as in ordered_enter)
 -- ARGV: 1 ticket  2 poison pill timeout (ms)
 -- Returns: 1 its turn, 0 an earlier place remains, -1 not in line. Asking renews the ticket's
---          stamp either way (its holder is alive). The line's keys carry no TTL (see
---          ordered_enter).
+--          stamp either way (its holder is alive). A ticket passed over rejoins at the end
+--          first (lib/ordered_place): it never has its turn beside another. The line's keys
+--          carry no TTL (see ordered_enter).
 -- Algorithm: move the cursor over finished numbers; while the first unfinished number before
 -- the ticket's was stamped longer ago than the timeout, pass it over (mark it finished).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local number = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
+local number = ordered_place(ARGV[1])  -- passed over: it rejoins at the end
 if not number then
   return -1
 end
