@@ -136,8 +136,9 @@ class GatesContract(abc.ABC):
         being the storage's clock). `charge` names the charge: a call with a charge already
         admitted is admitted again without counting (a run is charged once, whatever its
         resumes or redeliveries; the memory of a charge lasts twice the longest window, at least
-        a day). Returns None when admitted, else the seconds until the first refusing window
-        frees (nothing charged).
+        a day, after it was last asked for: each call with it renews it, so a run that keeps
+        trying its gates is never charged twice). Returns None when admitted, else the seconds
+        until the first refusing window frees (nothing charged).
 
         Args:
             key: The rate limit's key.

@@ -17,7 +17,8 @@ from reactorflow import clock
 from reactorflow.storage.base import GateTake, OrderedLine, RunCreation, Subscription
 
 CHARGE_MEMORY = 86_400.0
-"""Seconds a rate-limit charge is remembered at least (twice the longest window if longer)."""
+"""Seconds a rate-limit charge is remembered at least (twice the longest window if longer)
+after it was last asked for (a run asks again each time it tries its gates)."""
 
 
 @dataclass(slots=True)
@@ -190,6 +191,7 @@ class MemoryGates:
         memory = max(CHARGE_MEMORY, 2.0 * max(seconds for seconds, _ in windows))
         with self._mutex:
             if self._charges.get((key, charge), 0.0) > now:
+                self._charges[(key, charge)] = now + memory  # its run lives: asked again
                 return None
             counts: list[tuple[tuple[str, int], int, int]] = []
             wait: float | None = None

@@ -37,7 +37,8 @@ from reactorflow.storage.redis_conn import SOURCES, Args, RedisConnector
 from reactorflow.storage.redis_tokens import token
 
 CHARGE_MEMORY = 86_400.0
-"""Seconds a rate-limit charge is remembered at least (twice the longest window if longer)."""
+"""Seconds a rate-limit charge is remembered at least (twice the longest window if longer)
+after it was last asked for (a run asks again each time it tries its gates)."""
 
 
 def _ms(seconds: float) -> int:

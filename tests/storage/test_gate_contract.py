@@ -120,6 +120,32 @@ async def test_a_charge_is_counted_once(storage: Storage) -> None:
     assert await storage.rate_charge(key, [(3600, 1)], "run-2") is not None
 
 
+async def test_a_charge_asked_for_again_is_remembered_again(
+        storage: Storage, lapse: Callable[[float], Awaitable[None]]) -> None:
+    """A run charged, then snoozing at a later gate, asks for its charge each time it tries
+    its gates: each ask renews the charge's memory (a day), so a run that keeps trying for
+    longer than that is still charged once. Memory: its fake clock moves 0.9 days twice;
+    Redis: the charge's expiry (its score, server ms) moves on with the ask."""
+    key, windows = gate(), [(60, 1)]
+    assert await storage.rate_charge(key, windows, "run-1") is None
+    if isinstance(storage, MemoryStorage):
+        for _ in range(2):
+            await lapse(0.9 * 86_400)  # a new minute's window each time: a count would show
+            assert await storage.rate_charge(key, windows, "run-1") is None
+        assert await storage.rate_charge(key, windows, "run-2") is None  # run-1 not recounted
+        return
+    assert isinstance(storage, RedisStorage)
+    client = (await storage._redis.get()).client
+    charges = storage._gate(key, "charges")
+    seconds, micros = await client.time()
+    asked = int(seconds) * 1000 + int(micros) // 1000  # server ms, after the charge
+    await anyio.sleep(0.05)
+    assert await storage.rate_charge(key, windows, "run-1") is None
+    renewed = await client.zscore(charges, "run-1")
+    assert renewed is not None and renewed > asked + 86_400_000  # remembered from this ask on
+    assert await storage.rate_charge(key, windows, "run-2") is not None  # counted once
+
+
 async def test_a_refused_charge_says_when_the_window_frees(storage: Storage) -> None:
     key = gate()
     assert await storage.rate_charge(key, [(60, 1)], "a") is None

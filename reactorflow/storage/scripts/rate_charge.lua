@@ -2,14 +2,19 @@
 --
 -- KEYS: 1 windows (hash: b<seconds> -> current bucket, c<seconds> -> calls in that bucket)
 --       2 charges (sorted set: charge id -> expiry in ms; a charge admitted once is not counted
---         again while remembered)
+--         again while remembered, and asking again renews its memory)
 -- ARGV: 1 charge id  2 charge memory (ms)  3.. pairs of window seconds and limit
 -- Returns: -1 admitted (charged now, or already charged), else the ms until the first refusing
 --          window's bucket ends (nothing charged). Buckets: floor(now / seconds), server clock.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local function remember()
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]))
+end
 if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+  remember()  -- its run lives: asked again
   return -1
 end
 local wait = -1
@@ -37,6 +42,5 @@ for _, w in ipairs(buckets) do
   if w[1] > longest then longest = w[1] end
 end
 redis.call('PEXPIRE', KEYS[1], longest * 2000)
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
-redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]))
+remember()
 return -1
