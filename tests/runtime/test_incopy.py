@@ -10,7 +10,7 @@ import contextvars
 import anyio
 import pytest
 
-from reactorflow.runtime.incopy import in_copy
+from reactorflow.runtime.engine.trampoline import in_copy
 
 SEEN = contextvars.ContextVar[str]("seen", default="caller")
 

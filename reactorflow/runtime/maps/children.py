@@ -41,15 +41,15 @@ from reactorflow.definition.graph import plan_for
 from reactorflow.definition.params import MapRead
 from reactorflow.errors import GateBusy, LockLost, RecordedError
 from reactorflow.records import NIL, ElementRecord, ErrorRecord, RollbackFailure
-from reactorflow.runtime import operations
-from reactorflow.runtime.gates.runs import run_needs
+from reactorflow.runtime.engine.inputs import validate_inputs
+from reactorflow.runtime.engine.map_reads import element_count, load_list
+from reactorflow.runtime.engine.rollback import Rollback, collected_failures, roll_back
+from reactorflow.runtime.engine.runners import Ending, Verdict
+from reactorflow.runtime.gates.run_gates import run_needs
 from reactorflow.runtime.gates.scope import Entry, enter, leave
-from reactorflow.runtime.inputs import validate_inputs
 from reactorflow.runtime.maps.element_run import ElementExecution, ElementForward
 from reactorflow.runtime.maps.elements import Scope, encode, fence
-from reactorflow.runtime.maps.reading import element_count, load_list
-from reactorflow.runtime.rollback import Rollback, collected_failures, roll_back
-from reactorflow.runtime.runners import Ending, Verdict
+from reactorflow.runtime.ops import operations
 from reactorflow.status import HandlerKind, StepStatus
 
 if TYPE_CHECKING:

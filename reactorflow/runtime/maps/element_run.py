@@ -33,13 +33,13 @@ from reactorflow.records import (
     StepRecord,
     summary,
 )
-from reactorflow.runtime.execution import Execution
-from reactorflow.runtime.forward import Forward
-from reactorflow.runtime.gates.steps import call_gated, enter_whole, leave_whole
-from reactorflow.runtime.maps.held import HeldSlots
-from reactorflow.runtime.maps.reading import element_key
-from reactorflow.runtime.rollback import call_handler
-from reactorflow.runtime.stepcall import StepEnd, arguments, call_step
+from reactorflow.runtime.engine.execution import Execution
+from reactorflow.runtime.engine.forward import Forward
+from reactorflow.runtime.engine.map_reads import element_key
+from reactorflow.runtime.engine.rollback import call_handler
+from reactorflow.runtime.engine.stepcall import StepEnd, arguments, call_step
+from reactorflow.runtime.gates.step_gates import call_gated, enter_whole, leave_whole
+from reactorflow.runtime.maps.memory_slots import HeldSlots
 from reactorflow.status import Status, StepStatus
 
 if TYPE_CHECKING:

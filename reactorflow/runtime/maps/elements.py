@@ -18,15 +18,15 @@ from reactorflow.definition.specs import UNIT_KINDS, StepKind
 from reactorflow.errors import ArgumentError, SerializationError, StepTimeout
 from reactorflow.markers import StepContext
 from reactorflow.records import ElementRecord, ErrorRecord, describe, summary
-from reactorflow.runtime.lockkeeper import Hold, ensure_live
-from reactorflow.runtime.maps.reading import Slots, element_count, element_key, load_list
-from reactorflow.runtime.stepcall import read_input, scope_cancelled, unit_argument
+from reactorflow.runtime.engine.lockkeeper import Hold, ensure_live
+from reactorflow.runtime.engine.map_reads import Slots, element_count, element_key, load_list
+from reactorflow.runtime.engine.stepcall import read_input, scope_cancelled, unit_argument
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
     from reactorflow.middleware import Hooks
-    from reactorflow.runtime.execution import Execution
+    from reactorflow.runtime.engine.execution import Execution
     from reactorflow.runtime.gates.scope import GateHolds
 
 log = logging.getLogger("reactorflow.map")

@@ -44,17 +44,17 @@ from reactorflow.definition.params import MapRead, Source
 from reactorflow.errors import RecordedError
 from reactorflow.mapresults import PAGE_SIZE
 from reactorflow.records import ElementArgs, ErrorRecord
-from reactorflow.runtime import queue
-from reactorflow.runtime.lockkeeper import ensure_live
+from reactorflow.runtime.engine import job_queue as queue
+from reactorflow.runtime.engine.async_units import unit_lock
+from reactorflow.runtime.engine.lockkeeper import ensure_live
+from reactorflow.runtime.engine.map_reads import element_count, page
+from reactorflow.runtime.engine.map_slot_keys import items_key, job_key
 from reactorflow.runtime.maps.elements import source_of
-from reactorflow.runtime.maps.inline import MapEnd
-from reactorflow.runtime.maps.keys import items_key, job_key
-from reactorflow.runtime.maps.reading import element_count, page
-from reactorflow.runtime.units import unit_lock
+from reactorflow.runtime.maps.inline_window import MapEnd
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
-    from reactorflow.runtime.execution import Execution
+    from reactorflow.runtime.engine.execution import Execution
     from reactorflow.storage.base import Storage
 
 log = logging.getLogger("reactorflow.map")

@@ -1,4 +1,4 @@
-"""Rolling a map back (one action of the saga's rollback, see `runtime.rollback`).
+"""Rolling a map back (one action of the saga's rollback, see `runtime.engine.rollback`).
 
 0. A fanned-out map still `running` (the run stopped while its elements were out) first
    waits until none of its elements is in flight (`inflight`: the save that began the
@@ -31,17 +31,17 @@ from reactorflow import records
 from reactorflow.definition.graph import Node
 from reactorflow.errors import ArgumentError, LockLost
 from reactorflow.records import ElementRecord, ErrorRecord, RollbackFailure, describe, summary
-from reactorflow.runtime.execution import event
-from reactorflow.runtime.lockkeeper import ensure_live
+from reactorflow.runtime.engine.execution import event
+from reactorflow.runtime.engine.lockkeeper import ensure_live
+from reactorflow.runtime.engine.map_reads import element_key, walk
+from reactorflow.runtime.engine.stepcall import arguments, context_for
 from reactorflow.runtime.maps.elements import Scope, context, fence, source_of
 from reactorflow.runtime.maps.inflight import wait_in_flight
-from reactorflow.runtime.maps.reading import element_key, walk
-from reactorflow.runtime.maps.throws import roll_back_fanned
-from reactorflow.runtime.stepcall import arguments, context_for
+from reactorflow.runtime.maps.undo_throws import roll_back_fanned
 from reactorflow.status import HandlerKind, StepStatus
 
 if TYPE_CHECKING:
-    from reactorflow.runtime.execution import Execution
+    from reactorflow.runtime.engine.execution import Execution
 
 log = logging.getLogger("reactorflow.rollback")
 
