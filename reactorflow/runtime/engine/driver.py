@@ -22,6 +22,7 @@ from reactorflow import clock, config, records
 from reactorflow.errors import GateBusy, LockLost, RecordedError, StorageError
 from reactorflow.middleware import GateEvent, RunEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, RunError, StepRecord
+from reactorflow.runtime.engine import kinds
 from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.forward import Forward
 from reactorflow.runtime.engine.lockkeeper import keeper
@@ -62,7 +63,8 @@ async def drive(ex: Execution) -> None:
                                     events=[event("run.resumed", detail=", ".join(resumed))])
             ex.parked_since, ex.state.parked_on, ex.state.wake_at = ex.state.parked_on, {}, None
             while True:
-                forward = Forward(ex, max_concurrency=ex.plan.reactor.max_concurrency)
+                forward = Forward(ex, kinds=kinds.forward_table(),
+                                  max_concurrency=ex.plan.reactor.max_concurrency)
                 verdict = await forward.run()
                 if verdict.status is not Ending.PAUSED or not await _claims_arrived(ex, verdict):
                     break

@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
 
-from reactorflow import clock, records
+from reactorflow import clock, config, records
 from reactorflow.definition.graph import Node, Plan, compare_fingerprints
 from reactorflow.definition.params import MapRead
 from reactorflow.definition.specs import UNIT_KINDS
@@ -24,12 +24,15 @@ from reactorflow.middleware import Hooks
 from reactorflow.records import Control, Event, RunMeta, RunState, StepRecord
 from reactorflow.redaction import secrets_in, watch
 from reactorflow.runtime.engine.lockkeeper import Hold
-from reactorflow.runtime.engine.map_reads import Slots
 from reactorflow.runtime.engine.map_slot_keys import slot_keys
 from reactorflow.runtime.gates.scope import Entry, GateHolds
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import Storage, StoredRun
+from reactorflow.storage.contract_maps import Slots
 from reactorflow.storage.inline import INLINE, batches, is_foldable
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
 
 log = logging.getLogger("reactorflow.run")
 _encode = records.encode
@@ -473,6 +476,18 @@ class Execution:
             except StorageError:
                 log.warning("reactorflow.correlation.release_failed run_id=%s correlation_id=%s",
                             self.run_id, correlation, exc_info=True)
+
+
+_NO_HOOKS = Hooks(())
+
+
+def hooks_for(reactor: Reactor) -> Hooks:
+    """The middleware hooks of an execution of `reactor`: the configured middleware, then the
+    reactor's own."""
+    middleware = config.settings().middleware
+    if not middleware and not reactor.middleware:
+        return _NO_HOOKS  # (stateless: one for every execution without middleware)
+    return Hooks([*middleware, *reactor.middleware])
 
 
 def event(kind: str, step: str = "", attempt: int = 0, detail: str = "") -> Event:

@@ -1,17 +1,19 @@
-"""Driving a run forward: each kind of step (a plain step's fast path, steps, interrupts,
-composed children, async units, maps), run by `runners.Runners` (the run's task group, its
-runners and each level's dependency counts; see there).
+"""Driving a run forward: a plain step's fast path, steps, interrupts, composed children and
+async units (each kind dispatched through the step-kind table, `kinds`), run by
+`runners.Runners` (the run's task group, its runners and each level's dependency counts; see
+there).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, assert_never
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, assert_never
 
 from reactorflow import clock, config, records
 from reactorflow.definition.graph import Node
 from reactorflow.definition.params import MISSING
-from reactorflow.definition.specs import UNIT_KINDS, StepKind
+from reactorflow.definition.specs import StepKind
 from reactorflow.errors import (
     ArgumentError,
     AsyncWaitTimeout,
@@ -24,11 +26,10 @@ from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summar
 from reactorflow.runtime.engine.async_units import await_unit, unit_finished
 from reactorflow.runtime.engine.async_units import dispatch as dispatch_unit
 from reactorflow.runtime.engine.execution import event
-from reactorflow.runtime.engine.folding import completes_run
 from reactorflow.runtime.engine.inputs import validate_inputs
 from reactorflow.runtime.engine.interrupts import claimed_payload, waiting_record
 from reactorflow.runtime.engine.map_reads import map_value_raw, prepare_readers
-from reactorflow.runtime.engine.runners import Ending, Runners
+from reactorflow.runtime.engine.runners import Ending, Runners, completes_run
 from reactorflow.runtime.engine.stepcall import (
     Outcome,
     StepEnd,
@@ -47,13 +48,13 @@ from reactorflow.runtime.gates.scope import Entry
 from reactorflow.runtime.gates.step_gates import (
     call_gated,
     deadlock,
-    enter_whole,
-    leave_whole,
     step_needs,
     used_period,
 )
-from reactorflow.runtime.maps.map_step import run_map
 from reactorflow.status import StepStatus
+
+if TYPE_CHECKING:
+    from reactorflow.runtime.engine.execution import Execution
 
 log = logging.getLogger("reactorflow.run")
 # members the per-step path reads, looked up once (an enum member's look-up costs ~6x a global's)
@@ -61,8 +62,18 @@ _STEP, _INTERRUPT, _COMPLETED = StepKind.STEP, StepKind.INTERRUPT, StepStatus.CO
 _WAITING = StepStatus.WAITING
 
 
+Handler = Callable[["Forward", Node], Awaitable[None]]
+"""How the forward drive runs one kind of step (`kinds.KindHandler.forward`)."""
+
+
 class Forward(Runners):
-    """The forward drive: each kind of step, run by `Runners`."""
+    """The forward drive: each kind of step, run by `Runners`; the handler of each kind comes
+    from the step-kind table it is given (`kinds.forward_table()`)."""
+
+    def __init__(self, ex: Execution, *, kinds: Mapping[StepKind, Handler],
+                 max_concurrency: int | None = None) -> None:
+        super().__init__(ex, max_concurrency=max_concurrency)
+        self.kinds = kinds
 
     # -- one step ------------------------------------------------------------------------------
 
@@ -82,16 +93,8 @@ class Forward(Runners):
             return
         elif node.kind is _STEP:  # the common case first
             await self._step(node)
-        elif node.kind is StepKind.INTERRUPT and key not in ex.claims:
-            await self._wait_for_payload(node)
-        elif node.kind is StepKind.COMPOSE:
-            await self._compose(node)
-        elif node.kind in UNIT_KINDS:
-            await self._dispatch_unit(node)
-        elif node.kind is StepKind.MAP:
-            await self._map(node)
-        else:
-            await self._step(node)
+        else:  # every other kind: its handler in the step-kind table (`kinds`)
+            await self.kinds[node.kind](self, node)
 
     async def _step(self, node: Node) -> None:
         ex = self.ex
@@ -350,39 +353,6 @@ class Forward(Runners):
             return
         await dispatch_unit(ex, node, child_inputs, gate_keys)
         self._after_checkpoint(node)
-
-    # -- maps ----------------------------------------------------------------------------------
-
-    async def _map(self, node: Node) -> None:
-        """A map step (runtime.maps): completes, or fails with its first failed element."""
-        ex = self.ex
-        try:
-            kwargs = await arguments(ex, node)
-            if (ex.status_of(node.key) != StepStatus.RUNNING
-                    and await self._skipped_by_when(node, kwargs)):
-                return
-            entry = await enter_whole(ex, node, kwargs) if node.spec.gates else None
-            if entry is not None and not entry.admitted:
-                await self._refused(node, entry)
-                return
-            end = None
-            try:
-                end = await run_map(ex, node, kwargs)
-            finally:
-                await leave_whole(ex, entry, completed=end is not None and end.record is not None,
-                                  parked=end is not None and end.parked)
-        except ArgumentError as exc:
-            await self._fail_step(node, exc, detail=str(exc))
-            return
-        if end.parked:  # fanned out: the run parks until its elements settled
-            self.parked[node.key] = ex.parked_since.get(node.key, clock.now())
-            return
-        if end.record is None:
-            assert end.error is not None
-            await self._fail_step(node, end.error, detail=end.detail,
-                                  started_at=end.started_at, error_record=end.error_record)
-            return
-        await self._finish(node, end.record, end.events)
 
     # -- composed children ---------------------------------------------------------------------
 

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -17,23 +17,13 @@ from reactorflow.markers import Outcome
 from reactorflow.records import ElementRecord, RunError, decode_element
 from reactorflow.redaction import masked
 from reactorflow.status import Status, StepStatus
+from reactorflow.storage.contract_maps import Slots
 from reactorflow.storage.decoding import reading
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
     from reactorflow.runtime.engine.execution import Execution
     from reactorflow.snapshot import Run
-
-
-class Slots(Protocol):
-    """Where an execution's map element slots live: its storage (a run), or the memory of an
-    element whose reactor nests a map (`held.HeldSlots`)."""
-
-    async def save_elements(self, run_id: str, key: str, outcomes: Mapping[int, bytes], *,
-                            replace: bool = False, owner: str | None = None) -> object: ...
-
-    async def load_elements(self, run_id: str, key: str, start: int,
-                            count: int) -> list[bytes | None]: ...
 
 
 def element_key(key: str, index: int) -> str:

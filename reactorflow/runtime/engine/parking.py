@@ -37,10 +37,8 @@ from reactorflow import clock, config
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.async_units import FINISHED, unit_finished
 from reactorflow.runtime.engine.execution import event
+from reactorflow.runtime.engine.kinds import handler_of
 from reactorflow.runtime.gates.parked import keep_while_parked
-from reactorflow.runtime.maps.fanout import parked_maps_settled
-from reactorflow.runtime.maps.inflight import in_flight
-from reactorflow.runtime.maps.undo_throws import throw_settled
 from reactorflow.status import Status
 
 if TYPE_CHECKING:
@@ -112,15 +110,35 @@ async def after_park(ex: Execution) -> None:
     """Once released: enqueue the run now if something fell due meanwhile, else for when the
     first thing falls due."""
     if ex.state.status is Status.ROLLING_BACK:  # a fanned-out map's elements or undos are out
-        settled = [not await in_flight(ex.storage, ex.run_id, key)
-                   and await throw_settled(ex, key) for key in ex.state.parked_on]
+        settled = [await _parked_check(ex, key, rolling_back=True) for key in ex.state.parked_on]
         delay = None if any(settled) else config.settings().async_wait_timeout
         queue.enqueue_run(ex.run_id, ex.reactor, delay=delay)
         return
     for key in _units(ex):
         await unit_finished(ex, key)
-    if due(ex) or await parked_maps_settled(ex):
+    if due(ex) or await _settled_at_kind(ex):
         queue.enqueue_run(ex.run_id, ex.reactor)
         return
     delay = max(0.0, min(_due_times(ex, ex.state.parked_on, ex.state.wake_at)) - clock.now())
     queue.enqueue_run(ex.run_id, ex.reactor, delay=delay)
+
+
+async def _parked_check(ex: Execution, key: str, *, rolling_back: bool) -> bool:
+    """Whether what the run parked at step `key` waits for settled, as its kind says
+    (`kinds.KindHandler`: a fanned-out map's elements, or its undo jobs); False for a key that
+    is no step, or whose kind has no such check."""
+    node = ex.plan.nodes.get(key)
+    if node is None:
+        return False
+    handler = handler_of(node.kind)
+    check = handler.undone_while_parked if rolling_back else handler.settled_while_parked
+    return check is not None and await check(ex, key)
+
+
+async def _settled_at_kind(ex: Execution) -> bool:
+    """Whether a step the run parked at has settled what it waits for (its last signal may have
+    come before the run parked: then nobody else re-enqueues it)."""
+    for key in ex.state.parked_on:
+        if await _parked_check(ex, key, rolling_back=False):
+            return True
+    return False

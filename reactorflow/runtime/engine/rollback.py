@@ -35,10 +35,10 @@ from reactorflow.errors import RecordedError
 from reactorflow.middleware import StepEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, StepRecord, describe, summary
 from reactorflow.runtime.engine.execution import event
+from reactorflow.runtime.engine.kinds import handler_of
 from reactorflow.runtime.engine.lockkeeper import ensure_live
 from reactorflow.runtime.engine.stepcall import arguments, context_for
 from reactorflow.runtime.gates.step_gates import GateWait, leave_rollback, rollback_places
-from reactorflow.runtime.maps.undo import roll_back_map
 from reactorflow.status import HandlerKind, StepStatus
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class Act(StrEnum):
     COMPENSATE = "compensate"  # run the compensate handler of a step whose body failed
     UNDO = "undo"  # run the undo handler of a completed step
     CLOSE = "close"  # mark a composed child rolled back (its own steps were done first)
-    MAP = "map"  # roll a map's elements back (runtime.maps.undo), then mark it undone
+    KIND = "kind"  # the kind's own rollback (`kinds.KindHandler.roll_back`: a map's elements)
 
 
 Action = tuple[Act, str]  # (what, step key)
@@ -77,9 +77,9 @@ def plan_rollback(ex: Execution, level: str = "") -> list[Action]:
                 and record.child_started):
             actions.extend(plan_rollback(ex, key))
             actions.append((Act.CLOSE, key))
-        elif (record is not None and plan.nodes[key].kind is StepKind.MAP
+        elif (record is not None and _own_rollback(plan.nodes[key].kind)
               and record.status in (StepStatus.RUNNING, StepStatus.FAILED)):
-            actions.append((Act.MAP, key))
+            actions.append((Act.KIND, key))
     done = [k for k in keys if k in records and records[k].status == StepStatus.COMPLETED
             and records[k].seq > 0 and records[k].rollback_error is None]
     done.sort(key=lambda k: records[k].seq, reverse=True)
@@ -87,11 +87,15 @@ def plan_rollback(ex: Execution, level: str = "") -> list[Action]:
         if plan.nodes[key].kind is StepKind.COMPOSE:
             actions.extend(plan_rollback(ex, key))
             actions.append((Act.CLOSE, key))
-        elif plan.nodes[key].kind is StepKind.MAP:
-            actions.append((Act.MAP, key))
+        elif _own_rollback(plan.nodes[key].kind):
+            actions.append((Act.KIND, key))
         elif plan.nodes[key].spec.undo is not None:
             actions.append((Act.UNDO, key))
     return actions
+
+
+def _own_rollback(kind: StepKind) -> bool:
+    return handler_of(kind).roll_back is not None
 
 
 @dataclass(slots=True)
@@ -116,8 +120,10 @@ async def roll_back(ex: Execution, live_errors: Mapping[str, BaseException] | No
             case Act.CLOSE:
                 closed = _rolled_back(ex.records[key], StepStatus.UNDONE)
                 await ex.checkpoint(key, closed, [event("undo.completed", key)])
-            case Act.MAP:
-                mapped = await roll_back_map(ex, key)
+            case Act.KIND:
+                own = handler_of(ex.plan.nodes[key].kind).roll_back
+                assert own is not None  # (planned only for a kind that has one)
+                mapped = await own(ex, key)
                 if mapped.parked_since is not None:
                     return Rollback(failures, {key: mapped.parked_since})
                 failures += mapped.failures

@@ -27,7 +27,8 @@ from reactorflow.runtime.engine.map_slot_keys import items_key, job_key, settled
 from reactorflow.runtime.engine.ownership import keep_alive, new_owner
 from reactorflow.runtime.gates.scope import GateHolds
 from reactorflow.runtime.gates.step_gates import element_places
-from reactorflow.runtime.maps.elements import JobScope, call_element, gated_child
+from reactorflow.runtime.maps.children import call_any_element
+from reactorflow.runtime.maps.elements import JobScope, gated_child
 from reactorflow.runtime.maps.fanout import ARGS, NEXT, STOP, element_lock
 from reactorflow.status import StepStatus
 
@@ -131,7 +132,7 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
                 watch(held)  # held here while the element runs (sources are held weakly)
             try:
                 with queue.immediate():  # its own work may wait for what it enqueues
-                    record, _ = await call_element(scope, node, kwargs, index, item)
+                    record, _ = await call_any_element(scope, node, kwargs, index, item)
             except LockLost:  # its lock lapsed: a duplicate may own the element now
                 log.warning("reactorflow.map.element_lock_lost run_id=%s step=%s index=%d: "
                             "the element stops, its outcome is left to whoever holds it",

@@ -19,9 +19,10 @@ from reactorflow.errors import ArgumentError, SerializationError, StepTimeout
 from reactorflow.markers import StepContext
 from reactorflow.records import ElementRecord, ErrorRecord, describe, summary
 from reactorflow.runtime.engine.lockkeeper import Hold, ensure_live
-from reactorflow.runtime.engine.map_reads import Slots, element_count, element_key, load_list
+from reactorflow.runtime.engine.map_reads import element_count, element_key, load_list
 from reactorflow.runtime.engine.stepcall import read_input, scope_cancelled, unit_argument
 from reactorflow.status import StepStatus
+from reactorflow.storage.contract_maps import Slots
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
@@ -171,19 +172,15 @@ def encode(ex: Scope, node: Node, index: int, result: Any) -> msgspec.Raw:
 
 async def call_element(ex: Scope, node: Node, base: dict[str, Any], index: int,
                        item: Any) -> tuple[ElementRecord, BaseException | None]:
-    """Run one element to its outcome (retries, timeout), with the live exception when it
-    failed; a failed element's compensate runs here, once. Cancellation of the run
-    propagates."""
+    """Run one element of a map's function to its outcome (retries, timeout), with the live
+    exception when it failed (an element reactor's: `children.call_any_element`); a failed
+    element's compensate runs here, once. Cancellation of the run propagates."""
     spec = node.spec
     options = spec.map
     assert options is not None
     kwargs = dict(base)
     kwargs[options.element] = item
-    if spec.child is not None:  # an element reactor (runtime.maps.children)
-        from reactorflow.runtime.maps.children import run_child  # noqa: PLC0415 (a cycle)
-
-        await ensure_live(ex.lease)  # (its child's steps check it too, as any step does)
-        return await run_child(ex, node, kwargs, index)
+    assert spec.child is None  # an element reactor's: `children.call_any_element`
     retry, timeout, fn = spec.retry, spec.timeout, spec.fn
     context_name = node.context_name
     attempt = 0

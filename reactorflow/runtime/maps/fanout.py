@@ -49,7 +49,6 @@ from reactorflow.runtime.engine.async_units import unit_lock
 from reactorflow.runtime.engine.lockkeeper import ensure_live
 from reactorflow.runtime.engine.map_reads import element_count, page
 from reactorflow.runtime.engine.map_slot_keys import items_key, job_key
-from reactorflow.runtime.maps.elements import source_of
 from reactorflow.runtime.maps.inline_window import MapEnd
 
 if TYPE_CHECKING:
@@ -156,19 +155,6 @@ def parks_on_map(ex: Execution) -> bool:
     """Whether the run is parked at a fanned-out map (it is then checked whenever taken on)."""
     return any(key in ex.plan.nodes and ex.plan.nodes[key].spec.map is not None
                for key in ex.state.parked_on)
-
-
-async def parked_maps_settled(ex: Execution) -> bool:
-    """Whether a map the run parked at has every element settled (its last element's signal
-    may have come before the run parked: then nobody else re-enqueues it)."""
-    for key in ex.state.parked_on:
-        node = ex.plan.nodes.get(key)
-        if node is None or node.spec.map is None:
-            continue
-        count = len(await source_of(ex, node))
-        if await ex.storage.count_elements(ex.run_id, key) >= count:
-            return True
-    return False
 
 
 async def _redispatch_lost(ex: Execution, node: Node, count: int) -> None:

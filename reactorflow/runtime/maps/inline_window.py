@@ -6,7 +6,7 @@ Algorithm, in order:
    a map met again after a crash reads the outcomes already stored and runs only the elements
    without one (an atomic map with a stored failure fails at once).
 2. Runners in a task group (at most `batch_size`, spawned as elements suspend: see `_Window`)
-   take the next element in index order, run it (`elements.call_element`: retries, timeout,
+   take the next element in index order, run it (`children.call_any_element`: retries, timeout,
    compensate) and hand its outcome to the writer. So elements start in index order and at
    most `batch_size` are in flight.
 3. The writer stores outcomes in the map's element slots, many per round trip: while one write
@@ -30,7 +30,8 @@ from reactorflow import records
 from reactorflow.errors import RecordedError
 from reactorflow.records import ElementRecord, ErrorRecord
 from reactorflow.runtime.engine.map_reads import walk
-from reactorflow.runtime.maps.elements import call_element, fence
+from reactorflow.runtime.maps.children import call_any_element
+from reactorflow.runtime.maps.elements import fence
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ async def run_inline(ex: Execution, node: Node, base: dict[str, Any],
     window = _Window(todo, options.batch_size)
 
     async def element(index: int) -> None:
-        record, error = await call_element(ex, node, base, index, items[index])
+        record, error = await call_any_element(ex, node, base, index, items[index])
         writer.add(index, record)
         if error is not None and options.atomic and end.failed_index is None:
             end.error, end.error_record, end.failed_index = error, record.error, index

@@ -35,6 +35,7 @@ from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.lockkeeper import ensure_live
 from reactorflow.runtime.engine.map_reads import element_key, walk
 from reactorflow.runtime.engine.stepcall import arguments, context_for
+from reactorflow.runtime.maps.children import undo_child
 from reactorflow.runtime.maps.elements import Scope, context, fence, source_of
 from reactorflow.runtime.maps.inflight import wait_in_flight
 from reactorflow.runtime.maps.undo_throws import roll_back_fanned
@@ -146,7 +147,6 @@ async def undo_element(scope: Scope, node: Node, base: dict[str, Any], item: Any
     assert options is not None
     try:
         if node.spec.child is not None:
-            from reactorflow.runtime.maps.children import undo_child  # noqa: PLC0415 (a cycle)
 
             failed = await undo_child(scope, node, index, record)
             if failed is not None:

@@ -24,12 +24,11 @@ from reactorflow.errors import (
     StorageConnectionError,
     WaitTimeout,
 )
-from reactorflow.middleware import Hooks
 from reactorflow.records import Control, RunError, RunState
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.async_units import report_child_end
 from reactorflow.runtime.engine.driver import drive
-from reactorflow.runtime.engine.execution import Execution, event
+from reactorflow.runtime.engine.execution import Execution, event, hooks_for
 from reactorflow.runtime.engine.inputs import validate_inputs
 from reactorflow.runtime.engine.map_reads import with_map_value
 from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
@@ -60,16 +59,6 @@ log = logging.getLogger("reactorflow.run")
 def new_run_id() -> str:
     """Time-ordered: 12 hex digits of milliseconds, then 12 random ones."""
     return f"{int(clock.now() * 1000):012x}{secrets.token_hex(6)}"
-
-
-_NO_HOOKS = Hooks(())
-
-
-def hooks_for(reactor: Reactor) -> Hooks:
-    middleware = config.settings().middleware
-    if not middleware and not reactor.middleware:
-        return _NO_HOOKS  # (stateless: one for every execution without middleware)
-    return Hooks([*middleware, *reactor.middleware])
 
 
 # -- starting ------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from reactorflow.records import ElementRecord, ErrorRecord, StepRecord, summary
 from reactorflow.runtime.engine import job_checks as jobcheck
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.async_units import FINISHED, report, unit_lock
-from reactorflow.runtime.engine.execution import Execution, event
+from reactorflow.runtime.engine.execution import Execution, event, hooks_for
 from reactorflow.runtime.engine.job_queue import Job, JobKind
 from reactorflow.runtime.engine.lockkeeper import keeper
 from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
@@ -210,7 +210,7 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
             return
         try:
             ex = Execution.from_stored(stored, plan=plan_for(reactor), storage=storage,
-                                       owner=owner, claims={}, hooks=operations.hooks_for(reactor))
+                                       owner=owner, claims={}, hooks=hooks_for(reactor))
         except (CorruptRecord, DefinitionChanged) as exc:  # never retried: it cannot change
             record = StepRecord(StepStatus.FAILED, 0, None, clock.now(),
                                 error=ErrorRecord(type(exc).__name__, exc.message))
