@@ -1,12 +1,43 @@
 """Taking an owned run to its next settled state, and saving that state.
 
-`drive` is the one path every execution takes (a fresh run, a resume, a recovery, a worker):
-forward until the run settles, then save the outcome; on failure roll back first. If the
-process interrupts the run (cancellation of the caller, KeyboardInterrupt, SystemExit), no
-rollback code runs: the run is saved `aborted` (shielded from the cancellation) and the
-interruption propagates. The steps in flight whose records do not settle them are saved `failed`
-with their compensation outstanding; step checkpoints are shielded (`Execution.checkpoint`), so a
-completion being written when the abort came lands and stays (see `_abort`).
+`drive` is the one path every execution takes (a fresh run, a resume, a recovery, a worker).
+The caller holds the run's liveness lock (lock, then load) and built its `Execution`.
+
+The execution, step by step:
+
+1. Call the `before_run` hooks; attach the run's gate places to the lock keeper, so they are
+   renewed with the lock.
+2. Admission (`_admitted`): take the reactor's gates (`gates.run_gates.admit`), then retake the
+   gates of composed children that were open. Refused: save what that means (a used period
+   halts, a bad gate key fails the run with a rollback, a busy gate snoozes the run or hands it
+   to a worker) and stop here.
+3. A run found `rolling_back` finishes its rollback (step 7) and ends there.
+4. A `paused` run whose payloads were claimed is saved `running` at once (`run.resumed`).
+5. Forward (`forward.Forward`, built with the step-kind table `kinds.forward_table()`):
+   a. register the root level's steps; queue those whose dependencies settled;
+   b. runners take ready steps (the first in the calling task, spares in the run's task group,
+      at most `max_concurrency`); each step goes to its kind's handler (step, interrupt,
+      compose, async unit, map ...), which checkpoints its outcome (fenced by the lock owner);
+   c. a settled step releases its dependents (step a for a composed child's level); a failure,
+      a halt, a control request read back from a checkpoint, or the hand-off point stops new
+      starts, and the steps in flight finish;
+   d. the drive ends with a `Verdict`: completed, paused, parked, snoozed, failed, halted,
+      cancelled, or handed off.
+6. Paused, but payloads arrived meanwhile (`_claims_arrived`): apply them and go back to 5.
+7. Conclude (`conclude`) by the verdict: completed -> the final save (the last completion
+   folded in, the lock released in the same write); paused -> save waiting; parked -> `park`
+   (save, release, re-enqueue on a signal or a timer); snoozed -> `snooze`; handed off ->
+   save and enqueue for a worker; halted -> save without rollback; failed or cancelled ->
+   roll back (`rollback.roll_back`: compensate the failed steps, undo the completed ones newest
+   first, each kind's own rollback from the table), parking while a fanned-out map's undo
+   jobs are out, then save `failed`/`cancelled` with every rollback failure collected.
+8. A storage failure or a lost lock propagates as it is: nothing more can be written.
+   Any other interruption (cancellation of the caller, KeyboardInterrupt, SystemExit) runs no
+   rollback code: the run is saved `aborted` (`_abort`, shielded from the cancellation) with
+   the steps in flight whose records do not settle them saved `failed`, their compensation
+   outstanding (step checkpoints are shielded, so a completion being written when the abort
+   came lands and stays); the interruption propagates.
+9. Finally: give back the gates still held (shielded), and call the `after_run` hooks.
 """
 
 from __future__ import annotations

@@ -468,7 +468,7 @@ class Execution:
     async def release_correlations(self) -> None:
         """Free the correlation ids this run's interrupts registered (it waits for no payload
         any more). Best effort: a mapping left behind by a failure here names a run that has
-        ended, and the next run that wants the id takes it over (see `pausing`)."""
+        ended, and the next run that wants the id takes it over (see `interrupts`)."""
         for correlation in sorted({r.correlation_id for r in self.records.values()
                                    if r.correlation_id is not None}):
             try:

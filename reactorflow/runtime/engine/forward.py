@@ -118,7 +118,14 @@ class Forward(Runners):
         first attempt that raised goes on in `call_step` (`failed=`: retried, failed, halted
         or re-raised exactly as there). An interrupt takes it once claimed, its record still
         waiting (the body's first attempt, the payload its argument); else, or when its payload
-        no longer decodes, the general path."""
+        no longer decodes, the general path.
+
+        Why it stays (measured side by side, old and new alternating, 5 rounds each, medians;
+        `python -m benchmarks engine_chain engine_fanout`): without it a 10-step chain on
+        MemoryStorage takes 145 µs per run instead of 112 (engine overhead 14.4 µs per step
+        instead of 11.1), and 100 independent steps 753 µs instead of 418. It is tested
+        against the general path in `tests/runtime/test_fast_path.py` (each scenario both
+        ways, the runs left behind compared)."""
         ex = self.ex
         key = node.key
         payload: Any = MISSING

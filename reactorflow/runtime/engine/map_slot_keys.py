@@ -30,7 +30,7 @@ def settled_topic(key: str) -> str:
 
 
 def acks_key(key: str) -> str:
-    """The slots acknowledging a map's undone elements, by element index (`throws`)."""
+    """The slots acknowledging a map's undone elements, by element index (`undo_throws`)."""
     return f"{key}#undone"
 
 

@@ -13,13 +13,13 @@ backoff) saves the run, releases it and holds nothing; a signal or a timer re-en
    is due, else for when the first thing falls due (a unit's wait running out, a retry's time,
    a map's periodic re-check).
 4. A finished unit writes its record, then wakes its run if it parked on it
-   (`units.wake_parked`): the unit writes before it reads, the run parks before it re-checks,
+   (`async_units.wake_parked`): the unit writes before it reads, the run parks before it re-checks,
    so one of the two always sees the other.
 5. A job for a parked run acts only if something is `due` (a run parked at a map is always
    looked at: see `maps.fanout`); an early or duplicate signal writes nothing. Should every
    signal be lost, the run is `running` with no lock holder: the sweeper recovers it.
 6. A rollback parks the same way (saved `rolling_back`) while a fanned-out map's elements
-   are still in flight (`maps.inflight`) or its undo jobs are out (`maps.throws`); each late
+   are still in flight (`maps.inflight`) or its undo jobs are out (`maps.undo_throws`); each late
    element's settle, the throw's last undo, or the re-check every `async_wait_timeout`, takes
    it on again.
 7. A run that ends while steps wait for their next attempt (cancelled while parked, or halted

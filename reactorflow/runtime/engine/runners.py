@@ -5,7 +5,7 @@ step): each level's dependency counts, the queue of ready steps, and the runners
 A runner takes the next ready step; before it starts one, it makes sure a spare runner exists
 while more steps are ready, so a step that suspends never holds back the others, and a step that
 finishes without suspending costs no task spawn. The first runner runs in the calling task on a
-copy of its context (`incopy.in_copy`: no spawn, and a context variable a step sets never leaks
+copy of its context (`trampoline.in_copy`: no spawn, and a context variable a step sets never leaks
 into the caller), on its own while one step at a time is ready (a chain: no task group at all);
 once two are ready at once, the run's task group opens and the spares are tasks of it.
 `max_concurrency` caps the number of runners.

@@ -16,7 +16,7 @@ Running one element (`run_child`), in order:
 3. Completed: the element's result is the child's value, checked against the element
    annotation; the element's slot also keeps the child's inputs, step records and its nested
    maps' element slots (when undoing it can run something: `undoable`), for its rollback. A
-   map inside the child runs inline in the element, its slots held in memory (`held`).
+   map inside the child runs inline in the element, its slots held in memory (`memory_slots`).
 4. Failed (a step failed after its retries, or halted): the element's completed child steps are
    rolled back here, newest first (compensate the failed ones, undo the completed ones, as a
    composed child's), and the element fails with the child step's error. Failures of that

@@ -8,7 +8,7 @@ with nothing stored as a run.
   contexts and gates belong to the run; its step names (contexts, idempotency keys, gate
   scopes) carry the element: `<map>:<index>.<child step key>` (an element of a map nested in
   an element: `<outer map>:<index>.<map>:<index>.<step>`). A map inside the element runs
-  inline there (`fan_out=True` too), its element slots held in memory (`held.HeldSlots`).
+  inline there (`fan_out=True` too), its element slots held in memory (`memory_slots.HeldSlots`).
 * Its forward drive is `children.ElementForward`.
 """
 

@@ -127,7 +127,7 @@ def source_items(ex: Execution, node: Node, value: Any) -> list[Any] | tuple[Any
 
 def read_source(ex: Execution, node: Node) -> Any:
     """The value of the map's `over` (an input field, or an earlier step's result that is not
-    itself a map: see `reading.source_of` for that case), read as a parameter reads it: an
+    itself a map: see `map_reads.source_of` for that case), read as a parameter reads it: an
     async unit's value once it finished (`AsyncUnitFailed` if it failed)."""
     options = node.spec.map
     assert options is not None

@@ -61,7 +61,7 @@ log = logging.getLogger("reactorflow.map")
 ARGS, STOP, NEXT = 0, 1, 3
 """Fields of a map's shared job data (`<map>#job`): its `ElementArgs`, its stop marker (the
 index of the first failed element of an atomic map, first wins) and its dispatch counter (the
-next element index to enqueue; field 2 is its rollback's, see `throws`)."""
+next element index to enqueue; field 2 is its rollback's, see `undo_throws`)."""
 
 
 def element_lock(run_id: str, key: str, index: int) -> str:

@@ -11,7 +11,7 @@
 3. Else, with `undo` (or an element reactor: each element's child steps are undone, newest
    first, by `children.undo_child`): inline, each completed
    element is undone here, highest index first; fanned out, worker jobs undo them in throws
-   of `batch_size`, started highest index first, while the run parks (`throws`). Each undo's
+   of `batch_size`, started highest index first, while the run parks (`undo_throws`). Each undo's
    outcome is stored in that element's slot, so a rollback cut off by a crash resumes after the
    last saved undo. A failing undo is recorded and the rollback goes on.
 4. The map's record becomes `undone` (for every status it had: running, failed, completed).

@@ -1,4 +1,4 @@
-"""The worker side of a fanned-out map's rollback: one undo job (see `throws` for the owner's).
+"""The worker side of a fanned-out map's rollback: one undo job (see `undo_throws` for the owner's).
 
 An undo job, for element `index` of map `key`:
 

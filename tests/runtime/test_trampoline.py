@@ -1,4 +1,4 @@
-"""`incopy.in_copy`: a coroutine awaited in the calling task on a copy of its context, as a
+"""`trampoline.in_copy`: a coroutine awaited in the calling task on a copy of its context, as a
 task of its own would run it (its context variables stay inside; cancellation, exceptions and
 return values pass as they would)."""
 
