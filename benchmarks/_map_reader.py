@@ -12,7 +12,7 @@ import reactorflow as rf
 from benchmarks._map_flows import big
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.params import MapRead
-from reactorflow.runtime.maps.reading import load_list, results_view
+from reactorflow.runtime.engine.map_reads import load_list, results_view
 
 
 def _kb(field: str) -> int:

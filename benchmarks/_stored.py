@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import reactorflow as rf
 from reactorflow import records
-from reactorflow.runtime.execution import new_state
+from reactorflow.runtime.engine.execution import new_state
 from reactorflow.status import Status
 
 

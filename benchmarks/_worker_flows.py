@@ -54,7 +54,7 @@ async def reader(unit: str) -> float:
 def _instrument_worker() -> None:
     """In the worker: note when a run's job starts, and when a unit's record write starts
     (that write publishes)."""
-    from reactorflow.runtime import jobs as bodies
+    from reactorflow.runtime.services import job_handling as bodies
     from reactorflow.workers import jobs
 
     report, execute_run = bodies.report, jobs.execute_run

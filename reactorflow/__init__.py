@@ -52,13 +52,13 @@ from reactorflow.markers import Input, Outcome, Redacted, Result, StepContext
 from reactorflow.middleware import GateEvent, Middleware, RunEvent, StepEvent
 from reactorflow.records import Event, RollbackFailure, RunError
 from reactorflow.retry import Retry
-from reactorflow.runtime import queue as _queue
+from reactorflow.runtime.engine import job_queue as _queue
 from reactorflow.runtime.gates.operate import ordered_peek, ordered_reset, ordered_skip
-from reactorflow.runtime.lookup import get_run, list_runs
-from reactorflow.runtime.payloads import validate_payload
-from reactorflow.runtime.scheduler import schedule_once
-from reactorflow.runtime.service import RUNTIME as _RUNTIME
-from reactorflow.runtime.sweeper import SweepReport, sweep_once
+from reactorflow.runtime.ops.lookup import get_run, list_runs
+from reactorflow.runtime.ops.payloads import validate_payload
+from reactorflow.runtime.ops.service import RUNTIME as _RUNTIME
+from reactorflow.runtime.services.scheduler import schedule_once
+from reactorflow.runtime.services.sweeper import SweepReport, sweep_once
 from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.base import OrderedLine, Storage

@@ -239,7 +239,7 @@ def _fresh_embedded_worker() -> Iterator[None]:
 @pytest.fixture
 def captured() -> Iterator[Captured]:
     """The runtime's queue keeps its jobs: the test delivers them itself."""
-    from reactorflow.runtime import queue
+    from reactorflow.runtime.engine import job_queue as queue
     from reactorflow.workers.queue import current_queue
 
     kept = Captured()

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 import reactorflow as rf
-from reactorflow.runtime.queue import Job
+from reactorflow.runtime.engine.job_queue import Job
 
 RUN_NAMESPACE = f"rftest{uuid.uuid4().hex[:8]}"
 """Every Redis key (and Dramatiq queue) this test run writes starts with this; the suite deletes

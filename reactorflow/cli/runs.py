@@ -10,8 +10,8 @@ import msgspec
 
 from reactorflow.cli.context import app_options, prepare, run_async
 from reactorflow.cli.output import emit_json, show_page, show_run
-from reactorflow.runtime.lookup import declared_reactor, get_run, list_runs
-from reactorflow.runtime.resume import check_continue
+from reactorflow.runtime.ops.lookup import declared_reactor, get_run, list_runs
+from reactorflow.runtime.ops.resume import check_continue
 
 STATUSES = ("running", "paused", "completed", "failed", "rolling_back", "cancelled", "aborted",
             "halted")  # rf.Status values (kept import-free so --help stays fast)

@@ -8,7 +8,7 @@ from reactorflow import config
 from reactorflow.cli.context import app_options, prepare, run_async, run_until_stopped
 from reactorflow.cli.output import table
 from reactorflow.jsonforms import dumps
-from reactorflow.runtime import scheduler
+from reactorflow.runtime.services import scheduler
 from reactorflow.snapshot import Run
 
 

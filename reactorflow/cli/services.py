@@ -19,7 +19,7 @@ from reactorflow.cli.context import (
 )
 from reactorflow.definition import registry
 from reactorflow.errors import ConfigurationError
-from reactorflow.runtime.sweeper import SweepReport, run_forever, sweep_once
+from reactorflow.runtime.services.sweeper import SweepReport, run_forever, sweep_once
 from reactorflow.web import TOKEN_ENV
 
 WORKER_TIMEOUT_MS = 50  # reactorflow.workers.broker.WORKER_TIMEOUT_MS (kept import-free here)

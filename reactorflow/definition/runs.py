@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 class Runtime(Protocol):
-    """What the run methods need of the runtime (`reactorflow.runtime.service`)."""
+    """What the run methods need of the runtime (`reactorflow.runtime.ops.service`)."""
 
     async def start(self, reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
                     idempotency_key: str | None = None, dispatch: bool = False) -> Run: ...
@@ -49,7 +49,7 @@ def bind(runtime: Runtime) -> None:
     """Give the run methods their runtime (the `reactorflow` package does, at import).
 
     Args:
-        runtime: the runtime operations (`reactorflow.runtime.service.RUNTIME`).
+        runtime: the runtime operations (`reactorflow.runtime.ops.service.RUNTIME`).
     """
     global _runtime
     _runtime = runtime

@@ -1,1 +1,6 @@
-"""The execution layer: executor, rollback, ownership and run operations."""
+"""The execution layer: the engine (`engine`), the run operations behind `Reactor`'s methods
+(`ops`), the services beside workers (`services`), maps (`maps`) and gates (`gates`).
+
+Importing it registers the map step kind in the engine's step-kind table (`runtime.maps`)."""
+
+from reactorflow.runtime import maps as maps

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from reactorflow.errors import StorageError
 from reactorflow.storage.values import ElementStart, SlotWrite
@@ -13,6 +14,17 @@ MAX_ELEMENTS = 2**31
 elements): every range `lock_and_load_elements` reads lies within them."""
 LOAD_LIMIT = 1024
 """The most element slots one `lock_and_load_elements` call reads."""
+
+
+class Slots(Protocol):
+    """Where an execution's map element slots live: its storage (a run), or the memory of an
+    element whose reactor nests a map (`runtime.maps.memory_slots.HeldSlots`)."""
+
+    async def save_elements(self, run_id: str, key: str, outcomes: Mapping[int, bytes], *,
+                            replace: bool = False, owner: str | None = None) -> object: ...
+
+    async def load_elements(self, run_id: str, key: str, start: int,
+                            count: int) -> list[bytes | None]: ...
 
 
 def check_ranges(ranges: Sequence[tuple[str, int, int]]) -> None:

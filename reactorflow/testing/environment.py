@@ -27,9 +27,9 @@ from reactorflow import clock as rf_clock
 from reactorflow import config
 from reactorflow.definition import bodies, registry
 from reactorflow.errors import ConfigurationError
-from reactorflow.runtime import queue as rf_queue
-from reactorflow.runtime import sweeper
-from reactorflow.runtime.lockkeeper import keeper
+from reactorflow.runtime.engine import job_queue as rf_queue
+from reactorflow.runtime.engine.lockkeeper import keeper
+from reactorflow.runtime.services import sweeper
 from reactorflow.storage.base import Storage
 from reactorflow.testing.clock import FakeClock
 from reactorflow.testing.crash import (

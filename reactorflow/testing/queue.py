@@ -25,9 +25,9 @@ import time
 import anyio.lowlevel
 
 from reactorflow.errors import ReactorflowError
-from reactorflow.runtime import jobs
-from reactorflow.runtime.lockkeeper import keeper
-from reactorflow.runtime.queue import Job, JobKind
+from reactorflow.runtime.engine.job_queue import Job, JobKind
+from reactorflow.runtime.engine.lockkeeper import keeper
+from reactorflow.runtime.services import job_handling as jobs
 from reactorflow.testing.clock import FakeClock, Work, current_work
 from reactorflow.testing.crash import SimulatedCrash
 

@@ -14,7 +14,8 @@ from reactorflow.definition.reactor import Reactor
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import ReactorflowError
 from reactorflow.jsonforms import page_form, run_form
-from reactorflow.runtime import lookup, resume, scheduler
+from reactorflow.runtime.ops import lookup, resume
+from reactorflow.runtime.services import scheduler
 from reactorflow.web.responses import JSON, BadRequest
 
 

@@ -20,7 +20,7 @@ from starlette.responses import StreamingResponse
 
 from reactorflow import config
 from reactorflow.jsonforms import dumps, page_form, run_form
-from reactorflow.runtime import lookup
+from reactorflow.runtime.ops import lookup
 from reactorflow.web.api import page_limit
 
 POLL = 0.5

@@ -1,5 +1,6 @@
 """The Dramatiq side of reactorflow's jobs: the actors' bodies are the runtime's
-(`reactorflow.runtime.jobs`); what is Dramatiq's own is giving up on a job after its retries.
+(`reactorflow.runtime.services.job_handling`); what is Dramatiq's own is giving up on a job
+after its retries.
 
 Dramatiq retries a job on infrastructure errors only (step code is handled by the executor);
 when those retries run out, `retries_exhausted` marks the run failed and publishes its
@@ -13,10 +14,10 @@ from typing import Any
 
 from dramatiq.asyncio import get_event_loop_thread
 
-from reactorflow.runtime import jobs
-from reactorflow.runtime.jobs import PermanentFailure, give_up, job_context
-from reactorflow.runtime.queue import Job, deferring, send
-from reactorflow.runtime.units import report
+from reactorflow.runtime.engine.async_units import report
+from reactorflow.runtime.engine.job_queue import Job, deferring, send
+from reactorflow.runtime.services import job_handling as jobs
+from reactorflow.runtime.services.job_handling import PermanentFailure, give_up, job_context
 
 __all__ = ["PermanentFailure", "execute_element", "execute_run", "execute_undo", "execute_unit",
            "report", "retries_exhausted"]

@@ -1,4 +1,4 @@
-"""The runtime's job queue (`reactorflow.runtime.queue`) on Dramatiq.
+"""The runtime's job queue (`reactorflow.runtime.engine.job_queue`) on Dramatiq.
 
 The `reactorflow` package registers `current_queue` at import. Dramatiq itself is imported on
 the first enqueue (not by `import reactorflow`).
@@ -10,7 +10,7 @@ import os
 from typing import assert_never
 
 from reactorflow import config
-from reactorflow.runtime.queue import Job, JobKind
+from reactorflow.runtime.engine.job_queue import Job, JobKind
 
 
 class DramatiqQueue:

@@ -16,8 +16,9 @@ PACKAGE = Path(reactorflow.__file__).resolve().parent
 
 # (path relative to the package, enclosing function) -> why it may resolve directly
 ALLOWED: dict[tuple[str, str], str] = {
-    ("runtime/stepcall.py", "arguments"): "the one way: it loads the map readers' lists first",
-    ("runtime/forward.py", "_plain"): "the fast path of a plain step, which reads no map "
+    ("runtime/engine/stepcall.py", "arguments"):
+        "the one way: it loads the map readers' lists first",
+    ("runtime/engine/forward.py", "_plain"): "the fast path of a plain step, which reads no map "
                                       "(`Node.plain` is false for a map reader)",
 }
 

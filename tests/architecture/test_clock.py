@@ -33,7 +33,7 @@ FORBIDDEN = {
 ALLOWED: dict[str, tuple[set[str], str]] = {
     "clock.py": ({"anyio.sleep(", "move_on_after("},
                  "the seam itself: the real clock"),
-    "runtime/lockkeeper.py": ({"time.monotonic(", "asyncio.wait_for("},
+    "runtime/engine/lockkeeper.py": ({"time.monotonic(", "asyncio.wait_for("},
                               "the keeper's own thread keeps this process's locks alive in "
                               "real time; a fake clock extends live holds itself when it jumps"),
     "storage/memory.py": ({"asyncio.wait_for("},

@@ -105,14 +105,15 @@ def test_a_layer_never_imports_the_layers_above_it(lower: str, above: tuple[str,
 
 def test_the_graph_walk_sees_imports_inside_functions() -> None:
     """The checker itself: an import inside a function body is an edge of the graph."""
-    assert "reactorflow.runtime.jobs" in _imports("reactorflow.runtime.sweeper")
-    assert "reactorflow.runtime.queue" in _imports("reactorflow.workers.queue")
+    sweeper = _imports("reactorflow.runtime.services.sweeper")
+    assert "reactorflow.runtime.services.job_handling" in sweeper
+    assert "reactorflow.runtime.engine.job_queue" in _imports("reactorflow.workers.queue")
     assert "reactorflow.workers.broker" in _imports("reactorflow.workers.queue")  # in a method
 
 
 @pytest.mark.parametrize(("lower", "above"), [
     ("reactorflow.definition.reactor", ("reactorflow.runtime", "reactorflow.workers")),
-    ("reactorflow.runtime.operations", ("reactorflow.workers",)),
+    ("reactorflow.runtime.ops.operations", ("reactorflow.workers",)),
 ])
 def test_importing_a_layer_loads_nothing_above_it(lower: str, above: tuple[str, ...]) -> None:
     """In a fresh interpreter, with the package's wiring (its __init__) left out."""

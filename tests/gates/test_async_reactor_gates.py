@@ -8,7 +8,7 @@ import anyio
 import msgspec
 
 import reactorflow as rf
-from reactorflow.runtime.units import child_run_id
+from reactorflow.runtime.engine.async_units import child_run_id
 from tests.helpers import unique
 
 

@@ -16,7 +16,7 @@ import pytest
 import reactorflow as rf
 from reactorflow import clock
 from reactorflow.definition.graph import plan_for
-from reactorflow.runtime.creation import new_run
+from reactorflow.runtime.ops.creation import new_run
 from reactorflow.storage.base import GateTake, Storage
 from reactorflow.storage.redis import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every

@@ -15,9 +15,9 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import clock
-from reactorflow.runtime import jobs
-from reactorflow.runtime.queue import JobKind
-from reactorflow.runtime.units import child_run_id
+from reactorflow.runtime.engine.async_units import child_run_id
+from reactorflow.runtime.engine.job_queue import JobKind
+from reactorflow.runtime.services import job_handling as jobs
 from reactorflow.testing.clock import FakeClock
 from tests.helpers import Captured, kinds, unique
 

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 import reactorflow as rf
-from reactorflow.runtime import jobs
+from reactorflow.runtime.services import job_handling as jobs
 from tests.helpers import Captured, unique
 
 

@@ -12,9 +12,10 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import records
-from reactorflow.runtime import jobs, queue
+from reactorflow.runtime.engine import job_queue as queue
+from reactorflow.runtime.engine.job_queue import JobKind
 from reactorflow.runtime.maps.fanout import element_lock
-from reactorflow.runtime.queue import JobKind
+from reactorflow.runtime.services import job_handling as jobs
 from tests.helpers import unique, until_lock_lapses
 
 

@@ -436,7 +436,8 @@ async def test_an_element_rollback_cut_off_resumes_after_the_last_saved_child_un
 async def test_duplicate_and_lost_element_jobs_of_an_element_reactor(storage: rf.Storage) -> None:
     """Fanned out: a duplicate delivery of a settled element runs nothing of its child; a lost
     element job is re-dispatched by the sweeper, and its child runs once."""
-    from reactorflow.runtime import jobs, queue
+    from reactorflow.runtime.engine import job_queue as queue
+    from reactorflow.runtime.services import job_handling as jobs
     from tests.maps.test_fanout import Dropping
 
     parent, _child, log = flows(fan_out=True)

@@ -78,7 +78,7 @@ async def test_an_empty_fan_out_map_completes_without_parking(storage: rf.Storag
 @pytest.mark.parametrize("atomic", [True, False])
 async def test_duplicate_element_deliveries_are_harmless(storage: rf.Storage,
                                                           atomic: bool) -> None:
-    from reactorflow.runtime import jobs
+    from reactorflow.runtime.services import job_handling as jobs
 
     flow, _log, peak = fanned(batch_size=2, atomic=atomic)
     run = await flow.run(tag="d", items=[1, 2, 3])
@@ -105,7 +105,7 @@ class Dropping:
         return False
 
     def enqueue(self, job: object, *, delay: float | None = None) -> None:
-        from reactorflow.runtime.queue import JobKind
+        from reactorflow.runtime.engine.job_queue import JobKind
 
         if getattr(job, "kind", None) is JobKind.ELEMENT and job.index in self.drop:  # type: ignore[attr-defined]
             self.drop.discard(job.index)  # type: ignore[attr-defined]
@@ -115,7 +115,7 @@ class Dropping:
 
 
 async def test_the_sweeper_redispatches_lost_element_jobs(storage: rf.Storage) -> None:
-    from reactorflow.runtime import queue
+    from reactorflow.runtime.engine import job_queue as queue
 
     flow, _log, peak = fanned(batch_size=2)
     inner = queue.current()
@@ -148,8 +148,8 @@ async def test_the_sweeper_redispatches_lost_element_jobs(storage: rf.Storage) -
 
 async def test_an_owner_never_resumed_is_resumed_by_the_sweeper(storage: rf.Storage) -> None:
     """Every element settled, but the run job their signal enqueued was lost."""
-    from reactorflow.runtime import queue
-    from reactorflow.runtime.queue import JobKind
+    from reactorflow.runtime.engine import job_queue as queue
+    from reactorflow.runtime.engine.job_queue import JobKind
 
     flow, _log, _peak = fanned(batch_size=3)
     inner = queue.current()

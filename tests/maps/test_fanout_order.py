@@ -8,8 +8,8 @@ import threading
 import anyio
 
 import reactorflow as rf
-from reactorflow.runtime import queue
-from reactorflow.runtime.queue import Job, JobKind
+from reactorflow.runtime.engine import job_queue as queue
+from reactorflow.runtime.engine.job_queue import Job, JobKind
 from tests.helpers import unique
 from tests.maps.flows import Batch
 

@@ -12,8 +12,8 @@ import anyio
 
 import reactorflow as rf
 from reactorflow import records
-from reactorflow.runtime import queue
-from reactorflow.runtime.queue import Job, JobKind
+from reactorflow.runtime.engine import job_queue as queue
+from reactorflow.runtime.engine.job_queue import Job, JobKind
 from tests.helpers import unique
 from tests.maps.flows import Batch, Window
 
@@ -219,7 +219,7 @@ async def test_an_undo_job_given_up_fails_that_undo_and_the_rollback_goes_on(
         storage: rf.Storage) -> None:
     """The queue gave up on an undo job (its retries used up): the element's undo is failed
     with the reason and acknowledged, so its throw settles and the rollback goes on."""
-    from reactorflow.runtime import jobs
+    from reactorflow.runtime.services import job_handling as jobs
 
     flow, undone, _window = undo_saga(batch_size=2)
     inner = queue.current()

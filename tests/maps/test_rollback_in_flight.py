@@ -12,8 +12,8 @@ import msgspec
 
 import reactorflow as rf
 from reactorflow import records
+from reactorflow.runtime.engine.map_slot_keys import job_key
 from reactorflow.runtime.maps.fanout import NEXT
-from reactorflow.runtime.maps.keys import job_key
 from tests.helpers import unique
 
 ITEMS = [0, 1, 2, 3]  # batch_size 2: elements 0 and 1 are out, 2 and 3 wait for their turn

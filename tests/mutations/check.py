@@ -32,8 +32,8 @@ class Mutation:
     tests: tuple[str, ...]
 
 
-SWEEPER = "reactorflow/runtime/sweeper.py"
-UNITS = "reactorflow/runtime/units.py"
+SWEEPER = "reactorflow/runtime/services/sweeper.py"
+UNITS = "reactorflow/runtime/engine/async_units.py"
 SWEEPER_TESTS = "tests/recovery/test_sweeper.py"
 
 MUTATIONS = (
@@ -68,7 +68,7 @@ MUTATIONS = (
     # -- further deliberate bugs, each pinned by a test that passed against it before --------
     Mutation(
         "undo in reverse declaration order (not completion order)",
-        "reactorflow/runtime/rollback.py",
+        "reactorflow/runtime/engine/rollback.py",
         "    done.sort(key=lambda k: records[k].seq, reverse=True)\n",
         "    done.reverse()\n",
         ("tests/runtime/test_abort_cancel_undo.py::test_undo_of_a_completed_run_goes_newest_first",
@@ -98,7 +98,7 @@ MUTATIONS = (
         "    if False:\n",
         (f"{SWEEPER_TESTS}::test_a_paused_run_whose_resumer_died_after_its_claim_is_resumed",)),
     Mutation(
-        "lock keeper keeps extending a lock it lost", "reactorflow/runtime/lockkeeper.py",
+        "lock keeper keeps extending a lock it lost", "reactorflow/runtime/engine/lockkeeper.py",
         "        if not kept:\n",
         "        if False:\n",
         ("tests/runtime/test_lock_keeper.py::test_a_lock_taken_over_is_dropped_not_extended",)),

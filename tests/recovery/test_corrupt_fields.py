@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 import reactorflow as rf
-from reactorflow.runtime import lookup
+from reactorflow.runtime.ops import lookup
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
 from reactorflow.web import create_app

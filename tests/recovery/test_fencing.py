@@ -9,7 +9,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import records
-from reactorflow.runtime.execution import event
+from reactorflow.runtime.engine.execution import event
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every

@@ -129,9 +129,9 @@ async def test_live_claimer_is_waited_for_not_taken_over(storage: rf.Storage) ->
 
 async def test_a_claimer_still_storing_its_run_is_waited_for(storage: rf.Storage) -> None:
     from reactorflow.definition.graph import plan_for
-    from reactorflow.runtime.creation import create_run
-    from reactorflow.runtime.operations import new_run_id, run_owned
-    from reactorflow.runtime.ownership import new_owner
+    from reactorflow.runtime.engine.ownership import new_owner
+    from reactorflow.runtime.ops.creation import create_run
+    from reactorflow.runtime.ops.operations import new_run_id, run_owned
 
     bodies: list[int] = []
     flow = _flow(bodies)

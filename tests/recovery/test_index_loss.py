@@ -21,8 +21,9 @@ import pytest
 
 import reactorflow as rf
 from reactorflow.errors import StorageError
-from reactorflow.runtime import jobs, sweeper
-from reactorflow.runtime.queue import Job, JobKind
+from reactorflow.runtime.engine.job_queue import Job, JobKind
+from reactorflow.runtime.services import job_handling as jobs
+from reactorflow.runtime.services import sweeper
 from reactorflow.storage.redis import RedisStorage
 from tests.cutoff import index_cut
 from tests.helpers import Captured, unique, until_lock_lapses

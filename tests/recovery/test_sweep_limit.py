@@ -15,7 +15,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import records
-from reactorflow.runtime.execution import new_state
+from reactorflow.runtime.engine.execution import new_state
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import unique
 from tests.recovery.test_corrupt import _hanging_flow, _stalled_run

@@ -151,7 +151,7 @@ def server() -> Iterator[Server]:
 
 async def test_sweep_daemon_survives_a_redis_outage_and_recovers_afterwards(
         server: Server, caplog: pytest.LogCaptureFixture) -> None:
-    from reactorflow.runtime.sweeper import run_forever
+    from reactorflow.runtime.services.sweeper import run_forever
 
     await server.ready()
     storage = RedisStorage.from_url(server.url, namespace=redis_namespace(),

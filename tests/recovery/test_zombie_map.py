@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 import reactorflow as rf
-from reactorflow.runtime.maps.keys import slot_keys
+from reactorflow.runtime.engine.map_slot_keys import slot_keys
 from tests.helpers import until_lock_lapses
 from tests.recovery.conftest import Child, Shared, until
 from tests.workflows.durable import read_log, zmap

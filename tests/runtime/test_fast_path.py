@@ -12,7 +12,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import records
-from reactorflow.runtime import forward
+from reactorflow.runtime.engine import forward
 from tests.helpers import Recorder, unique
 
 pytestmark = pytest.mark.usefixtures("storage")

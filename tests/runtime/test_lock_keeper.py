@@ -15,8 +15,8 @@ import anyio
 import pytest
 
 import reactorflow as rf
-from reactorflow.runtime.lockkeeper import keeper
-from reactorflow.runtime.ownership import keep_alive, new_owner
+from reactorflow.runtime.engine.lockkeeper import keeper
+from reactorflow.runtime.engine.ownership import keep_alive, new_owner
 from tests.helpers import closed_port, unique
 
 

@@ -12,8 +12,8 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import records
-from reactorflow.runtime import jobs
-from reactorflow.runtime.queue import Job, JobKind
+from reactorflow.runtime.engine.job_queue import Job, JobKind
+from reactorflow.runtime.services import job_handling as jobs
 from tests.helpers import Captured, kinds, unique
 
 pytestmark = pytest.mark.usefixtures("storage")

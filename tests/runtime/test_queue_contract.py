@@ -1,5 +1,6 @@
-"""The job-queue contract (`reactorflow.runtime.queue.JobQueue`): the in-process queue and the
-Dramatiq queue (on its embedded StubBroker worker) pass the same tests, on both backends."""
+"""The job-queue contract (`reactorflow.runtime.engine.job_queue.JobQueue`): the in-process
+queue and the Dramatiq queue (on its embedded StubBroker worker) pass the same tests, on both
+backends."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import pytest
 from dramatiq.brokers.stub import StubBroker
 
 import reactorflow as rf
-from reactorflow.runtime import queue
-from reactorflow.runtime.localqueue import InProcessQueue
-from reactorflow.runtime.queue import Job, JobKind, JobQueue
+from reactorflow.runtime.engine import job_queue as queue
+from reactorflow.runtime.engine.job_queue import Job, JobKind, JobQueue
+from reactorflow.runtime.services.local_queue import InProcessQueue
 from reactorflow.workers.queue import DramatiqQueue, current_queue
 from tests.helpers import Captured, unique
 

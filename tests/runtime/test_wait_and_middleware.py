@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 import reactorflow as rf
-from reactorflow.runtime import operations
+from reactorflow.runtime.ops import operations
 from tests.helpers import unique
 
 

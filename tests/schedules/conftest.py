@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from reactorflow.runtime import scheduler
+from reactorflow.runtime.services import scheduler
 from tests.operate.conftest import shared  # noqa: F401 - the CLI tests' Redis namespace
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import config
-from reactorflow.runtime import scheduler
+from reactorflow.runtime.services import scheduler
 from reactorflow.storage.redis import RedisStorage
 from tests.helpers import redis_namespace
 from tests.recovery.test_sweep_resilience import Server, server  # noqa: F401 - the fixture

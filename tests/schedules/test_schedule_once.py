@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 import reactorflow as rf
-from reactorflow.runtime import scheduler
+from reactorflow.runtime.services import scheduler
 from tests.schedules.conftest import Clock
 
 

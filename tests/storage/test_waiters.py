@@ -11,9 +11,9 @@ import redis.asyncio
 
 import reactorflow as rf
 from reactorflow.definition.graph import plan_for
-from reactorflow.runtime.creation import create_run
-from reactorflow.runtime.operations import new_run_id, run_owned
-from reactorflow.runtime.ownership import new_owner
+from reactorflow.runtime.engine.ownership import new_owner
+from reactorflow.runtime.ops.creation import create_run
+from reactorflow.runtime.ops.operations import new_run_id, run_owned
 from reactorflow.storage.memory import MemoryStorage
 from reactorflow.storage.redis import RedisStorage
 from tests.helpers import configured, redis_namespace, unique

@@ -9,7 +9,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import clock, config
-from reactorflow.runtime import queue
+from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.testing import DrainError, Environment, events, executed, undone
 from tests.helpers import unique
 

@@ -152,7 +152,7 @@ def test_rf_redis_env_starts_its_own_redis_server(tmp_path: Path) -> None:
 def test_the_plugin_has_no_autouse_fixtures(tmp_path: Path) -> None:
     source = '''
     from reactorflow import clock, config
-    from reactorflow.runtime import queue
+    from reactorflow.runtime.engine import job_queue as queue
 
     def test_nothing_of_reactorflow_is_used(request):
         assert not [name for name in request.fixturenames if name.startswith("rf_")]
@@ -172,7 +172,7 @@ def test_importing_the_test_kit_changes_nothing() -> None:
     code = textwrap.dedent('''
         import reactorflow as rf
         from reactorflow import clock, config
-        from reactorflow.runtime import queue
+        from reactorflow.runtime.engine import job_queue as queue
         before = (clock.current(), config.settings(), queue.register(None))
         queue.register(before[2])
         import reactorflow.testing, reactorflow.testing.plugin

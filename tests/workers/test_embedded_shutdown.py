@@ -10,7 +10,7 @@ from typing import Any
 import dramatiq
 from dramatiq.middleware import Middleware
 
-from reactorflow.runtime import queue
+from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.workers import broker
 
 

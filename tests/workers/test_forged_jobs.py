@@ -17,9 +17,9 @@ import msgspec
 import pytest
 
 import reactorflow as rf
-from reactorflow.runtime import queue
-from reactorflow.runtime.localqueue import InProcessQueue
-from reactorflow.runtime.queue import Job, JobKind, JobQueue
+from reactorflow.runtime.engine import job_queue as queue
+from reactorflow.runtime.engine.job_queue import Job, JobKind, JobQueue
+from reactorflow.runtime.services.local_queue import InProcessQueue
 from reactorflow.workers.queue import DramatiqQueue, current_queue
 from tests.helpers import Captured, unique
 
@@ -149,7 +149,7 @@ async def test_the_reason_names_the_field_and_the_stored_reactor(
 async def test_a_forged_job_given_up_on_fails_nothing(storage: rf.Storage,
                                                       caplog: pytest.LogCaptureFixture) -> None:
     """The queue's give-up path (its retries used up) checks the job the same way."""
-    from reactorflow.runtime import jobs
+    from reactorflow.runtime.services import job_handling as jobs
 
     paused = await _paused()
     for job in _forged(paused.id).values():
@@ -162,7 +162,7 @@ async def test_an_element_job_of_a_twin_reactor_runs_nothing(
         storage: rf.Storage, caplog: pytest.LogCaptureFixture) -> None:
     """A declared reactor with a map of the same key: the element job is checked against the
     map's own job data (no read of the run), and the genuine element still runs."""
-    from reactorflow.runtime import jobs
+    from reactorflow.runtime.services import job_handling as jobs
 
     kept = Captured()
     queue.register(lambda: kept)
@@ -181,7 +181,7 @@ async def test_an_element_job_of_a_twin_reactor_runs_nothing(
 
 def test_every_job_field_is_checked() -> None:
     """The check covers each field a job carries (a new field must be added to it)."""
-    from reactorflow.runtime.jobcheck import malformed
+    from reactorflow.runtime.engine.job_checks import malformed
 
     bad: dict[str, Any] = {"run_id": 1, "reactor": "a b", "step": "", "index": 2**31,
                            "snoozes": "1", "headers": {"k": 1}}

@@ -12,7 +12,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import config, records
-from reactorflow.runtime import queue
+from reactorflow.runtime.engine import job_queue as queue
 from tests.workers.test_real_workers import Shared, Workers, gates, shared
 from tests.workflows import background as bg
 from tests.workflows import parking as pk

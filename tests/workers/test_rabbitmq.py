@@ -27,7 +27,7 @@ from dramatiq.brokers.stub import StubBroker
 
 import reactorflow as rf
 from reactorflow import config
-from reactorflow.runtime import queue
+from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.testing.redis_server import free_port
 from tests.helpers import redis_namespace
 from tests.workers.test_real_workers import Shared, Workers

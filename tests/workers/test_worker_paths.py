@@ -14,7 +14,7 @@ from dramatiq.brokers.stub import StubBroker
 
 import reactorflow as rf
 from reactorflow import config
-from reactorflow.runtime import queue
+from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.workers.broker import JOB_RETRIES, QUEUE, current_broker
 from tests.helpers import redeploy, until_lock_lapses
 from tests.recovery.test_corrupt import _hanging_flow, _stalled_run

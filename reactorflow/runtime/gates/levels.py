@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from reactorflow.errors import GateKeyError
-from reactorflow.runtime.gates.runs import run_needs
+from reactorflow.runtime.engine.stepcall import arguments
+from reactorflow.runtime.gates.run_gates import run_needs
 from reactorflow.runtime.gates.scope import Entry, Need, enter, leave
-from reactorflow.runtime.gates.steps import step_needs
-from reactorflow.runtime.stepcall import arguments
+from reactorflow.runtime.gates.step_gates import step_needs
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
-    from reactorflow.runtime.execution import Execution
+    from reactorflow.runtime.engine.execution import Execution
 
 
 def has_gates(node: Node) -> bool:

@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING
 
 from reactorflow.definition.gates import GateKind
 from reactorflow.errors import ArgumentError, GateKeyError, StorageError
+from reactorflow.runtime.engine.stepcall import arguments
 from reactorflow.runtime.gates.levels import has_gates, level_needs
-from reactorflow.runtime.gates.runs import parent_needs, run_needs
+from reactorflow.runtime.gates.run_gates import parent_needs, run_needs
 from reactorflow.runtime.gates.scope import Need, extend_kept, holder_of, keep
-from reactorflow.runtime.gates.steps import step_needs
-from reactorflow.runtime.stepcall import arguments
+from reactorflow.runtime.gates.step_gates import step_needs
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
-    from reactorflow.runtime.execution import Execution
+    from reactorflow.runtime.engine.execution import Execution
 
 log = logging.getLogger("reactorflow.gate")
 

@@ -21,7 +21,7 @@ Who holds what (`GateHolds`, one per execution of a run):
 * an ordered lock's ticket is the run id for the run's own gate, `<run id>|<scope>` for a step.
 
 Every place held is kept alive by the lock keeper with the run's liveness lock (see
-`runtime.lockkeeper`), so a crashed holder's places lapse after their TTL.
+`runtime.engine.lockkeeper`), so a crashed holder's places lapse after their TTL.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from reactorflow import clock, config
 from reactorflow.definition.gates import GateKind, Lock, OrderedLock, Period, RateLimit, Semaphore
 from reactorflow.errors import GateBusy
 from reactorflow.middleware import GateEvent, Hooks
-from reactorflow.runtime.gates.keys import period_marker
+from reactorflow.runtime.gates.gate_keys import period_marker
 from reactorflow.runtime.gates.waiting import charge, take_place, take_turn
 from reactorflow.storage.base import GateTake, RunCreation, Storage
 

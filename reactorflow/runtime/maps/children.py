@@ -16,7 +16,7 @@ Running one element (`run_child`), in order:
 3. Completed: the element's result is the child's value, checked against the element
    annotation; the element's slot also keeps the child's inputs, step records and its nested
    maps' element slots (when undoing it can run something: `undoable`), for its rollback. A
-   map inside the child runs inline in the element, its slots held in memory (`held`).
+   map inside the child runs inline in the element, its slots held in memory (`memory_slots`).
 4. Failed (a step failed after its retries, or halted): the element's completed child steps are
    rolled back here, newest first (compensate the failed ones, undo the completed ones, as a
    composed child's), and the element fails with the child step's error. Failures of that
@@ -36,20 +36,38 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from reactorflow import records
+from reactorflow import clock, records
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.params import MapRead
+from reactorflow.definition.specs import StepKind
 from reactorflow.errors import GateBusy, LockLost, RecordedError
-from reactorflow.records import NIL, ElementRecord, ErrorRecord, RollbackFailure
-from reactorflow.runtime import operations
-from reactorflow.runtime.gates.runs import run_needs
+from reactorflow.records import (
+    NIL,
+    ElementRecord,
+    ErrorRecord,
+    RollbackFailure,
+    StepRecord,
+    summary,
+)
+from reactorflow.runtime.engine import kinds
+from reactorflow.runtime.engine.execution import hooks_for
+from reactorflow.runtime.engine.forward import Forward
+from reactorflow.runtime.engine.inputs import validate_inputs
+from reactorflow.runtime.engine.lockkeeper import ensure_live
+from reactorflow.runtime.engine.map_reads import element_count, load_list
+from reactorflow.runtime.engine.rollback import (
+    Rollback,
+    call_handler,
+    collected_failures,
+    roll_back,
+)
+from reactorflow.runtime.engine.runners import Ending, Verdict
+from reactorflow.runtime.engine.stepcall import StepEnd, arguments, call_step
+from reactorflow.runtime.gates.run_gates import run_needs
 from reactorflow.runtime.gates.scope import Entry, enter, leave
-from reactorflow.runtime.inputs import validate_inputs
-from reactorflow.runtime.maps.element_run import ElementExecution, ElementForward
-from reactorflow.runtime.maps.elements import Scope, encode, fence
-from reactorflow.runtime.maps.reading import element_count, load_list
-from reactorflow.runtime.rollback import Rollback, collected_failures, roll_back
-from reactorflow.runtime.runners import Ending, Verdict
+from reactorflow.runtime.gates.step_gates import call_gated, enter_whole, leave_whole
+from reactorflow.runtime.maps.element_run import ElementExecution
+from reactorflow.runtime.maps.elements import Scope, call_element, encode, fence
 from reactorflow.status import HandlerKind, StepStatus
 
 if TYPE_CHECKING:
@@ -58,7 +76,7 @@ if TYPE_CHECKING:
 
 def _execution(scope: Scope, node: Node, index: int | None, inputs: Any, steps: dict[str, Any],
                maps: dict[str, dict[int, bytes]] | None = None) -> ElementExecution:
-    hooks = scope.hooks if scope.hooks is not None else operations.hooks_for(scope.plan.reactor)
+    hooks = scope.hooks if scope.hooks is not None else hooks_for(scope.plan.reactor)
     ex = ElementExecution(scope.run_id, node, index, inputs, steps, hooks=hooks,
                           gates=scope.gates, prefix=scope.step_prefix, maps=maps)
     ex.lease = scope.lease  # its steps start only while its map's lock is held
@@ -91,7 +109,8 @@ async def run_child(scope: Scope, node: Node, kwargs: dict[str, Any], index: int
                                                if entry.period_done else "", run_id=ex.run_id,
                                                step=node.key)
         if error is None:
-            verdict = await ElementForward(ex, max_concurrency=child.max_concurrency).run()
+            verdict = await ElementForward(ex, kinds=kinds.forward_table(),
+                                           max_concurrency=child.max_concurrency).run()
             if verdict.status is Ending.COMPLETED:
                 value = await _value(ex)
                 result = records.raw(value) if index is None else encode(scope, node, index,
@@ -196,3 +215,84 @@ async def undo_child(scope: Scope, node: Node, index: int,
     failures = _failures(ex, await roll_back(ex))
     record.steps, record.inputs, record.maps = {}, NIL, {}
     return _summed(failures)
+
+
+async def call_any_element(scope: Scope, node: Node, base: dict[str, Any], index: int,
+                           item: Any) -> tuple[ElementRecord, BaseException | None]:
+    """Run one element to its outcome: an element reactor's child (`run_child`), else the
+    map's function (`elements.call_element`); with the live exception when it failed."""
+    if node.spec.child is None:
+        return await call_element(scope, node, base, index, item)
+    options = node.spec.map
+    assert options is not None
+    kwargs = dict(base)
+    kwargs[options.element] = item
+    await ensure_live(scope.lease)  # (its child's steps check it too, as any step does)
+    return await run_child(scope, node, kwargs, index)
+
+
+class ElementForward(Forward):
+    """The forward drive of an element's child (see the module docstring)."""
+
+    async def _dispatch_unit(self, node: Node) -> None:
+        """An async step inside an element runs here, once (its own retries), and compensates
+        itself if its last attempt failed; its readers go on once it settled."""
+        ex = self.ex
+        if node.kind is StepKind.ASYNC_REACTOR:
+            await self._reactor(node)
+            return
+        out = await (call_gated(ex, node) if node.spec.gates else call_step(ex, node))
+        if out.status is StepEnd.COMPLETED:
+            ex.values[node.key] = out.value
+            record = StepRecord(StepStatus.COMPLETED, out.attempts, out.started_at,
+                                out.finished_at, out.raw)  # seq 0: never undone
+        elif out.status is StepEnd.SKIPPED:
+            record = StepRecord(StepStatus.SKIPPED, finished_at=clock.now())
+        else:
+            error = out.error or RuntimeError(f"async step {node.key!r} ended {out.status}")
+            record = StepRecord(StepStatus.FAILED, out.attempts, out.started_at,
+                                out.finished_at or clock.now(),
+                                error=ErrorRecord.from_exception(error))
+            handler = node.spec.compensate
+            if handler is not None and out.body_started:
+                try:
+                    await call_handler(ex, handler, node.key, error)
+                except Exception as exc:
+                    record.rollback_error = ErrorRecord.from_exception(exc)
+                else:
+                    record.status = StepStatus.COMPENSATED
+        await ex.checkpoint(node.key, record, [])
+        self._after_checkpoint(node)
+
+    async def _reactor(self, node: Node) -> None:
+        """An async reactor inside an element runs its child here, once, as the element runs
+        its own (`children.run_child`: in memory, no run of its own, its steps named
+        `<element>.<step>.<child step>`, a failing child rolling its own steps back); the
+        step's result is the child's value, and like any async unit it is never rolled back.
+        Step gates on it are held while its child runs."""
+        ex = self.ex
+        started = clock.now()
+        try:
+            kwargs = await arguments(ex, node)
+            if await self._skipped_by_when(node, kwargs):
+                return
+            entry = await enter_whole(ex, node, kwargs) if node.spec.gates else None
+        except Exception as exc:
+            await self._fail_step(node, exc, detail=summary(exc), started_at=started)
+            return
+        if entry is not None and not entry.admitted:
+            await self._refused(node, entry)
+            return
+        outcome: ElementRecord | None = None
+        try:
+            outcome, error = await run_child(ex, node, kwargs, None)
+        finally:
+            await leave_whole(ex, entry, completed=outcome is not None and outcome.error is None)
+        if error is None:
+            ex.values[node.key] = node.decoder.decode(outcome.result)
+            done = StepRecord(StepStatus.COMPLETED, 1, started, clock.now(), outcome.result)
+            await self._finish(node, done, [])  # seq 0: never undone
+            return
+        await self._fail_step(node, error, detail=summary(error), started_at=started,
+                              error_record=outcome.error)
+        ex.records[node.key].rollback_error = outcome.rollback_error  # its child's rollback

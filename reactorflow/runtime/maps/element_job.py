@@ -18,17 +18,18 @@ from reactorflow.definition.params import Source
 from reactorflow.errors import LockLost
 from reactorflow.records import ElementArgs, ElementRecord
 from reactorflow.redaction import EVERY, secrets_in, watch
-from reactorflow.runtime import queue
+from reactorflow.runtime.engine import job_queue as queue
+from reactorflow.runtime.engine.job_checks import drop, foreign_element
+from reactorflow.runtime.engine.job_queue import Job
+from reactorflow.runtime.engine.lockkeeper import keeper, renew_gates
+from reactorflow.runtime.engine.map_reads import results_view
+from reactorflow.runtime.engine.map_slot_keys import items_key, job_key, settled_topic, starts_key
+from reactorflow.runtime.engine.ownership import keep_alive, new_owner
 from reactorflow.runtime.gates.scope import GateHolds
-from reactorflow.runtime.gates.steps import element_places
-from reactorflow.runtime.jobcheck import drop, foreign_element
-from reactorflow.runtime.lockkeeper import keeper, renew_gates
-from reactorflow.runtime.maps.elements import JobScope, call_element, gated_child
+from reactorflow.runtime.gates.step_gates import element_places
+from reactorflow.runtime.maps.children import call_any_element
+from reactorflow.runtime.maps.elements import JobScope, gated_child
 from reactorflow.runtime.maps.fanout import ARGS, NEXT, STOP, element_lock
-from reactorflow.runtime.maps.keys import items_key, job_key, settled_topic, starts_key
-from reactorflow.runtime.maps.reading import results_view
-from reactorflow.runtime.ownership import keep_alive, new_owner
-from reactorflow.runtime.queue import Job
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
                 watch(held)  # held here while the element runs (sources are held weakly)
             try:
                 with queue.immediate():  # its own work may wait for what it enqueues
-                    record, _ = await call_element(scope, node, kwargs, index, item)
+                    record, _ = await call_any_element(scope, node, kwargs, index, item)
             except LockLost:  # its lock lapsed: a duplicate may own the element now
                 log.warning("reactorflow.map.element_lock_lost run_id=%s step=%s index=%d: "
                             "the element stops, its outcome is left to whoever holds it",

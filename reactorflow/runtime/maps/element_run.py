@@ -8,12 +8,8 @@ with nothing stored as a run.
   contexts and gates belong to the run; its step names (contexts, idempotency keys, gate
   scopes) carry the element: `<map>:<index>.<child step key>` (an element of a map nested in
   an element: `<outer map>:<index>.<map>:<index>.<step>`). A map inside the element runs
-  inline there (`fan_out=True` too), its element slots held in memory (`held.HeldSlots`).
-* `ElementForward` is the forward drive of any run, except that an async step inside the
-  element runs right there, in the element's task group, instead of in a worker (the element
-  has no run record a worker could report to), and an async reactor's child runs there too,
-  in memory like the element's own (no run of its own); like any async unit, neither is ever
-  rolled back.
+  inline there (`fan_out=True` too), its element slots held in memory (`memory_slots.HeldSlots`).
+* Its forward drive is `children.ElementForward`.
 """
 
 from __future__ import annotations
@@ -23,24 +19,16 @@ from typing import TYPE_CHECKING
 
 from reactorflow import clock, config, records
 from reactorflow.definition.graph import plan_for
-from reactorflow.definition.specs import StepKind
 from reactorflow.records import (
-    ElementRecord,
-    ErrorRecord,
     Event,
     RunMeta,
     RunState,
     StepRecord,
-    summary,
 )
-from reactorflow.runtime.execution import Execution
-from reactorflow.runtime.forward import Forward
-from reactorflow.runtime.gates.steps import call_gated, enter_whole, leave_whole
-from reactorflow.runtime.maps.held import HeldSlots
-from reactorflow.runtime.maps.reading import element_key
-from reactorflow.runtime.rollback import call_handler
-from reactorflow.runtime.stepcall import StepEnd, arguments, call_step
-from reactorflow.status import Status, StepStatus
+from reactorflow.runtime.engine.execution import Execution
+from reactorflow.runtime.engine.map_reads import element_key
+from reactorflow.runtime.maps.memory_slots import HeldSlots
+from reactorflow.status import Status
 
 if TYPE_CHECKING:
     import msgspec
@@ -85,72 +73,3 @@ class ElementExecution(Execution):
         self.records[key] = record
         if self.save is not None:
             await self.save(self)
-
-
-class ElementForward(Forward):
-    """The forward drive of an element's child (see the module docstring)."""
-
-    async def _dispatch_unit(self, node: Node) -> None:
-        """An async step inside an element runs here, once (its own retries), and compensates
-        itself if its last attempt failed; its readers go on once it settled."""
-        ex = self.ex
-        if node.kind is StepKind.ASYNC_REACTOR:
-            await self._reactor(node)
-            return
-        out = await (call_gated(ex, node) if node.spec.gates else call_step(ex, node))
-        if out.status is StepEnd.COMPLETED:
-            ex.values[node.key] = out.value
-            record = StepRecord(StepStatus.COMPLETED, out.attempts, out.started_at,
-                                out.finished_at, out.raw)  # seq 0: never undone
-        elif out.status is StepEnd.SKIPPED:
-            record = StepRecord(StepStatus.SKIPPED, finished_at=clock.now())
-        else:
-            error = out.error or RuntimeError(f"async step {node.key!r} ended {out.status}")
-            record = StepRecord(StepStatus.FAILED, out.attempts, out.started_at,
-                                out.finished_at or clock.now(),
-                                error=ErrorRecord.from_exception(error))
-            handler = node.spec.compensate
-            if handler is not None and out.body_started:
-                try:
-                    await call_handler(ex, handler, node.key, error)
-                except Exception as exc:
-                    record.rollback_error = ErrorRecord.from_exception(exc)
-                else:
-                    record.status = StepStatus.COMPENSATED
-        await ex.checkpoint(node.key, record, [])
-        self._after_checkpoint(node)
-
-    async def _reactor(self, node: Node) -> None:
-        """An async reactor inside an element runs its child here, once, as the element runs
-        its own (`children.run_child`: in memory, no run of its own, its steps named
-        `<element>.<step>.<child step>`, a failing child rolling its own steps back); the
-        step's result is the child's value, and like any async unit it is never rolled back.
-        Step gates on it are held while its child runs."""
-        from reactorflow.runtime.maps.children import run_child  # noqa: PLC0415 (a cycle)
-
-        ex = self.ex
-        started = clock.now()
-        try:
-            kwargs = await arguments(ex, node)
-            if await self._skipped_by_when(node, kwargs):
-                return
-            entry = await enter_whole(ex, node, kwargs) if node.spec.gates else None
-        except Exception as exc:
-            await self._fail_step(node, exc, detail=summary(exc), started_at=started)
-            return
-        if entry is not None and not entry.admitted:
-            await self._refused(node, entry)
-            return
-        outcome: ElementRecord | None = None
-        try:
-            outcome, error = await run_child(ex, node, kwargs, None)
-        finally:
-            await leave_whole(ex, entry, completed=outcome is not None and outcome.error is None)
-        if error is None:
-            ex.values[node.key] = node.decoder.decode(outcome.result)
-            done = StepRecord(StepStatus.COMPLETED, 1, started, clock.now(), outcome.result)
-            await self._finish(node, done, [])  # seq 0: never undone
-            return
-        await self._fail_step(node, error, detail=summary(error), started_at=started,
-                              error_record=outcome.error)
-        ex.records[node.key].rollback_error = outcome.rollback_error  # its child's rollback

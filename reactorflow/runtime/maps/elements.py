@@ -18,15 +18,16 @@ from reactorflow.definition.specs import UNIT_KINDS, StepKind
 from reactorflow.errors import ArgumentError, SerializationError, StepTimeout
 from reactorflow.markers import StepContext
 from reactorflow.records import ElementRecord, ErrorRecord, describe, summary
-from reactorflow.runtime.lockkeeper import Hold, ensure_live
-from reactorflow.runtime.maps.reading import Slots, element_count, element_key, load_list
-from reactorflow.runtime.stepcall import read_input, scope_cancelled, unit_argument
+from reactorflow.runtime.engine.lockkeeper import Hold, ensure_live
+from reactorflow.runtime.engine.map_reads import element_count, element_key, load_list
+from reactorflow.runtime.engine.stepcall import read_input, scope_cancelled, unit_argument
 from reactorflow.status import StepStatus
+from reactorflow.storage.contract_maps import Slots
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
     from reactorflow.middleware import Hooks
-    from reactorflow.runtime.execution import Execution
+    from reactorflow.runtime.engine.execution import Execution
     from reactorflow.runtime.gates.scope import GateHolds
 
 log = logging.getLogger("reactorflow.map")
@@ -126,7 +127,7 @@ def source_items(ex: Execution, node: Node, value: Any) -> list[Any] | tuple[Any
 
 def read_source(ex: Execution, node: Node) -> Any:
     """The value of the map's `over` (an input field, or an earlier step's result that is not
-    itself a map: see `reading.source_of` for that case), read as a parameter reads it: an
+    itself a map: see `map_reads.source_of` for that case), read as a parameter reads it: an
     async unit's value once it finished (`AsyncUnitFailed` if it failed)."""
     options = node.spec.map
     assert options is not None
@@ -171,19 +172,15 @@ def encode(ex: Scope, node: Node, index: int, result: Any) -> msgspec.Raw:
 
 async def call_element(ex: Scope, node: Node, base: dict[str, Any], index: int,
                        item: Any) -> tuple[ElementRecord, BaseException | None]:
-    """Run one element to its outcome (retries, timeout), with the live exception when it
-    failed; a failed element's compensate runs here, once. Cancellation of the run
-    propagates."""
+    """Run one element of a map's function to its outcome (retries, timeout), with the live
+    exception when it failed (an element reactor's: `children.call_any_element`); a failed
+    element's compensate runs here, once. Cancellation of the run propagates."""
     spec = node.spec
     options = spec.map
     assert options is not None
     kwargs = dict(base)
     kwargs[options.element] = item
-    if spec.child is not None:  # an element reactor (runtime.maps.children)
-        from reactorflow.runtime.maps.children import run_child  # noqa: PLC0415 (a cycle)
-
-        await ensure_live(ex.lease)  # (its child's steps check it too, as any step does)
-        return await run_child(ex, node, kwargs, index)
+    assert spec.child is None  # an element reactor's: `children.call_any_element`
     retry, timeout, fn = spec.retry, spec.timeout, spec.fn
     context_name = node.context_name
     attempt = 0

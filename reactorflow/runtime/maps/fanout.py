@@ -44,17 +44,16 @@ from reactorflow.definition.params import MapRead, Source
 from reactorflow.errors import RecordedError
 from reactorflow.mapresults import PAGE_SIZE
 from reactorflow.records import ElementArgs, ErrorRecord
-from reactorflow.runtime import queue
-from reactorflow.runtime.lockkeeper import ensure_live
-from reactorflow.runtime.maps.elements import source_of
-from reactorflow.runtime.maps.inline import MapEnd
-from reactorflow.runtime.maps.keys import items_key, job_key
-from reactorflow.runtime.maps.reading import element_count, page
-from reactorflow.runtime.units import unit_lock
+from reactorflow.runtime.engine import job_queue as queue
+from reactorflow.runtime.engine.async_units import unit_lock
+from reactorflow.runtime.engine.lockkeeper import ensure_live
+from reactorflow.runtime.engine.map_reads import element_count, page
+from reactorflow.runtime.engine.map_slot_keys import items_key, job_key
+from reactorflow.runtime.maps.inline_window import MapEnd
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
-    from reactorflow.runtime.execution import Execution
+    from reactorflow.runtime.engine.execution import Execution
     from reactorflow.storage.base import Storage
 
 log = logging.getLogger("reactorflow.map")
@@ -62,7 +61,7 @@ log = logging.getLogger("reactorflow.map")
 ARGS, STOP, NEXT = 0, 1, 3
 """Fields of a map's shared job data (`<map>#job`): its `ElementArgs`, its stop marker (the
 index of the first failed element of an atomic map, first wins) and its dispatch counter (the
-next element index to enqueue; field 2 is its rollback's, see `throws`)."""
+next element index to enqueue; field 2 is its rollback's, see `undo_throws`)."""
 
 
 def element_lock(run_id: str, key: str, index: int) -> str:
@@ -156,19 +155,6 @@ def parks_on_map(ex: Execution) -> bool:
     """Whether the run is parked at a fanned-out map (it is then checked whenever taken on)."""
     return any(key in ex.plan.nodes and ex.plan.nodes[key].spec.map is not None
                for key in ex.state.parked_on)
-
-
-async def parked_maps_settled(ex: Execution) -> bool:
-    """Whether a map the run parked at has every element settled (its last element's signal
-    may have come before the run parked: then nobody else re-enqueues it)."""
-    for key in ex.state.parked_on:
-        node = ex.plan.nodes.get(key)
-        if node is None or node.spec.map is None:
-            continue
-        count = len(await source_of(ex, node))
-        if await ex.storage.count_elements(ex.run_id, key) >= count:
-            return True
-    return False
 
 
 async def _redispatch_lost(ex: Execution, node: Node, count: int) -> None:

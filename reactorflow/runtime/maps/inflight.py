@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING
 
 from reactorflow import clock, config, records
 from reactorflow.mapresults import PAGE_SIZE
-from reactorflow.runtime import queue
-from reactorflow.runtime.lockkeeper import ensure_live
+from reactorflow.runtime.engine import job_queue as queue
+from reactorflow.runtime.engine.lockkeeper import ensure_live
+from reactorflow.runtime.engine.map_slot_keys import job_key, settled_topic, starts_key
 from reactorflow.runtime.maps.fanout import ARGS, NEXT, element_lock
-from reactorflow.runtime.maps.keys import job_key, settled_topic, starts_key
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
-    from reactorflow.runtime.execution import Execution
+    from reactorflow.runtime.engine.execution import Execution
     from reactorflow.storage.base import Storage
 
 log = logging.getLogger("reactorflow.rollback")

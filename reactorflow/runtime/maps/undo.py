@@ -1,4 +1,4 @@
-"""Rolling a map back (one action of the saga's rollback, see `runtime.rollback`).
+"""Rolling a map back (one action of the saga's rollback, see `runtime.engine.rollback`).
 
 0. A fanned-out map still `running` (the run stopped while its elements were out) first
    waits until none of its elements is in flight (`inflight`: the save that began the
@@ -11,7 +11,7 @@
 3. Else, with `undo` (or an element reactor: each element's child steps are undone, newest
    first, by `children.undo_child`): inline, each completed
    element is undone here, highest index first; fanned out, worker jobs undo them in throws
-   of `batch_size`, started highest index first, while the run parks (`throws`). Each undo's
+   of `batch_size`, started highest index first, while the run parks (`undo_throws`). Each undo's
    outcome is stored in that element's slot, so a rollback cut off by a crash resumes after the
    last saved undo. A failing undo is recorded and the rollback goes on.
 4. The map's record becomes `undone` (for every status it had: running, failed, completed).
@@ -31,17 +31,18 @@ from reactorflow import records
 from reactorflow.definition.graph import Node
 from reactorflow.errors import ArgumentError, LockLost
 from reactorflow.records import ElementRecord, ErrorRecord, RollbackFailure, describe, summary
-from reactorflow.runtime.execution import event
-from reactorflow.runtime.lockkeeper import ensure_live
+from reactorflow.runtime.engine.execution import event
+from reactorflow.runtime.engine.lockkeeper import ensure_live
+from reactorflow.runtime.engine.map_reads import element_key, walk
+from reactorflow.runtime.engine.stepcall import arguments, context_for
+from reactorflow.runtime.maps.children import undo_child
 from reactorflow.runtime.maps.elements import Scope, context, fence, source_of
 from reactorflow.runtime.maps.inflight import wait_in_flight
-from reactorflow.runtime.maps.reading import element_key, walk
-from reactorflow.runtime.maps.throws import roll_back_fanned
-from reactorflow.runtime.stepcall import arguments, context_for
+from reactorflow.runtime.maps.undo_throws import roll_back_fanned
 from reactorflow.status import HandlerKind, StepStatus
 
 if TYPE_CHECKING:
-    from reactorflow.runtime.execution import Execution
+    from reactorflow.runtime.engine.execution import Execution
 
 log = logging.getLogger("reactorflow.rollback")
 
@@ -146,7 +147,6 @@ async def undo_element(scope: Scope, node: Node, base: dict[str, Any], item: Any
     assert options is not None
     try:
         if node.spec.child is not None:
-            from reactorflow.runtime.maps.children import undo_child  # noqa: PLC0415 (a cycle)
 
             failed = await undo_child(scope, node, index, record)
             if failed is not None:

@@ -1,4 +1,4 @@
-"""The worker side of a fanned-out map's rollback: one undo job (see `throws` for the owner's).
+"""The worker side of a fanned-out map's rollback: one undo job (see `undo_throws` for the owner's).
 
 An undo job, for element `index` of map `key`:
 
@@ -29,23 +29,23 @@ from reactorflow import config, records
 from reactorflow.definition.graph import plan_for
 from reactorflow.errors import LockLost
 from reactorflow.records import ErrorRecord, UndoThrow
-from reactorflow.runtime import queue
-from reactorflow.runtime.jobcheck import drop, foreign_element
-from reactorflow.runtime.lockkeeper import ensure_live
+from reactorflow.runtime.engine import job_queue as queue
+from reactorflow.runtime.engine.job_checks import drop, foreign_element
+from reactorflow.runtime.engine.job_queue import Job
+from reactorflow.runtime.engine.lockkeeper import ensure_live
+from reactorflow.runtime.engine.map_slot_keys import acks_key, items_key, job_key
+from reactorflow.runtime.engine.ownership import keep_alive, new_owner
 from reactorflow.runtime.maps.element_job import arguments_of
 from reactorflow.runtime.maps.elements import JobScope
 from reactorflow.runtime.maps.fanout import ARGS
-from reactorflow.runtime.maps.keys import acks_key, items_key, job_key
-from reactorflow.runtime.maps.throws import (
+from reactorflow.runtime.maps.undo import undo_element
+from reactorflow.runtime.maps.undo_throws import (
     ACKED,
     THROW,
     undo_lock,
     undo_topic,
     undoable,
 )
-from reactorflow.runtime.maps.undo import undo_element
-from reactorflow.runtime.ownership import keep_alive, new_owner
-from reactorflow.runtime.queue import Job
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor

@@ -1,0 +1,2 @@
+"""The run operations behind `Reactor`'s methods: creation, idempotency, resume, retry, lookup,
+snapshots, the runtime service."""

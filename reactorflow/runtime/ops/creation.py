@@ -1,0 +1,102 @@
+"""Storing a new run: its meta and first state, with its lock taken (or a child run of an
+`async_reactor` step, stored once and released for a worker)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from reactorflow import clock, config, records
+from reactorflow.definition.graph import Plan, plan_for
+from reactorflow.errors import RunExists
+from reactorflow.records import Event, RunMeta, RunState
+from reactorflow.runtime.engine.execution import event, new_state
+from reactorflow.runtime.engine.ownership import new_owner
+from reactorflow.status import Status
+from reactorflow.storage.base import RunCreation, Storage
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+
+log = logging.getLogger("reactorflow.run")
+
+
+@dataclass(slots=True)
+class NewRun:
+    """A run about to be stored: its records, and what `Storage.create_run` takes
+    (`creation`, which a gate hand-over may store first: `creation.stored`)."""
+
+    meta: RunMeta
+    state: RunState
+    started: Event
+    creation: RunCreation
+
+
+def new_run(reactor: Reactor, plan: Plan, run_id: str, value: Any, owner: str, *,
+            idempotency_key: str | None = None, handed_off: bool = False,
+            parent: tuple[str, str] | None = None, retried_from: str | None = None,
+            parent_gates: tuple[str, list[str]] | None = None) -> NewRun:
+    """The records of a new run, encoded for storage (nothing stored yet)."""
+    now = clock.now()
+    meta = RunMeta(records.SCHEMA_VERSION, run_id, reactor.name, now, records.raw(value),
+                   plan.fingerprint, idempotency_key, parent[0] if parent else None,
+                   parent[1] if parent else None, retried_from,
+                   redacted_inputs=plan.redactions.inputs,
+                   redacted_results=plan.redactions.results,
+                   parent_reactor=parent_gates[0] if parent_gates else None,
+                   parent_gates=parent_gates[1] if parent_gates else [])
+    state = new_state(Status.RUNNING)
+    state.handed_off = handed_off
+    started = event("run.started")
+    creation = RunCreation(run_id, reactor.name, Status.RUNNING, records.encode(meta),
+                           records.encode(state), now, owner, config.settings().lock_ttl,
+                           [records.encode(started)], idempotency_key)
+    return NewRun(meta, state, started, creation)
+
+
+async def store_run(storage: Storage, run: NewRun) -> None:
+    """Store `run` and take its lock for its owner, unless a gate hand-over stored it already
+    (`RunExists` if the id is taken)."""
+    creation = run.creation
+    if not creation.stored:
+        if not await storage.create_run(
+                creation.run_id, reactor=creation.reactor, status=creation.status,
+                meta=creation.meta, state=creation.state, created_at=creation.created_at,
+                owner=creation.owner, lock_ttl=creation.lock_ttl, events=creation.events,
+                idempotency_key=creation.idempotency_key):
+            raise RunExists(creation.run_id)
+        creation.stored = True
+    if log.isEnabledFor(logging.INFO):
+        log.info("reactorflow.run.started run_id=%s reactor=%s", creation.run_id,
+                 creation.reactor)
+
+
+async def create_run(storage: Storage, reactor: Reactor, plan: Plan, run_id: str, value: Any,
+                     owner: str, *, parent: tuple[str, str] | None = None,
+                     parent_gates: tuple[str, list[str]] | None = None,
+                     ) -> tuple[RunMeta, RunState, Event]:
+    """Store a new run and take its lock for `owner` (`RunExists` if the id is taken)."""
+    run = new_run(reactor, plan, run_id, value, owner, parent=parent, parent_gates=parent_gates)
+    await store_run(storage, run)
+    return run.meta, run.state, run.started
+
+
+async def release(storage: Storage, run_id: str, owner: str) -> None:
+    await storage.release_lock(run_id, owner)
+
+
+async def create_child_run(child: Reactor, inputs: Any, run_id: str, *,
+                           parent: tuple[str, str],
+                           parent_gates: tuple[str, list[str]] | None = None) -> None:
+    """Store the child run of an async_reactor step (once: a repeat finds it stored), with the
+    keys of the step's own gates (`parent_gates`: the parent's reactor, the keys), which the
+    child run takes with its own."""
+    storage = config.current_storage()
+    owner = new_owner()
+    try:
+        await create_run(storage, child, plan_for(child), run_id, inputs, owner, parent=parent,
+                         parent_gates=parent_gates)
+    except RunExists:
+        return
+    await release(storage, run_id, owner)

@@ -1,0 +1,113 @@
+"""Reading runs without their `Reactor` object: `rf.get_run` and `rf.list_runs`.
+
+A run's reactor is named in its stored head. When that reactor is declared in this process its
+plan decodes the inputs and the value into their declared types; otherwise the snapshot is built
+from the records alone (inputs as plain data, every stored step listed, no value), so any run
+stays readable by tools that do not import the application's modules.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reactorflow import config
+from reactorflow.definition import registry
+from reactorflow.definition.graph import Plan, plan_for
+from reactorflow.errors import ReactorflowError, ReactorNotDeclared, RunNotFound
+from reactorflow.runtime.engine.map_reads import with_map_value
+from reactorflow.runtime.ops.snapshots import build_run, build_summaries
+from reactorflow.snapshot import Run, RunPage
+from reactorflow.status import Status
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+
+MAX_PAGE = 1000
+
+
+def plan_or_none(reactor: Reactor | None) -> Plan | None:
+    """The reactor's compiled plan; None when there is no reactor or its graph is invalid."""
+    if reactor is None:
+        return None
+    try:
+        return plan_for(reactor)
+    except ReactorflowError:
+        return None
+
+
+async def get_run(run_id: str) -> Run:
+    """The snapshot of any run, whatever its reactor.
+
+    Args:
+        run_id: the run's id (`run.id`).
+
+    Raises:
+        RunNotFound: no such run (a wrong id, or it expired after its retention period).
+        CorruptRecord: the run's stored state cannot be decoded.
+    """
+    if not isinstance(run_id, str) or not run_id:
+        raise RunNotFound(str(run_id))
+    storage = config.current_storage()
+    stored = await storage.load_run(run_id, history=True)
+    if stored is None:
+        raise RunNotFound(run_id)
+    plan = plan_or_none(registry.lookup(stored.head.reactor))
+    return await with_map_value(build_run(plan, stored, stored.history or []), plan, storage)
+
+
+async def declared_reactor(run_id: str) -> Reactor:
+    """The reactor of a stored run, declared in this process (to steer the run).
+
+    Raises:
+        RunNotFound: no such run.
+        ReactorNotDeclared: the run's reactor is not declared in this process.
+    """
+    head = await config.current_storage().load_head(run_id)
+    if head is None:
+        raise RunNotFound(run_id)
+    reactor = registry.lookup(head.reactor)
+    if reactor is None:
+        raise ReactorNotDeclared(run_id, head.reactor)
+    return reactor
+
+
+def _status(status: str | Status | None) -> Status | None:
+    if status is None:
+        return None
+    try:
+        return Status(status)
+    except ValueError:
+        raise ReactorflowError(
+            f"list_runs(status={status!r}): not a status; use one of "
+            f"{', '.join(s.value for s in Status)}"
+        ) from None
+
+
+async def list_runs(*, reactor: str | None = None, status: str | Status | None = None,
+                    limit: int = 50, cursor: str | None = None) -> RunPage:
+    """Runs newest first, a page at a time, across every reactor unless `reactor` names one.
+
+    Read from the storage's indexes (never a scan), so the first page costs the same however
+    many runs are stored.
+
+    Args:
+        reactor: only the runs of the reactor with this name (None: every reactor).
+        status: only runs in this status (an `rf.Status` or its value).
+        limit: runs per page, 1 to 1000.
+        cursor: the `next_cursor` of the previous page (None for the first page).
+
+    Raises:
+        ReactorflowError: an unknown status, a limit out of range, or a cursor this library did
+            not return.
+    """
+    if reactor is not None and (not isinstance(reactor, str) or not reactor):
+        raise ReactorflowError(f"list_runs(reactor={reactor!r}): give a reactor's name, or None")
+    wanted = _status(status)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise ReactorflowError(
+            f"list_runs(limit={limit!r}): use a whole number from 1 to {MAX_PAGE}")
+    page = await config.current_storage().list_runs(reactor, wanted, limit, cursor)
+    summaries = build_summaries(page.heads)
+    shown = {summary.id for summary in summaries}
+    left_out = [head.run_id for head in page.heads if head.run_id not in shown]
+    return RunPage(summaries, page.next_cursor, unreadable=[*page.unreadable, *left_out])

@@ -1,0 +1,334 @@
+"""Delivering an interrupt's payload: validate, claim (first wins), then resume.
+
+The protocol (the same for an interrupt nested in a composed child, named by its path):
+
+1. Conform the payload to the interrupt's schema, in the caller (no storage involved).
+2. If it conforms: check, claim, lock and mark the run `running` in one storage call
+   (`Storage.claim_and_lock` with a `ResumeCheck`; one round trip on Redis): the run must be a
+   run of this reactor, `paused` or `running`, of the same graph, waiting on the interrupt and
+   not past its deadline; then the claim (first wins, atomic with a status check), the run's
+   lock, and, for a paused reactor without gates whose other interrupts are unclaimed, the
+   `running` write `driver.drive` would start with; then the run is read under the lock.
+   Refused by the check, nothing was written, and the run's head as storage saw it goes to 3.
+3. Otherwise (a payload that does not conform, a step that is no interrupt, a refused check),
+   the checks again in the caller on the run's head, each refusal its error: `RunNotFound`,
+   `NotPaused`, `AlreadyResumed`, `DefinitionChanged`, `InterruptNotPending`,
+   `InterruptExpired` (the run is rolled back to `failed` first). An invalid payload then
+   counts one attempt in the interrupt's own counter and changes nothing else; the attempt
+   that reaches `max_attempts` rolls the whole run back (from the root) to `failed`. A check
+   that passes here (a compatible change of the graph) claims and locks as in 2, with the
+   `running` write made only if the run is still as read here (a `Resumption`).
+4. The owner applies every claim and drives the run. If another execution holds the run,
+   return at once with status `running`: that execution applies the claim once it is free
+   (see `operations.run_owned`), so an accepted payload is never stranded.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import msgspec
+
+from reactorflow import clock, config, records
+from reactorflow.definition.graph import (
+    Node,
+    Plan,
+    compare_fingerprints,
+    plan_for,
+    waiting_label,
+)
+from reactorflow.definition.specs import StepKind
+from reactorflow.errors import (
+    AlreadyResumed,
+    DefinitionChanged,
+    InterruptExpired,
+    InterruptNotPending,
+    NotPaused,
+    PayloadValidationError,
+    RunNotFound,
+)
+from reactorflow.records import Control, RunError, RunState
+from reactorflow.runtime.engine import job_queue as queue
+from reactorflow.runtime.engine.driver import drive
+from reactorflow.runtime.engine.execution import Execution, event
+from reactorflow.runtime.engine.inputs import Rejected, conform
+from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
+from reactorflow.runtime.gates.levels import has_gates
+from reactorflow.runtime.ops import operations
+from reactorflow.runtime.ops.payloads import checked_payload, interrupt_node, step_key
+from reactorflow.runtime.ops.snapshots import read_head
+from reactorflow.snapshot import Run
+from reactorflow.status import ControlKind, RollbackTrigger, Status
+from reactorflow.storage.base import (
+    ClaimResult,
+    ResumeCheck,
+    Resumption,
+    RunHead,
+    Storage,
+    StoredRun,
+)
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+
+log = logging.getLogger("reactorflow.resume")
+
+
+def counter_name(key: str) -> str:
+    return f"payload_attempts:{key}"
+
+
+async def continue_by_correlation(reactor: Reactor, correlation_id: str, *,
+                                  step: str | Sequence[str], payload: Any) -> Run:
+    run_id = await config.current_storage().resolve_correlation(reactor.name, correlation_id)
+    if run_id is None:
+        raise RunNotFound(correlation_id, reactor.name, correlation_id=correlation_id)
+    return await continue_run(reactor, run_id, step=step, payload=payload)
+
+
+async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[str],
+                       payload: Any) -> Run:
+    storage = config.current_storage()
+    plan = plan_for(reactor)
+    key = step_key(step)
+    owner = new_owner()
+    lock_ttl = config.settings().lock_ttl
+    encoded = _conformed(plan, key, payload)
+    if encoded is not None:  # checks, claim, lock and the `running` write in one call
+        outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
+                                                       lock_ttl=lock_ttl,
+                                                       check=_check(reactor, plan, key))
+        if outcome is not ClaimResult.REFUSED:
+            return await _claimed(reactor, plan, storage, run_id, key, owner, outcome, stored)
+        found = stored.head if stored is not None else None  # refused: say why from it
+    else:
+        found = await storage.load_head(run_id)
+    head = operations.own_head(reactor, run_id, found)
+    node, state = await _checked(reactor, storage, plan, run_id, key, head)
+    if encoded is None:
+        encoded = await _validated(reactor, storage, run_id, node, payload)
+    outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
+                                                   lock_ttl=lock_ttl,
+                                                   then=_resumption(plan, head, state, key))
+    return await _claimed(reactor, plan, storage, run_id, key, owner, outcome, stored)
+
+
+async def check_continue(reactor: Reactor, run_id: str, *, step: str | Sequence[str],
+                         payload: Any) -> Any:
+    """Check what `continue_run` would, and write nothing: the run is a run of `reactor`,
+    paused or running, of the same graph, waiting on interrupt `step` before its deadline, and
+    the payload conforms to its schema. A refused payload counts no attempt.
+
+    Returns:
+        The payload converted to the interrupt's schema.
+
+    Raises:
+        RunNotFound, NotPaused, AlreadyResumed, DefinitionChanged, InterruptNotPending,
+        InterruptExpired (`rolled_back` False): as `continue_` would, without failing the run.
+        PayloadValidationError: the payload does not conform (`counted` False).
+    """
+    storage = config.current_storage()
+    plan = plan_for(reactor)
+    key = step_key(step)
+    head = operations.own_head(reactor, run_id, await storage.load_head(run_id))
+    node, _ = await _checked(reactor, storage, plan, run_id, key, head, expire=False)
+    return checked_payload(node, payload, run_id=run_id, reactor=reactor.name)
+
+
+async def _checked(reactor: Reactor, storage: Storage, plan: Plan, run_id: str, key: str,
+                   head: RunHead, *, expire: bool = True) -> tuple[Node, RunState]:
+    """The checks before anything is claimed, on the run as `head` shows it: the interrupt's
+    node and the run's state when they pass; else the refusal (`NotPaused`, `AlreadyResumed`,
+    `DefinitionChanged`, `InterruptNotPending`, `InterruptExpired`, after failing the run unless
+    `expire` is False: a check writes nothing)."""
+    status, meta, state = read_head(head)
+    if status not in (Status.PAUSED, Status.RUNNING):
+        await _refuse_ended(storage, run_id, key, status, state)
+    differences = compare_fingerprints(meta.fingerprint, plan.fingerprint)
+    if differences:  # before anything is claimed or counted
+        raise DefinitionChanged(run_id, reactor.name, differences)
+    node = plan.nodes.get(key)
+    if key not in state.waiting_on or node is None or node.kind is not StepKind.INTERRUPT:
+        if node is not None and key in await storage.claims(run_id):
+            raise AlreadyResumed(run_id, waiting_label(key))
+        raise InterruptNotPending(run_id, waiting_label(key),
+                                  [waiting_label(k) for k in state.waiting_on])
+    deadline = state.deadlines.get(key)
+    if deadline is not None and clock.now() >= deadline:
+        if expire:
+            error = RunError(key, "InterruptExpired",
+                             f"no payload for interrupt {waiting_label(key)!r} before its "
+                             "deadline")
+            await fail_run(reactor, storage, run_id, error)
+        raise InterruptExpired(run_id, waiting_label(key), deadline, rolled_back=expire)
+    return node, state
+
+
+async def _refuse_ended(storage: Storage, run_id: str, key: str, status: str,
+                        state: RunState) -> NoReturn:
+    """The refusal of a payload for a run no longer paused or running: `AlreadyResumed` when
+    that interrupt has a claim; `InterruptExpired` when the run was failed because that
+    interrupt expired (by a sweep, the test kit's clock, or an earlier `continue_`), also while
+    that rollback is under way; else `NotPaused`."""
+    if key in await storage.claims(run_id):
+        raise AlreadyResumed(run_id, waiting_label(key))
+    error = state.error
+    if error is not None and error.type == "InterruptExpired" and error.step == key:
+        stored = await storage.load_run(run_id)
+        raw = stored.steps.get(key) if stored is not None else None
+        deadline = records.decode_step(raw).deadline if raw is not None else None
+        raise InterruptExpired(run_id, waiting_label(key),
+                               deadline if deadline is not None else state.updated_at)
+    raise NotPaused(run_id, status)
+
+
+async def _claimed(reactor: Reactor, plan: Plan, storage: Storage, run_id: str, key: str,
+                   owner: str, outcome: ClaimResult, stored: StoredRun | None) -> Run:
+    """After `claim_and_lock`: refuse a claim not accepted; else drive the run (as `stored`,
+    read under the lock), hand it to a worker (`resume="background"`), or, when another
+    execution holds it, return it as accepted."""
+    if outcome is ClaimResult.TAKEN:
+        raise AlreadyResumed(run_id, waiting_label(key))
+    if outcome is ClaimResult.NOT_RESUMABLE:
+        current = await storage.load_head(run_id)
+        if current is None:
+            raise NotPaused(run_id, "gone")
+        status, _, state = read_head(current)
+        await _refuse_ended(storage, run_id, key, status, state)
+    log.info("reactorflow.resume.accepted run_id=%s step=%s", run_id, key)
+    options = plan.nodes[key].spec.interrupt
+    assert options is not None
+    if stored is None:
+        # Another execution holds the run: it applies the claim once free, and a worker is
+        # asked too (it waits for the lock; a duplicate finds nothing left to apply).
+        log.info("reactorflow.resume.deferred run_id=%s step=%s reason=run_busy", run_id, key)
+        queue.enqueue_run(run_id, reactor.name)
+        claimed = set(await storage.claims(run_id)) | {key}
+        return accepted(await operations.get(reactor, run_id), claimed)
+    # (the graph was checked before the claim: by storage's check, or by `_checked`)
+    ex = operations.owned_execution(reactor, storage, stored, owner, check_graph=False,
+                                    plan=plan)
+    if options.resume == "background":
+        await _hand_to_worker(reactor, storage, ex, key)
+        return await operations.get(reactor, run_id)
+    return await operations.snapshot(
+        await operations.run_owned(reactor, storage, run_id, owner, ex, loaded=True))
+
+
+def _conformed(plan: Plan, key: str, payload: Any) -> bytes | None:
+    """The payload encoded, when `key` is an interrupt and the payload conforms to its schema;
+    else None (nothing is counted here: the checks come first, see `_validated`)."""
+    node = interrupt_node(plan, key)
+    if node is None or node.spec.interrupt is None:
+        return None
+    try:
+        return records.encode(conform(payload, node.spec.interrupt.payload_type))
+    except Exception:  # said (and counted) by `_validated`, after the checks
+        return None
+
+
+_FACTS: weakref.WeakKeyDictionary[Plan, tuple[bytes, bool]] = weakref.WeakKeyDictionary()
+
+
+def _check(reactor: Reactor, plan: Plan, key: str) -> ResumeCheck:
+    """The checks of `_checked` as storage makes them (`ResumeCheck`), with the write a resumed
+    run starts with (`running`, no longer waiting on `key`, event `run.resumed`) for a reactor
+    without gates (their admission comes first and may decide otherwise)."""
+    facts = _FACTS.get(plan)
+    if facts is None:
+        gated = bool(plan.reactor.gates) or any(has_gates(n) for n in plan.nodes.values())
+        facts = _FACTS[plan] = (records.fingerprint_marker(plan.fingerprint), not gated)
+    marker, resume = facts
+    events = [records.encode(event("run.resumed", detail=key))] if resume else []
+    return ResumeCheck(reactor.name, marker, clock.now(), resume, events)
+
+
+def _resumption(plan: Plan, head: RunHead, state: RunState, key: str) -> Resumption | None:
+    """The write `driver.drive` starts a resumed run with (`running`, no longer waiting on
+    `key`, event `run.resumed`), made in the claim's own call instead (`claim_and_lock`), if
+    the run is still as read here and no other interrupt it waits on is claimed by then. Not
+    for a reactor with gates: their admission comes first and may decide otherwise."""
+    if head.status != Status.PAUSED or plan.reactor.gates or any(
+            has_gates(node) for node in plan.nodes.values()):
+        return None
+    others = [k for k in state.waiting_on if k != key]
+    resumed = msgspec.structs.replace(state, status=Status.RUNNING, updated_at=clock.now(),
+                                      waiting_on=others)
+    return Resumption(Status.PAUSED.value, head.state, Status.RUNNING.value,
+                      records.encode(resumed), [records.encode(event("run.resumed", detail=key))],
+                      others)
+
+
+def accepted(run: Run, claimed: set[str]) -> Run:
+    """The run as a caller whose payload was accepted sees it while another execution holds
+    it: `running` (the holder applies the claims once free), no longer waiting on the
+    interrupts whose payloads were accepted (`claimed`, step keys)."""
+    labels = [waiting_label(key) for key in claimed]
+    still = [w for w in run.waiting_on if w not in labels]
+    if len(still) == len(run.waiting_on):
+        return run  # the holder applied them already
+    status = Status.RUNNING if run.status is Status.PAUSED else run.status
+    timeout_at = run.timeout_at if still else None  # (no deadline left to wait for)
+    return msgspec.structs.replace(run, status=status, waiting_on=still, timeout_at=timeout_at)
+
+
+async def _hand_to_worker(reactor: Reactor, storage: Storage, ex: Execution, key: str) -> None:
+    """resume="background": mark the run (read under its lock) running, release it, and let a
+    worker go on."""
+    settings = config.settings()
+    run_id = ex.run_id
+    async with keep_alive(storage, run_id, ex.owner, settings.lock_ttl):
+        if ex.state.status == Status.PAUSED:
+            await ex.save_state(Status.RUNNING, events=[event("run.resumed", detail=key)])
+    log.info("reactorflow.resume.deferred run_id=%s step=%s reason=background", run_id, key)
+    queue.enqueue_run(run_id, reactor.name)
+
+
+async def _validated(reactor: Reactor, storage: Storage, run_id: str, node: Node,
+                     payload: Any) -> bytes:
+    options = node.spec.interrupt
+    assert options is not None
+    schema = options.payload_type
+    try:
+        return records.encode(conform(payload, schema))
+    except Rejected as exc:
+        field, reason = exc.field, exc.reason
+    attempts = await storage.incr_counter(run_id, counter_name(node.key))
+    limit = options.max_attempts
+    exhausted = limit is not None and attempts >= limit
+    if exhausted:
+        error = RunError(node.key, "PayloadValidationError",
+                         f"interrupt {waiting_label(node.key)!r} rejected {attempts} payload(s); "
+                         f"the last: {field}: {reason}")
+        await fail_run(reactor, storage, run_id, error)
+    raise PayloadValidationError(run_id, waiting_label(node.key), field, reason,
+                                 attempts=attempts, max_attempts=limit, exhausted=exhausted)
+
+
+async def fail_run(reactor: Reactor, storage: Storage, run_id: str, error: RunError) -> None:
+    """Roll a paused run back from the root and mark it failed with `error`.
+
+    If another execution owns the run right now, leave it a request: it fails the run (with a
+    full rollback) at its next step boundary.
+    """
+    settings = config.settings()
+    owner = new_owner()
+    if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
+        request = Control(ControlKind.FAIL, str(error), error)
+        await storage.request_control(run_id, records.encode(request))
+        return
+    async with keep_alive(storage, run_id, owner, settings.lock_ttl) as hold:
+        ex = await operations.load_owned(reactor, storage, run_id, owner)
+        ex.lease = hold  # losing the lock stops the rollback from starting anything more
+        if ex.state.status not in (Status.PAUSED, Status.RUNNING):
+            return
+        await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back",
+                                                               detail=str(error))],
+                            steps=ex.close_waiting(), error=error,
+                            rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[], deadlines={},
+                            timeout_at=None)
+        ex.waits_for_throws = True  # the run is failed when this returns
+        await drive(ex)

@@ -1,0 +1,23 @@
+"""The runtime behind `Reactor`'s run methods, bound by the `reactorflow` package at import
+(`definition.runs.bind`): the declaration layer never imports the runtime."""
+
+from __future__ import annotations
+
+from reactorflow.runtime.ops import operations, resume, retrying
+
+
+class RuntimeService:
+    """`definition.runs.Runtime`, implemented by the runtime's operations."""
+
+    start = staticmethod(operations.start)
+    get = staticmethod(operations.get)
+    wait = staticmethod(operations.wait)
+    undo = staticmethod(operations.undo)
+    cancel = staticmethod(operations.cancel)
+    list_runs = staticmethod(operations.list_runs)
+    retry = staticmethod(retrying.retry)
+    continue_run = staticmethod(resume.continue_run)
+    continue_by_correlation = staticmethod(resume.continue_by_correlation)
+
+
+RUNTIME = RuntimeService()
