@@ -1,7 +1,8 @@
 """A fanned-out map rolled back while its element jobs are still out (real element jobs in flight
 on the in-process queue when the rollback begins): the rollback waits for them, so every
 element that ran is undone exactly once; and no element starts once the run stopped going
-forward (its chain claims no successor), whether it rolls back or was cancelled."""
+forward (its chain claims no successor), whether it rolls back or was cancelled. (On a real
+`reactorflow worker` subprocess: tests/maps/test_rollback_in_flight_workers.py.)"""
 
 from __future__ import annotations
 

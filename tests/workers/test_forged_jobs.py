@@ -4,7 +4,7 @@ no number...) never reaches a storage script; one that disagrees with its run's 
 wrong reactor, declared here or not) is dropped. Either way the job is logged as dropped and the
 healthy run it names is untouched: same status, same history, no element slot written, and it
 still completes. Delivered through the in-process queue and the embedded Dramatiq worker (a
-real `reactorflow worker` subprocess: tests/workers/test_real_workers.py)."""
+real `reactorflow worker` subprocess: tests/workers/test_forged_real_workers.py)."""
 
 from __future__ import annotations
 
