@@ -115,18 +115,18 @@ async def held_then_waited(storage: Storage, flow_of: Callable[..., rf.Reactor],
 async def test_the_release_creates_the_waiting_caller_s_run(
         storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
     counted: list[list[str]] = []
-    runs: list[rf.Run] = []
+    runs: dict[str, rf.Run] = {}  # by the caller's part (their callers may return in any order)
     flows: list[rf.Reactor] = []
 
-    async def start(flow: rf.Reactor, _: str) -> None:
+    async def start(flow: rf.Reactor, part: str) -> None:
         flows.append(flow)
-        runs.append(await flow.run(account_id="A1"))
+        runs[part] = await flow.run(account_id="A1")
 
     await held_then_waited(storage, locked, start,
                            lambda: counted.append(creations(storage, monkeypatch)))
     created = counted[0]  # create_run's calls once the first run holds the lock
     flow = flows[0]
-    holder, waiter = runs
+    holder, waiter = runs["first"], runs["second"]
     assert (holder.status, waiter.status) == (rf.Status.COMPLETED, rf.Status.COMPLETED)
     assert waiter.value == "A1" and waiter.history[0].kind == "run.started"
     # the waiter's run was stored by the release that handed it the lock
@@ -266,17 +266,17 @@ async def test_a_waiter_that_died_after_its_hand_over_is_recovered(storage: Stor
 async def test_idempotency_keyed_waiters_are_created_by_the_hand_over(
         storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
     counted: list[list[str]] = []
-    runs: list[rf.Run] = []
+    runs: dict[str, rf.Run] = {}  # by idempotency key (their callers may return in any order)
     flows: list[rf.Reactor] = []
 
     async def start(flow: rf.Reactor, key: str) -> None:
         flows.append(flow)
-        runs.append(await flow.run(account_id="A1", idempotency_key=key))
+        runs[key] = await flow.run(account_id="A1", idempotency_key=key)
 
     await held_then_waited(storage, locked, start,
                            lambda: counted.append(creations(storage, monkeypatch)))
     created = counted[0]  # create_run's calls once the first run holds the lock
-    assert [r.status for r in runs] == [rf.Status.COMPLETED] * 2
-    assert created == ([] if await folds(storage) else [runs[1].id])
+    assert [runs[key].status for key in ("first", "second")] == [rf.Status.COMPLETED] * 2
+    assert created == ([] if await folds(storage) else [runs["second"].id])
     replay = await flows[0].run(account_id="A1", idempotency_key="second")
-    assert replay.replayed and replay.id == runs[1].id
+    assert replay.replayed and replay.id == runs["second"].id
