@@ -52,6 +52,7 @@ from reactorflow.storage.base import RunHead, Storage, StoredRun
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
+    from reactorflow.definition.table import Declared
 
 log = logging.getLogger("reactorflow.run")
 
@@ -64,7 +65,7 @@ def new_run_id() -> str:
 _NO_HOOKS = Hooks(())
 
 
-def hooks_for(reactor: Reactor) -> Hooks:
+def hooks_for(reactor: Declared) -> Hooks:
     middleware = config.settings().middleware
     if not middleware and not reactor.middleware:
         return _NO_HOOKS  # (stateless: one for every execution without middleware)
