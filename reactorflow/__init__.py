@@ -1,6 +1,13 @@
 """reactorflow: durable, saga-style workflows on asyncio.
 
 `import reactorflow as rf`; every public name is re-exported here.
+
+What you may import (the public surface; `PUBLIC_MODULES`): `reactorflow` itself,
+`reactorflow.testing` (the test kit), `reactorflow.web` (the dashboard and HTTP API, the `web`
+extra) and `reactorflow.otel` (tracing, the `otel` extra). Every other module
+(`reactorflow.definition.*`, `reactorflow.runtime.*`, `reactorflow.storage.*`,
+`reactorflow.workers.*`, `reactorflow.cli.*`, ...) is internal: it may move or change in any
+release; reach its public names through `reactorflow`.
 """
 
 from reactorflow.config import Settings, configure
@@ -34,6 +41,7 @@ from reactorflow.errors import (
     ReactorflowError,
     ReactorNotDeclared,
     RecordedError,
+    Refused,
     RunNotFound,
     RunRecordGone,
     RunStateError,
@@ -45,6 +53,7 @@ from reactorflow.errors import (
     StoragePoolExhausted,
     StorageReplyError,
     UnknownInterrupt,
+    ValidationFailed,
     WaitTimeout,
 )
 from reactorflow.mapresults import MapResults
@@ -72,6 +81,9 @@ _runs.bind(_RUNTIME)
 _queue.register(_current_queue)
 
 __version__ = "0.1.0"
+
+PUBLIC_MODULES = ("reactorflow", "reactorflow.otel", "reactorflow.testing", "reactorflow.web")
+"""The modules users may import; every other module of the package is internal."""
 
 __all__ = [
     "AlreadyResumed",
@@ -111,6 +123,7 @@ __all__ = [
     "Reactor",
     "ReactorNotDeclared",
     "ReactorflowError",
+    "Refused",
     "RecordedError",
     "Redacted",
     "RedisStorage",
@@ -144,6 +157,7 @@ __all__ = [
     "StorageReplyError",
     "SweepReport",
     "UnknownInterrupt",
+    "ValidationFailed",
     "WaitTimeout",
     "__version__",
     "configure",

@@ -86,12 +86,12 @@ def redeploy(old: rf.Reactor) -> None:
     """Forget `old` as a freshly started process would not know it, so the next version of
     the reactor can be declared under the same name (explicit: never left to the garbage
     collector)."""
-    from reactorflow.definition import registry
+    from reactorflow.definition import naming
 
-    with registry._lock:
-        if registry._reactors.get(old.name) is old:
-            del registry._reactors[old.name]
-    registry.bump()
+    with naming._lock:
+        if naming._reactors.get(old.name) is old:
+            del naming._reactors[old.name]
+    naming.bump()
 
 
 def unique(name: str) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from reactorflow.definition import registry
+from reactorflow.definition import naming
 from reactorflow.definition.params import (
     Source,
     ensure_async,
@@ -25,17 +25,17 @@ from reactorflow.definition.params import (
     type_hints,
     wire_signature,
 )
-from reactorflow.definition.specs import StepKind, StepSpec
+from reactorflow.definition.specs import StepKind
 from reactorflow.errors import DefinitionError
 from reactorflow.markers import StepContext
 
 if TYPE_CHECKING:
-    from reactorflow.definition.reactor import Reactor
+    from reactorflow.definition.table import Declared, StepSpec
 
 _REPLACEABLE = frozenset({StepKind.STEP, StepKind.ASYNC_STEP, StepKind.INTERRUPT, StepKind.MAP})
 
 
-def resolve(reactor: Reactor, path: str) -> tuple[Reactor, str]:
+def resolve(reactor: Declared, path: str) -> tuple[Declared, str]:
     """The reactor that declares the step at `path` in `reactor`'s runs, and its own name.
 
     Args:
@@ -67,7 +67,7 @@ def resolve(reactor: Reactor, path: str) -> tuple[Reactor, str]:
     return owner, name
 
 
-def declared(reactor: Reactor, step: str) -> StepSpec:
+def declared(reactor: Declared, step: str) -> StepSpec:
     """The spec of `step` of `reactor`, if its function can be replaced.
 
     Raises:
@@ -86,7 +86,7 @@ def declared(reactor: Reactor, step: str) -> StepSpec:
     return spec
 
 
-def check_body(reactor: Reactor, step: str, fn: Callable[..., Any]) -> None:
+def check_body(reactor: Declared, step: str, fn: Callable[..., Any]) -> None:
     """Check that `fn` may stand in for `step`'s function.
 
     Args:
@@ -144,10 +144,10 @@ def _check_context(spec: StepSpec, fn: Callable[..., Any], where: str, reactor: 
                 reactor=reactor, step=spec.name)
 
 
-def swap_body(reactor: Reactor, step: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+def swap_body(reactor: Declared, step: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """Make the engine call `fn` for `step` (unchecked: see `check_body`); returns the function
     it replaces, to put back with another `swap_body`."""
     spec = declared(reactor, step)
-    reactor._steps[step] = replace(spec, fn=fn)
-    registry.bump()  # compiled plans hold the spec: they are built again
+    reactor.table.put(replace(spec, fn=fn))
+    naming.bump()  # compiled plans hold the spec: they are built again
     return spec.fn

@@ -16,7 +16,7 @@ from reactorflow.errors import DefinitionError
 from reactorflow.retry import Retry
 
 if TYPE_CHECKING:
-    from reactorflow.definition.reactor import Reactor
+    from reactorflow.definition.table import Declared, StepTable
 
 STEP_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 REACTOR_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]*$")
@@ -98,10 +98,10 @@ def check_storable(return_type: Any, where: str, reactor: str, step: str) -> Non
         )
 
 
-def composed_tree(reactor: Reactor) -> set[Reactor]:
+def composed_tree(reactor: Declared | StepTable) -> set[Declared]:
     """Every reactor nested in `reactor` through compose (transitively)."""
-    seen: set[Reactor] = set()
-    stack = [reactor]
+    seen: set[Declared] = set()
+    stack: list[Declared | StepTable] = [reactor]
     while stack:
         current = stack.pop()
         for spec in current.steps.values():
@@ -112,7 +112,7 @@ def composed_tree(reactor: Reactor) -> set[Reactor]:
 
 
 def interrupt_options(
-    reactor: Reactor,
+    reactor: StepTable,
     raw: dict[str, Any],
     params: Sequence[Param],
     where: str,
@@ -153,7 +153,7 @@ def interrupt_options(
     return InterruptOptions(payload_type, correlation, names, timeout, max_attempts, resume)
 
 
-def check_template(reactor: Reactor, template: str, where: str, step: str,
+def check_template(reactor: StepTable, template: str, where: str, step: str,
                    deps: Sequence[str]) -> None:
     """A correlation-id template may name inputs and the steps the interrupt waits for."""
     known = set(reactor.input_names) | set(deps)

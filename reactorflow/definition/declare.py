@@ -1,16 +1,16 @@
-"""How `rf.Reactor`'s decorators record a step: validate the options, wire the parameters,
-and store an immutable `StepSpec` (no I/O, no tasks); and how handlers attach to a step."""
+"""How `rf.Reactor`'s decorators record a step in its `StepTable`: validate the options, wire
+the parameters, and store an immutable `StepSpec` (no I/O, no tasks); and how handlers attach
+to a step. The front (`reactor.py`) makes the handle (`rf.Step`) from what is recorded here."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from reactorflow.definition import checks, maps, registry
+from reactorflow.definition import checks, maps, naming
 from reactorflow.definition.gate_secrets import param_masks
 from reactorflow.definition.gates import bind
-from reactorflow.definition.handles import MapStep, Step
 from reactorflow.definition.params import (
     Source,
     ensure_async,
@@ -18,24 +18,39 @@ from reactorflow.definition.params import (
     wire_signature,
     wire_subset,
 )
-from reactorflow.definition.specs import UNIT_KINDS, StepKind, StepSpec
+from reactorflow.definition.specs import UNIT_KINDS, StepKind
+from reactorflow.definition.table import Declared, StepSpec, StepTable
 from reactorflow.definition.typematch import check_param_types
 from reactorflow.errors import DefinitionError
 from reactorflow.retry import Retry
 
-if TYPE_CHECKING:
-    from reactorflow.definition.reactor import Reactor
 
-After = Sequence[str | Step[Any, Any]]
+def record_step(reactor: StepTable, fn: Any, kind: StepKind, *, name: str | None,
+                retries: Retry | None = None, timeout: float | None = None,
+                when: Callable[..., Any] | None = None, after: Sequence[str] = (),
+                interrupt: dict[str, Any] | None = None,
+                child: Declared | None = None,
+                mapping: dict[str, Any] | None = None,
+                gates: Sequence[Any] = ()) -> StepSpec:
+    """Validate and record one step in `reactor`'s table; its record.
 
+    Args:
+        reactor: The declaring reactor's step table.
+        fn: The step's function.
+        kind: The step's kind.
+        name: The step's name (`None`: the function's).
+        retries: A retry policy.
+        timeout: Seconds per attempt.
+        when: A predicate wired like a step.
+        after: Ordering-only dependencies, by name (the front resolves `rf.Step` handles).
+        interrupt: An interrupt's raw options.
+        child: The composed, async or element child reactor.
+        mapping: A map's raw options.
+        gates: The step's gates.
 
-def record_step(reactor: Reactor, fn: Any, kind: StepKind, *, name: str | None,
-             retries: Retry | None = None, timeout: float | None = None,
-             when: Callable[..., Any] | None = None, after: After = (),
-             interrupt: dict[str, Any] | None = None,
-             child: Reactor | None = None,
-             mapping: dict[str, Any] | None = None,
-             gates: Sequence[Any] = ()) -> Step[Any, Any]:
+    Raises:
+        DefinitionError: A bad name or option, naming the reactor, the step and the field.
+    """
     step_name = name if name is not None else getattr(fn, "__name__", None)
     where = f"{kind.value} {step_name!r} of reactor {reactor.name!r}"
     ensure_async(fn, where=where, reactor=reactor.name)
@@ -44,11 +59,11 @@ def record_step(reactor: Reactor, fn: Any, kind: StepKind, *, name: str | None,
     checks.check_retries(retries, where, reactor.name, step_name)
     seconds = checks.check_seconds(timeout, "timeout", where, reactor.name, step_name)
     signature = wire_signature(fn, reactor=reactor.name, step=step_name,
-                               inputs=reactor.input_names, steps=list(reactor._steps),
+                               inputs=reactor.input_names, steps=list(reactor.steps),
                                payload=kind is StepKind.INTERRUPT,
                                element=kind is StepKind.MAP)
     for param in signature.params:
-        if param.outcome and reactor._steps[param.ref].kind not in UNIT_KINDS:
+        if param.outcome and reactor.steps[param.ref].kind not in UNIT_KINDS:
             raise DefinitionError(
                 f"{where}: parameter {param.name!r} is annotated rf.Outcome but "
                 f"{param.ref!r} is not an async_step or async_reactor", reactor=reactor.name,
@@ -79,34 +94,38 @@ def record_step(reactor: Reactor, fn: Any, kind: StepKind, *, name: str | None,
             reactor=reactor.name, step=step_name)
     deps = tuple(dict.fromkeys([*data_deps, *after_names]))
     bound = bind(gates, where=where, available=arg_names, reactor=reactor.name, step=step_name,
-                 secrets=param_masks(reactor, signature.params) if gates else None)
+                 secrets=param_masks(reactor.inputs, _return_types(reactor), signature.params)
+                 if gates else None)
     options = None
     if interrupt is not None:
         options = checks.interrupt_options(reactor, interrupt, params, where,
                                            step_name, arg_names, deps)
-    reactor._steps[step_name] = StepSpec(
+    spec = StepSpec(
         name=step_name, kind=kind, fn=fn, params=params,
         return_type=signature.return_type, deps=deps,
         after=after_names, retry=retries, timeout=seconds, when=when,
         when_names=when_names, interrupt=options, child=child, map=map_options,
         gates=bound,
     )
-    registry.bump()
-    if map_options is not None:
-        return MapStep(reactor, step_name, fn)
-    return Step(reactor, step_name, fn)
+    reactor.put(spec)
+    naming.bump()
+    return spec
 
-def check_step_name(reactor: Reactor, step_name: str) -> None:
+def _return_types(reactor: StepTable) -> dict[str, Any]:
+    return {name: spec.return_type for name, spec in reactor.steps.items()}
+
+
+def check_step_name(reactor: StepTable, step_name: str) -> None:
     if not checks.STEP_NAME.match(step_name):
         raise DefinitionError(
             f"reactor {reactor.name!r}: step name {step_name!r} must start with a letter or '_' "
             "and contain only letters, digits, '_' and '-'",
             reactor=reactor.name, step=step_name,
         )
-    if step_name in reactor._steps:
+    if step_name in reactor.steps:
         raise DefinitionError(
             f"reactor {reactor.name!r} already has a step named {step_name!r} (steps: "
-            f"{', '.join(reactor._steps)}); give this one another name with name=...",
+            f"{', '.join(reactor.steps)}); give this one another name with name=...",
             reactor=reactor.name, step=step_name,
         )
     if step_name in reactor.input_names:
@@ -116,14 +135,12 @@ def check_step_name(reactor: Reactor, step_name: str) -> None:
             reactor=reactor.name, step=step_name,
         )
 
-def check_after(reactor: Reactor, after: After | str | Step[Any, Any], where: str,
-                 step_name: str) -> tuple[str, ...]:
-    items = [after] if isinstance(after, str | Step) else list(after)
+def check_after(reactor: StepTable, after: Sequence[str], where: str,
+                step_name: str) -> tuple[str, ...]:
     names: list[str] = []
-    for item in items:
-        ref = item.name if isinstance(item, Step) else item
-        if ref not in reactor._steps:
-            listed = ", ".join(reactor._steps) or "none"
+    for ref in after:
+        if ref not in reactor.steps:
+            listed = ", ".join(reactor.steps) or "none"
             raise DefinitionError(
                 f"{where}: after={ref!r} is not a step declared before it (steps: {listed})",
                 reactor=reactor.name, step=step_name,
@@ -131,8 +148,20 @@ def check_after(reactor: Reactor, after: After | str | Step[Any, Any], where: st
         names.append(ref)
     return tuple(names)
 
-def attach_handler(reactor: Reactor, step_name: str, kind: str, fn: Callable[..., Any]) -> None:
-    spec = reactor._steps[step_name]
+def attach_handler(reactor: StepTable, step_name: str, kind: str,
+                   fn: Callable[..., Any]) -> None:
+    """Attach an `undo`, `compensate` or `undo_all` handler to a declared step.
+
+    Args:
+        reactor: The declaring reactor's step table.
+        step_name: The step.
+        kind: `"undo"`, `"compensate"` or `"undo_all"`.
+        fn: The handler.
+
+    Raises:
+        DefinitionError: The step cannot take that handler, or already has one.
+    """
+    spec = reactor.steps[step_name]
     if kind == "undo_all":
         _attach_undo_all(reactor, spec, fn)
         return
@@ -165,12 +194,12 @@ def attach_handler(reactor: Reactor, step_name: str, kind: str, fn: Callable[...
     handler = wire_handler(fn, kind=kind, reactor=reactor.name, step=step_name,
                            step_params=spec.params)
     if kind == "undo":
-        reactor._steps[step_name] = replace(spec, undo=handler)
+        reactor.put(replace(spec, undo=handler))
     else:
-        reactor._steps[step_name] = replace(spec, compensate=handler)
-    registry.bump()
+        reactor.put(replace(spec, compensate=handler))
+    naming.bump()
 
-def _attach_undo_all(reactor: Reactor, spec: StepSpec, fn: Callable[..., Any]) -> None:
+def _attach_undo_all(reactor: StepTable, spec: StepSpec, fn: Callable[..., Any]) -> None:
     assert spec.map is not None
     where = f"map {spec.name!r} of reactor {reactor.name!r}"
     if spec.child is not None:
@@ -185,5 +214,5 @@ def _attach_undo_all(reactor: Reactor, spec: StepSpec, fn: Callable[..., Any]) -
             f"{where} already has an undo handler; a map is undone either per element "
             "(undo) or in bulk (undo_all), not both", reactor=reactor.name, step=spec.name)
     handler = maps.wire_undo_all(fn, spec, reactor.name)
-    reactor._steps[spec.name] = replace(spec, map=replace(spec.map, undo_all=handler))
-    registry.bump()
+    reactor.put(replace(spec, map=replace(spec.map, undo_all=handler)))
+    naming.bump()

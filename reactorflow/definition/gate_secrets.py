@@ -20,7 +20,6 @@ from reactorflow.redaction import EVERY
 
 if TYPE_CHECKING:
     from reactorflow.definition.params import Param
-    from reactorflow.definition.reactor import Reactor
 
 _PART = re.compile(r"\.([^.\[]+)|\[([^\]]*)\]")
 
@@ -36,19 +35,24 @@ def input_masks(inputs: Any) -> dict[str, Mask]:
     return {names.get(encoded, encoded): sub for encoded, sub in mask.items()}
 
 
-def param_masks(reactor: Reactor, params: Sequence[Param]) -> dict[str, Mask]:
+def param_masks(inputs_type: Any, return_types: Mapping[str, Any],
+                params: Sequence[Param]) -> dict[str, Mask]:
     """Each parameter of a step whose value is (partly) redacted: the input field it reads, or
-    the declared return type of the (already declared) step it reads."""
-    inputs = input_masks(reactor.inputs)
+    the declared return type of the (already declared) step it reads.
+
+    Args:
+        inputs_type: The reactor's inputs type (or `None`).
+        return_types: The declared steps' return types, by step name.
+        params: The step's parameters.
+    """
+    inputs = input_masks(inputs_type)
     found: dict[str, Mask] = {}
     for param in params:
         mask: Mask | None = None
         if param.source is Source.INPUT:
             mask = _walk(inputs.get(param.ref), param.path)
-        elif param.source is Source.RESULT:
-            spec = reactor.steps.get(param.ref)
-            if spec is not None:
-                mask = _walk(mask_of(spec.return_type), param.path)
+        elif param.source is Source.RESULT and param.ref in return_types:
+            mask = _walk(mask_of(return_types[param.ref]), param.path)
         if mask is not None:
             found[param.name] = mask
     return found

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from reactorflow.definition import registry
+from reactorflow.definition import naming
 from reactorflow.definition.params import Source
 from reactorflow.definition.redaction import Redactions, mask_of
-from reactorflow.definition.specs import UNIT_KINDS, StepKind, StepSpec
+from reactorflow.definition.specs import UNIT_KINDS, StepKind
 from reactorflow.errors import DefinitionError
 from reactorflow.markers import Outcome
 
 if TYPE_CHECKING:
-    from reactorflow.definition.reactor import Reactor
+    from reactorflow.definition.table import Declared, StepSpec
 
 _PLAIN_KINDS = frozenset({StepKind.STEP, StepKind.INTERRUPT})  # kinds `Node.plain` may be
 
@@ -83,7 +83,7 @@ class Node:
 @dataclass(frozen=True, slots=True)
 class Level:
     key: str  # "" for the root, else the compose node's key
-    reactor: Reactor
+    reactor: Declared
     node_keys: tuple[str, ...]
     value_key: str | None
     inputs_decoder: msgspec.msgpack.Decoder[Any]
@@ -92,7 +92,7 @@ class Level:
 class Plan:
     """Everything the executor needs to know about a reactor tree, precomputed."""
 
-    def __init__(self, reactor: Reactor) -> None:
+    def __init__(self, reactor: Declared) -> None:
         self.reactor = reactor
         self.nodes: dict[str, Node] = {}
         self.levels: dict[str, Level] = {}
@@ -110,13 +110,14 @@ class Plan:
         self.map_keys: tuple[str, ...] = tuple(  # its maps (in composed children too)
             key for key, node in self.nodes.items() if node.spec.map is not None)
 
-    def _build_level(self, reactor: Reactor, level: str, stack: tuple[Reactor, ...]) -> Any:
+    def _build_level(self, reactor: Declared, level: str, stack: tuple[Declared, ...]) -> Any:
         if reactor in stack:
             raise DefinitionError(f"reactor {reactor.name!r} composes itself", reactor=reactor.name)
         value_step = reactor.value_step
-        if reactor.returns is not None and reactor.returns not in reactor.steps:
+        returns = reactor.table.returns
+        if returns is not None and returns not in reactor.steps:
             raise DefinitionError(
-                f"reactor {reactor.name!r}: returns={reactor.returns!r} names no step (steps: "
+                f"reactor {reactor.name!r}: returns={returns!r} names no step (steps: "
                 f"{', '.join(reactor.steps) or 'none'})",
                 reactor=reactor.name,
             )
@@ -256,12 +257,20 @@ def compare_fingerprints(stored: Mapping[str, Sequence[str]],
     return differences
 
 
-def plan_for(reactor: Reactor) -> Plan:
-    """The reactor's compiled plan (kept on the reactor until any declaration changes)."""
-    generation = registry.generation()
-    cached = reactor._plan_cache
-    if cached is not None and cached[0] == generation:
+def plan_for(reactor: Declared) -> Plan:
+    """The reactor's compiled plan (kept in its step table until any declaration changes).
+
+    Args:
+        reactor: The reactor (a `rf.Reactor`, or a child seen through `Declared`).
+
+    Raises:
+        DefinitionError: The reactor's graph is invalid.
+    """
+    generation = naming.generation()
+    table = reactor.table
+    cached = table.plan_cache
+    if cached is not None and cached[0] == generation and isinstance(cached[1], Plan):
         return cached[1]
     plan = Plan(reactor)
-    reactor._plan_cache = (generation, plan)
+    table.plan_cache = (generation, plan)
     return plan

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
+from reactorflow.definition.declare import attach_handler
+
 if TYPE_CHECKING:
-    from reactorflow.definition.reactor import Reactor
-    from reactorflow.definition.specs import StepSpec
+    from reactorflow.definition.table import Declared, StepSpec
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -30,7 +31,7 @@ class Step(Generic[P, R]):
 
     __slots__ = ("__dict__", "_fn", "name", "reactor")
 
-    def __init__(self, reactor: Reactor, name: str,
+    def __init__(self, reactor: Declared, name: str,
                  fn: Callable[P, Coroutine[Any, Any, R]]) -> None:
         self.reactor = reactor
         self.name = name
@@ -58,7 +59,7 @@ class Step(Generic[P, R]):
         Raises:
             DefinitionError: The handler's parameters cannot be wired, or one is declared twice.
         """
-        self.reactor._attach_handler(self.name, "undo", fn)
+        attach_handler(self.reactor.table, self.name, "undo", fn)
         return fn
 
     def compensate(self, fn: F) -> F:
@@ -74,7 +75,7 @@ class Step(Generic[P, R]):
         Raises:
             DefinitionError: The handler's parameters cannot be wired, or one is declared twice.
         """
-        self.reactor._attach_handler(self.name, "compensate", fn)
+        attach_handler(self.reactor.table, self.name, "compensate", fn)
         return fn
 
     def __repr__(self) -> str:
@@ -104,8 +105,22 @@ class MapStep(Step[P, R]):
         Raises:
             DefinitionError: The handler's parameters cannot be wired, or one is declared twice.
         """
-        self.reactor._attach_handler(self.name, "undo_all", fn)
+        attach_handler(self.reactor.table, self.name, "undo_all", fn)
         return fn
 
     def __repr__(self) -> str:
         return f"<MapStep {self.reactor.name}.{self.name}>"
+
+
+After = Sequence[str | Step[Any, Any]]
+"""What `after=` takes: step names or handles."""
+
+
+def after_names(after: After | str | Step[Any, Any]) -> tuple[str, ...]:
+    """The step names an `after=` value gives (a handle stands for its step's name).
+
+    Args:
+        after: A step name, a handle, or a sequence of them.
+    """
+    items = [after] if isinstance(after, str | Step) else list(after)
+    return tuple(item.name if isinstance(item, Step) else item for item in items)

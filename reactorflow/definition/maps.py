@@ -20,18 +20,19 @@ from reactorflow.definition.params import (
     Source,
     wire_handler,
 )
-from reactorflow.definition.specs import MapOptions, StepKind, StepSpec
+from reactorflow.definition.specs import MapOptions, StepKind
+from reactorflow.definition.table import StepSpec
 from reactorflow.errors import DefinitionError
 from reactorflow.mapresults import MapResults
 from reactorflow.markers import Outcome
 
 if TYPE_CHECKING:
-    from reactorflow.definition.reactor import Reactor
+    from reactorflow.definition.table import Declared, StepTable
 
 _SEQUENCES = (list, tuple, collections.abc.Sequence, collections.abc.MutableSequence)
 
 
-def map_options(owner: Reactor, raw: dict[str, Any], params: Sequence[Param],
+def map_options(owner: StepTable, raw: dict[str, Any], params: Sequence[Param],
                 return_type: Any, where: str, step: str) -> MapOptions:
     """Validate `map_step`'s own options; the element parameter is the first one."""
     name = owner.name
@@ -53,7 +54,7 @@ def map_options(owner: Reactor, raw: dict[str, Any], params: Sequence[Param],
         raise DefinitionError(f"{where}: over={over!r} must name an input field or an earlier "
                               "step", reactor=name, step=step)
     over_is_step = _check_over(owner, over_name, where, step)
-    child: Reactor | None = raw["reactor"]
+    child: Declared | None = raw["reactor"]
     element_type = return_type
     if child is not None:
         check_element_reactor(owner, child, where, step)
@@ -63,7 +64,7 @@ def map_options(owner: Reactor, raw: dict[str, Any], params: Sequence[Param],
                       element_type=element_type)
 
 
-def _check_over(owner: Reactor, over: str, where: str, step: str) -> bool:
+def _check_over(owner: StepTable, over: str, where: str, step: str) -> bool:
     """`over` names an input field or an earlier step whose value is a list/tuple; True if a
     step."""
     name = owner.name
@@ -105,11 +106,11 @@ def _result_type(spec: StepSpec) -> Any:
             assert_never(spec.kind)
 
 
-def check_element_reactor(owner: Reactor, child: Reactor, where: str, step: str) -> None:
+def check_element_reactor(owner: StepTable, child: Declared, where: str, step: str) -> None:
     """An element reactor (a `rf.Reactor`, checked by `map_step`) has no interrupt anywhere in
     it and does not nest its owner (a map, an async step and an async reactor inside it run in
     the element: `runtime.maps.element_run`)."""
-    if child is owner or owner in checks.composed_tree(child):
+    if child.table is owner or owner in {r.table for r in checks.composed_tree(child)}:
         raise DefinitionError(f"{where}: reactor={child.name!r} would nest reactor "
                               f"{owner.name!r} inside itself", reactor=owner.name, step=step)
     for reactor in (child, *checks.composed_tree(child)):
@@ -133,7 +134,7 @@ def read_kind(annotation: Any) -> MapRead:
     return MapRead.VALUES
 
 
-def wire_readers(owner: Reactor, params: Sequence[Param], where: str,
+def wire_readers(owner: StepTable, params: Sequence[Param], where: str,
                  step: str) -> tuple[Param, ...]:
     """Mark the parameters that read a map with how they read it; a plain `list[T]` reader of
     a non-atomic map is refused."""

@@ -9,7 +9,7 @@ from reactorflow.definition.specs import StepKind
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
-    from reactorflow.definition.reactor import Reactor
+    from reactorflow.definition.table import Declared
 
 
 def _node_id(key: str) -> str:
@@ -34,7 +34,7 @@ def _shape(node: Node, prefix: str = "") -> str:
     return f'{_node_id(key)}["{label}"]'
 
 
-def render(reactor: Reactor) -> str:
+def render(reactor: Declared) -> str:
     """The reactor's graph as a Mermaid flowchart: a composed child, and a map's element
     reactor (its steps run once per element), as a subgraph under its step."""
     lines = ["flowchart TD"]

@@ -1,37 +1,36 @@
-"""`rf.Reactor`: the declaration of a workflow.
+"""`rf.Reactor`: the declaration of a workflow, a thin front over its `StepTable`.
 
-Decorators here only validate and record immutable specs (no I/O, no tasks). The run methods
-(`run`, `get`, `continue_`, ...) come from `RunMethods` and delegate to the runtime.
+The decorators here validate their options and delegate: `declare` records each step in the
+reactor's step table (`table.py`; no I/O, no tasks), and this front makes the handle
+(`rf.Step`) it returns. The helpers work on the table and never import this module. The run
+methods (`run`, `get`, `continue_`, ...) come from `RunMethods` and delegate to the runtime.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 import msgspec
 
-from reactorflow.definition import checks, declare, mermaid, registry
-from reactorflow.definition.declare import record_step
+from reactorflow.definition import checks, declare, mermaid, naming
 from reactorflow.definition.gate_secrets import input_masks
-from reactorflow.definition.gates import bind
+from reactorflow.definition.gates import BoundGate, bind
 from reactorflow.definition.graph import plan_for
-from reactorflow.definition.handles import MapStep, Step
+from reactorflow.definition.handles import After, MapStep, Step, after_names
 from reactorflow.definition.runs import RunMethods
 from reactorflow.definition.schedules import bind as bind_schedules
-from reactorflow.definition.specs import UNIT_KINDS, ResumeMode, StepKind, StepSpec
+from reactorflow.definition.specs import ResumeMode, StepKind
+from reactorflow.definition.table import Handoff, StepSpec, StepTable
 from reactorflow.errors import DefinitionError
 from reactorflow.retry import Retry
 
 if TYPE_CHECKING:
-    from reactorflow.definition.graph import Plan
     from reactorflow.middleware import Middleware
 
 P = ParamSpec("P")
 R = TypeVar("R")
 StepFn = Callable[P, Coroutine[Any, Any, R]]
-After = declare.After
 
 
 class StepDecorator(Protocol):
@@ -46,7 +45,7 @@ class MapDecorator(Protocol):
     def __call__(self, fn: Callable[P, Coroutine[Any, Any, R]], /) -> MapStep[P, R]: ...
 
 
-class Reactor(RunMethods):
+class Reactor(RunMethods["Reactor"]):
     """A workflow: steps wired by parameter name into a graph, run as a saga.
 
     `name` is the reactor's durable identity (stored with every run, used by workers to find
@@ -106,37 +105,54 @@ class Reactor(RunMethods):
         if returns is not None and not isinstance(returns, str):
             raise DefinitionError(f"reactor {name!r}: returns={returns!r} must be a step name",
                                   reactor=name)
-        self.name = name
-        self.inputs = inputs
-        self.input_names = checks.input_fields(inputs, name)
-        self.returns = returns
+        self.table = StepTable(name, inputs, checks.input_fields(inputs, name), returns)
         self.max_concurrency = max_concurrency
         self.middleware = tuple(middleware)
         self.always_dispatch = bool(always_dispatch)
-        self.handoff: tuple[Literal["after", "before"], str] | None = None
-        self.gates = bind(gates, where=f"reactor {name!r}", available=self.input_names,
-                          reactor=name, secrets=input_masks(inputs) if gates else None)
+        self.gates: tuple[BoundGate, ...] = bind(
+            gates, where=f"reactor {name!r}", available=self.input_names, reactor=name,
+            secrets=input_masks(inputs) if gates else None)
         self.schedules = bind_schedules(schedules, reactor=name)
-        self._steps: dict[str, StepSpec] = {}
-        self._plan_cache: tuple[int, Plan] | None = None
-        self.origin = registry.caller_origin()
-        registry.register(self)
+        self.origin = naming.caller_origin()
+        naming.register(self)
 
-    # -- introspection -------------------------------------------------------------------------
+    # -- introspection (the step table's, read through the front) ------------------------------
+
+    @property
+    def name(self) -> str:
+        """The reactor's durable identity."""
+        return self.table.name
+
+    @property
+    def inputs(self) -> type | None:
+        """The inputs type, or `None`."""
+        return self.table.inputs
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The inputs' field names."""
+        return self.table.input_names
+
+    @property
+    def returns(self) -> str | None:
+        """The step named by `returns=`, or `None`."""
+        return self.table.returns
+
+    @property
+    def handoff(self) -> Handoff | None:
+        """The declared hand-off point, `("after" | "before", step name)`, or `None`."""
+        return self.table.handoff
 
     @property
     def steps(self) -> Mapping[str, StepSpec]:
         """The declared steps, in declaration order."""
-        return MappingProxyType(self._steps)
+        return self.table.steps
 
     @property
     def value_step(self) -> str | None:
         """The step whose result is the reactor's value: `returns=`, else the last declared
         step that runs in the run itself (async units are skipped: they may end later)."""
-        if self.returns is not None:
-            return self.returns
-        return next((name for name in reversed(self._steps)
-                     if self._steps[name].kind not in UNIT_KINDS), None)
+        return self.table.value_step
 
     def to_mermaid(self) -> str:
         """The reactor's graph as a Mermaid flowchart (composed children as subgraphs)."""
@@ -158,7 +174,7 @@ class Reactor(RunMethods):
         return msgspec.json.schema(spec.interrupt.payload_type)
 
     def __repr__(self) -> str:
-        return f"<Reactor {self.name!r} steps={list(self._steps)}>"
+        return f"<Reactor {self.name!r} steps={list(self.steps)}>"
 
     # -- declaration ---------------------------------------------------------------------------
 
@@ -196,8 +212,8 @@ class Reactor(RunMethods):
         """
 
         def decorate(f: Any) -> Any:
-            return record_step(self, f, StepKind.STEP, name=name, retries=retries, timeout=timeout,
-                                 when=when, after=after, gates=gates)
+            return self._record(f, StepKind.STEP, name=name, retries=retries, timeout=timeout,
+                                when=when, after=after, gates=gates)
 
         return decorate(fn) if fn is not None else decorate
 
@@ -236,8 +252,8 @@ class Reactor(RunMethods):
         """
 
         def decorate(f: Any) -> Any:
-            return record_step(self, f, StepKind.ASYNC_STEP, name=name, retries=retries,
-                                 timeout=timeout, when=when, after=after, gates=gates)
+            return self._record(f, StepKind.ASYNC_STEP, name=name, retries=retries,
+                                timeout=timeout, when=when, after=after, gates=gates)
 
         return decorate(fn) if fn is not None else decorate
 
@@ -288,8 +304,8 @@ class Reactor(RunMethods):
                        max_attempts=max_attempts, resume=resume)
 
         def decorate(f: Any) -> Any:
-            return record_step(self, f, StepKind.INTERRUPT, name=name, when=when, after=after,
-                                 interrupt=options)
+            return self._record(f, StepKind.INTERRUPT, name=name, when=when, after=after,
+                                interrupt=options)
 
         return decorate(fn) if fn is not None else decorate
 
@@ -316,8 +332,8 @@ class Reactor(RunMethods):
         self._check_child(child, "compose", unsupported, nested=True)
 
         def decorate(f: Any) -> Any:
-            return record_step(self, f, StepKind.COMPOSE, name=name, when=when, after=after,
-                                 child=child, gates=gates)
+            return self._record(f, StepKind.COMPOSE, name=name, when=when, after=after,
+                                child=child, gates=gates)
 
         return decorate
 
@@ -369,9 +385,9 @@ class Reactor(RunMethods):
                        reactor=reactor)
 
         def decorate(f: Any) -> Any:
-            return record_step(self, f, StepKind.MAP, name=name, retries=retries, timeout=timeout,
-                                 when=when, after=after, child=reactor, mapping=options,
-                                 gates=gates)
+            return self._record(f, StepKind.MAP, name=name, retries=retries, timeout=timeout,
+                                when=when, after=after, child=reactor, mapping=options,
+                                gates=gates)
 
         return decorate
 
@@ -401,8 +417,8 @@ class Reactor(RunMethods):
         self._check_child(child, "async_reactor", unsupported, nested=False)
 
         def decorate(f: Any) -> Any:
-            return record_step(self, f, StepKind.ASYNC_REACTOR, name=name, when=when, after=after,
-                                 child=child, gates=gates)
+            return self._record(f, StepKind.ASYNC_REACTOR, name=name, when=when, after=after,
+                                child=child, gates=gates)
 
         return decorate
 
@@ -436,22 +452,28 @@ class Reactor(RunMethods):
         if self.always_dispatch:
             raise DefinitionError(f"{where}: this reactor has always_dispatch=True, so all of it "
                                   "already runs in a worker", reactor=self.name)
-        spec = self._steps.get(str(step))
+        spec = self.steps.get(str(step))
         if spec is None:
             raise DefinitionError(f"{where}: {side}={step!r} is not a step declared so far "
-                                  f"(steps: {', '.join(self._steps) or 'none'})",
+                                  f"(steps: {', '.join(self.steps) or 'none'})",
                                   reactor=self.name, step=str(step))
         if spec.kind is StepKind.INTERRUPT:
             raise DefinitionError(
                 f"{where}: {side}={step!r} names an interrupt; to resume an interrupt in a worker "
                 "declare it with resume='background'", reactor=self.name, step=spec.name)
-        self.handoff = (side, spec.name)
-        registry.bump()
+        self.table.handoff = (side, spec.name)
+        naming.bump()
 
     def _attach_handler(self, step_name: str, kind: str, fn: Callable[..., Any]) -> None:
-        declare.attach_handler(self, step_name, kind, fn)
+        declare.attach_handler(self.table, step_name, kind, fn)
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _record(self, fn: Any, kind: StepKind, *, after: After, **options: Any) -> Any:
+        """Record a step in the table (`declare.record_step`); the handle that names it."""
+        spec = declare.record_step(self.table, fn, kind, after=after_names(after), **options)
+        handle = MapStep if spec.map is not None else Step
+        return handle(self, spec.name, fn)
 
     def _check_child(self, child: Reactor, what: str, unsupported: dict[str, Any],
                      *, nested: bool) -> None:

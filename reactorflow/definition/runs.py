@@ -6,46 +6,51 @@ never starts anything."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from reactorflow.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from reactorflow.definition.reactor import Reactor
     from reactorflow.snapshot import Run, RunPage
 
 
-class Runtime(Protocol):
-    """What the run methods need of the runtime (`reactorflow.runtime.ops.service`)."""
+Front = TypeVar("Front")
+"""The front whose run methods these are (`rf.Reactor`): this module never names it."""
+Front_contra = TypeVar("Front_contra", contravariant=True)
 
-    async def start(self, reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
+
+class Runtime(Protocol[Front_contra]):
+    """What the run methods need of the runtime (`reactorflow.runtime.ops.service`), given the
+    front (`rf.Reactor`) they run."""
+
+    async def start(self, reactor: Front_contra, inputs: Any, fields: Mapping[str, Any], *,
                     idempotency_key: str | None = None, dispatch: bool = False) -> Run: ...
 
-    async def get(self, reactor: Reactor, run_id: str) -> Run: ...
+    async def get(self, reactor: Front_contra, run_id: str) -> Run: ...
 
-    async def wait(self, reactor: Reactor, run_id: str, *, timeout: float | None = None
+    async def wait(self, reactor: Front_contra, run_id: str, *, timeout: float | None = None
                    ) -> Run: ...
 
-    async def undo(self, reactor: Reactor, run_id: str) -> Run: ...
+    async def undo(self, reactor: Front_contra, run_id: str) -> Run: ...
 
-    async def cancel(self, reactor: Reactor, run_id: str, *, reason: str = "") -> Run: ...
+    async def cancel(self, reactor: Front_contra, run_id: str, *, reason: str = "") -> Run: ...
 
-    async def retry(self, reactor: Reactor, run_id: str) -> Run: ...
+    async def retry(self, reactor: Front_contra, run_id: str) -> Run: ...
 
-    async def list_runs(self, reactor: Reactor, *, status: str | None, limit: int,
+    async def list_runs(self, reactor: Front_contra, *, status: str | None, limit: int,
                         cursor: str | None) -> RunPage: ...
 
-    async def continue_run(self, reactor: Reactor, run_id: str, *, step: str | Sequence[str],
+    async def continue_run(self, reactor: Front_contra, run_id: str, *, step: str | Sequence[str],
                            payload: Any) -> Run: ...
 
-    async def continue_by_correlation(self, reactor: Reactor, correlation_id: str, *,
+    async def continue_by_correlation(self, reactor: Front_contra, correlation_id: str, *,
                                       step: str | Sequence[str], payload: Any) -> Run: ...
 
 
-_runtime: Runtime | None = None
+_runtime: Runtime[Any] | None = None
 
 
-def bind(runtime: Runtime) -> None:
+def bind(runtime: Runtime[Any]) -> None:
     """Give the run methods their runtime (the `reactorflow` package does, at import).
 
     Args:
@@ -55,19 +60,20 @@ def bind(runtime: Runtime) -> None:
     _runtime = runtime
 
 
-def _bound() -> Runtime:
+def _bound() -> Runtime[Any]:
     if _runtime is None:
         raise ConfigurationError("reactorflow's runtime is not bound: import reactorflow")
     return _runtime
 
 
-class RunMethods:
-    """Running, reading and steering the runs of a reactor."""
+class RunMethods(Generic[Front]):
+    """Running, reading and steering the runs of a reactor (`Front`: the class that inherits
+    them, `rf.Reactor`)."""
 
     __slots__ = ()
 
-    def _self(self) -> Reactor:
-        return cast("Reactor", self)
+    def _self(self) -> Front:
+        return cast("Front", self)
 
     async def run(self, inputs: Any = None, /, *, idempotency_key: str | None = None,
                   **fields: Any) -> Run:

@@ -1,18 +1,14 @@
-"""Immutable records of what was declared. Runtime state never lives here."""
+"""Immutable records of what was declared (a step's row, `StepSpec`, is in `table`). Runtime
+state never lives here."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from reactorflow.definition.gates import BoundGate
-from reactorflow.definition.params import HandlerSignature, Param
-from reactorflow.retry import Retry
-
-if TYPE_CHECKING:
-    from reactorflow.definition.reactor import Reactor
+from reactorflow.definition.params import HandlerSignature
 
 
 class StepKind(StrEnum):
@@ -52,26 +48,3 @@ class MapOptions:
     atomic: bool
     element_type: Any  # the element result's type (the child's value type with reactor=)
     undo_all: HandlerSignature | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class StepSpec:
-    """One declared step: its function, wiring and policies."""
-
-    name: str
-    kind: StepKind
-    fn: Callable[..., Any]
-    params: tuple[Param, ...]
-    return_type: Any
-    deps: tuple[str, ...]  # every step this waits for: data dependencies then `after=`
-    after: tuple[str, ...]
-    retry: Retry | None = None
-    timeout: float | None = None
-    when: Callable[..., Any] | None = None
-    when_names: tuple[str, ...] = ()
-    undo: HandlerSignature | None = None
-    compensate: HandlerSignature | None = None
-    interrupt: InterruptOptions | None = None
-    child: Reactor | None = field(default=None, compare=False)
-    map: MapOptions | None = None
-    gates: tuple[BoundGate, ...] = ()

@@ -22,7 +22,7 @@ from reactorflow.definition.specs import StepKind
 from reactorflow.errors import DefinitionError
 
 if TYPE_CHECKING:
-    from reactorflow.definition.reactor import Reactor
+    from reactorflow.definition.table import StepTable
 
 Info = msgspec.inspect.Type
 
@@ -124,7 +124,7 @@ def _descend(info: Info | None, path: Sequence[str]) -> Info | None:
     return info
 
 
-def source_type(reactor: Reactor, param: Param) -> tuple[Info, str] | None:
+def source_type(reactor: StepTable, param: Param) -> tuple[Info, str] | None:
     """The type of the value `param` receives and how to name its source, when known."""
     if param.outcome or param.map_read is not None:
         return None  # the map and async-unit readers have their own checks
@@ -173,7 +173,7 @@ def _shown(info: Info) -> str:
     return type(info).__name__.removesuffix("Type").lower()
 
 
-def element_type(reactor: Reactor, over: str) -> tuple[Info, str] | None:
+def element_type(reactor: StepTable, over: str) -> tuple[Info, str] | None:
     """The type of one element of the list a map step maps (`over`), when known."""
     if over in reactor.input_names and reactor.inputs is not None:
         found, what = _descend(_info(reactor.inputs), (over,)), f"input {over!r}"
@@ -186,7 +186,7 @@ def element_type(reactor: Reactor, over: str) -> tuple[Info, str] | None:
     return (items, f"an element of {what}") if items is not None else None
 
 
-def check_param_types(reactor: Reactor, params: Sequence[Param], where: str, step: str, *,
+def check_param_types(reactor: StepTable, params: Sequence[Param], where: str, step: str, *,
                       over: str | None = None) -> None:
     """Refuse a parameter whose annotation contradicts the type of what it reads (for a map
     step, `over` is what it maps: its first parameter receives one element of it).

@@ -68,6 +68,18 @@ def _rebuild(cls: type[ReactorflowError], message: str, state: dict[str, Any]) -
     return error
 
 
+class Refused(ReactorflowError):
+    """A grouping base: the operation was refused because of the run's state or of an earlier
+    call (`NotPaused` and the other `RunStateError`s, `AlreadyResumed`, `InterruptNotPending`,
+    `InterruptExpired`, `RunExists`). Catch it to treat every refusal alike; the subclass and
+    its fields say which one it is."""
+
+
+class ValidationFailed(ReactorflowError):
+    """A grouping base: a value given to a run failed validation against its declared type
+    (`InputValidationError`, `PayloadValidationError`). Catch it to treat both alike."""
+
+
 class DefinitionError(ReactorflowError):
     """A reactor, step or handler was declared wrongly (raised at the decorator line).
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reactorflow.errors.core import ReactorflowError, StepLabel, _key
+from reactorflow.errors.core import ReactorflowError, StepLabel, ValidationFailed, _key
 
 
-class InputValidationError(ReactorflowError):
+class InputValidationError(ValidationFailed):
     """The inputs of a run failed validation: nothing was stored. For a child's inputs mapped by
     a step (`step` is set), that step failed and its run rolls back.
 
@@ -33,7 +33,7 @@ class InputValidationError(ReactorflowError):
         self.reason = reason
 
 
-class PayloadValidationError(ReactorflowError):
+class PayloadValidationError(ValidationFailed):
     """An interrupt payload failed validation. From `continue_` the attempt was counted; from a
     check (`rf.validate_payload`, `reactorflow continue --check`, the dashboard's form) nothing
     was sent and nothing was counted (`counted` is False).

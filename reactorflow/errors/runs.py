@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reactorflow.errors.core import ArgumentError, ReactorflowError, StepLabel, _key, shown
+from reactorflow.errors.core import (
+    ArgumentError,
+    ReactorflowError,
+    Refused,
+    StepLabel,
+    _key,
+    shown,
+)
 
 
 class RunNotFound(ReactorflowError):
@@ -59,7 +66,7 @@ class ReactorNotDeclared(ReactorflowError):
         self.reactor = reactor
 
 
-class RunExists(ReactorflowError):
+class RunExists(Refused):
     """A run with that id is already stored."""
 
     def __init__(self, run_id: str) -> None:
@@ -120,7 +127,7 @@ def refusal_advice(operation: str, status: str) -> str:
                        "Read it with get(run_id) to see what it is doing.")
 
 
-class RunStateError(ReactorflowError):
+class RunStateError(Refused):
     """The run's status does not allow the requested operation; the message says what is
     possible for that status instead.
 
@@ -153,7 +160,7 @@ class NotPaused(RunStateError):
         super().__init__(run_id, status, "continue")
 
 
-class AlreadyResumed(ReactorflowError):
+class AlreadyResumed(Refused):
     """That interrupt of that run already accepted its one payload.
 
     Attributes:
@@ -170,7 +177,7 @@ class AlreadyResumed(ReactorflowError):
         self.label = step
 
 
-class InterruptNotPending(ReactorflowError):
+class InterruptNotPending(Refused):
     """The named step is not an interrupt the run is waiting on.
 
     Attributes:
@@ -190,7 +197,7 @@ class InterruptNotPending(ReactorflowError):
         self.pending = list(pending)
 
 
-class InterruptExpired(ReactorflowError):
+class InterruptExpired(Refused):
     """The interrupt's timeout passed before a payload arrived; the run was rolled back (or,
     seen by a check that writes nothing, is due to be).
 

@@ -37,6 +37,7 @@ from reactorflow import records
 from reactorflow.config import settings
 from reactorflow.definition import registry
 from reactorflow.definition.specs import StepKind
+from reactorflow.definition.table import Declared
 from reactorflow.middleware import Middleware, RunEvent, StepEvent
 from reactorflow.status import StepStatus
 from reactorflow.storage.base import Storage
@@ -98,7 +99,7 @@ def addresses(root: str, key: str) -> list[tuple[str, str]]:
     key, then, for each composed child on the path, the child's key of it
     (`("shop", "ship.book_courier")`, `("shipping", "book_courier")`)."""
     found = [(root, key)]
-    reactor = registry.lookup(root)
+    reactor: Declared | None = registry.lookup(root)
     parts = key.split(".")
     for depth, part in enumerate(parts[:-1]):
         spec = reactor.steps.get(part) if reactor is not None else None

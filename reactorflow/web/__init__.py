@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from reactorflow.errors import ConfigurationError
+from reactorflow.web.token import TOKEN_ENV
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-TOKEN_ENV = "REACTORFLOW_DASHBOARD_TOKEN"
+__all__ = ["TOKEN_ENV", "create_app"]
 
 
 def create_app(*, token: str | None = None) -> Starlette:

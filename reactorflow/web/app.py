@@ -15,9 +15,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from reactorflow.errors import ConfigurationError
-from reactorflow.web import TOKEN_ENV, api, events
+from reactorflow.web import api, events
 from reactorflow.web.auth import check
 from reactorflow.web.responses import JSON, error_response
+from reactorflow.web.token import TOKEN_ENV
 
 Handler = Callable[[Request], Awaitable[Response]]
 STATIC = files("reactorflow.web") / "static"

@@ -32,7 +32,7 @@ from reactorflow.storage.contract_maps import Slots
 from reactorflow.storage.inline import INLINE, batches, is_foldable
 
 if TYPE_CHECKING:
-    from reactorflow.definition.reactor import Reactor
+    from reactorflow.definition.table import Declared
 
 log = logging.getLogger("reactorflow.run")
 _encode = records.encode
@@ -481,7 +481,7 @@ class Execution:
 _NO_HOOKS = Hooks(())
 
 
-def hooks_for(reactor: Reactor) -> Hooks:
+def hooks_for(reactor: Declared) -> Hooks:
     """The middleware hooks of an execution of `reactor`: the configured middleware, then the
     reactor's own."""
     middleware = config.settings().middleware

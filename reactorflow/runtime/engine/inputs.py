@@ -29,7 +29,7 @@ from reactorflow.errors import InputValidationError
 from reactorflow.redaction import scrub, secrets_in
 
 if TYPE_CHECKING:
-    from reactorflow.definition.reactor import Reactor
+    from reactorflow.definition.table import Declared
 
 WHOLE = "(the whole value)"
 _PATH = re.compile(r"^(?P<reason>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
@@ -158,7 +158,7 @@ def conform(value: Any, schema: Any) -> Any:
         raise Rejected(field, scrub(reason, secrets_in(value, mask))) from None
 
 
-def validate_inputs(reactor: Reactor, value: Any, *, step: str | None = None) -> Any:
+def validate_inputs(reactor: Declared, value: Any, *, step: str | None = None) -> Any:
     """Convert `value` (a mapping, or an instance of the inputs type) to the inputs type.
 
     Args:

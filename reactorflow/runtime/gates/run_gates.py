@@ -43,6 +43,7 @@ from reactorflow.storage.base import RunCreation
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
+    from reactorflow.definition.table import Declared
     from reactorflow.runtime.engine.execution import Execution
 
 
@@ -55,7 +56,7 @@ class Admission(StrEnum):
     BAD_KEY = "bad_key"  # a key could not be built: the run fails
 
 
-def run_needs(reactor: Reactor, inputs: Any, run_id: str) -> list[Need]:
+def run_needs(reactor: Declared, inputs: Any, run_id: str) -> list[Need]:
     """The reactor's gates with their keys built from the run's inputs.
 
     Raises:

@@ -17,7 +17,7 @@ from reactorflow.status import Status
 from reactorflow.storage.base import RunCreation, Storage
 
 if TYPE_CHECKING:
-    from reactorflow.definition.reactor import Reactor
+    from reactorflow.definition.table import Declared
 
 log = logging.getLogger("reactorflow.run")
 
@@ -33,7 +33,7 @@ class NewRun:
     creation: RunCreation
 
 
-def new_run(reactor: Reactor, plan: Plan, run_id: str, value: Any, owner: str, *,
+def new_run(reactor: Declared, plan: Plan, run_id: str, value: Any, owner: str, *,
             idempotency_key: str | None = None, handed_off: bool = False,
             parent: tuple[str, str] | None = None, retried_from: str | None = None,
             parent_gates: tuple[str, list[str]] | None = None) -> NewRun:
@@ -72,7 +72,7 @@ async def store_run(storage: Storage, run: NewRun) -> None:
                  creation.reactor)
 
 
-async def create_run(storage: Storage, reactor: Reactor, plan: Plan, run_id: str, value: Any,
+async def create_run(storage: Storage, reactor: Declared, plan: Plan, run_id: str, value: Any,
                      owner: str, *, parent: tuple[str, str] | None = None,
                      parent_gates: tuple[str, list[str]] | None = None,
                      ) -> tuple[RunMeta, RunState, Event]:
@@ -86,7 +86,7 @@ async def release(storage: Storage, run_id: str, owner: str) -> None:
     await storage.release_lock(run_id, owner)
 
 
-async def create_child_run(child: Reactor, inputs: Any, run_id: str, *,
+async def create_child_run(child: Declared, inputs: Any, run_id: str, *,
                            parent: tuple[str, str],
                            parent_gates: tuple[str, list[str]] | None = None) -> None:
     """Store the child run of an async_reactor step (once: a repeat finds it stored), with the
