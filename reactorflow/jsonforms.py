@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from reactorflow import pydantic_types
 from reactorflow.records import Event
 from reactorflow.snapshot import Run, RunPage, RunSummary
 
@@ -24,13 +25,13 @@ def event_form(event: Event) -> dict[str, Any]:
 
 def run_form(run: Run) -> dict[str, Any]:
     """`run` as a JSON-ready dict with the keys of `rf.Run`."""
-    data: dict[str, Any] = msgspec.to_builtins(run)
+    data: dict[str, Any] = pydantic_types.to_builtins(run)
     data["history"] = [event_form(e) for e in run.history]
     return data
 
 
 def summary_form(summary: RunSummary) -> dict[str, Any]:
-    form: dict[str, Any] = msgspec.to_builtins(summary)
+    form: dict[str, Any] = pydantic_types.to_builtins(summary)
     return form
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from reactorflow.pydantic_types import enc_hook
 from reactorflow.redaction import scrub
 from reactorflow.status import ControlKind, HandlerKind, RollbackTrigger, Status, StepStatus
 
@@ -260,7 +261,7 @@ class Control(msgspec.Struct, frozen=True, omit_defaults=True):
     error: RunError | None = None
 
 
-_encoder = msgspec.msgpack.Encoder()
+_encoder = msgspec.msgpack.Encoder(enc_hook=enc_hook)  # (pydantic models: their JSON form)
 encode = _encoder.encode
 _step_decoder = msgspec.msgpack.Decoder(StepRecord)
 _meta_decoder = msgspec.msgpack.Decoder(RunMeta)

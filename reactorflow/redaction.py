@@ -26,6 +26,8 @@ from typing import Any, Protocol
 
 import msgspec
 
+from reactorflow import pydantic_types
+
 REDACTED = "***"
 MIN_SECRET = 3
 EVERY = "*"
@@ -162,7 +164,7 @@ def _texts(value: Any) -> Iterator[str]:
             yield from _texts(item)
     elif isinstance(value, msgspec.Struct) or (
             dataclasses.is_dataclass(value) and not isinstance(value, type)):
-        yield from _texts(msgspec.to_builtins(value))
+        yield from _texts(pydantic_types.to_builtins(value))
     else:
         yield str(value)
 

@@ -8,6 +8,7 @@ from typing import Any
 import click
 import msgspec
 
+from reactorflow import pydantic_types
 from reactorflow.cli.context import app_options, prepare, run_async
 from reactorflow.cli.output import emit_json, show_page, show_run
 from reactorflow.runtime.ops.lookup import declared_reactor, get_run, list_runs
@@ -99,7 +100,7 @@ def continue_command(run_id: str, step: str, payload: str, check: bool, as_json:
         show_run(result, as_json)
     elif as_json:
         emit_json({"ok": True, "run_id": run_id, "step": label,
-                   "payload": msgspec.to_builtins(result)})
+                   "payload": pydantic_types.to_builtins(result)})
     else:
         click.echo(f"ok: run {run_id} waits on {step} and accepts this payload (nothing was "
                    "sent; no attempt was counted)")

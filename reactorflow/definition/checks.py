@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from reactorflow import pydantic_types
 from reactorflow.definition.params import Param, Source, wire_subset
 from reactorflow.definition.specs import InterruptOptions
 from reactorflow.errors import DefinitionError
@@ -23,15 +24,23 @@ REACTOR_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]*$")
 
 
 def input_fields(inputs: type | None, reactor: str) -> tuple[str, ...]:
-    """The field names of an inputs type (msgspec.Struct, dataclass or TypedDict)."""
+    """The field names of an inputs type (msgspec.Struct, dataclass, TypedDict or pydantic
+    model).
+
+    Raises:
+        DefinitionError: it is no type with named fields, or a model that cannot be stored.
+    """
     if inputs is None:
         return ()
+    if pydantic_types.is_model_type(inputs):
+        check_model(inputs, f"reactor {reactor!r}: inputs={inputs.__name__}", reactor, "")
+        return tuple(inputs.model_fields)
     try:
         info = msgspec.inspect.type_info(inputs)
     except Exception as exc:  # msgspec raises TypeError for unsupported types
         raise DefinitionError(
             f"reactor {reactor!r}: inputs={inputs!r} is not a type msgspec can validate; use a "
-            "msgspec.Struct, a dataclass or a TypedDict",
+            "msgspec.Struct, a dataclass, a TypedDict or a pydantic model",
             reactor=reactor,
         ) from exc
     fields = getattr(info, "fields", None)
@@ -83,19 +92,45 @@ def custom_classes(info: msgspec.inspect.Type, seen: set[int] | None = None) -> 
     return found
 
 
+def check_model(model: Any, where: str, reactor: str, step: str) -> None:
+    """A pydantic model must round-trip through JSON: every field of a type with a JSON form.
+
+    Raises:
+        DefinitionError: naming the field that cannot (an arbitrary type).
+    """
+    found = pydantic_types.unstorable(model)
+    if found is not None:
+        field, why = found
+        raise DefinitionError(
+            f"{where}: the pydantic model {model.__name__} cannot be stored: its field {field!r} "
+            f"cannot round-trip through JSON ({why}). Give it a JSON-serializable type (builtins, "
+            "a model, a msgspec.Struct, ...) or leave it out of the model",
+            reactor=reactor, step=step or None,
+        )
+
+
 def check_storable(return_type: Any, where: str, reactor: str, step: str) -> None:
-    """msgspec must decode the type, natively (no custom classes)."""
+    """msgspec must decode the type, natively (no custom classes but pydantic models whose
+    fields round-trip).
+
+    Raises:
+        DefinitionError: the type cannot be stored (a model: naming its field).
+    """
     try:
         msgspec.msgpack.Decoder(return_type)
         custom = custom_classes(msgspec.inspect.type_info(return_type))
     except (TypeError, ValueError) as exc:
         custom = [exc]  # type: ignore[list-item]
-    if custom:
+    models = [cls for cls in custom if pydantic_types.is_model_type(cls)]
+    if len(models) < len(custom):
         raise DefinitionError(
             f"{where}: its return annotation {return_type!r} cannot be stored: annotate a type "
-            "msgspec can encode (builtins, msgspec.Struct, dataclass, TypedDict, ...)",
+            "msgspec can encode (builtins, msgspec.Struct, dataclass, TypedDict, pydantic "
+            "model, ...)",
             reactor=reactor, step=step,
         )
+    for model in models:
+        check_model(model, where, reactor, step)
 
 
 def composed_tree(reactor: Declared | StepTable) -> set[Declared]:
@@ -123,12 +158,16 @@ def interrupt_options(
     name = reactor.name
     payload_type = next(p.annotation for p in params if p.source is Source.PAYLOAD)
     try:
-        msgspec.json.schema(payload_type)
+        custom = custom_classes(msgspec.inspect.type_info(payload_type))
+        for model in (cls for cls in custom if pydantic_types.is_model_type(cls)):
+            check_model(model, where, name, step)
+        pydantic_types.json_schema(payload_type)
         msgspec.msgpack.Decoder(payload_type)
     except (TypeError, ValueError) as exc:
         raise DefinitionError(
             f"{where}: the payload annotation {payload_type!r} is not a schema msgspec can "
-            "validate; use a msgspec.Struct, a dataclass, a TypedDict or builtins",
+            "validate; use a msgspec.Struct, a dataclass, a TypedDict, a pydantic model or "
+            "builtins",
             reactor=name, step=step,
         ) from exc
     timeout = check_seconds(raw["timeout"], "timeout", where, name, step)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from reactorflow import pydantic_types
 from reactorflow.definition.params import Source
 from reactorflow.definition.redaction import Mask, mask_of
 from reactorflow.redaction import EVERY
@@ -82,6 +83,8 @@ def _attribute_names(tp: Any) -> dict[str, str]:
     """encoded name -> attribute name of a record type's fields (identity when not renamed)."""
     if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
         return {f.encode_name: f.name for f in msgspec.structs.fields(tp)}
+    if pydantic_types.is_model_type(tp):
+        return {info.alias or name: name for name, info in tp.model_fields.items()}
     try:
         info = msgspec.inspect.type_info(tp)
     except Exception:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from reactorflow import pydantic_types
 from reactorflow.definition import naming
 from reactorflow.definition.params import Source
 from reactorflow.definition.redaction import Redactions, mask_of
@@ -156,7 +157,7 @@ class Plan:
                 deps=tuple(join(level, d) for d in spec.deps),
                 dependents=tuple(join(level, d) for d in dependents[spec.name]),
                 result_type=result_type,
-                decoder=msgspec.msgpack.Decoder(
+                decoder=pydantic_types.decoder(
                     spec.map.element_type if spec.map is not None else result_type),
                 context_name=next((p.name for p in spec.params if p.source is Source.CONTEXT),
                                   None),
@@ -178,7 +179,7 @@ class Plan:
             reactor=reactor,
             node_keys=tuple(keys),
             value_key=join(level, value_step) if value_step is not None else None,
-            inputs_decoder=msgspec.msgpack.Decoder(
+            inputs_decoder=pydantic_types.decoder(
                 reactor.inputs if reactor.inputs is not None else Any
             ),
         )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 import msgspec
 
+from reactorflow import pydantic_types
 from reactorflow.definition import checks
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.params import (
@@ -72,13 +73,16 @@ def _check_over(owner: StepTable, over: str, where: str, step: str) -> bool:
               f"{', '.join(owner.steps) or 'none'}")
     if over in owner.input_names:
         assert owner.inputs is not None
-        info = msgspec.inspect.type_info(owner.inputs)
-        field = next(f for f in getattr(info, "fields", ()) if f.name == over)
-        ok = isinstance(field.type, msgspec.inspect.ListType | msgspec.inspect.TupleType
+        if pydantic_types.is_model_type(owner.inputs):
+            declared = msgspec.inspect.type_info(owner.inputs.model_fields[over].annotation)
+        else:
+            info = msgspec.inspect.type_info(owner.inputs)
+            declared = next(f for f in getattr(info, "fields", ()) if f.name == over).type
+        ok = isinstance(declared, msgspec.inspect.ListType | msgspec.inspect.TupleType
                         | msgspec.inspect.VarTupleType | msgspec.inspect.AnyType)
         if not ok:
             raise DefinitionError(f"{where}: over={over!r} is an input field that is not a list "
-                                  f"or tuple ({field.type!r})", reactor=name, step=step)
+                                  f"or tuple ({declared!r})", reactor=name, step=step)
         return False
     spec = owner.steps.get(over)
     if spec is None:

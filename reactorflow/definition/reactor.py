@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
-import msgspec
-
+from reactorflow import pydantic_types
 from reactorflow.definition import checks, declare, mermaid, naming
 from reactorflow.definition.gate_secrets import input_masks
 from reactorflow.definition.gates import BoundGate, bind
@@ -171,7 +170,7 @@ class Reactor(RunMethods["Reactor"]):
         """
         spec = plan_for(self).interrupt_spec(step)
         assert spec.interrupt is not None
-        return msgspec.json.schema(spec.interrupt.payload_type)
+        return pydantic_types.json_schema(spec.interrupt.payload_type)
 
     def __repr__(self) -> str:
         return f"<Reactor {self.name!r} steps={list(self.steps)}>"

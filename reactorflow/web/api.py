@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 from starlette.requests import Request
 
+from reactorflow import pydantic_types
 from reactorflow.definition import registry
 from reactorflow.definition.graph import Plan, join, plan_for
 from reactorflow.definition.reactor import Reactor
@@ -85,7 +86,7 @@ async def check_continue(request: Request) -> JSON:
     reactor = await lookup.declared_reactor(run_id)
     checked = await resume.check_continue(reactor, run_id, step=label, payload=payload)
     return JSON({"ok": True, "run_id": run_id, "step": label,
-                 "payload": msgspec.to_builtins(checked)})
+                 "payload": pydantic_types.to_builtins(checked)})
 
 
 STEERING = ("undo", "cancel", "retry")
@@ -121,7 +122,7 @@ def reactor_form(reactor: Reactor) -> dict[str, Any]:
     steps = [{"key": key, "kind": node.kind.value, "deps": list(node.deps),
               "level": node.level} for key, node in plan.nodes.items()]
     steps += _element_steps(plan, "")
-    interrupts = {key: msgspec.json.schema(node.spec.interrupt.payload_type)
+    interrupts = {key: pydantic_types.json_schema(node.spec.interrupt.payload_type)
                   for key, node in plan.nodes.items()
                   if node.kind is StepKind.INTERRUPT and node.spec.interrupt is not None}
     return {"name": reactor.name, "steps": steps, "interrupts": interrupts,

@@ -1,7 +1,8 @@
 """Validating a value against a declared type with msgspec: a reactor's inputs (before anything is
 stored), a composed child's inputs, an interrupt's payload.
 
-A declared type is a msgspec.Struct, a dataclass or a TypedDict (a payload may also be builtins).
+A declared type is a msgspec.Struct, a dataclass, a TypedDict or a pydantic model (a payload may
+also be builtins); a model is validated by pydantic, through `reactorflow.pydantic_types`.
 The same rules hold everywhere a type is taken:
 
 1. An instance of the type itself is turned back into builtins, so that it is validated like
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from reactorflow import pydantic_types
 from reactorflow.definition.redaction import mask_of
 from reactorflow.errors import InputValidationError
 from reactorflow.redaction import scrub, secrets_in
@@ -32,7 +34,8 @@ if TYPE_CHECKING:
     from reactorflow.definition.table import Declared
 
 WHOLE = "(the whole value)"
-_PATH = re.compile(r"^(?P<reason>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_PATH = re.compile(r"^(?P<reason>.*?)(?P<paths>(?: - at `\$[^`]*`)*)$", re.DOTALL)
+_AT = re.compile(r" - at `\$([^`]*)`")
 _MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]*)`$")
 
 
@@ -47,10 +50,12 @@ class Rejected(Exception):  # internal: always turned into a ReactorflowError
 
 def split_validation_error(error: msgspec.ValidationError) -> tuple[str, str]:
     """msgspec's message as (field path, reason): "Expected `int`, got `str` - at `$.a`"; a
-    missing field is named itself ("Object missing required field `b` - at `$.a`" -> a.b)."""
+    missing field is named itself ("Object missing required field `b` - at `$.a`" -> a.b). A
+    pydantic model's error inside the value carries its own path, before msgspec's ("... - at
+    `$.b` - at `$.a`" -> a.b)."""
     match = _PATH.match(str(error))
     assert match is not None
-    path = (match.group("path") or "").lstrip(".")
+    path = "".join(reversed(_AT.findall(match.group("paths")))).lstrip(".")
     reason = match.group("reason")
     missing = _MISSING.match(reason)
     if missing is not None:
@@ -72,7 +77,8 @@ def _type_info(schema: Any) -> msgspec.inspect.Type | None:
 
 
 _NESTING = (*_RECORDS, msgspec.inspect.CollectionType, msgspec.inspect.TupleType,
-            msgspec.inspect.DictType, msgspec.inspect.UnionType, msgspec.inspect.Metadata)
+            msgspec.inspect.DictType, msgspec.inspect.UnionType, msgspec.inspect.Metadata,
+            msgspec.inspect.CustomType)
 
 
 def _at(path: str, name: str) -> str:
@@ -88,7 +94,25 @@ def check_fields(value: Any, info: msgspec.inspect.Type, path: str = "") -> None
     """
     while isinstance(info, msgspec.inspect.Metadata):
         info = info.type
-    if isinstance(info, _RECORDS):
+    if isinstance(info, msgspec.inspect.CustomType) and pydantic_types.is_model_type(info.cls):
+        model = info.cls
+        if not isinstance(value, Mapping) or pydantic_types.allows_extra(model):
+            return
+        declared = pydantic_types.fields(model)
+        unknown = [str(key) for key in value if key not in declared]
+        if unknown:
+            label = "an unknown field" if len(unknown) == 1 else "unknown fields"
+            owner = f" of {model.__name__}" if path else ""
+            raise Rejected(", ".join(_at(path, name) for name in unknown),
+                           f"{label}; the fields{owner} are: {', '.join(model.model_fields)}")
+        for key, item in value.items():
+            try:
+                inner = _type_info(declared[key])
+            except TypeError:  # an annotation that cannot be hashed: pydantic judges it
+                continue
+            if inner is not None:
+                check_fields(item, inner, _at(path, str(key)))
+    elif isinstance(info, _RECORDS):
         if not isinstance(value, Mapping):
             return  # not an object at all: msgspec says so
         fields = {f.encode_name: f.type for f in info.fields}
@@ -114,15 +138,16 @@ def check_fields(value: Any, info: msgspec.inspect.Type, path: str = "") -> None
         for key, item in value.items():
             check_fields(item, info.value_type, f"{path}[{key!r}]")
     elif isinstance(info, msgspec.inspect.UnionType) and isinstance(value, Mapping):
-        records = [t for t in info.types if isinstance(t, _RECORDS)]
+        records = [t for t in info.types if isinstance(t, _RECORDS) or (
+            isinstance(t, msgspec.inspect.CustomType) and pydantic_types.is_model_type(t.cls))]
         if len(records) == 1:  # e.g. `Item | None` (several records: tagged, msgspec decides)
             check_fields(value, records[0], path)
 
 
 def is_instance(value: Any, schema: Any) -> bool:
-    """`value` is a Struct or dataclass instance of `schema` (never an isinstance on a TypedDict
-    or a generic alias, which raise TypeError)."""
-    if not isinstance(value, msgspec.Struct) and not (
+    """`value` is a Struct, dataclass or pydantic model instance of `schema` (never an
+    isinstance on a TypedDict or a generic alias, which raise TypeError)."""
+    if not isinstance(value, msgspec.Struct) and not pydantic_types.is_model(value) and not (
             dataclasses.is_dataclass(value) and not isinstance(value, type)):
         return False
     try:
@@ -144,12 +169,12 @@ def conform(value: Any, schema: Any) -> Any:
     if type(value) is schema and schema in _SCALARS:
         return value  # (what the conversion would return)
     if is_instance(value, schema):
-        value = msgspec.to_builtins(value)
+        value = pydantic_types.to_builtins(value)
     info = _type_info(schema)
     if info is not None:
         check_fields(value, info)
     try:
-        return msgspec.convert(value, type=schema)
+        return pydantic_types.convert(value, schema)
     except msgspec.ValidationError as exc:
         field, reason = split_validation_error(exc)
         mask = mask_of(schema)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from reactorflow import clock
+from reactorflow import clock, pydantic_types
 from reactorflow.definition.graph import join
 from reactorflow.errors import ArgumentError, CorrelationConflict, SerializationError
 from reactorflow.records import StepRecord, summary
@@ -25,7 +25,7 @@ def claimed_payload(ex: Execution, node: Node) -> Any:
     options = node.spec.interrupt
     assert options is not None
     try:
-        return msgspec.msgpack.decode(ex.claims[node.key], type=options.payload_type)
+        return pydantic_types.decode(ex.claims[node.key], options.payload_type)
     except msgspec.DecodeError as exc:
         raise SerializationError(
             f"the claimed payload of interrupt {node.key!r} no longer decodes with its schema: "

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from reactorflow import config, records
+from reactorflow import config, pydantic_types, records
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.params import Source
 from reactorflow.errors import LockLost
@@ -116,7 +116,7 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
             record = ElementRecord(StepStatus.SKIPPED)  # its body never ran: nothing to undo
         else:  # (marked started: one whose body may have run before a crash runs again)
             element = node.spec.params[0]
-            item = msgspec.msgpack.decode(item_raw, type=element.annotation)
+            item = pydantic_types.decode(item_raw, element.annotation)
             kwargs = arguments_of(storage, scope, node, shared)
             kept = element_places(storage, run_id, node, kwargs) if node.spec.gates else None
             if kept is not None:  # the parked map's gates: renewed while its elements run

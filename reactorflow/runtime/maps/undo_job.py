@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from reactorflow import config, records
+from reactorflow import config, pydantic_types, records
 from reactorflow.definition.graph import plan_for
 from reactorflow.errors import LockLost
 from reactorflow.records import ErrorRecord, UndoThrow
@@ -87,7 +87,7 @@ async def run_undo(storage: Storage, reactor: Reactor, run_id: str, key: str,
             node = scope.plan.nodes[key]
             options = node.spec.map
             assert options is not None
-            item = msgspec.msgpack.decode(item_raw, type=node.spec.params[0].annotation)
+            item = pydantic_types.decode(item_raw, node.spec.params[0].annotation)
             base = arguments_of(storage, scope, node, records.decode_element_args(shared_raw))
             try:
                 await ensure_live(hold)  # a lost lock starts no undo
