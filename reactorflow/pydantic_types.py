@@ -157,8 +157,9 @@ def unstorable(tp: type[BaseModel]) -> tuple[str, str] | None:
                 ).json_schema()
             except (pydantic.PydanticUserError, pydantic.PydanticInvalidForJsonSchema,
                     TypeError, ValueError) as exc:
-                return name, f"{info.annotation!r} has no JSON form ({exc})"
-        return "(the whole model)", str(whole)
+                shown = getattr(annotation, "__name__", repr(annotation))
+                return name, f"{shown} has no JSON form: {str(exc).splitlines()[0]}"
+        return "(the whole model)", str(whole).splitlines()[0]
     return None
 
 
