@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import pydantic
 
 import reactorflow as rf
 from tests.workflows.background import LOCK_TTL_ENV, NAMESPACE_ENV, namespaced
@@ -74,6 +75,18 @@ making_child = rf.Reactor("tests.matrix.child.make", inputs=Seed)
 
 @making_child.step
 async def listed(seed: int) -> list[int]:
+    return _made(seed)
+
+
+class SeedModel(pydantic.BaseModel):  # Seed's `seed`, as a pydantic model
+    seed: int
+
+
+model_child = rf.Reactor("tests.matrix.child.make_model", inputs=SeedModel)
+
+
+@model_child.step
+async def listed_from_model(seed: int) -> list[int]:
     return _made(seed)
 
 
@@ -140,6 +153,13 @@ def produce_interrupt(flow: rf.Reactor) -> None:
         return payload.values
 
 
+def produce_compose_pydantic(flow: rf.Reactor) -> None:
+    """A composed child whose inputs type is a pydantic model (reactorflow[pydantic])."""
+    @flow.compose(model_child)
+    async def make(seed: int) -> SeedModel:
+        return SeedModel(seed=seed)
+
+
 @dataclass(frozen=True)
 class Producer:
     """How one kind makes `make`: `declare` adds it; `skips`: it is skipped (its readers, and
@@ -159,6 +179,7 @@ PRODUCERS: dict[str, Producer] = {
     "async_step": Producer(produce_async_step),
     "async_reactor": Producer(produce_async_reactor),
     "interrupt": Producer(produce_interrupt),
+    "compose_pydantic": Producer(produce_compose_pydantic),
 }
 
 
