@@ -1,4 +1,4 @@
-"""The gate primitives of `RedisStorage` (see the gates section of `storage/base.py`).
+"""The gate primitives of `RedisStorage` (see the gates section of `storage/contract/storage.py`).
 
 Every operation is one Lua script (one file each in `scripts/`, with its KEYS/ARGV header) over
 the keys of one gate, which share the hash tag `{g:<digest of the gate key>}` (one Redis
@@ -32,9 +32,9 @@ from typing import Any
 from redis.asyncio.client import Pipeline
 
 from reactorflow import clock
-from reactorflow.storage.base import GateTake, OrderedLine, RunCreation, Subscription
-from reactorflow.storage.redis_conn import SOURCES, Args, RedisConnector
-from reactorflow.storage.redis_tokens import token
+from reactorflow.storage.contract.values import GateTake, OrderedLine, RunCreation, Subscription
+from reactorflow.storage.redis.connections import SOURCES, Args, RedisConnector
+from reactorflow.storage.redis.retry_tokens import token
 
 CHARGE_MEMORY = 86_400.0
 """Seconds a rate-limit charge is remembered at least (twice the longest window if longer)

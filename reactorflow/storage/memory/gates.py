@@ -1,4 +1,4 @@
-"""The gate primitives of `MemoryStorage` (see the gates section of `storage/base.py`).
+"""The gate primitives of `MemoryStorage` (see the gates section of `storage/contract/storage.py`).
 
 Mixed into `MemoryStorage`: every method runs under its one mutex, so each is atomic. The clock
 is `clock.now()`, as Redis's `TIME` is for `RedisStorage`.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reactorflow import clock
-from reactorflow.storage.base import GateTake, OrderedLine, RunCreation, Subscription
+from reactorflow.storage.contract.values import GateTake, OrderedLine, RunCreation, Subscription
 
 CHARGE_MEMORY = 86_400.0
 """Seconds a rate-limit charge is remembered at least (twice the longest window if longer)

@@ -12,13 +12,13 @@ from typing import Any, cast
 from reactorflow import clock
 from reactorflow.errors import CorruptRecord
 from reactorflow.status import Status
-from reactorflow.storage.base import Liveness, RunHead, RunPageData, UnitLiveness
-from reactorflow.storage.decoding import wrong_type
-from reactorflow.storage.paging import decode_cursor, encode_cursor
-from reactorflow.storage.redis_conn import LoopClient, RedisConnector, own_errors
-from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
-from reactorflow.storage.redis_paging import IndexReader, Taken, newest_first
-from reactorflow.storage.rotation import ring_segments
+from reactorflow.storage.contract.cursors import decode_cursor, encode_cursor
+from reactorflow.storage.contract.decoding import wrong_type
+from reactorflow.storage.contract.rotation import ring_segments
+from reactorflow.storage.contract.values import Liveness, RunHead, RunPageData, UnitLiveness
+from reactorflow.storage.redis.connections import LoopClient, RedisConnector, own_errors
+from reactorflow.storage.redis.keys import HEAD_FIELDS, RedisKeys
+from reactorflow.storage.redis.paging import IndexReader, Taken, newest_first
 
 log = logging.getLogger("reactorflow.storage")
 

@@ -1,10 +1,10 @@
-"""The storage contract for schedules (part of `Storage`; see `storage/base.py`)."""
+"""The storage contract for schedules (part of `Storage`; see `storage/contract/storage.py`)."""
 
 from __future__ import annotations
 
 import abc
 
-from reactorflow.storage.values import ScheduleState
+from reactorflow.storage.contract.values import ScheduleState
 
 
 class SchedulesContract(abc.ABC):

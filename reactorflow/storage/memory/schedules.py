@@ -1,4 +1,4 @@
-"""The schedule primitives of `MemoryStorage` (see the schedules section of `storage/base.py`).
+"""The schedule primitives of `MemoryStorage` (see the schedules section of `storage/contract/storage.py`).
 
 Mixed into `MemoryStorage`: every method runs under its one mutex, so each is atomic.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
-from reactorflow.storage.base import ScheduleState
+from reactorflow.storage.contract.values import ScheduleState
 
 
 class MemorySchedules:

@@ -57,10 +57,10 @@ from reactorflow.errors import (
     StoragePoolExhausted,
     StorageReplyError,
 )
-from reactorflow.storage.base import Subscription
-from reactorflow.storage.redis_keys import safe_url, scheme_problem, url_secrets
-from reactorflow.storage.redis_pubsub import Multiplexer
-from reactorflow.storage.redis_wire import (
+from reactorflow.storage.contract.values import Subscription
+from reactorflow.storage.redis.keys import safe_url, scheme_problem, url_secrets
+from reactorflow.storage.redis.pubsub import Multiplexer
+from reactorflow.storage.redis.wire import (
     COMMAND_NOTE,
     WireLink,
     command_of,
@@ -126,7 +126,7 @@ each (the slots take the run's expiry)."""
 ORDERED_PLACES = frozenset({"ordered_enter", "ordered_turn", "ordered_stamp"})
 """The scripts that read a ticket's place in an ordered lock's line:
 `scripts/lib/ordered_place.lua` (a passed-over ticket's place is lost) is prepended to each."""
-_SCRIPTS_DIR = files("reactorflow.storage") / "scripts"
+_SCRIPTS_DIR = files("reactorflow.storage.redis") / "scripts"
 _RUN_WRITE = (_SCRIPTS_DIR / "lib" / "run_write.lua").read_text("utf-8")
 _TAKE_LOCK = (_SCRIPTS_DIR / "lib" / "take_lock.lua").read_text("utf-8")
 _CREATE = (_SCRIPTS_DIR / "lib" / "create_run.lua").read_text("utf-8")

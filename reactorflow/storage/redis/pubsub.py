@@ -36,7 +36,7 @@ from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from reactorflow.storage.base import Subscription
+from reactorflow.storage.contract.values import Subscription
 
 Errors = Callable[[], AbstractContextManager[None]]
 

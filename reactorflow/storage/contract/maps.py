@@ -1,4 +1,4 @@
-"""The storage contract for map element slots (part of `Storage`; see `storage/base.py`)."""
+"""The storage contract for map element slots (part of `Storage`; see `storage/contract/storage.py`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from reactorflow.errors import StorageError
-from reactorflow.storage.values import ElementStart, SlotWrite
+from reactorflow.storage.contract.values import ElementStart, SlotWrite
 
 MAX_ELEMENTS = 2**31
 """Element indexes are whole numbers from 0 to `MAX_ELEMENTS - 1` (a map has at most this many
@@ -75,7 +75,7 @@ class MapSlotsContract(abc.ABC):
         rewrite an outcome only their own element lock guards).
 
         Returns how many outcomes were written and how many the map now holds, or None (nothing
-        written) when the run does not exist. Slots take the run's expiry (storage/base.py): none
+        written) when the run does not exist. Slots take the run's expiry (storage/contract/storage.py): none
         while it has not ended, its retention once it has, and the write that ends the run (or
         makes it live again) sets their expiry atomically with its own (memory: they live on the
         run; Redis: the run records the slot keys written), so no crash leaves a slot outliving
@@ -232,7 +232,7 @@ class MapSlotsContract(abc.ABC):
 
     @abc.abstractmethod
     async def refresh_elements(self, run_id: str, keys: Sequence[str]) -> None:
-        """Give the element slots of maps `keys` of the run the run's expiry (storage/base.py):
+        """Give the element slots of maps `keys` of the run the run's expiry (storage/contract/storage.py):
         none while it has not ended, the rest of its retention once it has, in one round trip;
         nothing when the run does not exist. The run's status writes already do this for every
         slot written through this contract (see `save_elements`); the engine calls it after the

@@ -23,7 +23,11 @@ from dataclasses import dataclass, field
 from reactorflow import clock
 from reactorflow.errors import LockLost, RunRecordGone
 from reactorflow.status import ENDED
-from reactorflow.storage.base import (
+from reactorflow.storage.contract.cursors import decode_cursor, encode_cursor
+from reactorflow.storage.contract.method_marks import foldable, inline
+from reactorflow.storage.contract.rotation import window
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import (
     DEFAULT_HISTORY_LIMIT,
     DEFAULT_RETENTION,
     ClaimResult,
@@ -31,18 +35,14 @@ from reactorflow.storage.base import (
     RunCreation,
     RunHead,
     RunPageData,
-    Storage,
     StoredRun,
     Subscription,
     UnitLiveness,
     check_count,
 )
-from reactorflow.storage.inline import foldable, inline
-from reactorflow.storage.memory_gates import MemoryGates
-from reactorflow.storage.memory_maps import MemoryMaps
-from reactorflow.storage.memory_schedules import MemorySchedules
-from reactorflow.storage.paging import decode_cursor, encode_cursor
-from reactorflow.storage.rotation import window
+from reactorflow.storage.memory.gates import MemoryGates
+from reactorflow.storage.memory.maps import MemoryMaps
+from reactorflow.storage.memory.schedules import MemorySchedules
 
 _RESUMABLE = frozenset({"paused", "running"})
 DEFAULT_MAX_TERMINAL_RUNS = 10_000

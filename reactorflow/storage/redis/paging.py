@@ -27,7 +27,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from reactorflow.storage.base import RunHead
+from reactorflow.storage.contract.values import RunHead
 
 Member = tuple[float, str]  # (created_at, run id)
 Taken = tuple[str, str, str]  # (index key, reactor, run id)

@@ -1,4 +1,4 @@
-"""The schedule primitives of `RedisStorage` (see the schedules section of `storage/base.py`).
+"""The schedule primitives of `RedisStorage` (see the schedules section of `storage/contract/storage.py`).
 
 Each operation is one Lua script (one file each in `scripts/`, with its KEYS/ARGV header) over
 the schedule's hash, `<ns>:schedule:{s:<digest of the schedule key>}` (fields `cursor`,
@@ -14,8 +14,8 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from reactorflow.storage.base import ScheduleState
-from reactorflow.storage.redis_conn import RedisConnector
+from reactorflow.storage.contract.values import ScheduleState
+from reactorflow.storage.redis.connections import RedisConnector
 
 
 def _text(value: Any) -> str:

@@ -1,6 +1,6 @@
 """Map element slots on Redis: one hash per map step, `<ns>:map:{<run id>}:<step key>`, one
 field per element index (the run's hash tag: same slot as the run's keys). A mixin of
-`RedisStorage` (the contract is in `storage.base`)."""
+`RedisStorage` (the contract is in `storage.contract.storage`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from reactorflow.errors import LockLost
-from reactorflow.storage.base import ElementStart, SlotWrite
-from reactorflow.storage.contract_maps import check_ranges
-from reactorflow.storage.redis_tokens import token as _token
-from reactorflow.storage.values import CLOSES_MAPS
+from reactorflow.storage.contract.maps import check_ranges
+from reactorflow.storage.contract.values import CLOSES_MAPS, ElementStart, SlotWrite
+from reactorflow.storage.redis.retry_tokens import token as _token
 
 _CLOSING = "," + ",".join(sorted(CLOSES_MAPS)) + ","  # as the scripts match a status
 
@@ -20,8 +19,8 @@ if TYPE_CHECKING:
 
     from redis.typing import EncodableT
 
-    from reactorflow.storage.redis_conn import RedisConnector
-    from reactorflow.storage.redis_keys import RedisKeys
+    from reactorflow.storage.redis.connections import RedisConnector
+    from reactorflow.storage.redis.keys import RedisKeys
 
 
 class RedisMaps:

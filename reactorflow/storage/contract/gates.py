@@ -1,4 +1,4 @@
-"""The storage contract for gates (part of `Storage`; see `storage/base.py`)."""
+"""The storage contract for gates (part of `Storage`; see `storage/contract/storage.py`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import abc
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 
-from reactorflow.storage.values import GateTake, OrderedLine, RunCreation, Subscription
+from reactorflow.storage.contract.values import GateTake, OrderedLine, RunCreation, Subscription
 
 
 class GatesContract(abc.ABC):

@@ -1,5 +1,5 @@
 """Map element slots in memory: one dict per map step on the run's record (they expire and are
-evicted with the run). A mixin of `MemoryStorage` (the contract is in `storage.base`)."""
+evicted with the run). A mixin of `MemoryStorage` (the contract is in `storage.contract.storage`)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from reactorflow import clock
-from reactorflow.storage.base import ElementStart, SlotWrite
-from reactorflow.storage.contract_maps import check_ranges
-from reactorflow.storage.values import CLOSES_MAPS
+from reactorflow.storage.contract.maps import check_ranges
+from reactorflow.storage.contract.values import CLOSES_MAPS, ElementStart, SlotWrite
 
 if TYPE_CHECKING:
-    from reactorflow.storage.memory import _Run
+    from reactorflow.storage.memory.records import _Run
 
 
 class MemoryMaps:

@@ -35,27 +35,27 @@ from redis.typing import EncodableT
 from reactorflow import clock
 from reactorflow.errors import LockLost, RunRecordGone
 from reactorflow.status import ENDED
-from reactorflow.storage.base import (
+from reactorflow.storage.contract.decoding import number, wrong_type
+from reactorflow.storage.contract.method_marks import foldable
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import (
     DEFAULT_HISTORY_LIMIT,
     DEFAULT_RETENTION,
     ClaimResult,
     ResumeCheck,
     Resumption,
     RunHead,
-    Storage,
     StoredRun,
     Subscription,
 )
-from reactorflow.storage.decoding import number, wrong_type
-from reactorflow.storage.inline import foldable
-from reactorflow.storage.redis_conn import SOURCES, Args, LoopClient, RedisConnector
-from reactorflow.storage.redis_gates import RedisGates
-from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
-from reactorflow.storage.redis_maps import RedisMaps
-from reactorflow.storage.redis_reindex import RecordWalk, RedisReindex
-from reactorflow.storage.redis_scan import RedisScans, unit_member
-from reactorflow.storage.redis_schedules import RedisSchedules
-from reactorflow.storage.redis_tokens import token as _token
+from reactorflow.storage.redis.connections import SOURCES, Args, LoopClient, RedisConnector
+from reactorflow.storage.redis.gates import RedisGates
+from reactorflow.storage.redis.keys import HEAD_FIELDS, RedisKeys
+from reactorflow.storage.redis.maps import RedisMaps
+from reactorflow.storage.redis.reindex import RecordWalk, RedisReindex
+from reactorflow.storage.redis.retry_tokens import token as _token
+from reactorflow.storage.redis.scans import RedisScans, unit_member
+from reactorflow.storage.redis.schedules import RedisSchedules
 
 FACTS_CACHE_SIZE = 4096
 """Runs whose (reactor, created_at) this process remembers, so that `save_state` can send its

@@ -52,10 +52,10 @@ import abc
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 
-from reactorflow.storage.contract_gates import GatesContract
-from reactorflow.storage.contract_maps import LOAD_LIMIT, MAX_ELEMENTS, MapSlotsContract
-from reactorflow.storage.contract_schedules import SchedulesContract
-from reactorflow.storage.values import (
+from reactorflow.storage.contract.gates import GatesContract
+from reactorflow.storage.contract.maps import LOAD_LIMIT, MAX_ELEMENTS, MapSlotsContract
+from reactorflow.storage.contract.schedules import SchedulesContract
+from reactorflow.storage.contract.values import (
     DEFAULT_HISTORY_LIMIT,
     DEFAULT_RETENTION,
     ClaimResult,

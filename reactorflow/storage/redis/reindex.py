@@ -29,10 +29,10 @@ from typing import Any
 import msgspec
 
 from reactorflow.status import Status
-from reactorflow.storage.base import Liveness
-from reactorflow.storage.redis_conn import LoopClient, RedisConnector, own_errors
-from reactorflow.storage.redis_keys import RedisKeys
-from reactorflow.storage.redis_scan import unit_member
+from reactorflow.storage.contract.values import Liveness
+from reactorflow.storage.redis.connections import LoopClient, RedisConnector, own_errors
+from reactorflow.storage.redis.keys import RedisKeys
+from reactorflow.storage.redis.scans import unit_member
 
 LIVE = frozenset({Status.RUNNING.value, Status.ROLLING_BACK.value, Status.PAUSED.value})
 """The statuses whose runs the sweeper looks after: the record pass writes their entries
