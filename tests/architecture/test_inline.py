@@ -1,6 +1,6 @@
-"""A storage method marked `@inline` (`reactorflow.storage.contract.method_marks`) runs without the cancellation
-shield of a step checkpoint, which is sound only while its body awaits nothing: checked on the
-source of every marked method. And the mark stays on the function it was put on."""
+"""A storage method marked `@inline` (`reactorflow.storage.contract.method_marks`) runs without the
+cancellation shield of a step checkpoint, which is sound only while its body awaits nothing: checked
+on the source of every marked method. And the mark stays on the function it was put on."""
 
 from __future__ import annotations
 

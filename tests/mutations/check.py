@@ -86,7 +86,8 @@ MUTATIONS = (
         "        if False:\n",
         ("tests/runtime/test_retry.py::test_never_retry_goes_straight_to_compensation",)),
     Mutation(
-        "a refused unit marker stays in the unit index (Redis)", "reactorflow/storage/redis/storage.py",
+        "a refused unit marker stays in the unit index (Redis)",
+        "reactorflow/storage/redis/storage.py",
         "            if unit:\n                await conn.client.zrem(self._keys.units(), "
         "_unit_member(run_id, key))\n",
         "            if False:\n                await conn.client.zrem(self._keys.units(), "

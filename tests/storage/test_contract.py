@@ -456,8 +456,8 @@ async def _until(moment: float) -> None:
 
 async def test_an_ended_run_expires_retention_after_the_write_that_ended_it(
         factory: Callable[..., Storage]) -> None:
-    """Real time, end to end (storage/contract/storage.py; tests/storage/test_retention.py checks every
-    part of the rule without waiting): the run goes, all of it, and its id is free again."""
+    """Real time, end to end (storage/contract/storage.py; tests/storage/test_retention.py checks
+    every part of the rule without waiting): the run goes, all of it, and its id is free again."""
     storage = factory(retention=RETENTION)
     run_id = await new_run(storage, events=[b"e"], lock_ttl=RETENTION * 20)
     assert await storage.claim(run_id, "approve", b"p") is ClaimResult.ACCEPTED
@@ -867,7 +867,8 @@ async def test_redis_keys_share_the_run_hash_tag_and_carry_ttls(
     assert f"{ns}:reactors" in glob
     assert any(k.startswith(f"{ns}:corr:flow:") and len(k.rsplit(":", 1)[1]) == 64 for k in glob)
     assert any(k.startswith(f"{ns}:idem:flow:") and len(k.rsplit(":", 1)[1]) == 64 for k in glob)
-    for key in tagged:  # a live run's keys carry no TTL, its lock its own (storage/contract/storage.py)
+    # a live run's keys carry no TTL, its lock its own (storage/contract/storage.py)
+    for key in tagged:
         ttl = await raw.pttl(key)
         assert (0 < ttl <= 10_000) if ":lock:" in key else ttl == -1, (key, ttl)
     await redis_storage.save_state(run_id, OWNER, status="completed", previous_status="running",

@@ -1,5 +1,5 @@
-"""Findable runs (storage/contract/storage.py): after `create_run` or a status write returns or raises, the
-run is findable by the sweeper, through its index entries or through the record pass
+"""Findable runs (storage/contract/storage.py): after `create_run` or a status write returns or
+raises, the run is findable by the sweeper, through its index entries or through the record pass
 (`scan_records`), which writes lost entries again; `repair_index` does it for one run.
 
 The cut between a run's script and its index writes is real (tests/cutoff.py: the server

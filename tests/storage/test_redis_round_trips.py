@@ -1,7 +1,7 @@
-"""RedisStorage: what one write costs on the server (commands counted with MONITOR), the
-expiry rule of storage/contract/storage.py as Redis implements it (no TTL while a run lives, the run's
-expiry for keys created later; tests/storage/test_retention.py has the rule on every backend),
-and retry tokens over a long run."""
+"""RedisStorage: what one write costs on the server (commands counted with MONITOR), the expiry rule
+of storage/contract/storage.py as Redis implements it (no TTL while a run lives, the run's expiry
+for keys created later; tests/storage/test_retention.py has the rule on every backend), and retry
+tokens over a long run."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The retention rule of the storage contract (storage/contract/storage.py, api.md §13), on every backend
-(memory, Redis, Redis Cluster): retention applies to ended runs only. A run that has not ended
-(running, paused, rolling_back, aborted) keeps every part of it (head, steps, history, claims,
-counters, control request, map element slots, correlation ids) however long it waits; the write
-that ends it starts the retention of all of them; a write that makes it live again stops it.
+"""The retention rule of the storage contract (storage/contract/storage.py, api.md §13), on every
+backend (memory, Redis, Redis Cluster): retention applies to ended runs only. A run that has not
+ended (running, paused, rolling_back, aborted) keeps every part of it (head, steps, history, claims,
+counters, control request, map element slots, correlation ids) however long it waits; the write that
+ends it starts the retention of all of them; a write that makes it live again stops it.
 
 Memory is checked on a fake clock moved far past the retention; Redis by reading each key's TTL
 (PTTL), never by sleeping."""

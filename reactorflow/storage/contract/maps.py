@@ -1,4 +1,5 @@
-"""The storage contract for map element slots (part of `Storage`; see `storage/contract/storage.py`)."""
+"""The storage contract for map element slots (part of `Storage`; see
+`storage/contract/storage.py`)."""
 
 from __future__ import annotations
 
@@ -75,11 +76,11 @@ class MapSlotsContract(abc.ABC):
         rewrite an outcome only their own element lock guards).
 
         Returns how many outcomes were written and how many the map now holds, or None (nothing
-        written) when the run does not exist. Slots take the run's expiry (storage/contract/storage.py): none
-        while it has not ended, its retention once it has, and the write that ends the run (or
-        makes it live again) sets their expiry atomically with its own (memory: they live on the
-        run; Redis: the run records the slot keys written), so no crash leaves a slot outliving
-        its run.
+        written) when the run does not exist. Slots take the run's expiry (the retention rule,
+        storage/contract/storage.py): none while it has not ended, its retention once it has, and
+        the write that ends the run (or makes it live again) sets their expiry atomically with its
+        own (memory: they live on the run; Redis: the run records the slot keys written), so no
+        crash leaves a slot outliving its run.
 
         Args:
             run_id: The run's id.
@@ -232,12 +233,13 @@ class MapSlotsContract(abc.ABC):
 
     @abc.abstractmethod
     async def refresh_elements(self, run_id: str, keys: Sequence[str]) -> None:
-        """Give the element slots of maps `keys` of the run the run's expiry (storage/contract/storage.py):
-        none while it has not ended, the rest of its retention once it has, in one round trip;
-        nothing when the run does not exist. The run's status writes already do this for every
-        slot written through this contract (see `save_elements`); the engine calls it after the
-        write that ends the run (and after its last write of an execution) for slots an earlier
-        version wrote without recording them. (Memory keeps slots on the run: nothing to do.)
+        """Give the element slots of maps `keys` of the run the run's expiry (the retention rule,
+        storage/contract/storage.py): none while it has not ended, the rest of its retention once
+        it has, in one round trip; nothing when the run does not exist. The run's status writes
+        already do this for every slot written through this contract (see `save_elements`); the
+        engine calls it after the write that ends the run (and after its last write of an
+        execution) for slots an earlier version wrote without recording them. (Memory keeps
+        slots on the run: nothing to do.)
 
         Args:
             run_id: The run's id.

@@ -258,7 +258,7 @@ class OrderedLine:
 
 @dataclass(frozen=True, slots=True)
 class ScheduleState:
-    """A schedule's stored state (see the schedules section of `Storage`).
+    """A schedule's stored state (see `storage/contract/schedules.py`).
 
     Attributes:
         cursor: The last tick handled (ms since the epoch): ticks after it are due.

@@ -1,4 +1,4 @@
-"""The gate primitives of `MemoryStorage` (see the gates section of `storage/contract/storage.py`).
+"""The gate primitives of `MemoryStorage` (the contract: `storage/contract/gates.py`).
 
 Mixed into `MemoryStorage`: every method runs under its one mutex, so each is atomic. The clock
 is `clock.now()`, as Redis's `TIME` is for `RedisStorage`.

@@ -1,18 +1,16 @@
 """Map element slots in memory: one dict per map step on the run's record (they expire and are
-evicted with the run). A mixin of `MemoryStorage` (the contract is in `storage.contract.storage`)."""
+evicted with the run). A mixin of `MemoryStorage`
+(the contract is in `storage/contract/maps.py`)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from reactorflow import clock
 from reactorflow.storage.contract.maps import check_ranges
 from reactorflow.storage.contract.values import CLOSES_MAPS, ElementStart, SlotWrite
-
-if TYPE_CHECKING:
-    from reactorflow.storage.memory.records import _Run
+from reactorflow.storage.memory.records import _Run
 
 
 class MemoryMaps:

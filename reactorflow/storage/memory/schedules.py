@@ -1,4 +1,4 @@
-"""The schedule primitives of `MemoryStorage` (see the schedules section of `storage/contract/storage.py`).
+"""The schedule primitives of `MemoryStorage` (the contract: `storage/contract/schedules.py`).
 
 Mixed into `MemoryStorage`: every method runs under its one mutex, so each is atomic.
 """

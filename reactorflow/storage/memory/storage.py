@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import threading
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
 
 from reactorflow import clock
 from reactorflow.errors import LockLost, RunRecordGone
@@ -42,45 +40,12 @@ from reactorflow.storage.contract.values import (
 )
 from reactorflow.storage.memory.gates import MemoryGates
 from reactorflow.storage.memory.maps import MemoryMaps
+from reactorflow.storage.memory.records import LIVE, _Lock, _Run
 from reactorflow.storage.memory.schedules import MemorySchedules
 
 _RESUMABLE = frozenset({"paused", "running"})
 DEFAULT_MAX_TERMINAL_RUNS = 10_000
 """Ended runs a `MemoryStorage` keeps by default (about 3 KB each for a small run)."""
-LIVE = math.inf
-"""The expiry of a run that has not ended (and of a correlation id's mapping): never."""
-
-
-@dataclass(slots=True)
-class _Run:
-    run_id: str
-    reactor: str
-    status: str
-    meta: bytes
-    state: bytes
-    created_at: float
-    touched_at: float
-    expires: float  # monotonic; LIVE until the run ends (`_set_status`)
-    history: deque[bytes]
-    steps: dict[str, bytes] = field(default_factory=dict)
-    claims: dict[str, bytes] = field(default_factory=dict)
-    counters: dict[str, int] = field(default_factory=dict)
-    maps: dict[str, dict[int, bytes]] = field(default_factory=dict)  # map key -> element slots
-    control: bytes | None = None
-    idempotency: tuple[str, str] | None = None  # (reactor, key) of the claim it holds
-
-    def head(self) -> RunHead:
-        return RunHead(self.run_id, self.reactor, self.status, self.meta, self.state,
-                       self.created_at, self.touched_at)
-
-
-@dataclass(slots=True)
-class _Lock:
-    owner: str
-    count: int
-    expires: float
-
-
 class _MemorySubscription(Subscription):
     def __init__(self) -> None:
         self.loop = asyncio.get_running_loop()

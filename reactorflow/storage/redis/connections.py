@@ -244,7 +244,7 @@ class LoopClient:
     guard: AsyncGenerator[None, None] | None = None
     mux: Multiplexer | None = None  # every waiter of the loop, on one subscriber connection
     cluster: bool = False  # a RedisCluster: no scripts in pipelines
-    wire: WireLink | None = None  # the scripts' lean path on one node (see redis_wire)
+    wire: WireLink | None = None  # the scripts' lean path on one node (see wire.py)
 
     async def aclose(self) -> None:
         if self.wire is not None:
@@ -255,7 +255,7 @@ class LoopClient:
 
     def script(self, name: str, keys: Sequence[str], args: Args) -> Awaitable[Any]:
         """EVALSHA: one round trip (on NOSCRIPT, load the script and send it again); on the
-        wire path where the connection settings allow it (`redis_wire`: its call is returned
+        wire path where the connection settings allow it (`wire.py`: its call is returned
         as it is, no coroutine of its own around it)."""
         if self.wire is not None:
             return self.wire.evalsha(self.scripts[name].sha, SOURCES[name], keys, args, name)
@@ -570,7 +570,7 @@ class RedisConnector:
     @asynccontextmanager
     async def subscription(self, channel: str) -> AsyncIterator[Subscription]:
         """Subscribed to `channel` (confirmed) for the body, through the loop's one subscriber
-        connection (see `redis_pubsub`): waiting costs no connection of the command pool."""
+        connection (see `pubsub.py`): waiting costs no connection of the command pool."""
         conn = await self.get()
         if conn.mux is None:
             conn.mux = Multiplexer(self._subscriber_client(), self.errors, SUBSCRIBE_TIMEOUT)

@@ -1,4 +1,4 @@
-"""The gate primitives of `RedisStorage` (see the gates section of `storage/contract/storage.py`).
+"""The gate primitives of `RedisStorage` (the contract: `storage/contract/gates.py`).
 
 Every operation is one Lua script (one file each in `scripts/`, with its KEYS/ARGV header) over
 the keys of one gate, which share the hash tag `{g:<digest of the gate key>}` (one Redis

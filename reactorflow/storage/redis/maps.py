@@ -1,6 +1,6 @@
 """Map element slots on Redis: one hash per map step, `<ns>:map:{<run id>}:<step key>`, one
 field per element index (the run's hash tag: same slot as the run's keys). A mixin of
-`RedisStorage` (the contract is in `storage.contract.storage`)."""
+`RedisStorage` (the contract is in `storage/contract/maps.py`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The schedule primitives of `RedisStorage` (see the schedules section of `storage/contract/storage.py`).
+"""The schedule primitives of `RedisStorage` (the contract: `storage/contract/schedules.py`).
 
 Each operation is one Lua script (one file each in `scripts/`, with its KEYS/ARGV header) over
 the schedule's hash, `<ns>:schedule:{s:<digest of the schedule key>}` (fields `cursor`,

@@ -8,7 +8,7 @@
   this process knows the run's reactor). Otherwise (a Redis Cluster, where they live in other
   slots) they follow the script, and the script leaves a pending-index record in the run's own
   slot (field `ix`, the write's token), cleared (`index_done`) once they landed: a write cut
-  off between the two leaves the record, which the sweeper's record pass (`redis_reindex`)
+  off between the two leaves the record, which the sweeper's record pass (`reindex.py`)
   finds. An async unit's dispatch (`save_step(unit=True)`) and its unit index entry follow
   the same rule (pending unit record `ux`, cleared by `unit_indexed`). A refused write sends no
   index write. Index entries are hints: readers verify them against the run record and drop
@@ -17,7 +17,7 @@
   after a lost reply is recognised and not applied twice (no duplicated events, no double
   count, no `False` from a create that did succeed).
 * Connection handling (a client per event loop, retries, error translation, pub/sub) lives in
-  `redis_conn`; key names in `redis_keys` (documented in docs/reference/redis-keys.md).
+  `connections.py`; key names in `keys.py` (documented in docs/reference/redis-keys.md).
 """
 
 from __future__ import annotations
