@@ -198,7 +198,7 @@ class Traffic:
 def _count_round_trips(traffic: Traffic) -> Iterator[None]:
     """Count the writes of every asyncio stream (redis.asyncio connections write each command
     or pipeline with one `writelines`, whichever connection class sends it) and of the
-    storage's wire path (`redis_wire`: one `send` per command): one per round trip. Empty
+    storage's wire path (`storage/redis/wire.py`: one `send` per command): one per round trip. Empty
     writes (a drain after bytes stayed buffered) are not counted."""
     original = asyncio.StreamWriter.writelines
     original_send = redis_wire._Wire.send

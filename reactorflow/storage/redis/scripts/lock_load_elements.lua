@@ -10,7 +10,7 @@
 --   each range a list of its slots' values (nil where a slot is empty).
 -- Refused with an error reply, before anything is written, unless every range is whole
 -- numbers with 0 <= first, 1 <= count and first + count <= 2^31 (`MAX_ELEMENTS`), and the
--- counts add up to at most 1024 (`LOAD_LIMIT`, storage/contract_maps.py): the reads are
+-- counts add up to at most 1024 (`LOAD_LIMIT`, storage/contract/maps.py): the reads are
 -- bounded by construction, whatever the caller sends.
 local MAX_ELEMENTS, LOAD_LIMIT = 2147483648, 1024
 local ranges, total = {}, 0

@@ -1,5 +1,5 @@
 -- create_run: the run creation shared by create_run and gate_release (prepended to them after
--- lib/run_write.lua; see redis_conn). `create(K, A)` takes the keys and arguments as
+-- lib/run_write.lua; see redis/connections.py). `create(K, A)` takes the keys and arguments as
 -- create_run.lua documents its KEYS and ARGV, so that gate_release can create a run queued
 -- with a waiter (its keys and arguments stored beside the queue entry) when it hands the
 -- waiter the place.

@@ -1,5 +1,5 @@
 -- expiry: the retention rule of api.md §13, the one place the scripts apply it (prepended to
--- every script that writes a run or its element slots; see redis_conn).
+-- every script that writes a run or its element slots; see redis/connections.py).
 --
 -- Retention applies to ENDED runs only. While a run is in any other status (running, paused,
 -- rolling_back, aborted with its undo owed) none of its keys carries a TTL, however long it

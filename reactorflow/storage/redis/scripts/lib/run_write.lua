@@ -1,6 +1,6 @@
 -- run_write: helpers shared by the scripts that write a run (prepended to create_run,
 -- save_step, save_state, save_unit, claim, request_control, incr_counter, claim_lock_load,
--- unit_indexed and gate_release; see redis_conn).
+-- unit_indexed and gate_release; see redis/connections.py).
 --
 -- Retry tokens: a write's token is recorded as field 'w' .. token (value: its generation, one
 -- per WINDOW writes; field `wn` of the run hash numbers the writes), so a retry of an applied

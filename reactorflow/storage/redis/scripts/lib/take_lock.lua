@@ -1,5 +1,5 @@
 -- take_lock: the liveness-lock acquisition shared by acquire_lock and lock_load_elements
--- (prepended to them; see redis_conn).
+-- (prepended to them; see redis/connections.py).
 --
 -- A lock is a hash: owner, count (re-entries), t (the token of the last acquire, so a retry of
 -- an acquire that applied does not count twice). Returns 1 when `owner` holds it now (its TTL
