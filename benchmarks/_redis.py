@@ -26,7 +26,7 @@ from typing import Any
 import redis
 import redis.asyncio
 
-from reactorflow.storage import redis_wire
+from reactorflow.storage.redis import wire as redis_wire
 
 URL_ENV = "REACTORFLOW_BENCH_REDIS_URL"
 SERVER_ENV = "REACTORFLOW_BENCH_REDIS_SERVER"
@@ -147,7 +147,7 @@ async def set_round_trip(client: redis.asyncio.Redis, key: str, iterations: int)
 
 async def wire_set_round_trip(storage: Any, key: str, iterations: int) -> float | None:
     """Mean seconds of one SET (256 bytes) through `storage`'s wire path (the connection its
-    run scripts use, `reactorflow.storage.redis_wire`), or None where it has none (a cluster,
+    run scripts use, `reactorflow.storage.redis.wire`), or None where it has none (a cluster,
     TLS, or options only redis-py applies)."""
     conn = await storage._redis.get()
     wire = conn.wire
@@ -198,7 +198,7 @@ class Traffic:
 def _count_round_trips(traffic: Traffic) -> Iterator[None]:
     """Count the writes of every asyncio stream (redis.asyncio connections write each command
     or pipeline with one `writelines`, whichever connection class sends it) and of the
-    storage's wire path (`redis_wire`: one `send` per command): one per round trip. Empty
+    storage's wire path (`storage/redis/wire.py`: one `send` per command): one per round trip. Empty
     writes (a drain after bytes stayed buffered) are not counted."""
     original = asyncio.StreamWriter.writelines
     original_send = redis_wire._Wire.send

@@ -151,7 +151,7 @@ async def run(ctx: Context) -> None:
     report.row("ratio per step / SET round trip", ratio, "x")
     if t_wire:  # the same SET through the connection the run scripts use
         report.row("  context: SET through the storage's wire path", Spread.of(t_wire).scaled(us),
-                   "µs", "(redis_wire: the connection the run scripts use)")
+                   "µs", "(storage/redis/wire.py: the connection the run scripts use)")
         report.row("  context: ratio per step / wire SET", ratios(per_step, t_wire), "x")
     report.row("  context: one save_step (EVALSHA) call, median", Spread.of(t_save).scaled(us),
                "µs", f"{ratios(t_save, t_set).median:.2f}x SET")

@@ -16,7 +16,7 @@ from benchmarks._context import Context
 from benchmarks._report import Spread, settle
 from benchmarks._stored import fill
 from reactorflow.status import Status
-from reactorflow.storage.redis_keys import HEAD_FIELDS, RedisKeys
+from reactorflow.storage.redis.keys import HEAD_FIELDS, RedisKeys
 from reactorflow.web import create_app
 
 TITLE = "runs list (rf.list_runs) over 100,000 stored runs on Redis vs a hand-written read"

@@ -70,9 +70,10 @@ from reactorflow.runtime.services.scheduler import schedule_once
 from reactorflow.runtime.services.sweeper import SweepReport, sweep_once
 from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
 from reactorflow.status import Status, StepStatus
-from reactorflow.storage.base import OrderedLine, Storage
-from reactorflow.storage.memory import MemoryStorage
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import OrderedLine
+from reactorflow.storage.memory.storage import MemoryStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from reactorflow.workers.queue import current_queue as _current_queue
 
 # The wiring of the layers, from above: the declarations' run methods use the runtime, and the

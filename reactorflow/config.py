@@ -14,9 +14,9 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from reactorflow.errors import ConfigurationError
-from reactorflow.storage.base import Storage
-from reactorflow.storage.memory import MemoryStorage
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.memory.storage import MemoryStorage
+from reactorflow.storage.redis.storage import RedisStorage
 
 if TYPE_CHECKING:
     from reactorflow.middleware import Middleware

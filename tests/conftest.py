@@ -181,7 +181,7 @@ def _until_cluster_ok(cli: str, ports: list[int]) -> None:
 def make_storage(kind: str, request: pytest.FixtureRequest) -> rf.Storage:
     if kind == "memory":
         return rf.MemoryStorage()
-    from reactorflow.storage.redis import RedisStorage
+    from reactorflow.storage.redis.storage import RedisStorage
 
     url = request.getfixturevalue("redis_cluster_url" if kind == "cluster" else "redis_url")
     return RedisStorage.from_url(url, namespace=redis_namespace())

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import redis.asyncio
 
 import reactorflow as rf
-from reactorflow.storage.redis_keys import RUN_PARTS
+from reactorflow.storage.redis.keys import RUN_PARTS
 
 WRITABLE = (*RUN_PARTS, "map", "idem", "corr", "gate", "done")
 """The key kinds of a namespace the cut user may write: all but the indexes (`idx`,

@@ -18,8 +18,8 @@ from anyio.abc import TaskStatus
 from reactorflow import config
 from reactorflow.config import configure
 from reactorflow.errors import ConfigurationError
-from reactorflow.storage.memory import MemoryStorage
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.memory.storage import MemoryStorage
+from reactorflow.storage.redis.storage import RedisStorage
 
 APP_ENV = "REACTORFLOW_APP"
 NAMESPACE_ENV = "REACTORFLOW_REDIS_NAMESPACE"

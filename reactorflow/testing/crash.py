@@ -40,8 +40,8 @@ from reactorflow.definition.specs import StepKind
 from reactorflow.definition.table import Declared
 from reactorflow.middleware import Middleware, RunEvent, StepEvent
 from reactorflow.status import StepStatus
-from reactorflow.storage.base import Storage
-from reactorflow.storage.inline import foldable, is_foldable
+from reactorflow.storage.contract.method_marks import foldable, is_foldable
+from reactorflow.storage.contract.storage import Storage
 
 When = Literal["before", "after"]
 FINISHED = frozenset({StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.SKIPPED})

@@ -30,7 +30,7 @@ from reactorflow.errors import ConfigurationError
 from reactorflow.runtime.engine import job_queue as rf_queue
 from reactorflow.runtime.engine.lockkeeper import keeper
 from reactorflow.runtime.services import sweeper
-from reactorflow.storage.base import Storage
+from reactorflow.storage.contract.storage import Storage
 from reactorflow.testing.clock import FakeClock
 from reactorflow.testing.crash import (
     CrashInjector,

@@ -25,8 +25,8 @@ from dramatiq.middleware import AsyncIO, Retries
 
 from reactorflow import config
 from reactorflow.errors import ConfigurationError
-from reactorflow.storage.redis_conn import cluster_url
-from reactorflow.storage.redis_keys import safe_url, scheme_problem
+from reactorflow.storage.redis.connections import cluster_url
+from reactorflow.storage.redis.keys import safe_url, scheme_problem
 from reactorflow.workers import jobs
 
 log = logging.getLogger("reactorflow.worker")

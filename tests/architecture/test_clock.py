@@ -36,15 +36,15 @@ ALLOWED: dict[str, tuple[set[str], str]] = {
     "runtime/engine/lockkeeper.py": ({"time.monotonic(", "asyncio.wait_for("},
                               "the keeper's own thread keeps this process's locks alive in "
                               "real time; a fake clock extends live holds itself when it jumps"),
-    "storage/memory.py": ({"asyncio.wait_for("},
+    "storage/memory/storage.py": ({"asyncio.wait_for("},
                           "a subscription's wait is given real seconds (clock.wait_signal "
                           "bounds it in clock time)"),
-    "storage/redis_pubsub.py": ({"move_on_after(", "loop.time("},
+    "storage/redis/pubsub.py": ({"move_on_after(", "loop.time("},
                                 "network I/O timeouts of the Redis pub/sub connection"),
-    "storage/redis_conn.py": ({"asyncio.wait_for("},
+    "storage/redis/connections.py": ({"asyncio.wait_for("},
                               "the connection pool's wait for a free connection (pool_timeout): "
                               "a network-I/O timeout in real seconds, like redis-py's own"),
-    "storage/redis_wire.py": ({"loop.time("},
+    "storage/redis/wire.py": ({"loop.time("},
                               "the wire connection's socket timeout: a network-I/O timeout in "
                               "real seconds, like redis-py's own"),
     "workers/health.py": ({"time.monotonic("},

@@ -22,10 +22,7 @@ import reactorflow
 
 PACKAGE = Path(reactorflow.__file__).resolve().parent
 
-KNOWN: dict[frozenset[str], str] = {
-    frozenset({"reactorflow.storage.memory", "reactorflow.storage.memory_maps"}):
-        "h/rd-storage",
-}
+KNOWN: dict[frozenset[str], str] = {}
 """Cycles still to remove -> the branch that removes them (emptied once they are merged)."""
 
 

@@ -1,6 +1,6 @@
-"""A storage method marked `@inline` (`reactorflow.storage.inline`) runs without the cancellation
-shield of a step checkpoint, which is sound only while its body awaits nothing: checked on the
-source of every marked method. And the mark stays on the function it was put on."""
+"""A storage method marked `@inline` (`reactorflow.storage.contract.method_marks`) runs without the
+cancellation shield of a step checkpoint, which is sound only while its body awaits nothing: checked
+on the source of every marked method. And the mark stays on the function it was put on."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import reactorflow as rf
-import reactorflow.storage.memory
-from reactorflow.storage.inline import is_inline
+import reactorflow.storage.memory.storage
+from reactorflow.storage.contract.method_marks import is_inline
 
 PACKAGE = Path(reactorflow.__file__).resolve().parent
 SUSPENDING = (ast.Await, ast.AsyncWith, ast.AsyncFor)
@@ -29,7 +29,7 @@ def _marked() -> list[tuple[str, ast.AsyncFunctionDef]]:
 
 def test_every_inline_method_awaits_nothing() -> None:
     marked = _marked()
-    assert any(name.startswith("storage/memory.py") for name, _ in marked)
+    assert any(name.startswith("storage/memory/storage.py") for name, _ in marked)
     suspending = [name for name, fn in marked
                   if any(isinstance(n, SUSPENDING) for n in ast.walk(fn))]
     assert suspending == [], f"marked @inline but may suspend: {suspending}"

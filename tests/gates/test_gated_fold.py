@@ -10,7 +10,7 @@ import pytest
 import reactorflow as rf
 from reactorflow import records
 from reactorflow.records import Control, ControlKind, RunError
-from reactorflow.storage.base import GateTake
+from reactorflow.storage.contract.values import GateTake
 from tests.helpers import unique
 
 pytestmark = pytest.mark.usefixtures("storage")

@@ -17,8 +17,9 @@ import reactorflow as rf
 from reactorflow import clock
 from reactorflow.definition.graph import plan_for
 from reactorflow.runtime.ops.creation import new_run
-from reactorflow.storage.base import GateTake, Storage
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import GateTake
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import unique
 

@@ -12,8 +12,8 @@ import msgspec
 import pytest
 
 import reactorflow as rf
-from reactorflow.storage.base import GateTake
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.contract.values import GateTake
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.helpers import unique
 
 

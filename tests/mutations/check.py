@@ -75,7 +75,7 @@ MUTATIONS = (
          "tests/runtime/test_saga.py::test_failure_compensates_then_undoes_in_reverse")),
     Mutation(
         "completion not published (MemoryStorage): waiters only re-check",
-        "reactorflow/storage/memory.py",
+        "reactorflow/storage/memory/storage.py",
         "        if publish:\n            await self.publish(run_id)\n",
         "        if False:\n            await self.publish(run_id)\n",
         ("tests/runtime/test_wait_and_middleware.py"
@@ -86,7 +86,8 @@ MUTATIONS = (
         "        if False:\n",
         ("tests/runtime/test_retry.py::test_never_retry_goes_straight_to_compensation",)),
     Mutation(
-        "a refused unit marker stays in the unit index (Redis)", "reactorflow/storage/redis.py",
+        "a refused unit marker stays in the unit index (Redis)",
+        "reactorflow/storage/redis/storage.py",
         "            if unit:\n                await conn.client.zrem(self._keys.units(), "
         "_unit_member(run_id, key))\n",
         "            if False:\n                await conn.client.zrem(self._keys.units(), "

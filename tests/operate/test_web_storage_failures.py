@@ -16,7 +16,7 @@ import pytest
 import redis
 
 import reactorflow as rf
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from reactorflow.testing.redis_server import (
     free_port,
     redis_server_executable,

@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 
 import reactorflow as rf
 from reactorflow import config, records
-from reactorflow.storage.redis_keys import RedisKeys
+from reactorflow.storage.redis.keys import RedisKeys
 from tests.helpers import redis_namespace, unique
 
 VANDAL = "vandal"

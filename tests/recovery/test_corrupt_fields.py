@@ -13,8 +13,8 @@ import pytest
 
 import reactorflow as rf
 from reactorflow.runtime.ops import lookup
-from reactorflow.storage.memory import MemoryStorage
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.memory.storage import MemoryStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from reactorflow.web import create_app
 from tests.helpers import unique
 

@@ -8,8 +8,8 @@ import msgspec
 import pytest
 
 import reactorflow as rf
-from reactorflow.storage.memory import MemoryStorage
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.memory.storage import MemoryStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.helpers import unique
 
 VANDAL = "vandal"

@@ -10,8 +10,8 @@ import pytest
 import reactorflow as rf
 from reactorflow import records
 from reactorflow.runtime.engine.execution import event
-from reactorflow.storage.memory import MemoryStorage
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.memory.storage import MemoryStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import unique, until_lock_lapses
 

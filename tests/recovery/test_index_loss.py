@@ -24,7 +24,7 @@ from reactorflow.errors import StorageError
 from reactorflow.runtime.engine.job_queue import Job, JobKind
 from reactorflow.runtime.services import job_handling as jobs
 from reactorflow.runtime.services import sweeper
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.cutoff import index_cut
 from tests.helpers import Captured, unique, until_lock_lapses
 from tests.recovery.conftest import Shared

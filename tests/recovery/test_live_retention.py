@@ -11,7 +11,7 @@ import anyio
 import msgspec
 
 import reactorflow as rf
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from reactorflow.testing import Environment
 from tests.helpers import configured, redis_namespace, unique
 

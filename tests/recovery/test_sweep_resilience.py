@@ -18,8 +18,8 @@ import redis.asyncio as aioredis
 
 import reactorflow as rf
 from reactorflow import config
-from reactorflow.storage.redis import RedisStorage
-from reactorflow.storage.redis_keys import RedisKeys
+from reactorflow.storage.redis.keys import RedisKeys
+from reactorflow.storage.redis.storage import RedisStorage
 from reactorflow.testing.redis_server import redis_server_executable
 from tests.helpers import redis_namespace
 from tests.recovery.test_corrupt import GARBAGE, VANDAL, _hanging_flow, _stalled_run

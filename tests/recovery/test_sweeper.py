@@ -19,7 +19,7 @@ from dramatiq.brokers.stub import StubBroker
 
 import reactorflow as rf
 from reactorflow import records
-from reactorflow.storage.base import ClaimResult
+from reactorflow.storage.contract.values import ClaimResult
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import closed_port, kinds, unique, until_past
 from tests.recovery.test_corrupt import _hanging_flow, _stalled_run, _untouched

@@ -13,7 +13,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow.errors import LockLost
-from reactorflow.storage.inline import batches, foldable, inline
+from reactorflow.storage.contract.method_marks import batches, foldable, inline
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import unique
 from tests.storage.test_contract import OTHER, OWNER, new_run

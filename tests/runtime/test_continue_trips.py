@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import reactorflow as rf
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import redeploy, unique
 from tests.storage.test_contract import _commands_during

@@ -15,7 +15,7 @@ import reactorflow as rf
 from reactorflow import records
 from reactorflow.records import Control, RunError
 from reactorflow.status import ControlKind
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import unique
 from tests.storage.test_contract import _commands_during

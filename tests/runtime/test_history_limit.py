@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 import reactorflow as rf
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.helpers import configured, redis_namespace, unique
 
 LIMIT = 5

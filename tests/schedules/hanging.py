@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 
 import reactorflow as rf
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.workflows import background  # noqa: F401 - in a subprocess given
 
 # REACTORFLOW_TEST_NAMESPACE, it confines storage and broker to the test's namespace

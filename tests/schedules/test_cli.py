@@ -11,7 +11,7 @@ import time
 import pytest
 
 from reactorflow import config
-from reactorflow.storage.base import ScheduleState
+from reactorflow.storage.contract.values import ScheduleState
 from tests.operate.conftest import ROOT, Shared, cli, environment
 from tests.schedules.flows import minutely
 

@@ -13,7 +13,7 @@ import pytest
 import reactorflow as rf
 from reactorflow import config
 from reactorflow.runtime.services import scheduler
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.helpers import redis_namespace
 from tests.recovery.test_sweep_resilience import Server, server  # noqa: F401 - the fixture
 from tests.schedules.conftest import Clock

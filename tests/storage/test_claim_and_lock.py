@@ -11,8 +11,9 @@ import pytest
 from reactorflow import records
 from reactorflow.records import RollbackFailure, RunError, RunState
 from reactorflow.status import Status
-from reactorflow.storage.base import ClaimResult, ResumeCheck, Resumption, Storage
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import ClaimResult, ResumeCheck, Resumption
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import redis_namespace
 from tests.storage.test_contract import OTHER, OWNER, _commands_during, new_run

@@ -25,10 +25,11 @@ from reactorflow.errors import (
     ReactorflowError,
     StorageConnectionError,
 )
-from reactorflow.storage.base import ClaimResult, Storage
-from reactorflow.storage.memory import MemoryStorage
-from reactorflow.storage.redis import RedisStorage
-from reactorflow.storage.redis_scan import PRUNE_BATCH
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import ClaimResult
+from reactorflow.storage.memory.storage import MemoryStorage
+from reactorflow.storage.redis.scans import PRUNE_BATCH
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import closed_port, redis_namespace, until_lock_lapses
 
@@ -455,8 +456,8 @@ async def _until(moment: float) -> None:
 
 async def test_an_ended_run_expires_retention_after_the_write_that_ended_it(
         factory: Callable[..., Storage]) -> None:
-    """Real time, end to end (storage/base.py; tests/storage/test_retention.py checks every
-    part of the rule without waiting): the run goes, all of it, and its id is free again."""
+    """Real time, end to end (storage/contract/storage.py; tests/storage/test_retention.py checks
+    every part of the rule without waiting): the run goes, all of it, and its id is free again."""
     storage = factory(retention=RETENTION)
     run_id = await new_run(storage, events=[b"e"], lock_ttl=RETENTION * 20)
     assert await storage.claim(run_id, "approve", b"p") is ClaimResult.ACCEPTED
@@ -815,7 +816,7 @@ async def test_redis_save_step_is_one_command_writing_one_field(
     on_steps = [c["command"] for c in seen
                 if c["client_type"] == "lua" and steps_key in c["command"]]
     # HSET of the one record: no read, no rewrite, and no TTL write (the hash got the run's
-    # expiry horizon when it was created; storage/base.py, scripts/lib/run_write.lua)
+    # expiry horizon when it was created; storage/contract/storage.py, scripts/lib/run_write.lua)
     assert len(on_steps) == 1, on_steps
     assert on_steps[0].startswith(f"HSET {steps_key} step-300 new")
 
@@ -866,7 +867,8 @@ async def test_redis_keys_share_the_run_hash_tag_and_carry_ttls(
     assert f"{ns}:reactors" in glob
     assert any(k.startswith(f"{ns}:corr:flow:") and len(k.rsplit(":", 1)[1]) == 64 for k in glob)
     assert any(k.startswith(f"{ns}:idem:flow:") and len(k.rsplit(":", 1)[1]) == 64 for k in glob)
-    for key in tagged:  # a live run's keys carry no TTL, its lock its own (storage/base.py)
+    # a live run's keys carry no TTL, its lock its own (storage/contract/storage.py)
+    for key in tagged:
         ttl = await raw.pttl(key)
         assert (0 < ttl <= 10_000) if ":lock:" in key else ttl == -1, (key, ttl)
     await redis_storage.save_state(run_id, OWNER, status="completed", previous_status="running",
@@ -996,7 +998,7 @@ async def test_redis_a_write_retried_after_another_write_is_applied_once(
     resends A with A's token: A must not be applied again (its events appended twice)."""
     run_id = await new_run(redis_storage)
     tokens = iter(["a" * 16, "b" * 16, "a" * 16])
-    monkeypatch.setattr("reactorflow.storage.redis._token", lambda: next(tokens))
+    monkeypatch.setattr("reactorflow.storage.redis.storage._token", lambda: next(tokens))
 
     async def save(events: list[bytes]) -> None:
         if write == "save_step":

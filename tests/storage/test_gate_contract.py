@@ -12,9 +12,10 @@ import anyio
 import pytest
 
 from reactorflow import clock
-from reactorflow.storage.base import GateTake, RunCreation, Storage
-from reactorflow.storage.memory import MemoryStorage
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import GateTake, RunCreation
+from reactorflow.storage.memory.storage import MemoryStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from reactorflow.testing import FakeClock
 from tests.conftest import ALL_BACKENDS, on_every
 

@@ -1,5 +1,5 @@
-"""Findable runs (storage/base.py): after `create_run` or a status write returns or raises, the
-run is findable by the sweeper, through its index entries or through the record pass
+"""Findable runs (storage/contract/storage.py): after `create_run` or a status write returns or
+raises, the run is findable by the sweeper, through its index entries or through the record pass
 (`scan_records`), which writes lost entries again; `repair_index` does it for one run.
 
 The cut between a run's script and its index writes is real (tests/cutoff.py: the server
@@ -17,8 +17,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from reactorflow.errors import LockLost, StorageError
-from reactorflow.storage.base import Liveness, Storage
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import Liveness
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.cutoff import index_cut
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 import reactorflow as rf
-from reactorflow.storage.base import ElementStart, Storage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import ElementStart
 from tests.helpers import until_lock_lapses
 from tests.storage.test_contract import new_run
 

@@ -28,7 +28,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 import reactorflow as rf
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from reactorflow.testing.redis_server import (
     free_port,
     redis_server_executable,

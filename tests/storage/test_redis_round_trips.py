@@ -1,7 +1,7 @@
-"""RedisStorage: what one write costs on the server (commands counted with MONITOR), the
-expiry rule of storage/base.py as Redis implements it (no TTL while a run lives, the run's
-expiry for keys created later; tests/storage/test_retention.py has the rule on every backend),
-and retry tokens over a long run."""
+"""RedisStorage: what one write costs on the server (commands counted with MONITOR), the expiry rule
+of storage/contract/storage.py as Redis implements it (no TTL while a run lives, the run's expiry
+for keys created later; tests/storage/test_retention.py has the rule on every backend), and retry
+tokens over a long run."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import redis.asyncio
 
 import reactorflow as rf
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.helpers import redis_namespace
 from tests.storage.test_contract import OWNER, _commands_during, new_run
 
@@ -123,7 +123,7 @@ async def test_redis_a_write_retried_after_1000_others_is_applied_once(
         await redis_storage.save_step(run_id, OWNER, f"s{i}", b"r")
     conn = await redis_storage._redis.get()
     tokens = iter(["fixed-token-a", "fixed-token-a"])
-    monkeypatch.setattr("reactorflow.storage.redis._token", lambda: next(tokens))
+    monkeypatch.setattr("reactorflow.storage.redis.storage._token", lambda: next(tokens))
     await redis_storage.save_step(run_id, OWNER, "b", b"rec", [b"B"])
     monkeypatch.undo()
     for i in range(1000, 2000):

@@ -1,4 +1,4 @@
-"""RedisStorage's wire path (`storage/redis_wire.py`): the run scripts on one Redis node go over
+"""RedisStorage's wire path (`storage/redis/wire.py`): the run scripts on one Redis node go over
 one pipelined connection of its own, with redis-py's settings, errors, retries and script
 reloading. A real redis-server throughout; where a network fault is needed (a reply lost or
 late) a loopback proxy in front of it drops or holds the server's bytes."""
@@ -17,8 +17,8 @@ import pytest
 import redis.asyncio
 
 import reactorflow as rf
-from reactorflow.storage.redis import RedisStorage
-from reactorflow.storage.redis_wire import wire_for
+from reactorflow.storage.redis.storage import RedisStorage
+from reactorflow.storage.redis.wire import wire_for
 from tests.helpers import configured, redis_namespace
 from tests.storage.test_contract import OWNER, _commands_during, new_run
 

@@ -1,8 +1,8 @@
-"""The retention rule of the storage contract (storage/base.py, api.md §13), on every backend
-(memory, Redis, Redis Cluster): retention applies to ended runs only. A run that has not ended
-(running, paused, rolling_back, aborted) keeps every part of it (head, steps, history, claims,
-counters, control request, map element slots, correlation ids) however long it waits; the write
-that ends it starts the retention of all of them; a write that makes it live again stops it.
+"""The retention rule of the storage contract (storage/contract/storage.py, api.md §13), on every
+backend (memory, Redis, Redis Cluster): retention applies to ended runs only. A run that has not
+ended (running, paused, rolling_back, aborted) keeps every part of it (head, steps, history, claims,
+counters, control request, map element slots, correlation ids) however long it waits; the write that
+ends it starts the retention of all of them; a write that makes it live again stops it.
 
 Memory is checked on a fake clock moved far past the retention; Redis by reading each key's TTL
 (PTTL), never by sleeping."""
@@ -16,9 +16,10 @@ import pytest
 
 from reactorflow import clock
 from reactorflow.status import ENDED, Status
-from reactorflow.storage.base import ClaimResult, GateTake, Storage
-from reactorflow.storage.memory import MemoryStorage
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import ClaimResult, GateTake
+from reactorflow.storage.memory.storage import MemoryStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from reactorflow.testing import FakeClock
 from tests.conftest import ALL_BACKENDS
 from tests.helpers import redis_namespace
@@ -419,7 +420,7 @@ async def test_a_caller_queued_at_a_gate_keeps_its_place_for_its_whole_wait(
 # -- the Redis scripts carry the same list of ended statuses as the Python code -----------------
 
 def _lua_ended() -> set[str]:
-    source = (Path(__file__).parents[2] / "reactorflow" / "storage" / "scripts" / "lib"
+    source = (Path(__file__).parents[2] / "reactorflow" / "storage" / "redis" / "scripts" / "lib"
               / "expiry.lua").read_text()
     line = next(ln for ln in source.splitlines() if ln.startswith("local ENDED = {"))
     return {part.split("=")[0].strip() for part in line.split("{", 1)[1].rstrip("}").split(",")}

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from reactorflow.errors import LockLost
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.helpers import redis_namespace
 from tests.storage.test_contract import OTHER, OWNER, _commands_during, new_run
 
@@ -25,7 +25,7 @@ async def redis_storage(redis_url: str) -> AsyncIterator[RedisStorage]:
 async def test_a_refused_checkpoint_sent_again_is_refused_again(
         redis_storage: RedisStorage, monkeypatch: pytest.MonkeyPatch) -> None:
     run_id = await new_run(redis_storage)
-    monkeypatch.setattr("reactorflow.storage.redis._token", lambda: "f" * 16)
+    monkeypatch.setattr("reactorflow.storage.redis.storage._token", lambda: "f" * 16)
     for _ in range(2):  # the same call twice: the second is its retry
         with pytest.raises(LockLost):
             await redis_storage.save_step(run_id, OTHER, "a", b"rec", [b"ev"])
@@ -38,7 +38,7 @@ async def test_a_checkpoint_checks_and_records_its_token_with_the_runs_head(
         redis_storage: RedisStorage, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     run_id = await new_run(redis_storage)
     await redis_storage.save_step(run_id, OWNER, "a", b"rec", [b"ev"])  # script loaded
-    monkeypatch.setattr("reactorflow.storage.redis._token", lambda: "e" * 16)
+    monkeypatch.setattr("reactorflow.storage.redis.storage._token", lambda: "e" * 16)
     seen = await _commands_during(
         redis_url, lambda: redis_storage.save_step(run_id, OWNER, "b", b"rec", [b"ev"]))
     keys = redis_storage._keys.run_keys(run_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reactorflow.storage.rotation import ring_segments, window
+from reactorflow.storage.contract.rotation import ring_segments, window
 
 sizes_ = st.lists(st.integers(min_value=0, max_value=6), max_size=6)
 

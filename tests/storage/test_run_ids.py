@@ -8,7 +8,7 @@ import socket
 import pytest
 
 import reactorflow as rf
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.helpers import unique
 
 

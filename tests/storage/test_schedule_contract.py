@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from reactorflow.storage.base import ScheduleState, Storage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import ScheduleState
 from tests.conftest import ALL_BACKENDS, on_every
 
 

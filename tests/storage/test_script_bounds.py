@@ -11,9 +11,9 @@ from importlib.resources import files
 import pytest
 
 import reactorflow as rf
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis.storage import RedisStorage
 
-SCRIPTS = files("reactorflow.storage") / "scripts"
+SCRIPTS = files("reactorflow.storage.redis") / "scripts"
 BOUNDED_LIMIT = re.compile(
     r"^(#\w+|\d+|last|first_event - 1|15 \+ unclaimed|start \+ count - 1"
     r"|redis\.call\('(SCARD|HLEN|ZCARD)', KEYS\[\d\]\)( \+ redis\.call\('(SCARD|HLEN|ZCARD)', "

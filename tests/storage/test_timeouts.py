@@ -12,8 +12,8 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import config
-from reactorflow.storage import redis_conn
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.redis import connections as redis_conn
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.helpers import redis_namespace, unique
 
 SHORT = 0.3  # seconds: a timeout short enough for a test

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reactorflow.errors import LockLost
-from reactorflow.storage.base import Storage
+from reactorflow.storage.contract.storage import Storage
 from tests.storage.test_contract import OTHER, OWNER, new_run
 
 

@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
-from reactorflow.storage.base import GateTake, Storage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import GateTake
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.storage.test_contract import OWNER, new_run
 

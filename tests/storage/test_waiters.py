@@ -14,8 +14,8 @@ from reactorflow.definition.graph import plan_for
 from reactorflow.runtime.engine.ownership import new_owner
 from reactorflow.runtime.ops.creation import create_run
 from reactorflow.runtime.ops.operations import new_run_id, run_owned
-from reactorflow.storage.memory import MemoryStorage
-from reactorflow.storage.redis import RedisStorage
+from reactorflow.storage.memory.storage import MemoryStorage
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.helpers import configured, redis_namespace, unique
 
 WAITERS = 1000

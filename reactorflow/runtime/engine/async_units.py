@@ -37,7 +37,7 @@ from reactorflow.status import Status, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
-    from reactorflow.storage.base import Storage
+    from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.async")
 FINISHED = frozenset({StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.HALTED,

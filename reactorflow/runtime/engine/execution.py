@@ -27,9 +27,10 @@ from reactorflow.runtime.engine.lockkeeper import Hold
 from reactorflow.runtime.engine.map_slot_keys import slot_keys
 from reactorflow.runtime.gates.scope import Entry, GateHolds
 from reactorflow.status import Status, StepStatus
-from reactorflow.storage.base import Storage, StoredRun
-from reactorflow.storage.contract_maps import Slots
-from reactorflow.storage.inline import INLINE, batches, is_foldable
+from reactorflow.storage.contract.maps import Slots
+from reactorflow.storage.contract.method_marks import INLINE, batches, is_foldable
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import StoredRun
 
 if TYPE_CHECKING:
     from reactorflow.definition.table import Declared

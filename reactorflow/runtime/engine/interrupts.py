@@ -17,7 +17,7 @@ from reactorflow.status import Status, StepStatus
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
     from reactorflow.runtime.engine.execution import Execution
-    from reactorflow.storage.base import Storage
+    from reactorflow.storage.contract.storage import Storage
 
 
 def claimed_payload(ex: Execution, node: Node) -> Any:

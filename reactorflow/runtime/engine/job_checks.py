@@ -19,10 +19,10 @@ from reactorflow.definition.checks import REACTOR_NAME, STEP_NAME
 from reactorflow.errors import shown
 from reactorflow.records import ElementArgs
 from reactorflow.runtime.engine.job_queue import Job, JobKind
-from reactorflow.storage.base import MAX_ELEMENTS
+from reactorflow.storage.contract.maps import MAX_ELEMENTS
 
 if TYPE_CHECKING:
-    from reactorflow.storage.base import Storage
+    from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.worker")
 

@@ -39,7 +39,7 @@ import anyio
 
 from reactorflow.errors import LockLost
 from reactorflow.runtime.gates.scope import GateHolds
-from reactorflow.storage.base import Storage
+from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.lock")
 IDLE_WAKE = 1.0  # the keeper looks at its holds at least this often (seconds)

@@ -17,8 +17,8 @@ from reactorflow.markers import Outcome
 from reactorflow.records import ElementRecord, RunError, decode_element
 from reactorflow.redaction import masked
 from reactorflow.status import Status, StepStatus
-from reactorflow.storage.contract_maps import Slots
-from reactorflow.storage.decoding import reading
+from reactorflow.storage.contract.decoding import reading
+from reactorflow.storage.contract.maps import Slots
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan

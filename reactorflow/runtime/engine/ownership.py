@@ -10,7 +10,7 @@ import anyio
 
 from reactorflow import clock
 from reactorflow.runtime.engine.lockkeeper import Hold, keeper
-from reactorflow.storage.base import Storage
+from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.lock")
 

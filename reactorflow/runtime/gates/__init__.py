@@ -9,5 +9,5 @@
 * `waiting` — waiting for a busy gate (notified by the gate's channel), and rate-limit windows;
 * `keys` — building keys and period buckets.
 
-The primitives are in the storage contract (`storage/base.py`, gates section).
+The primitives are in the storage contract (`storage/contract/gates.py`).
 """

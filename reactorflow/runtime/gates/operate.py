@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from reactorflow import config
 from reactorflow.errors import NotInLine, ReactorflowError
-from reactorflow.storage.base import OrderedLine
+from reactorflow.storage.contract.values import OrderedLine
 
 
 def _check_key(key: object, what: str) -> str:

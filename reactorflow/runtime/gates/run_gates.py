@@ -39,7 +39,7 @@ from reactorflow.runtime.engine.stepcall import read_input
 from reactorflow.runtime.gates.gate_keys import render
 from reactorflow.runtime.gates.scope import Entry, GateHolds, Need, enter, holder_of, leave
 from reactorflow.status import Status
-from reactorflow.storage.base import RunCreation
+from reactorflow.storage.contract.values import RunCreation
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor

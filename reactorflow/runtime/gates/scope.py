@@ -39,7 +39,8 @@ from reactorflow.errors import GateBusy
 from reactorflow.middleware import GateEvent, Hooks
 from reactorflow.runtime.gates.gate_keys import period_marker
 from reactorflow.runtime.gates.waiting import charge, take_place, take_turn
-from reactorflow.storage.base import GateTake, RunCreation, Storage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import GateTake, RunCreation
 
 log = logging.getLogger("reactorflow.gate")
 

@@ -44,7 +44,7 @@ from reactorflow.runtime.gates.scope import (
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
     from reactorflow.runtime.engine.execution import Execution
-    from reactorflow.storage.base import Storage
+    from reactorflow.storage.contract.storage import Storage
 
 
 def step_needs(ex: Execution, node: Node, kwargs: dict[str, Any],

@@ -13,7 +13,8 @@ import random
 import anyio
 
 from reactorflow import clock
-from reactorflow.storage.base import GateTake, RunCreation, Storage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import GateTake, RunCreation
 
 RECHECK = 1.0
 """Seconds between re-checks of a busy gate while waiting for its notification."""

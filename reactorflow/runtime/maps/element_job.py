@@ -35,7 +35,7 @@ from reactorflow.status import StepStatus
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
     from reactorflow.definition.reactor import Reactor
-    from reactorflow.storage.base import Storage
+    from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.map")
 

@@ -22,7 +22,7 @@ from reactorflow.runtime.engine.lockkeeper import Hold, ensure_live
 from reactorflow.runtime.engine.map_reads import element_count, element_key, load_list
 from reactorflow.runtime.engine.stepcall import read_input, scope_cancelled, unit_argument
 from reactorflow.status import StepStatus
-from reactorflow.storage.contract_maps import Slots
+from reactorflow.storage.contract.maps import Slots
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan

@@ -54,7 +54,7 @@ from reactorflow.runtime.maps.inline_window import MapEnd
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
     from reactorflow.runtime.engine.execution import Execution
-    from reactorflow.storage.base import Storage
+    from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.map")
 

@@ -35,7 +35,7 @@ from reactorflow.runtime.maps.fanout import ARGS, NEXT, element_lock
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
     from reactorflow.runtime.engine.execution import Execution
-    from reactorflow.storage.base import Storage
+    from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.rollback")
 

@@ -49,7 +49,7 @@ from reactorflow.runtime.maps.undo_throws import (
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
-    from reactorflow.storage.base import Storage
+    from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.rollback")
 

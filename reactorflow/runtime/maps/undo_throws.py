@@ -49,7 +49,7 @@ from reactorflow.status import StepStatus
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
     from reactorflow.runtime.engine.execution import Execution
-    from reactorflow.storage.base import Storage
+    from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.rollback")
 

@@ -14,7 +14,8 @@ from reactorflow.records import Event, RunMeta, RunState
 from reactorflow.runtime.engine.execution import event, new_state
 from reactorflow.runtime.engine.ownership import new_owner
 from reactorflow.status import Status
-from reactorflow.storage.base import RunCreation, Storage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import RunCreation
 
 if TYPE_CHECKING:
     from reactorflow.definition.table import Declared

@@ -28,7 +28,7 @@ from reactorflow import clock, config
 from reactorflow.errors import LockTimeout
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.status import Status
-from reactorflow.storage.base import Storage
+from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.run")
 POLL_FIRST = 0.005

@@ -48,7 +48,8 @@ from reactorflow.runtime.ops.snapshots import (
 )
 from reactorflow.snapshot import Run, RunPage
 from reactorflow.status import TERMINAL, ControlKind, RollbackTrigger, Status
-from reactorflow.storage.base import RunHead, Storage, StoredRun
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import RunHead, StoredRun
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor

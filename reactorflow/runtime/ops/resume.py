@@ -62,12 +62,12 @@ from reactorflow.runtime.ops.payloads import checked_payload, interrupt_node, st
 from reactorflow.runtime.ops.snapshots import read_head
 from reactorflow.snapshot import Run
 from reactorflow.status import ControlKind, RollbackTrigger, Status
-from reactorflow.storage.base import (
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import (
     ClaimResult,
     ResumeCheck,
     Resumption,
     RunHead,
-    Storage,
     StoredRun,
 )
 

@@ -18,8 +18,8 @@ from reactorflow.records import Event, RunError, RunMeta, RunState, StepRecord
 from reactorflow.redaction import masked, merge
 from reactorflow.snapshot import Run, RunSummary, StepState, attach_result
 from reactorflow.status import Status, StepStatus
-from reactorflow.storage.base import RunHead, StoredRun
-from reactorflow.storage.decoding import reading
+from reactorflow.storage.contract.decoding import reading
+from reactorflow.storage.contract.values import RunHead, StoredRun
 
 log = logging.getLogger("reactorflow.run")
 

@@ -50,7 +50,7 @@ from reactorflow.runtime.ops import operations
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:
-    from reactorflow.storage.base import Storage
+    from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.worker")
 

@@ -55,7 +55,8 @@ from reactorflow.definition.schedules import (
     tick_inputs,
 )
 from reactorflow.errors import GateBusy, ReactorflowError, StorageConnectionError, StorageError
-from reactorflow.storage.base import ScheduleState, Storage
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import ScheduleState
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor

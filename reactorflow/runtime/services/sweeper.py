@@ -60,7 +60,8 @@ from reactorflow.runtime.ops import operations
 from reactorflow.runtime.ops.resume import fail_run
 from reactorflow.runtime.services import job_handling as jobs
 from reactorflow.status import Status, StepStatus
-from reactorflow.storage.base import Liveness, Storage, UnitLiveness
+from reactorflow.storage.contract.storage import Storage
+from reactorflow.storage.contract.values import Liveness, UnitLiveness
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor

@@ -1,0 +1,208 @@
+"""The storage contract for runs: their creation, reads, fenced checkpoints and status writes,
+and an async unit's record (part of `Storage`; see `storage/contract/storage.py`)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+
+from reactorflow.storage.contract.values import RunHead, StoredRun
+
+
+class RunsContract(abc.ABC):
+    """A run in parts: a head, one record per step, a bounded history, async units' records."""
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def create_run(
+        self,
+        run_id: str,
+        *,
+        reactor: str,
+        status: str,
+        meta: bytes,
+        state: bytes,
+        created_at: float,
+        owner: str,
+        lock_ttl: float,
+        events: Sequence[bytes] = (),
+        idempotency_key: str | None = None,
+    ) -> bool:
+        """Atomically create the run and take its liveness lock for `owner` (count 1).
+
+        Returns False and writes nothing when the run id already exists, or when another owner
+        holds the run's lock (a start takes its run's lock before it claims an idempotency key:
+        whoever takes over a claim whose claimer died takes that lock first, so a claimer that
+        comes back late can no longer create its run). A retry of a call that did create the run
+        still returns True; a lock `owner` already holds is taken over (count 1). Adds the run
+        to the reactor's index and its status index; a call that raises after storing the run
+        leaves it findable all the same (see "Findable runs" above).
+
+        Args:
+            run_id: The run's id.
+            reactor: The reactor's name.
+            status: The run's first status.
+            meta: The encoded run metadata, written once.
+            state: The encoded run state.
+            created_at: Creation time, seconds since the epoch (orders the indexes).
+            owner: The lock owner that creates the run and holds its lock.
+            lock_ttl: The lock's time to live, in seconds.
+            events: Encoded history events to store with it.
+            idempotency_key: The idempotency key of `reactor` this run's start claimed
+                (`claim_idempotency`): from now on the claim lives as long as the run (see
+                `claim_idempotency`).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def load_run(self, run_id: str, *, history: bool = False,
+                       claims: bool = False) -> StoredRun | None:
+        """The run's head and every step record, with its history and claims when asked for,
+        read atomically (one snapshot, one round trip).
+
+        Args:
+            run_id: The run's id.
+            history: Read the run's history too.
+            claims: Read the run's interrupt claims too.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def load_head(self, run_id: str) -> RunHead | None:
+        """The run's head without its steps.
+
+        Args:
+            run_id: The run's id.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def save_step(
+        self, run_id: str, owner: str, key: str, record: bytes, events: Sequence[bytes] = (),
+        *, unit: bool = False,
+    ) -> bytes | None:
+        """Fenced checkpoint of one step: write its record, append events, touch the run.
+
+        Atomic; refused with `LockLost` (nothing written) unless `owner` holds the lock. Costs
+        the same whatever the number of steps already stored. Returns the pending control
+        request (see `request_control`), if any. `unit=True` marks the dispatch of an async
+        unit: (run, key) also enters the unit index read by `scan_units` (an index entry is a
+        hint, removed by `save_unit`); findable as the module says, even when the index write
+        is cut off (a repair record that `scan_records` finds).
+
+        Args:
+            run_id: The run's id.
+            owner: The lock owner making the write (fenced: it must hold the run's lock).
+            key: The step's key (dotted inside a composed child).
+            record: The encoded step record.
+            events: Encoded history events to append.
+            unit: This write dispatches an async unit: also enter it in the unit index.
+
+        Raises:
+            LockLost: `owner` does not hold the run's lock (nothing was written).
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def load_step(self, run_id: str, key: str) -> bytes | None:
+        """One step record of a run (None when the run or the record does not exist).
+
+        Args:
+            run_id: The run's id.
+            key: The step's key (dotted inside a composed child).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def save_state(
+        self,
+        run_id: str,
+        owner: str,
+        *,
+        status: str,
+        previous_status: str,
+        state: bytes,
+        steps: Mapping[str, bytes] | None = None,
+        events: Sequence[bytes] = (),
+        clear_control: bool = False,
+        publish: bool = False,
+        release: bool = False,
+        gates: Sequence[tuple[str, str]] = (),
+        unless_control: bool = False,
+    ) -> bytes | None:
+        """Fenced write of the run's status and state, with any step records that change with
+        it; atomic like `save_step`. With `release`, the same atomic write then leaves the run's
+        lock once (as `release_lock`): the owner's final save and its release in one. Moves the
+        run between status indexes (index entries are hints that readers verify against the
+        record). With `clear_control` the pending control request is removed; with `publish`,
+        the run's completion channel is notified after the write. `gates` lists (gate key,
+        holder) pairs to drop, each as `gate_release` does, in the same round trip and before
+        the write (whoever sees the new state finds them free; not atomic with the write: a
+        refused write may still have dropped them). Returns the pending control request (None
+        when cleared). With `unless_control`, a pending control request refuses the write:
+        nothing is written (nor released, published or moved between indexes, but for index
+        hints a Redis Cluster may have added), and the request is returned; so there, a returned
+        request means nothing was written. With `unless_control` the `gates` are dropped only
+        once the write landed, after it (on one Redis node in the same round trip, each release
+        guarded by the status written), so a refused write drops none.
+
+        Args:
+            run_id: The run's id.
+            owner: The lock owner making the write (fenced: it must hold the run's lock).
+            status: The new status.
+            previous_status: The status the writer read (moves the run between status indexes).
+            state: The encoded run state.
+            steps: Step records (key -> record) written with it.
+            events: Encoded history events to append.
+            clear_control: Remove the pending control request.
+            publish: Notify the run's completion channel after the write.
+            release: Leave the run's lock once in the same atomic write.
+            gates: (gate key, holder) pairs to drop before the write.
+            unless_control: Write nothing when a control request is pending (see above).
+
+        Raises:
+            LockLost: `owner` does not hold the run's lock (nothing was written).
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def history(self, run_id: str) -> list[bytes]:
+        """The run's events, oldest first (at most `history_limit`, the newest kept).
+
+        Args:
+            run_id: The run's id.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+
+    # -- async units ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def save_unit(self, run_id: str, key: str, record: bytes,
+                        events: Sequence[bytes] = ()) -> bool:
+        """Write the record of an async unit (an `async_step` run by a worker), drop it from the
+        unit index, then publish the record on the run's `key` topic. Unfenced: a unit never
+        holds the run's lock, and the run's owner never writes a unit's record after
+        dispatching it.
+        Returns False (nothing written) when the run no longer exists.
+
+        Args:
+            run_id: The run's id.
+            key: The async unit's step key.
+            record: The unit's encoded record.
+            events: Encoded history events to append.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
