@@ -3,8 +3,10 @@
 Subcommands live in `runs` (reading and steering runs), `services` (worker, sweep, dashboard,
 demo), `schedules` (the scheduler, schedules list/pause/resume) and `graph`; `context`
 resolves the app modules, the storage and a run's reactor;
-`output` renders tables and JSON. Errors are one line on stderr with a non-zero exit status;
-`-v` anywhere on the command line shows the traceback (and INFO logs).
+`output` renders tables and JSON; `settle` waits (`--wait`, `runs watch`); `phrasing` says
+refusals as commands. Errors are one line on stderr with a non-zero exit status (1 an error,
+2 a bad option, 3 a wait that timed out, 130 Ctrl-C); `-v` anywhere on the command line shows
+the traceback (and INFO logs).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import click
 
 from reactorflow import __version__
 from reactorflow.cli import graph, runs, schedules, services
-from reactorflow.errors import ReactorflowError
+from reactorflow.cli.phrasing import cli_message
+from reactorflow.cli.settle import EXIT_TIMED_OUT
+from reactorflow.errors import ReactorflowError, WaitTimeout
 
 VERBOSE_FLAGS = ("-v", "--verbose")
 EXIT_ERROR = 1
@@ -78,6 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except WaitTimeout as exc:  # --wait, `runs watch`: no failure, so no traceback to offer
+        if verbose:
+            traceback.print_exc()
+        click.echo(f"error: {one_line(exc)}", err=True)
+        return EXIT_TIMED_OUT
     except Exception as exc:  # every error becomes one line (or a traceback with -v)
         if verbose:
             traceback.print_exc()
@@ -90,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def one_line(exc: BaseException) -> str:
     """The error as one line: reactorflow errors by their message, others with their type."""
-    text = " ".join(str(exc).split())
     if isinstance(exc, ReactorflowError):
-        return text
+        return " ".join(cli_message(exc).split())
+    text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

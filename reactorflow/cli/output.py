@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from reactorflow.jsonforms import dumps, page_form, run_form
+from reactorflow.records import Event
 from reactorflow.snapshot import Run, RunPage, StepState
 
 STATUS_COLOURS = {
@@ -32,6 +33,23 @@ def when(at: float | None) -> str:
     if not at:
         return "-"
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+
+
+def moment(at: float) -> str:
+    """A time of day with milliseconds, local time (the history's `At`)."""
+    return time.strftime("%H:%M:%S", time.localtime(at)) + f".{int(at * 1000) % 1000:03d}"
+
+
+def show_event(event: Event) -> None:
+    """One history entry on one line: time, kind, step, attempt and detail."""
+    parts = [moment(event.at), event.kind.ljust(20)]
+    if event.step:
+        parts.append(event.step)
+    if event.attempt:
+        parts.append(f"attempt {event.attempt}")
+    if event.detail:
+        parts.append(event.detail)
+    click.echo(clean("  ".join(parts).rstrip()))
 
 
 def duration(state: StepState) -> str:

@@ -1,4 +1,5 @@
-"""Reading and steering runs: `runs list`, `runs show`, `continue`, `undo`, `cancel`, `retry`."""
+"""Reading and steering runs: `runs list`, `runs show`, `runs watch`, `continue`, `undo`,
+`cancel`, `retry`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import msgspec
 
 from reactorflow import pydantic_types
 from reactorflow.cli.context import app_options, prepare, run_async
-from reactorflow.cli.output import emit_json, show_page, show_run
+from reactorflow.cli.output import emit_json, label, show_event, show_page, show_run, status_text
+from reactorflow.cli.settle import check_wait, settled, wait_options, watch
 from reactorflow.runtime.ops.lookup import declared_reactor, get_run, list_runs
 from reactorflow.runtime.ops.resume import check_continue
 
@@ -54,6 +56,29 @@ def show_command(run_id: str, as_json: bool, apps: tuple[str, ...], redis_url: s
     show_run(run_async(lambda: get_run(run_id)), as_json)
 
 
+@runs_group.command("watch")
+@click.argument("run_id")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Give up after this many seconds (exit status 3).")
+@app_options
+def watch_command(run_id: str, timeout: float | None, apps: tuple[str, ...],
+                  redis_url: str | None, namespace: str | None) -> None:
+    """Print a run's history as it is stored, until the run settles.
+
+    It ends when the run is completed, failed, halted, cancelled or aborted, or paused waiting
+    for an interrupt (exit status 0); after --timeout seconds it gives up (exit status 3).
+    """
+    prepare(apps, redis_url, namespace)
+    run = run_async(lambda: watch(run_id, timeout, show_event))
+    if run.status.value == "paused":
+        waits = ", ".join(label(w) for w in run.waiting_on) or "an interrupt"
+        click.echo(f"run {run.id} is {status_text('paused')}: it waits for {waits} "
+                   f"('reactorflow continue {run.id} STEP --payload JSON' resumes it)")
+        return
+    note = f": {run.error}" if run.error is not None else ""
+    click.echo(f"run {run.id} is {status_text(run.status.value)}{note}")
+
+
 def _payload(text: str) -> Any:
     if text.startswith("@"):
         path = Path(text[1:])
@@ -75,31 +100,37 @@ def _payload(text: str) -> Any:
               help="The payload as JSON, or @path of a JSON file.")
 @click.option("--check", is_flag=True,
               help="Only check the run and the payload: send nothing, count no attempt.")
+@wait_options
 @json_option
 @app_options
-def continue_command(run_id: str, step: str, payload: str, check: bool, as_json: bool,
-                     apps: tuple[str, ...], redis_url: str | None,
-                     namespace: str | None) -> None:
+def continue_command(run_id: str, step: str, payload: str, check: bool, wait: bool,
+                     timeout: float | None, as_json: bool, apps: tuple[str, ...],
+                     redis_url: str | None, namespace: str | None) -> None:
     """Deliver PAYLOAD to interrupt STEP of a paused run (a nested one as a/b).
 
     An invalid payload counts one of the interrupt's attempts (max_attempts); with --check
-    nothing is sent or counted.
+    nothing is sent or counted. With --wait, a run resumed in the background (by a worker) is
+    waited for until it settles.
     """
+    check_wait(wait, timeout)
+    if check and wait:
+        raise click.UsageError("--check sends nothing, so there is nothing to --wait for")
     value = _payload(payload)
     prepare(apps, redis_url, namespace)
-    label: str | tuple[str, ...] = tuple(step.split("/")) if "/" in step else step
+    path: str | tuple[str, ...] = tuple(step.split("/")) if "/" in step else step
 
     async def go() -> Any:
         reactor = await declared_reactor(run_id)
         if check:
-            return await check_continue(reactor, run_id, step=label, payload=value)
-        return await reactor.continue_(run_id, step=label, payload=value)
+            return await check_continue(reactor, run_id, step=path, payload=value)
+        run = await reactor.continue_(run_id, step=path, payload=value)
+        return await settled(reactor, run, wait, timeout)
 
     result = run_async(go)
     if not check:
         show_run(result, as_json)
     elif as_json:
-        emit_json({"ok": True, "run_id": run_id, "step": label,
+        emit_json({"ok": True, "run_id": run_id, "step": path,
                    "payload": pydantic_types.to_builtins(result)})
     else:
         click.echo(f"ok: run {run_id} waits on {step} and accepts this payload (nothing was "
@@ -109,18 +140,22 @@ def continue_command(run_id: str, step: str, payload: str, check: bool, as_json:
 def _steering(name: str, summary: str) -> click.Command:
     @click.command(name, help=summary)
     @click.argument("run_id")
+    @wait_options
     @json_option
     @app_options
-    def command(run_id: str, as_json: bool, apps: tuple[str, ...], redis_url: str | None,
-                namespace: str | None, reason: str = "") -> None:
+    def command(run_id: str, wait: bool, timeout: float | None, as_json: bool,
+                apps: tuple[str, ...], redis_url: str | None, namespace: str | None,
+                reason: str = "") -> None:
+        check_wait(wait, timeout)
         prepare(apps, redis_url, namespace)
 
         async def go() -> Any:
             reactor = await declared_reactor(run_id)
             if name == "cancel":
-                return await reactor.cancel(run_id, reason=reason)
-            operation = getattr(reactor, name)
-            return await operation(run_id)
+                run = await reactor.cancel(run_id, reason=reason)
+            else:
+                run = await getattr(reactor, name)(run_id)
+            return await settled(reactor, run, wait, timeout)
 
         run = run_async(go)
         if name == "retry" and not as_json:
@@ -130,10 +165,14 @@ def _steering(name: str, summary: str) -> click.Command:
     return command
 
 
-undo_command = _steering("undo", "Roll back every completed step of a run (it ends cancelled).")
+WAIT_NOTE = " With --wait, print the run once it settled (or exit 3 after --timeout)."
+undo_command = _steering(
+    "undo", "Roll back every completed step of a run (it ends cancelled)." + WAIT_NOTE)
 cancel_command = click.option(
     "--reason", default="", metavar="TEXT",
     help="Why: stored with the run (its cancel_reason).")(_steering(
-        "cancel", "Stop a running or paused run without rollback."))
+        "cancel", "Stop a running or paused run without rollback (a run another process "
+        "drives stops at its next step boundary)." + WAIT_NOTE))
 retry_command = _steering(
-    "retry", "Start a new run with the inputs of a failed, cancelled or aborted run.")
+    "retry", "Start a new run with the inputs of a failed, cancelled or aborted run."
+    + WAIT_NOTE)

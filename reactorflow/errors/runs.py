@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from reactorflow.errors.core import (
     ArgumentError,
@@ -75,56 +75,72 @@ class RunExists(Refused):
 
 _ROLLED_BACK = ("It failed and its completed steps were already rolled back (run.error says "
                 "why, and lists any undo that failed): there is nothing left to cancel, undo or "
-                "continue. retry(run_id) starts a new run with the same inputs.")
-_NO_PAYLOAD = "it takes no more payloads"
+                "continue. {retry} starts a new run with the same inputs.")
 _ADVICE: dict[tuple[str, str], str] = {
     # What can still be done with a run of that status, for each refused operation.
-    ("cancel", "completed"): "It already finished, so there is nothing to stop; undo(run_id) "
+    ("cancel", "completed"): "It already finished, so there is nothing to stop; {undo} "
                              "rolls back its completed steps.",
-    ("cancel", "halted"): "A step halted it, so there is nothing to stop; undo(run_id) rolls back "
+    ("cancel", "halted"): "A step halted it, so there is nothing to stop; {undo} rolls back "
                           "its completed steps.",
     ("cancel", "aborted"): "Its process stopped it mid-way and nothing will run it again; "
-                           "undo(run_id) rolls back the steps it completed.",
+                           "{undo} rolls back the steps it completed.",
     ("cancel", "failed"): _ROLLED_BACK,
     ("cancel", "rolling_back"): "It is being rolled back and ends failed or cancelled by itself; "
-                                "wait(run_id) for that.",
+                                "{wait} for that.",
     ("undo", "failed"): _ROLLED_BACK,
-    ("undo", "running"): "Stop it first: cancel(run_id) stops it at its next step boundary; "
-                         "once wait(run_id) shows it cancelled, undo(run_id) rolls it back.",
+    ("undo", "running"): "Stop it first: {cancel} stops it at its next step boundary; "
+                         "once {wait} shows it cancelled, {undo} rolls it back.",
     ("undo", "rolling_back"): "It is already being rolled back and ends failed or cancelled by "
-                              "itself; wait(run_id) for that.",
-    ("continue", "running"): "It waits for no payload right now; wait(run_id) until it pauses, "
+                              "itself; {wait} for that.",
+    ("continue", "running"): "It waits for no payload right now; {wait} until it pauses, "
                              "then continue it.",
-    ("continue", "completed"): f"It finished: {_NO_PAYLOAD}. undo(run_id) rolls back its "
+    ("continue", "completed"): "It finished: it takes no more payloads. {undo} rolls back its "
                                "completed steps.",
     ("continue", "failed"): _ROLLED_BACK,
-    ("continue", "halted"): f"A step halted it: {_NO_PAYLOAD}. undo(run_id) rolls back its "
+    ("continue", "halted"): "A step halted it: it takes no more payloads. {undo} rolls back its "
                             "completed steps.",
-    ("continue", "cancelled"): f"It was cancelled: {_NO_PAYLOAD}. undo(run_id) rolls back "
+    ("continue", "cancelled"): "It was cancelled: it takes no more payloads. {undo} rolls back "
                                "what it completed (if it was not undone already); "
-                               "retry(run_id) starts a new run with the same inputs.",
-    ("continue", "aborted"): f"Its process stopped it mid-way: {_NO_PAYLOAD}. undo(run_id) "
-                             "rolls back the steps it completed; retry(run_id) starts a new "
+                               "{retry} starts a new run with the same inputs.",
+    ("continue", "aborted"): "Its process stopped it mid-way: it takes no more payloads. {undo} "
+                             "rolls back the steps it completed; {retry} starts a new "
                              "run with the same inputs.",
-    ("continue", "rolling_back"): f"It is being rolled back: {_NO_PAYLOAD}; it ends failed or "
-                                  "cancelled by itself.",
-    ("retry", "running"): "It is still going: wait(run_id) for it to end, or cancel(run_id) "
+    ("continue", "rolling_back"): "It is being rolled back: it takes no more payloads; it "
+                                  "ends failed or cancelled by itself.",
+    ("retry", "running"): "It is still going: {wait} for it to end, or {cancel} "
                           "it; a failed, cancelled or aborted run can be retried.",
-    ("retry", "paused"): "It waits for a payload: continue_(run_id, ...) resumes it; or "
-                         "cancel(run_id) it, then retry it.",
+    ("retry", "paused"): "It waits for a payload: {continue} resumes it; or "
+                         "{cancel} it, then retry it.",
     ("retry", "completed"): "It completed: there is nothing to retry. Start a new run for new "
                             "work.",
-    ("retry", "halted"): "A step halted it on purpose: undo(run_id) rolls back its completed "
+    ("retry", "halted"): "A step halted it on purpose: {undo} rolls back its completed "
                          "steps and ends it cancelled, and a cancelled run can be retried.",
     ("retry", "rolling_back"): "It is being rolled back and ends failed or cancelled by itself; "
-                               "wait(run_id) for that, then retry it.",
+                               "{wait} for that, then retry it.",
 }
 
 
-def refusal_advice(operation: str, status: str) -> str:
-    """What is still possible for a run of `status` when `operation` is refused on it."""
-    return _ADVICE.get((operation, str(status)),
-                       "Read it with get(run_id) to see what it is doing.")
+PYTHON_CALLS: Mapping[str, str] = {
+    "undo": "undo(run_id)", "cancel": "cancel(run_id)", "retry": "retry(run_id)",
+    "wait": "wait(run_id)", "continue": "continue_(run_id, ...)", "get": "get(run_id)",
+}
+"""How advice names the operations by default: the `Reactor` methods to call. A front end
+(the CLI) passes its own phrasing to `refusal_advice` / `RunStateError.phrased`."""
+
+
+def refusal_advice(operation: str, status: str,
+                   calls: Mapping[str, str] = PYTHON_CALLS) -> str:
+    """What is still possible for a run of `status` when `operation` is refused on it.
+
+    Args:
+        operation: The refused operation (`cancel`, `undo`, `continue`, `retry`).
+        status: The run's status.
+        calls: How to name each operation the advice suggests (keys `undo`, `cancel`,
+            `retry`, `wait`, `continue`, `get`); default the Python calls.
+    """
+    template = _ADVICE.get((operation, str(status)),
+                           "Read it with {get} to see what it is doing.")
+    return template.format_map(calls)
 
 
 class RunStateError(Refused):
@@ -137,16 +153,30 @@ class RunStateError(Refused):
     Attributes:
         status: The run's status.
         operation: The refused operation (`cancel`, `undo`, `continue`, `retry`, ...).
+        hint: The advice the message ends with.
+        advised: The hint is the default advice (`refusal_advice`), not the raiser's own.
     """
 
     def __init__(self, run_id: str, status: str, operation: str,
                  hint: str | None = None) -> None:
+        self.advised = hint is None
         hint = refusal_advice(operation, status) if hint is None else hint
         super().__init__(
             f"cannot {operation} run {run_id!r}: it is {status}. {hint}", run_id=run_id
         )
         self.status = status
         self.operation = operation
+        self.hint = hint
+
+    def phrased(self, calls: Mapping[str, str]) -> str:
+        """The message with its advice naming the operations as `calls` does (the CLI's
+        commands, say); a hint given by the raiser is kept as it is.
+
+        Args:
+            calls: How to name each operation (see `refusal_advice`).
+        """
+        hint = refusal_advice(self.operation, self.status, calls) if self.advised else self.hint
+        return f"cannot {self.operation} run {self.run_id!r}: it is {self.status}. {hint}"
 
 
 class NotPaused(RunStateError):

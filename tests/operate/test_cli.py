@@ -143,7 +143,7 @@ async def test_cancel_stores_the_reason_given(shared: Shared) -> None:
     (("continue", "x", "approve", "--payload", "{nope", *APP), 2, "not JSON"),
     (("continue", "x", "approve", "--payload", "@/nonexistent.json", *APP), 2, "cannot read"),
     (("runs", "list", "--app", "no_such_module"), 1, "cannot import app module"),
-    (("graph", "tests.operate.flows"), 2, "module:reactor"),
+    (("graph", "tests.operate.flows"), 1, "no reactor 'tests.operate.flows'"),
     (("graph", "tests.operate.flows:approval"), 1, "is not an rf.Reactor"),
     (("sweep", "--interval", "0"), 2, "Invalid value for '--interval'"),
 ])

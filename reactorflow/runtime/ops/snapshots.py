@@ -190,6 +190,11 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
                 states[key] = done
             else:
                 states[key] = _step_state(plan, run_id, key, record, values, masks.get(key))
+    elif meta is not None:  # no reactor: the graph stored with the run gives order and steps
+        for key in run_steps(meta.fingerprint):
+            record = steps.get(key)
+            states[key] = (StepState(_PENDING) if record is None else
+                           _step_state(None, run_id, key, record, values, masks.get(key)))
     for key, record in steps.items():
         if key not in states:
             states[key] = _step_state(plan, run_id, key, record, values, masks.get(key))
@@ -221,6 +226,16 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
         cancel_reason=state.cancel_reason, inputs=inputs,
         retried_from=meta.retried_from if meta is not None else None,
     )
+
+
+def run_steps(fingerprint: Mapping[str, Sequence[str]]) -> list[str]:
+    """The keys of a run's steps in graph order, from the graph stored with it (its meta's
+    `fingerprint`: the plan's nodes in declaration order, each after its dependencies, then
+    the steps of its element reactors under `<map>.`, which are no steps of the run's own)."""
+    element_maps = [f"{key}." for key, entry in fingerprint.items()
+                    if entry and entry[0].startswith("map:")]
+    return [key for key in fingerprint
+            if not any(key.startswith(prefix) for prefix in element_maps)]
 
 
 def earliest_deadline(state: RunState, waiting: Iterable[str]) -> float | None:

@@ -90,6 +90,7 @@ class Entry:
     reactor: Reactor
     schedule: Schedule
     label: str
+    index: int = 0
 
     @property
     def key(self) -> str:
@@ -106,20 +107,21 @@ def entries(reactors: Sequence[Reactor] | None = None) -> Iterator[Entry]:
         reactors = [reactor for reactor in found if reactor is not None]
     for reactor in reactors:
         for index, schedule in enumerate(reactor.schedules):
-            yield Entry(reactor, schedule, schedule_label(schedule, index))
+            yield Entry(reactor, schedule, schedule_label(schedule, index), index)
 
 
 def find(target: str) -> Entry:
     """The schedule `REACTOR` (its only or first one) or `REACTOR:NAME_OR_INDEX`.
 
     Args:
-        target: The reactor's name, or its name, `:` and the schedule's name or index.
+        target: The reactor's name, or its name, `:` and the schedule's name or index (a
+            named schedule answers to both).
 
     Raises:
         ReactorflowError: No declared schedule matches.
     """
     for entry in entries():
-        if target in (entry.key, entry.reactor.name):
+        if target in (entry.key, entry.reactor.name, f"{entry.reactor.name}:{entry.index}"):
             return entry
     known = ", ".join(e.key for e in entries()) or "none (import the modules that declare them)"
     raise ReactorflowError(f"no schedule {target!r}; the declared schedules: {known}")
@@ -206,13 +208,8 @@ async def _finish_lapsed(storage: Storage, entry: Entry, state: ScheduleState,
 async def _fire(storage: Storage, entry: Entry, tick: datetime) -> list[Run]:
     """Start the run of one claimed (pending) tick and clear it; refused inputs are logged
     and recorded."""
-    key = entry.idempotency_key(tick)
     try:
-        inputs = tick_inputs(entry.schedule, tick)
-        if isinstance(inputs, Mapping):
-            run = await entry.reactor.dispatch(idempotency_key=key, **inputs)
-        else:
-            run = await entry.reactor.dispatch(inputs, idempotency_key=key)
+        run = await start_tick(entry, tick)
     except StorageError:
         log.error("reactorflow.schedule.pending schedule=%s tick=%s (claimed, but the run could "
                   "not be started: a scheduler starts it when the claim's lease expires)",
@@ -234,6 +231,30 @@ async def _fire(storage: Storage, entry: Entry, tick: datetime) -> list[Run]:
     log.info("reactorflow.schedule.started schedule=%s tick=%s run_id=%s%s", entry.key,
              tick.isoformat(), run.id, " (replayed)" if run.replayed else "")
     return [] if run.replayed else [run]
+
+
+async def start_tick(entry: Entry, tick: datetime, *, keyed: bool = True) -> Run:
+    """Dispatch the run of `tick` of a schedule, with the inputs the schedule gives that tick,
+    under the tick's idempotency key (`schedule:<reactor>:<name or index>:<tick ISO time>`): a
+    tick already started (by a scheduler or an earlier call) returns its run, `replayed`.
+    Touches nothing of the schedule's own record (cursor, last run, error).
+
+    Args:
+        entry: The schedule (see `find`).
+        tick: The tick, an aware datetime.
+        keyed: False to start a run with no idempotency key (`schedules run-now`: each call
+            starts one).
+
+    Raises:
+        ReactorflowError: The inputs are refused (`InputValidationError`), or a gate of the
+            reactor is busy (`GateBusy`).
+        StorageError: The storage failed.
+    """
+    key = entry.idempotency_key(tick) if keyed else None
+    inputs = tick_inputs(entry.schedule, tick)
+    if isinstance(inputs, Mapping):
+        return await entry.reactor.dispatch(idempotency_key=key, **inputs)
+    return await entry.reactor.dispatch(inputs, idempotency_key=key)
 
 
 def next_due(after: float, reactors: Sequence[Reactor] | None = None) -> float | None:

@@ -1,0 +1,26 @@
+"""Errors as the command line says them: advice that names a Python call (`undo(run_id)`)
+names the command to type instead (`reactorflow undo RUN_ID`). The one place that phrasing
+lives; `reactorflow.cli.main` applies it to every error it prints."""
+
+from __future__ import annotations
+
+from reactorflow.errors import ReactorflowError, RunStateError
+
+
+def cli_calls(run_id: str) -> dict[str, str]:
+    """How the advice of a refusal about run `run_id` names each operation on the CLI."""
+    return {
+        "undo": f"'reactorflow undo {run_id}'",
+        "cancel": f"'reactorflow cancel {run_id}'",
+        "retry": f"'reactorflow retry {run_id}'",
+        "wait": f"'reactorflow runs watch {run_id}'",
+        "continue": f"'reactorflow continue {run_id} STEP --payload JSON'",
+        "get": f"'reactorflow runs show {run_id}'",
+    }
+
+
+def cli_message(exc: ReactorflowError) -> str:
+    """The error's message, its advice phrased as CLI commands where it names operations."""
+    if isinstance(exc, RunStateError) and exc.run_id is not None:
+        return exc.phrased(cli_calls(exc.run_id))
+    return str(exc)
