@@ -92,9 +92,8 @@ def run_now_command(target: str, wait: bool, timeout: float | None, as_json: boo
         return await settled(entry.reactor, run, wait, timeout)
 
     run = run_async(go)
-    if not as_json:
-        click.echo(f"schedule {entry.key}: started run {run.id} (inputs of a tick at "
-                   f"{tick.astimezone(entry.schedule.zone).isoformat()})", err=True)
+    click.echo(f"schedule {entry.key}: started run {run.id} (inputs of a tick at "
+               f"{tick.astimezone(entry.schedule.zone).isoformat()})", err=True)  # JSON: stdout
     show_run(run, as_json)
 
 

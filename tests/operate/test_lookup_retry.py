@@ -170,3 +170,60 @@ async def test_retry_names_a_stored_input_the_current_type_refuses(storage: rf.S
         await flow.retry(run_id)
     assert info.value.field == "qty"
     assert [r.id for r in (await flow.list_runs()).runs] == [run_id]  # nothing started
+
+
+async def test_a_run_read_without_its_reactor_lists_every_step_in_graph_order(
+        storage: rf.Storage) -> None:
+    child = rf.Reactor(unique("order-child"), inputs=Order)
+
+    @child.step
+    async def pick(item: str) -> str:
+        return f"picked {item}"
+
+    @child.step
+    async def pack(pick: str) -> str:
+        return f"packed {pick}"
+
+    element = rf.Reactor(unique("order-element"), inputs=Order)
+
+    @element.step
+    async def label(item: str) -> str:
+        return f"label {item}"
+
+    flow = rf.Reactor(unique("order-graph"), inputs=Order)
+
+    @flow.step
+    async def reserve(item: str) -> str:
+        return item
+
+    @flow.compose(child)
+    async def fulfil(item: str, reserve: str) -> Order:
+        return Order(item=item)
+
+    @flow.step
+    async def items(reserve: str) -> list[str]:
+        return [reserve, reserve]
+
+    @flow.map_step(over="items", reactor=element)
+    async def labels(item: str) -> Order:
+        return Order(item=item)
+
+    @flow.interrupt
+    async def approve(payload: bool, labels: list[str]) -> bool:
+        return payload
+
+    @flow.step
+    async def ship(approve: bool) -> str:
+        return "shipped"
+
+    paused = await flow.run(item="tea")
+    assert paused.status is rf.Status.PAUSED
+    expected = await flow.get(paused.id)  # in graph order, pending steps included
+    assert list(expected.steps) == ["reserve", "fulfil", "fulfil.pick", "fulfil.pack", "items",
+                                    "labels", "approve", "ship"]
+    redeploy(flow)
+    run = await rf.get_run(paused.id)  # no reactor: the graph stored with the run says
+    assert list(run.steps) == list(expected.steps)
+    assert {key: state.status for key, state in run.steps.items()} == {
+        key: state.status for key, state in expected.steps.items()}
+    assert run.steps["ship"].status is rf.StepStatus.PENDING
