@@ -90,7 +90,6 @@ class Entry:
     reactor: Reactor
     schedule: Schedule
     label: str
-    index: int = 0
 
     @property
     def key(self) -> str:
@@ -107,21 +106,20 @@ def entries(reactors: Sequence[Reactor] | None = None) -> Iterator[Entry]:
         reactors = [reactor for reactor in found if reactor is not None]
     for reactor in reactors:
         for index, schedule in enumerate(reactor.schedules):
-            yield Entry(reactor, schedule, schedule_label(schedule, index), index)
+            yield Entry(reactor, schedule, schedule_label(schedule, index))
 
 
 def find(target: str) -> Entry:
     """The schedule `REACTOR` (its only or first one) or `REACTOR:NAME_OR_INDEX`.
 
     Args:
-        target: The reactor's name, or its name, `:` and the schedule's name or index (a
-            named schedule answers to both).
+        target: The reactor's name, or its name, `:` and the schedule's name or index.
 
     Raises:
         ReactorflowError: No declared schedule matches.
     """
     for entry in entries():
-        if target in (entry.key, entry.reactor.name, f"{entry.reactor.name}:{entry.index}"):
+        if target in (entry.key, entry.reactor.name):
             return entry
     known = ", ".join(e.key for e in entries()) or "none (import the modules that declare them)"
     raise ReactorflowError(f"no schedule {target!r}; the declared schedules: {known}")
