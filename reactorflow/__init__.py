@@ -3,15 +3,18 @@
 `import reactorflow as rf`; every public name is re-exported here.
 
 What you may import (the public surface; `PUBLIC_MODULES`): `reactorflow` itself,
-`reactorflow.testing` (the test kit), `reactorflow.web` (the dashboard and HTTP API, the `web`
+`reactorflow.sync` (`rf.sync`: the top-level coroutines for sync code), `reactorflow.testing`
+(the test kit), `reactorflow.web` (the dashboard and HTTP API, the `web`
 extra) and `reactorflow.otel` (tracing, the `otel` extra). Every other module
 (`reactorflow.definition.*`, `reactorflow.runtime.*`, `reactorflow.storage.*`,
 `reactorflow.workers.*`, `reactorflow.cli.*`, ...) is internal: it may move or change in any
 release; reach its public names through `reactorflow`.
 """
 
+from reactorflow import sync
 from reactorflow.config import Settings, configure
 from reactorflow.definition import runs as _runs
+from reactorflow.definition import sync as _sync
 from reactorflow.definition.gates import Lock, OrderedLock, Period, RateLimit, Semaphore
 from reactorflow.definition.handles import MapStep, Step
 from reactorflow.definition.reactor import Reactor
@@ -52,6 +55,7 @@ from reactorflow.errors import (
     StorageNotReady,
     StoragePoolExhausted,
     StorageReplyError,
+    SyncInEventLoop,
     UnknownInterrupt,
     ValidationFailed,
     WaitTimeout,
@@ -66,6 +70,7 @@ from reactorflow.runtime.gates.operate import ordered_peek, ordered_reset, order
 from reactorflow.runtime.ops.lookup import get_run, list_runs
 from reactorflow.runtime.ops.payloads import validate_payload
 from reactorflow.runtime.ops.service import RUNTIME as _RUNTIME
+from reactorflow.runtime.services import portal as _portal
 from reactorflow.runtime.services.scheduler import schedule_once
 from reactorflow.runtime.services.sweeper import SweepReport, sweep_once
 from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
@@ -77,13 +82,16 @@ from reactorflow.storage.redis.storage import RedisStorage
 from reactorflow.workers.queue import current_queue as _current_queue
 
 # The wiring of the layers, from above: the declarations' run methods use the runtime, and the
-# runtime's job queue is the Dramatiq layer's.
+# runtime's job queue is the Dramatiq layer's; their sync twins (`reactor.sync`) block on the
+# runtime's event-loop thread.
 _runs.bind(_RUNTIME)
+_sync.bind(_portal.call)
 _queue.register(_current_queue)
 
 __version__ = "0.1.0"
 
-PUBLIC_MODULES = ("reactorflow", "reactorflow.otel", "reactorflow.testing", "reactorflow.web")
+PUBLIC_MODULES = ("reactorflow", "reactorflow.otel", "reactorflow.sync", "reactorflow.testing",
+                  "reactorflow.web")
 """The modules users may import; every other module of the package is internal."""
 
 __all__ = [
@@ -157,6 +165,7 @@ __all__ = [
     "StoragePoolExhausted",
     "StorageReplyError",
     "SweepReport",
+    "SyncInEventLoop",
     "UnknownInterrupt",
     "ValidationFailed",
     "WaitTimeout",
@@ -169,5 +178,6 @@ __all__ = [
     "ordered_skip",
     "schedule_once",
     "sweep_once",
+    "sync",
     "validate_payload",
 ]

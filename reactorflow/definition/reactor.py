@@ -20,6 +20,7 @@ from reactorflow.definition.handles import After, MapStep, Step, after_names
 from reactorflow.definition.runs import RunMethods
 from reactorflow.definition.schedules import bind as bind_schedules
 from reactorflow.definition.specs import ResumeMode, StepKind
+from reactorflow.definition.sync import SyncRunMethods
 from reactorflow.definition.table import Handoff, StepSpec, StepTable
 from reactorflow.errors import DefinitionError
 from reactorflow.retry import Retry
@@ -152,6 +153,15 @@ class Reactor(RunMethods["Reactor"]):
         """The step whose result is the reactor's value: `returns=`, else the last declared
         step that runs in the run itself (async units are skipped: they may end later)."""
         return self.table.value_step
+
+    @property
+    def sync(self) -> SyncRunMethods:
+        """The run methods for sync code: `checkout.sync.run(...)` blocks until `await
+        checkout.run(...)` would return (likewise `dispatch`, `continue_`,
+        `continue_by_correlation_id`, `get`, `wait`, `cancel`, `undo`, `retry`, `list_runs`,
+        `ready_interrupts`). They run on one private event-loop thread per process and refuse
+        inside a running event loop (`rf.SyncInEventLoop`). See [From sync code](sync.md)."""
+        return SyncRunMethods(self)
 
     def to_mermaid(self) -> str:
         """The reactor's graph as a Mermaid flowchart (composed children as subgraphs)."""

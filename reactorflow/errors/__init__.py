@@ -4,9 +4,9 @@ Each error carries structured fields (`run_id`, `step`, `cause` and its own extr
 that says what went wrong and what to do about it. `Halt` is not an error: it is the signal a
 step raises to stop its run cleanly.
 
-The classes live in small modules by concern (`core`, `inputs`, `runs`, `storage`, `gates`) and
-are all imported from here, where they report their module as `reactorflow.errors` (the name
-stored in error records and shown in tracebacks).
+The classes live in small modules by concern (`core`, `inputs`, `runs`, `storage`, `gates`,
+`sync`) and are all imported from here, where they report their module as `reactorflow.errors`
+(the name stored in error records and shown in tracebacks).
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ from reactorflow.errors.storage import (
     StoragePoolExhausted,
     StorageReplyError,
 )
+from reactorflow.errors.sync import SyncInEventLoop
 
 __all__ = [
     "AlreadyResumed",
@@ -105,6 +106,7 @@ __all__ = [
     "StorageNotReady",
     "StoragePoolExhausted",
     "StorageReplyError",
+    "SyncInEventLoop",
     "UnknownInterrupt",
     "ValidationFailed",
     "WaitTimeout",

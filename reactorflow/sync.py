@@ -1,0 +1,144 @@
+"""`rf.sync`: reactorflow's top-level coroutines for sync code (a Flask or Django view, a
+management command, a Celery task). Each blocks until its async twin of `rf` returns.
+
+`rf.sync.get_run(run_id)` is `await rf.get_run(run_id)`, and so on for `list_runs`,
+`ordered_peek`, `ordered_skip`, `ordered_reset`, `schedule_once` and `sweep_once`; a reactor's
+own run methods are `reactor.sync.run(...)` and its siblings. The coroutines run on one
+private event-loop thread per process (anyio's blocking portal), started on first use, shut down
+at interpreter exit and started afresh in a forked child; they are safe from any number of
+threads at once. Inside a running event loop each raises `rf.SyncInEventLoop`: there, await the
+async function instead. See [From sync code](sync.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar
+
+from reactorflow.runtime.gates import operate
+from reactorflow.runtime.ops import lookup
+from reactorflow.runtime.services import portal, scheduler, sweeper
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+    from reactorflow.runtime.services.sweeper import SweepReport
+    from reactorflow.snapshot import Run, RunPage
+    from reactorflow.status import Status
+    from reactorflow.storage.base import OrderedLine
+
+T = TypeVar("T")
+
+__all__ = ["get_run", "list_runs", "ordered_peek", "ordered_reset", "ordered_skip",
+           "schedule_once", "sweep_once"]
+
+
+def _call(name: str, work: Callable[[], Awaitable[T]]) -> T:
+    return portal.call(work, called=f"rf.sync.{name}", instead=f"rf.{name}")
+
+
+def get_run(run_id: str) -> Run:
+    """`await rf.get_run(run_id)` from sync code: the snapshot of any run, whatever its reactor.
+
+    Args:
+        run_id: the run's id (`run.id`).
+
+    Raises:
+        SyncInEventLoop: called inside a running event loop (await `rf.get_run`).
+        RunNotFound: no such run (a wrong id, or it expired after its retention period).
+        CorruptRecord: the run's stored state cannot be decoded.
+    """
+    return _call("get_run", partial(lookup.get_run, run_id))
+
+
+def list_runs(*, reactor: str | None = None, status: str | Status | None = None,
+              limit: int = 50, cursor: str | None = None) -> RunPage:
+    """`await rf.list_runs(...)` from sync code: runs newest first, a page at a time.
+
+    Args:
+        reactor: only the runs of the reactor with this name (None: every reactor).
+        status: only runs in this status (an `rf.Status` or its value).
+        limit: runs per page, 1 to 1000.
+        cursor: the `next_cursor` of the previous page (None for the first page).
+
+    Raises:
+        SyncInEventLoop: called inside a running event loop (await `rf.list_runs`).
+        ReactorflowError: an unknown status, a limit out of range, or a cursor this library did
+            not return.
+    """
+    return _call("list_runs", partial(lookup.list_runs, reactor=reactor, status=status,
+                                      limit=limit, cursor=cursor))
+
+
+def ordered_peek(key: str) -> OrderedLine:
+    """`await rf.ordered_peek(key)` from sync code: an ordered lock's line as it stands.
+
+    Args:
+        key: The ordered lock's key, as its template rendered it (`'ledger:acct-9'`).
+
+    Raises:
+        SyncInEventLoop: Called inside a running event loop (await `rf.ordered_peek`).
+        ReactorflowError: `key` is not a non-empty str.
+        StorageError: The storage failed.
+    """
+    return _call("ordered_peek", partial(operate.ordered_peek, key))
+
+
+def ordered_skip(key: str, ticket: str | None = None) -> str:
+    """`await rf.ordered_skip(key, ticket)` from sync code: pass over a stuck ticket now.
+
+    Args:
+        key: The ordered lock's key, as its template rendered it.
+        ticket: The ticket to take out (a run id, or `<run id>|<step>`); None: whoever holds
+            the turn now.
+
+    Raises:
+        SyncInEventLoop: Called inside a running event loop (await `rf.ordered_skip`).
+        NotInLine: `ticket` is not in the line (or, with None, the line is empty).
+        ReactorflowError: `key` is not a non-empty str, or `ticket` not a str.
+    """
+    return _call("ordered_skip", partial(operate.ordered_skip, key, ticket))
+
+
+def ordered_reset(key: str) -> int:
+    """`await rf.ordered_reset(key)` from sync code: delete an ordered lock's line.
+
+    Args:
+        key: The ordered lock's key, as its template rendered it.
+
+    Raises:
+        SyncInEventLoop: Called inside a running event loop (await `rf.ordered_reset`).
+        ReactorflowError: `key` is not a non-empty str.
+    """
+    return _call("ordered_reset", partial(operate.ordered_reset, key))
+
+
+def schedule_once(*, reactors: Sequence[Reactor] | None = None) -> list[Run]:
+    """`await rf.schedule_once()` from sync code: start a run for every schedule tick due now.
+
+    Args:
+        reactors: Only these reactors' schedules (default: every reactor declared in this
+            process).
+
+    Raises:
+        SyncInEventLoop: Called inside a running event loop (await `rf.schedule_once`).
+        StorageError: The storage failed (`StorageConnectionError`: it cannot be reached).
+    """
+    return _call("schedule_once", partial(scheduler.schedule_once, reactors=reactors))
+
+
+def sweep_once(*, limit: int = sweeper.DEFAULT_LIMIT, records: int | None = None) -> SweepReport:
+    """`await rf.sweep_once()` from sync code: recover stalled runs and lost async units, and
+    expire overdue interrupts, once.
+
+    Args:
+        limit: at most this many running and rolling-back runs, as many paused runs, and as
+            many async units are looked at (see `rf.sweep_once`).
+        records: about how many run records the record pass reads in this sweep (see
+            `rf.sweep_once`).
+
+    Raises:
+        SyncInEventLoop: called inside a running event loop (await `rf.sweep_once`).
+        StorageConnectionError: the storage cannot be reached (nothing more is swept).
+    """
+    return _call("sweep_once", partial(sweeper.sweep_once, limit=limit, records=records))
