@@ -14,6 +14,11 @@ blocking portal, that runs the coroutines of `reactor.sync.*` and `rf.sync.*` fo
   called: its thread does not exist) and the child's first call starts its own. The process id
   is checked on every call too, for a fork that skipped the `os.register_at_fork` hooks.
 
+The thread is our own, running `anyio.run` around a `BlockingPortal`, rather than
+`anyio.from_thread.start_blocking_portal`: that context manager stops its portal *through* the
+portal when it is exited or garbage-collected, which in a forked child (where the portal's
+thread does not exist) blocks forever, and dropping the parent's portal there collects it.
+
 Storage objects need nothing of this: one storage object may be used from several threads and
 event loops at once (each loop gets its own connections), so the portal's loop shares the
 configured storage with any loop of the application.
@@ -27,11 +32,12 @@ import contextlib
 import os
 import threading
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TypeVar
 
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+import anyio
+from anyio.from_thread import BlockingPortal
 
 from reactorflow.errors import SyncInEventLoop
 
@@ -42,11 +48,11 @@ THREAD_NAME = "reactorflow-sync"
 
 @dataclass(frozen=True, slots=True)
 class _Loop:
-    """A started portal and the process that started it."""
+    """A started portal, its thread, and the process that started it."""
 
     pid: int
     portal: BlockingPortal
-    context: AbstractContextManager[BlockingPortal]
+    thread: threading.Thread
 
 
 _mutex = threading.Lock()
@@ -54,8 +60,24 @@ _current: _Loop | None = None
 
 
 def _start() -> _Loop:
-    context = start_blocking_portal(name=THREAD_NAME)
-    return _Loop(os.getpid(), context.__enter__(), context)
+    started: Future[BlockingPortal] = Future()
+
+    async def serve() -> None:
+        async with BlockingPortal() as served:
+            started.set_result(served)
+            await served.sleep_until_stopped()
+
+    def main() -> None:
+        try:
+            anyio.run(serve)
+        except BaseException as exc:  # a loop that failed to start: the caller raises it
+            if not started.done():
+                started.set_exception(exc)
+            raise
+
+    thread = threading.Thread(target=main, name=THREAD_NAME, daemon=True)
+    thread.start()
+    return _Loop(os.getpid(), started.result(), thread)
 
 
 def portal() -> BlockingPortal:
@@ -107,7 +129,7 @@ def shutdown() -> None:
         return
     with contextlib.suppress(RuntimeError):  # already stopped
         found.portal.call(found.portal.stop, True)
-    found.context.__exit__(None, None, None)  # joins the thread
+    found.thread.join()
 
 
 def _forget_after_fork() -> None:
