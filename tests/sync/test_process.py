@@ -15,8 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HANG_GUARD = 60  # seconds: a child that hangs (a call into a portal that does not exist) fails
 
-PRELUDE = """
-import os, sys, threading
+PRELUDE = f"""
+import os, signal, sys, threading
+HANG_GUARD = {HANG_GUARD}
 import reactorflow as rf
 
 flow = rf.Reactor("sync-process")
@@ -47,6 +48,7 @@ parent = flow.sync.run()                     # the parent's portal is running no
 assert parent.value == os.getpid() and portal_threads() == ["reactorflow-sync"]
 pid = os.fork()
 if pid == 0:                                 # the child: the parent's loop thread is not here
+    signal.alarm(HANG_GUARD)                 # a hung child ends (SIGALRM) instead of lingering
     try:
         assert portal_threads() == [], portal_threads()
         child = flow.sync.run()
@@ -94,3 +96,58 @@ entered.wait()
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["completed", "portal threads at the end: []"]
     assert "reactorflow.run.aborted" in done.stderr and "cut_off=forever" in done.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_forked_child_does_not_inherit_the_lock_keeper() -> None:
+    """The runtime's other process-wide thread, the lock keeper, is forgotten in a child too:
+    forked while a run of the parent holds its lock and while the keeper's mutex is held (as
+    its thread holds it every wake-up), the child keeps none of the parent's holds and runs
+    its own runs."""
+    done = _python(PRELUDE + """
+import anyio
+from reactorflow.runtime.engine.lockkeeper import keeper
+
+entered, release = threading.Event(), threading.Event()
+slow = rf.Reactor("sync-slow-parent")
+
+@slow.step
+async def hold_on() -> int:
+    entered.set()
+    await anyio.to_thread.run_sync(release.wait)
+    return os.getpid()
+
+parent_run = threading.Thread(target=slow.sync.run)
+parent_run.start()
+entered.wait()
+assert keeper.held() == 1                    # the parent's run holds its lock
+locked, unlock = threading.Event(), threading.Event()
+
+def holding_the_mutex():                     # as the keeper's thread holds it every wake-up
+    with keeper._mutex:
+        locked.set()
+        unlock.wait()
+
+holder = threading.Thread(target=holding_the_mutex)
+holder.start()
+locked.wait()
+pid = os.fork()                              # the child has the mutex held, not its holder
+if pid == 0:
+    signal.alarm(HANG_GUARD)
+    try:
+        assert keeper.held() == 0, keeper.held()
+        assert flow.sync.run().value == os.getpid()
+    except BaseException as exc:
+        print("child:", repr(exc), file=sys.stderr, flush=True)
+        os._exit(1)
+    os._exit(0)
+unlock.set()
+holder.join()
+_, status = os.waitpid(pid, 0)
+release.set()
+parent_run.join()
+assert os.waitstatus_to_exitcode(status) == 0, status
+print("ok")
+""")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -3,7 +3,8 @@
 A step that blocks the event loop (CPU work, a blocking call) must not let its run's lock lapse,
 or the sweeper would start a duplicate. So extension does not run in the run's event loop: one
 daemon thread per process, with its own event loop, extends every registered lock every ttl/3.
-It starts with the first registration and is stopped at interpreter exit.
+It starts with the first registration and is stopped at interpreter exit; a forked child (a
+Celery prefork or gunicorn worker) forgets its parent's keeper and starts its own.
 
 An extension refused because the owner released the lock meanwhile is not a loss: the owner
 unregisters its hold before it releases the lock (`ownership.keep_alive`), and marks it
@@ -31,6 +32,7 @@ import atexit
 import contextlib
 import itertools
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -199,6 +201,17 @@ class LockKeeper:
     async def _renew_gates(self, gates: GateHolds) -> None:
         await renew_gates(gates)
 
+    def forget_after_fork(self) -> None:
+        """In a forked child: the keeper thread is the parent's (it does not run here), the
+        holds are the parent's runs', and the mutex may have been held at the fork."""
+        self._mutex = threading.Lock()
+        self._holds = {}
+        self._thread = None
+        self._loop = None
+        self._wake = None
+        self._ready = threading.Event()
+        self._stopping = False
+
     def stop(self) -> None:
         thread = self._thread
         if thread is None:
@@ -254,3 +267,4 @@ async def ensure_live(hold: Hold | None) -> None:
 
 keeper = LockKeeper()
 atexit.register(keeper.stop)
+os.register_at_fork(after_in_child=keeper.forget_after_fork)
