@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from reactorflow.runtime.services.sweeper import SweepReport
     from reactorflow.snapshot import Run, RunPage
     from reactorflow.status import Status
-    from reactorflow.storage.base import OrderedLine
+    from reactorflow.storage.contract.values import OrderedLine
 
 T = TypeVar("T")
 

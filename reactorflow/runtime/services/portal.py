@@ -7,8 +7,8 @@ blocking portal, that runs the coroutines of `reactor.sync.*` and `rf.sync.*` fo
   await): blocking there would stall every other task of that loop, or deadlock when the loop
   is the portal's own.
 - **Stopped at interpreter exit** (`atexit`): the calls still in flight are cancelled, the loop
-  ends (closing the connections opened on it, see `reactorflow.storage.redis_conn`) and its
-  thread is joined. The thread is a daemon, so it never holds the interpreter up by itself.
+  ends (closing the connections opened on it, see `reactorflow.storage.redis.connections`) and
+  its thread is joined. The thread is a daemon, so it never holds the interpreter up by itself.
 - **Started afresh after `os.fork`** (a Celery prefork worker, a gunicorn worker): a child has
   the parent's memory but none of its threads, so the parent's portal is forgotten there (never
   called: its thread does not exist) and the child's first call starts its own. The process id
