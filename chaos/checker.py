@@ -248,14 +248,19 @@ def _check_handlers(handlers: dict[str, list[Execution]], faults: _Faults,
                 assert earlier.end is not None
                 if earlier.end >= later.start or earlier.kind != later.kind:
                     continue
+                # a kill of its process after it ended and before its checkpoint landed; or a
+                # storage fault from the moment it started: an outage while the handler ran
+                # (the run's lease lapsed, its checkpoint was refused or cut off) also costs
+                # its checkpoint, and the rollback resumed from the one before runs it again
                 excuse = (faults.between(earlier.end, later.start, PROCESS_FAULTS,
                                          earlier.pgid)
-                          or faults.between(earlier.end, later.start, STORAGE_FAULTS))
+                          or faults.between(earlier.start, later.start, STORAGE_FAULTS))
                 if excuse is None:
                     report.violations.append(Violation(
                         "handler-twice", later.run,
                         f"{later.kind} {key} applied again (seq {later.start}) after it had "
-                        f"completed (seq {earlier.end}) with no fault in between",
+                        f"completed (seq {earlier.end}) with no fault that could cut off its "
+                        f"checkpoint",
                         faults.before(later.start)))
                 else:
                     report.reapplied += 1

@@ -49,11 +49,12 @@ def enc_hook(value: Any) -> Any:
     """msgspec's encoding hook: a model as its JSON-mode builtins.
 
     Raises:
-        NotImplementedError: `value` is no model (msgspec then raises its own TypeError).
+        TypeError: `value` is no model, worded as msgspec's own refusal (a NotImplementedError
+            would reach the caller as it is: msgspec does not translate it).
     """
     if is_model(value):
         return value.model_dump(mode="json")
-    raise NotImplementedError(f"Objects of type {type(value).__name__} are not supported")
+    raise TypeError(f"Encoding objects of type {type(value).__name__} is unsupported")
 
 
 def _path(loc: tuple[int | str, ...]) -> str:
@@ -61,16 +62,21 @@ def _path(loc: tuple[int | str, ...]) -> str:
 
 
 def dec_hook(tp: Any, obj: Any) -> Any:
-    """msgspec's decoding hook: builtins validated into the model `tp`.
+    """msgspec's decoding hook: builtins validated into the model `tp`. Any other type is
+    decoded as msgspec does without a hook: `object` takes any value, another class refuses it.
 
     Raises:
         ValueError: the value does not fit, as "reason - at `$.path`" (the first error; a
             missing field as msgspec words it), which msgspec wraps in its ValidationError.
-        NotImplementedError: `tp` is no model.
+        TypeError: `tp` is a class that is no model, worded as msgspec's own refusal (msgspec
+            wraps it in its ValidationError; a NotImplementedError would reach the caller as
+            it is).
     """
+    if tp is object:  # (msgspec asks the hook about `object` too, which it decodes as any)
+        return obj
     if not is_model_type(tp):
-        raise NotImplementedError(f"Objects of type {getattr(tp, '__name__', tp)} are not "
-                                  "supported")
+        raise TypeError(f"Expected `{getattr(tp, '__name__', tp)}`, got "
+                        f"`{type(obj).__name__}`")
     if isinstance(obj, tp):
         return obj
     pydantic = sys.modules["pydantic"]

@@ -71,6 +71,24 @@ def test_an_undo_applied_twice_with_no_fault_between_is_reported() -> None:
     assert check(excused.records, {}).violations == []
 
 
+def test_an_undo_run_again_after_an_outage_while_it_ran_is_at_least_once() -> None:
+    """Redis restarted while the undo ran: its lease or its checkpoint was lost with it, so the
+    rollback ran it again (the full chaos run's first finding, seed 7). A restart before the
+    undo started excuses nothing."""
+    during = Book()
+    during.add("undo.start", "r1:reserve", "r1", token="u1", pgid=1)
+    during.add("fault.restart_redis", "redis:1", pgid=-1)
+    during.add("undo.end", "r1:reserve", "r1", token="u1", pgid=1)
+    during.apply("undo", "r1:reserve", "r1", "u2", pgid=2)
+    report = check(during.records, {})
+    assert report.violations == [] and report.reapplied == 1
+    before = Book()
+    before.add("fault.restart_redis", "redis:1", pgid=-1)
+    before.apply("undo", "r1:reserve", "r1", "u1")
+    before.apply("undo", "r1:reserve", "r1", "u2")
+    assert _invariants(check(before.records, {})) == ["handler-twice"]
+
+
 def test_a_lock_overlap_is_reported_unless_its_holder_was_a_zombie() -> None:
     def overlapping(stop_first: bool) -> Book:
         book = Book()
