@@ -172,7 +172,7 @@ class CrashInjector(Middleware):
             self._still_dead(run_id, owner)
             steps = options.get("steps") or {}
             if options.get("status") == "completed" and steps:
-                # the final save carries the last step's completion (`Execution.fold`): a
+                # the final save carries the last step's completion (`RunWriter.fold`): a
                 # point after that step sees it written alone first, as a checkpoint of its own
                 reactor = self.reactors.get(run_id)
                 for key, record in steps.items():

@@ -60,10 +60,12 @@ MUTATIONS = (
         (f"{SWEEPER_TESTS}::test_a_unit_dispatched_within_stall_timeout_is_not_swept",)),
     Mutation(
         "async unit enqueued before its marker is written", UNITS,
-        "        await ex.checkpoint(key, marker, [event(\"async.dispatched\", key)], unit=True)\n"
+        "        await ex.writer.checkpoint(key, marker, [event(\"async.dispatched\", key)],"
+        " unit=True)\n"
         "        queue.enqueue_unit(ex.run_id, ex.reactor, key)\n",
         "        queue.enqueue_unit(ex.run_id, ex.reactor, key)\n"
-        "        await ex.checkpoint(key, marker, [event(\"async.dispatched\", key)], unit=True)\n",
+        "        await ex.writer.checkpoint(key, marker, [event(\"async.dispatched\", key)],"
+        " unit=True)\n",
         (f"{SWEEPER_TESTS}::test_a_unit_marker_is_stored_before_its_job_is_enqueued",)),
     # -- further deliberate bugs, each pinned by a test that passed against it before --------
     Mutation(

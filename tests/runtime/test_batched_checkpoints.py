@@ -1,4 +1,4 @@
-"""Completions kept for a batch (`Execution.flush`): on `MemoryStorage` the completions of steps
+"""Completions kept for a batch (`RunWriter.flush`): on `MemoryStorage` the completions of steps
 nothing waits for, made while the run's task does not suspend, are written together. On every
 backend: no other task sees storage without them, a control request is read back at the next
 step boundary as before, a failure rolls them back, and the stored run is the same."""

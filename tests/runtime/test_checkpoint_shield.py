@@ -1,5 +1,5 @@
 """A step checkpoint, once started, is waited for even when the caller is cancelled meanwhile
-(`Execution.checkpoint` shields it), on both storage backends: a write still on its way when
+(`RunWriter.checkpoint` shields it), on both storage backends: a write still on its way when
 the abort comes lands, and the aborted run shows the step completed. A write by an `@inline`
 storage method needs no shield (it cannot suspend): see tests/architecture/test_inline.py."""
 

@@ -52,7 +52,8 @@ async def toy_forward(drive: Forward, node: Node) -> None:
     value = f"toy value of {node.key}"
     ex.values[node.key] = value
     now = clock.now()
-    done = StepRecord(StepStatus.COMPLETED, 1, now, now, records.raw(value), seq=ex.next_seq())
+    done = StepRecord(StepStatus.COMPLETED, 1, now, now, records.raw(value),
+                      seq=ex.writer.next_seq())
     await drive._finish(node, done, [event("step.completed", node.key, detail="the toy kind")])
 
 
@@ -65,7 +66,7 @@ class ToyRollback:
 async def toy_roll_back(ex: Execution, key: str) -> ToyRollback:
     SEEN.rolled_back.append(key)
     record = msgspec.structs.replace(ex.records[key], status=StepStatus.UNDONE)
-    await ex.checkpoint(key, record, [event("undo.completed", key, detail="the toy kind")])
+    await ex.writer.checkpoint(key, record, [event("undo.completed", key, detail="the toy kind")])
     return ToyRollback()
 
 

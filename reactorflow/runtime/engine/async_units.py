@@ -188,12 +188,12 @@ async def dispatch(ex: Execution, node: Node, child_inputs: Any = None,
         await create_child_run(child, child_inputs, child_id, parent=(ex.run_id, key),
                                parent_gates=(ex.reactor, gate_keys) if gate_keys else None)
         marker = StepRecord(StepStatus.RUNNING, 1, now, child_run=child_id)
-        await ex.checkpoint(key, marker, [event("async.dispatched", key, detail=child_id)],
-                            unit=True)
+        await ex.writer.checkpoint(key, marker, [event("async.dispatched", key, detail=child_id)],
+                                   unit=True)
         queue.enqueue_run(child_id, child.name)
     else:
         marker = StepRecord(StepStatus.RUNNING, 1, now)
-        await ex.checkpoint(key, marker, [event("async.dispatched", key)], unit=True)
+        await ex.writer.checkpoint(key, marker, [event("async.dispatched", key)], unit=True)
         queue.enqueue_unit(ex.run_id, ex.reactor, key)
     log.info("reactorflow.async.dispatched run_id=%s reactor=%s step=%s", ex.run_id,
              ex.reactor, key)

@@ -57,6 +57,7 @@ from reactorflow.runtime.engine import kinds
 from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.forward import Forward
 from reactorflow.runtime.engine.lockkeeper import keeper
+from reactorflow.runtime.engine.mode import DriveMode
 from reactorflow.runtime.engine.parking import park
 from reactorflow.runtime.engine.rollback import collected_failures, roll_back
 from reactorflow.runtime.engine.runners import Ending, Verdict
@@ -72,14 +73,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("reactorflow.run")
 
 
-async def drive(ex: Execution) -> None:
-    """Run forward (or finish a rollback) until the run settles; the lock must be held."""
+async def drive(ex: Execution, mode: DriveMode) -> None:
+    """Run forward (or finish a rollback) until the run settles; the lock must be held.
+    `mode`: how this execution waits (`mode.DriveMode`: parks in a worker, waits for a
+    fanned-out map's undo throws, ...), fixed for the whole drive."""
+    ex.mode = mode
     hooks = ex.hooks
     if hooks:
         hooks.call("before_run", RunEvent(ex.run_id, ex.reactor))
     forward: Forward | None = None
-    if ex.hold is not None:
-        keeper.attach(ex.hold, ex.gates)  # the gate places are renewed with the run's lock
+    if ex.writer.hold is not None:
+        keeper.attach(ex.writer.hold, ex.gates)  # the gate places are renewed with the run's lock
     try:
         if not await _admitted(ex):
             return
@@ -90,8 +94,8 @@ async def drive(ex: Execution) -> None:
             if ex.state.status == Status.PAUSED:  # applying a claimed payload: visible at once
                 resumed = [k for k in ex.state.waiting_on if k in ex.claims]
                 still = [k for k in ex.state.waiting_on if k not in ex.claims]
-                await ex.save_state(Status.RUNNING, waiting_on=still,
-                                    events=[event("run.resumed", detail=", ".join(resumed))])
+                await ex.writer.save_state(Status.RUNNING, waiting_on=still,
+                                           events=[event("run.resumed", detail=", ".join(resumed))])
             ex.parked_since, ex.state.parked_on, ex.state.wake_at = ex.state.parked_on, {}, None
             while True:
                 forward = Forward(ex, kinds=kinds.forward_table(),
@@ -169,7 +173,7 @@ async def snooze(ex: Execution, busy: GateBusy, step: str | None = None) -> None
     `gate_snooze` seconds). In a worker each snooze counts; past `gate_snooze_limit` the run
     fails with the busy gate's error. A snooze never consumes a step's retries."""
     settings = config.settings()
-    count = ex.state.gate_snoozes + (1 if ex.in_worker else 0)
+    count = ex.state.gate_snoozes + (1 if ex.mode.in_worker else 0)
     if count > settings.gate_snooze_limit:
         message = (f"{busy.message} (still busy after {count - 1} snoozes; raise "
                    "gate_snooze_limit to wait longer)")
@@ -181,8 +185,8 @@ async def snooze(ex: Execution, busy: GateBusy, step: str | None = None) -> None
     waits = dict(ex.state.gate_waits)
     if step is not None:
         waits[step] = f"{busy.gate} {busy.key!r}"
-    await ex.save_state(status, final=True, gate_snoozes=count, gate_waits=waits,
-                        events=[event("run.snoozed", step or "", detail=busy.message)])
+    await ex.writer.save_state(status, final=True, gate_snoozes=count, gate_waits=waits,
+                               events=[event("run.snoozed", step or "", detail=busy.message)])
     ex.enqueue_after_release = True
     ex.enqueue_delay = settings.gate_snooze * (0.5 + random.random() / 2)
     if ex.hooks:
@@ -206,24 +210,24 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
     or roll it back first when it failed."""
     match verdict.status:
         case Ending.COMPLETED:
-            if not await ex.save_state(Status.COMPLETED, final=True, publish=True,
-                                       events=[event("run.completed")], waiting_on=[],
-                                       deadlines={}, timeout_at=None,
-                                       unless_control=bool(ex.folded)):
+            if not await ex.writer.save_state(Status.COMPLETED, final=True, publish=True,
+                                              events=[event("run.completed")], waiting_on=[],
+                                              deadlines={}, timeout_at=None,
+                                       unless_control=bool(ex.writer.folded)):
                 # a request came while the last step ran (its completion, which this save
                 # carried, is checkpointed now): honoured as at any step boundary
-                assert ex.control is not None
+                assert ex.writer.control is not None
                 await conclude(ex, Verdict(Ending.CANCELLED
-                                           if ex.control.kind is ControlKind.CANCEL
+                                           if ex.writer.control.kind is ControlKind.CANCEL
                                            else Ending.FAILED))
                 return
         case Ending.PAUSED:
             deadlines = {k: d for k in verdict.waiting
                          if (d := ex.records[k].deadline) is not None}
-            await ex.save_state(Status.PAUSED, final=True, publish=True,
-                                events=[event("run.paused", detail=", ".join(verdict.waiting))],
-                                waiting_on=verdict.waiting, deadlines=deadlines,
-                                timeout_at=min(deadlines.values()) if deadlines else None)
+            paused = event("run.paused", detail=", ".join(verdict.waiting))
+            await ex.writer.save_state(Status.PAUSED, final=True, publish=True, events=[paused],
+                                       waiting_on=verdict.waiting, deadlines=deadlines,
+                                       timeout_at=min(deadlines.values()) if deadlines else None)
         case Ending.PARKED:
             await park(ex, verdict.parked, verdict.wake_at)
             return
@@ -232,31 +236,31 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
             return
         case Ending.HANDOFF:  # still running: its gates are kept for the worker (its TTLs)
             await keep_while_parked(ex, 0.0)
-            await ex.save_state(Status.RUNNING, final=True, events=[event("run.handed_off")],
-                                handed_off=True)
+            await ex.writer.save_state(Status.RUNNING, final=True, events=[event("run.handed_off")],
+                                       handed_off=True)
             ex.enqueue_after_release = True
             log.info("reactorflow.run.handed_off run_id=%s reactor=%s", ex.run_id, ex.reactor)
             return
         case Ending.HALTED:
             retrying, failed = ex.close_retrying("the run halted")
-            await ex.save_state(Status.HALTED, final=True, publish=True, steps=retrying,
-                                events=[*failed, event("run.halted",
-                                                       detail=verdict.halt_reason or "")],
-                                halt_reason=verdict.halt_reason, waiting_on=[])
+            await ex.writer.save_state(Status.HALTED, final=True, publish=True, steps=retrying,
+                                       events=[*failed, event("run.halted",
+                                                              detail=verdict.halt_reason or "")],
+                                       halt_reason=verdict.halt_reason, waiting_on=[])
         case Ending.CANCELLED:
-            reason = ex.control.reason if ex.control is not None else ""
+            reason = ex.writer.control.reason if ex.writer.control is not None else ""
             retrying, failed = ex.close_retrying("the run was cancelled")
-            await ex.save_state(Status.CANCELLED, final=True, publish=True, clear_control=True,
-                                steps=retrying,
-                                events=[*failed, event("run.cancelled", detail=reason)],
-                                cancel_reason=reason, waiting_on=[])
+            await ex.writer.save_state(Status.CANCELLED, final=True, publish=True,
+                                       clear_control=True, steps=retrying,
+                                       events=[*failed, event("run.cancelled", detail=reason)],
+                                       cancel_reason=reason, waiting_on=[])
         case Ending.FAILED:
             if verdict.failed:
                 first = verdict.failed[0]
                 error = run_error(first, verdict.errors[first])
             else:
-                assert ex.control is not None and ex.control.error is not None
-                error = ex.control.error
+                assert ex.writer.control is not None and ex.writer.control.error is not None
+                error = ex.writer.control.error
             await fail_with_rollback(ex, error, verdict.errors)
             return
         case _:
@@ -269,10 +273,10 @@ async def fail_with_rollback(ex: Execution, error: RunError,
     """Save `rolling_back`, roll everything back, save `failed` with every rollback failure.
     Steps parked between retry attempts fail with the run (`close_retrying`): compensated."""
     retrying, failed = ex.close_retrying("the run failed")
-    await ex.save_state(Status.ROLLING_BACK, steps=retrying,
-                        events=[*failed, event("run.rolling_back", detail=str(error))],
-                        error=error, rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[],
-                        deadlines={})
+    await ex.writer.save_state(Status.ROLLING_BACK, steps=retrying,
+                               events=[*failed, event("run.rolling_back", detail=str(error))],
+                               error=error, rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[],
+                               deadlines={})
     await _roll_back_or_park(ex, live_errors)
 
 
@@ -305,10 +309,10 @@ async def park_for_place(ex: Execution, waiting: GateWait) -> None:
     `GateBusy` and the rollback goes on (`gates.steps.rollback_places`)."""
     delay = config.settings().gate_snooze * (0.5 + random.random() / 2)
     await keep_while_parked(ex, delay)
-    await ex.save_state(Status.ROLLING_BACK, final=True,
-                        rollback_waits={waiting.step: waiting.since},
-                        events=[event("run.parked", waiting.step,
-                                      detail=f"its rollback waits: {waiting.busy.message}")])
+    await ex.writer.save_state(Status.ROLLING_BACK, final=True,
+                               rollback_waits={waiting.step: waiting.since},
+                               events=[event("run.parked", waiting.step,
+                                             detail=f"its rollback waits: {waiting.busy.message}")])
     ex.enqueue_after_release = True
     ex.enqueue_delay = delay
     if ex.hooks:
@@ -331,13 +335,13 @@ async def _settle_rollback(ex: Execution, failures: list[RollbackFailure]) -> No
                          rollback_failures=all_failures)
     ex.state.rollback_waits = {}
     if trigger is RollbackTrigger.UNDO:
-        await ex.save_state(Status.CANCELLED, final=True, publish=True, clear_control=True,
-                            events=[event("run.undone")], error=error, rollback_trigger=None,
-                            cancel_reason=ex.state.cancel_reason or "undone")
+        await ex.writer.save_state(Status.CANCELLED, final=True, publish=True, clear_control=True,
+                                   events=[event("run.undone")], error=error, rollback_trigger=None,
+                                   cancel_reason=ex.state.cancel_reason or "undone")
     else:
-        await ex.save_state(Status.FAILED, final=True, publish=True, clear_control=True,
-                            events=[event("run.failed", detail=str(error))], error=error,
-                            rollback_trigger=None)
+        await ex.writer.save_state(Status.FAILED, final=True, publish=True, clear_control=True,
+                                   events=[event("run.failed", detail=str(error))], error=error,
+                                   rollback_trigger=None)
     _log_end(ex)
 
 
@@ -353,7 +357,7 @@ async def _abort(ex: Execution, forward: Forward | None, cause: BaseException) -
     now = clock.now()
     for key in sorted(forward.in_flight) if forward is not None else []:
         base = ex.records.get(key)
-        if key in ex.unconfirmed and base is not None:
+        if key in ex.writer.unconfirmed and base is not None:
             stored = await _stored(ex, key)
             if stored == records.encode(base):
                 continue  # it landed
@@ -369,9 +373,9 @@ async def _abort(ex: Execution, forward: Forward | None, cause: BaseException) -
             compensate_pending=ex.plan.nodes[key].spec.compensate is not None,
         )
     try:
-        await ex.save_state(Status.ABORTED, final=True, steps=cut,
-                            events=[event("run.aborted", detail=type(cause).__name__)],
-                            publish=True)
+        await ex.writer.save_state(Status.ABORTED, final=True, steps=cut,
+                                   events=[event("run.aborted", detail=type(cause).__name__)],
+                                   publish=True)
         log.warning("reactorflow.run.aborted run_id=%s reactor=%s cause=%s cut_off=%s",
                     ex.run_id, ex.reactor, type(cause).__name__, ",".join(cut) or "-")
     except Exception:

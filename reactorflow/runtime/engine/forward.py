@@ -127,6 +127,7 @@ class Forward(Runners):
         against the general path in `tests/runtime/test_fast_path.py` (each scenario both
         ways, the runs left behind compared)."""
         ex = self.ex
+        writer = self.writer
         key = node.key
         payload: Any = MISSING
         waiting: StepRecord | None = None
@@ -155,9 +156,9 @@ class Forward(Runners):
             return
         if node.context_name is not None:
             kwargs[node.context_name] = context_for(ex, node, 1)
-        # a step nothing waits for may keep its completion for a batch (`Execution.flush`): its
+        # a step nothing waits for may keep its completion for a batch (`RunWriter.flush`): its
         # body is started by hand, to learn whether it suspends (kept ones land first then)
-        keeps = not node.dependents and ex.batches and not node.level and waiting is None
+        keeps = not node.dependents and writer.batches and not node.level and waiting is None
         began = clock.now()
         try:
             body = node.spec.fn(**kwargs)
@@ -170,8 +171,8 @@ class Forward(Runners):
                     await self._before_suspending()
                     result = await go_on(body, suspended)
             else:
-                if ex.folded:
-                    await ex.flush()  # (as `_before_suspending`)
+                if writer.folded:
+                    await writer.flush()  # (as `_before_suspending`)
                 self.written = False
                 result = await body
             raw, value = encode_result(ex, node, result)
@@ -180,7 +181,7 @@ class Forward(Runners):
         else:
             finished = clock.now()
             ex.values[key] = value
-            ex.seq = seq = ex.seq + 1  # (as `next_seq`)
+            writer.seq = seq = writer.seq + 1  # (as `next_seq`)
             done = StepRecord(_COMPLETED, 1, began, finished, raw, None, seq)
             events = [Event(began, "step.started", key, 1),
                       Event(finished, "step.completed", key, 1)]
@@ -190,11 +191,11 @@ class Forward(Runners):
                 events.insert(0, event("interrupt.resumed", key))
             # kept for a batch when nothing waits for it and its task has not suspended since
             # a write read control back; or, as in `_ended`, when it completes the run
-            if (keeps and self.written) or ((ex.folds or ex.claims)
+            if (keeps and self.written) or ((writer.folds or ex.claims)
                                             and completes_run(self, node)):
-                ex.fold(key, done, events)
+                writer.fold(key, done, events)
             else:
-                await ex.checkpoint(key, done, events)
+                await writer.checkpoint(key, done, events)
                 self.written = True
             self._after_checkpoint(node)
             return
@@ -204,20 +205,21 @@ class Forward(Runners):
     async def _ended(self, node: Node, out: Outcome) -> None:
         """Record how a call of the step ended (`call_step`'s outcome), and go on from there."""
         ex = self.ex
+        writer = self.writer
         match out.status:
             case StepEnd.COMPLETED:
                 ex.values[node.key] = out.value
                 done = StepRecord(_COMPLETED, out.attempts, out.started_at,
-                                  out.finished_at, out.raw, seq=ex.next_seq())
+                                  out.finished_at, out.raw, seq=writer.next_seq())
                 if node.kind is _INTERRUPT:
                     record = ex.record(node.key)
                     done.deadline = record.deadline
                     done.correlation_id = record.correlation_id
                     out.events.insert(0, event("interrupt.resumed", node.key))
                 if completes_run(self, node):  # its checkpoint rides in the final save
-                    ex.fold(node.key, done, out.events)
+                    writer.fold(node.key, done, out.events)
                 else:  # (as `_finish`, inline: the path every completed step takes)
-                    await ex.checkpoint(node.key, done, out.events)
+                    await writer.checkpoint(node.key, done, out.events)
                 self._after_checkpoint(node)
             case StepEnd.SKIPPED:
                 await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=clock.now()),
@@ -228,7 +230,7 @@ class Forward(Runners):
                 self.verdict.status = Ending.HALTED
                 self.verdict.halt_reason = halted.error.message if halted.error else ""
                 self._stop()
-                await ex.checkpoint(node.key, halted, out.events)
+                await writer.checkpoint(node.key, halted, out.events)
             case StepEnd.RETRYING:
                 await self._retry_later(node, out)
             case StepEnd.SNOOZED:
@@ -252,7 +254,7 @@ class Forward(Runners):
             return
         record = StepRecord(StepStatus.RUNNING, out.attempts, out.started_at,
                             error=ErrorRecord.from_exception(out.error), retry_at=out.retry_at)
-        await self.ex.checkpoint(node.key, record, out.events)
+        await self.writer.checkpoint(node.key, record, out.events)
 
     async def _fail_step(self, node: Node, error: BaseException, *, detail: str = "",
                          events: list[Event] | None = None, body_started: bool = False,
@@ -279,7 +281,7 @@ class Forward(Runners):
         self._stop()
         if events is None:
             events = [event("step.failed", node.key, detail=detail)]
-        await ex.checkpoint(node.key, record, events)
+        await self.writer.checkpoint(node.key, record, events)
 
     async def _skip(self, node: Node, reason: str) -> None:
         await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=clock.now()),
@@ -294,7 +296,7 @@ class Forward(Runners):
 
     async def _finish(self, node: Node, record: StepRecord, events: list[Any]) -> None:
         """Checkpoint a completed or skipped step, then release what waited for it."""
-        await self.ex.checkpoint(node.key, record, events)
+        await self.writer.checkpoint(node.key, record, events)
         self._after_checkpoint(node, handoff=record.status == StepStatus.COMPLETED)
 
     # -- async units ---------------------------------------------------------------------------
@@ -305,7 +307,7 @@ class Forward(Runners):
         ex = self.ex
         for dep in node.unit_deps:
             try:
-                if ex.parks:
+                if ex.mode.parks:
                     since = await self._parked_since(node, dep)
                     if since is not None:
                         self.parked[dep] = since
@@ -392,8 +394,8 @@ class Forward(Runners):
             return
         ex.level_inputs[key] = self.plan.levels[key].inputs_decoder.decode(raw)
         opened = StepRecord(StepStatus.RUNNING, 1, started, child_inputs=raw, child_opened=True)
-        await ex.checkpoint(key, opened, [event("compose.started", key)])
-        if ex.control is not None:
+        await self.writer.checkpoint(key, opened, [event("compose.started", key)])
+        if self.writer.control is not None:
             self._stop()
             return
         self._open_level(key)  # this runner goes on with the child's first steps
@@ -409,7 +411,7 @@ class Forward(Runners):
             value = node.decoder.decode(raw)
         ex.values[node.key] = value
         done = StepRecord(StepStatus.COMPLETED, record.attempts, record.started_at, clock.now(),
-                          raw, seq=ex.next_seq(), child_inputs=record.child_inputs,
+                          raw, seq=self.writer.next_seq(), child_inputs=record.child_inputs,
                           child_opened=record.child_opened)
         await self._finish(node, done, [event("step.completed", node.key)])
         await close_level(ex, node.key, completed=True)
@@ -419,7 +421,7 @@ class Forward(Runners):
         busy gate fails it (in a caller) or snoozes the run (in a worker)."""
         if entry.period_done is not None:
             await self._skip(node, f"period {entry.period_done.key!r} already used")
-        elif self.ex.in_worker:
+        elif self.ex.mode.in_worker:
             assert entry.busy is not None
             self.verdict.snoozed.append((node.key, entry.busy))
             self._stop()
@@ -442,8 +444,8 @@ class Forward(Runners):
         except (ArgumentError, CorrelationConflict) as exc:
             await self._fail_step(node, exc, detail=str(exc))
             return
-        await ex.checkpoint(node.key, waiting, [event("interrupt.waiting", node.key,
+        await self.writer.checkpoint(node.key, waiting, [event("interrupt.waiting", node.key,
                                                       detail=waiting.correlation_id or "")])
-        if ex.control is not None:
+        if self.writer.control is not None:
             self._stop()
         self.waiting[node.key] = None

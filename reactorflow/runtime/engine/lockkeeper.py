@@ -8,7 +8,7 @@ Celery prefork or gunicorn worker) forgets its parent's keeper and starts its ow
 
 An extension refused because the owner released the lock meanwhile is not a loss: the owner
 unregisters its hold before it releases the lock (`ownership.keep_alive`), and marks it
-`releasing` before the final save that releases it in the same write (`Execution.save_state`);
+`releasing` before the final save that releases it in the same write (`RunWriter.save_state`);
 only a refusal while the hold is registered and not releasing logs `reactorflow.lock.lost`.
 
 Losing the lock stops the execution from starting anything new. A hold knows until when its

@@ -100,8 +100,8 @@ async def park(ex: Execution, units: dict[str, float], wake_at: float | None) ->
     waits = [*units, *(["retry"] if wake_at is not None else [])]
     status = Status.ROLLING_BACK if ex.state.status is Status.ROLLING_BACK else Status.RUNNING
     await keep_while_parked(ex, hold_bound(ex, units, wake_at))
-    await ex.save_state(status, final=True, parked_on=units, wake_at=wake_at,
-                        waiting_on=[], events=[event("run.parked", detail=", ".join(waits))])
+    await ex.writer.save_state(status, final=True, parked_on=units, wake_at=wake_at,
+                               waiting_on=[], events=[event("run.parked", detail=", ".join(waits))])
     log.info("reactorflow.run.parked run_id=%s reactor=%s waits=%s", ex.run_id, ex.reactor,
              ",".join(waits))
 

@@ -119,7 +119,7 @@ async def roll_back(ex: Execution, live_errors: Mapping[str, BaseException] | No
         match act:
             case Act.CLOSE:
                 closed = _rolled_back(ex.records[key], StepStatus.UNDONE)
-                await ex.checkpoint(key, closed, [event("undo.completed", key)])
+                await ex.writer.checkpoint(key, closed, [event("undo.completed", key)])
             case Act.KIND:
                 own = handler_of(ex.plan.nodes[key].kind).roll_back
                 assert own is not None  # (planned only for a kind that has one)
@@ -180,15 +180,15 @@ async def _run_handler(ex: Execution, kind: Literal[HandlerKind.UNDO, HandlerKin
         hooks.call(f"after_{kind}", StepEvent(ex.run_id, ex.reactor, key, status=ended,
                                               error=error))
     if error is None:
-        await ex.checkpoint(key, _rolled_back(record, done),
-                            [started, event(f"{kind}.completed", key)])
+        await ex.writer.checkpoint(key, _rolled_back(record, done),
+                                   [started, event(f"{kind}.completed", key)])
         return []
     log.warning("reactorflow.%s.failed run_id=%s step=%s error=%s", kind, ex.run_id, key,
                 summary(error))
     updated = msgspec.structs.replace(record, compensate_pending=False,
                                       rollback_error=ErrorRecord.from_exception(error))
-    await ex.checkpoint(key, updated, [started, event(f"{kind}.failed", key,
-                                                      detail=summary(error))])
+    await ex.writer.checkpoint(key, updated, [started, event(f"{kind}.failed", key,
+                                                             detail=summary(error))])
     return [RollbackFailure(key, kind, describe(error), type(error).__name__)]
 
 

@@ -75,6 +75,7 @@ class Runners:
 
     def __init__(self, ex: Execution, *, max_concurrency: int | None = None) -> None:
         self.ex = ex
+        self.writer = ex.writer  # (bound once: the per-step path reads it)
         self.plan = ex.plan
         self.queue: deque[str] = deque()
         self.missing: dict[str, int] = {}
@@ -98,7 +99,7 @@ class Runners:
         self.fast = not ex.hooks and self.handoff is None
         # the running runner wrote to storage (a checkpoint, which reads a control request
         # back) and its task has not suspended since: a completion may then be kept for a
-        # batch (`Execution.flush`); False again wherever a runner may suspend or ends
+        # batch (`RunWriter.flush`); False again wherever a runner may suspend or ends
         self.written = False
 
     # -- the drive -----------------------------------------------------------------------------
@@ -121,7 +122,8 @@ class Runners:
         if self.fatal is not None:
             raise self.fatal
         verdict = self.verdict
-        control = self.ex.control
+        writer = self.writer
+        control = writer.control
         if verdict.status is Ending.COMPLETED:
             if control is not None and self.stopping:
                 verdict.status = (Ending.CANCELLED if control.kind is ControlKind.CANCEL
@@ -136,8 +138,8 @@ class Runners:
                 verdict.wake_at = min(self.retrying.values(), default=None)
             elif self.waiting:
                 verdict.status = Ending.PAUSED
-        if self.ex.folded and self.ex.batches and verdict.status is not Ending.COMPLETED:
-            await self.ex.flush()  # (a completion kept for the final save rides in it)
+        if writer.folded and writer.batches and verdict.status is not Ending.COMPLETED:
+            await writer.flush()  # (a completion kept for the final save rides in it)
         verdict.waiting = list(self.waiting)
         return verdict
 
@@ -200,6 +202,7 @@ class Runners:
         nodes = self.plan.nodes
         in_flight = self.in_flight
         ex = self.ex
+        writer = self.writer
         self.written = False  # (another task ran before this one)
         try:
             while queue and not self.stopping:
@@ -226,8 +229,8 @@ class Runners:
                     in_flight.discard(key)
                 finally:
                     self.idle += 1
-            if ex.folded and ex.batches and self.runners > 1:
-                await ex.flush()  # the task group waits for the others: the task suspends
+            if writer.folded and writer.batches and self.runners > 1:
+                await writer.flush()  # the task group waits for the others: the task suspends
         finally:
             self.written = False
             self.runners -= 1
@@ -268,7 +271,7 @@ class Runners:
     def _after_checkpoint(self, node: Node, *, handoff: bool = True) -> None:
         """After a step settled: stop for a control request read back from the checkpoint,
         or at the `background(after=...)` point; release the steps that waited for it."""
-        if self.ex.control is not None:
+        if self.writer.control is not None:
             self._stop()
         elif handoff and self.handoff == ("after", node.key):
             self._hand_off()
@@ -299,9 +302,9 @@ class Runners:
         """The running runner's task may suspend next: write the kept completions (no other
         task may see storage without them) and note that it may not keep more until it wrote
         again (a control request may come meanwhile)."""
-        ex = self.ex
-        if ex.folded and ex.batches:
-            await ex.flush()
+        writer = self.writer
+        if writer.folded and writer.batches:
+            await writer.flush()
         self.written = False
 
     # -- what the drive provides -----------------------------------------------------------------
@@ -323,14 +326,14 @@ def completes_run(forward: Runners, node: Node) -> bool:
     """Whether the completion of `node` completes the run: the last unsettled step of the root,
     nothing else in flight, queued, waiting, parked or retrying, no stop, control request,
     hand-off after it, or composed child's gates open. Its record and events are then written by
-    the run's final save (`Execution.fold`), which a control request that came meanwhile
+    the run's final save (`RunWriter.fold`), which a control request that came meanwhile
     refuses (`unless_control`): the step is then checkpointed on its own and the request
     honoured, as at any step boundary. The reactor's own gates ride in that save as in any
     final save: `unless_control` drops them only if the write landed, so a refused save keeps
     them held through the rollback the request may start.
 
     Always for a run that got a payload (the tail of a `continue_`); for any other run where
-    the storage's `save_step` is its own (`@foldable`, `Execution.folds`): a `save_step`
+    the storage's `save_step` is its own (`@foldable`, `RunWriter.folds`): a `save_step`
     replaced on the storage object (fault injection, a test's slow write, which may watch every
     checkpoint: `tests/runtime/test_checkpoint_shield.py`) or a subclass's override gets every
     step's checkpoint, the last one included.
@@ -340,8 +343,9 @@ def completes_run(forward: Runners, node: Node) -> bool:
         node: The step.
     """
     ex = forward.ex
-    return ((ex.folds or bool(ex.claims)) and not node.level and forward.unsettled[""] == 1
+    writer = forward.writer
+    return ((writer.folds or bool(ex.claims)) and not node.level and forward.unsettled[""] == 1
             and len(forward.in_flight) == 1 and not forward.queue and not forward.stopping
             and not forward.waiting and not forward.parked and not forward.retrying
-            and ex.control is None and forward.handoff != ("after", node.key)
+            and writer.control is None and forward.handoff != ("after", node.key)
             and not ex.level_entries)

@@ -334,7 +334,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
                 and retry.should_retry(error, attempt)):
             delay = retry.delay(attempt)
             _note_retry(ex, node, attempt, error, delay, events)
-            if ex.parks and delay >= PARK_BACKOFF:
+            if ex.mode.parks and delay >= PARK_BACKOFF:
                 out.status, out.error, out.attempts = StepEnd.RETRYING, error, attempt
                 out.retry_at = clock.now() + delay
                 return out
@@ -360,7 +360,7 @@ async def _retry_due(ex: Execution, retry_at: float) -> bool:
     wait = retry_at - clock.now()
     if wait <= 0:
         return True
-    if ex.parks:
+    if ex.mode.parks:
         return False
     await clock.sleep(wait, why=f"the next attempt of a parked step of run {ex.run_id}")
     return True

@@ -43,8 +43,8 @@ async def open_level(ex: Execution, node: Node, kwargs: dict[str, Any],
     """Take the child's gates as it opens (`GateKeyError` when a key cannot be built); the
     entry says whether it was admitted. An admitted entry is kept until `close_level`."""
     needs = level_needs(ex, node, kwargs, inputs)
-    entry = await enter(ex.gates, needs, ex.step_prefix + node.key, wait=not ex.in_worker,
-                        keep_turn=ex.in_worker, step=node.key, element=ex.element)
+    entry = await enter(ex.gates, needs, ex.step_prefix + node.key, wait=not ex.mode.in_worker,
+                        keep_turn=ex.mode.in_worker, step=node.key, element=ex.element)
     if entry.admitted:
         ex.level_entries[node.key] = entry
     return entry
@@ -80,7 +80,7 @@ async def retake(ex: Execution) -> Entry | None:
             needs = level_needs(ex, node, await arguments(ex, node), ex.level_inputs[key])
         except GateKeyError:
             continue  # it opened with these keys: they are built the same way again
-        entry = await enter(ex.gates, needs, key, wait=not ex.in_worker, keep_turn=True,
+        entry = await enter(ex.gates, needs, key, wait=not ex.mode.in_worker, keep_turn=True,
                             charge_rate=False, check_period=False, step=key)
         if not entry.admitted:
             return entry

@@ -130,7 +130,7 @@ async def admit(ex: Execution) -> tuple[Admission, Exception | None]:
             needs = [*parent_needs(ex), *run_needs(reactor, ex.level_inputs[""], ex.run_id)]
         except GateKeyError as exc:
             return Admission.BAD_KEY, exc
-        entry = await enter(ex.gates, needs, "", wait=not ex.in_worker, keep_turn=True,
+        entry = await enter(ex.gates, needs, "", wait=not ex.mode.in_worker, keep_turn=True,
                             charge_rate=first, check_period=first)
         ex.run_entry = entry
     if entry.period_done is not None:

@@ -73,8 +73,8 @@ async def call_gated(ex: Execution, node: Node, payload: Any = MISSING, *,
         out.error = exc
         out.events.append(event("step.failed", key, detail=str(exc)))
         return out
-    entry = await enter(ex.gates, needs, ex.step_prefix + key, wait=not ex.in_worker,
-                        keep_turn=ex.in_worker, step=key, element=ex.element)
+    entry = await enter(ex.gates, needs, ex.step_prefix + key, wait=not ex.mode.in_worker,
+                        keep_turn=ex.mode.in_worker, step=key, element=ex.element)
     if entry.period_done is not None:
         out.status = StepEnd.SKIPPED
         out.events.append(event("step.skipped", key,
@@ -82,9 +82,9 @@ async def call_gated(ex: Execution, node: Node, payload: Any = MISSING, *,
         return out
     if entry.busy is not None:
         out.error = entry.busy
-        out.status = StepEnd.SNOOZED if ex.in_worker else StepEnd.FAILED
+        out.status = StepEnd.SNOOZED if ex.mode.in_worker else StepEnd.FAILED
         out.finished_at = clock.now()
-        kind = "step.snoozed" if ex.in_worker else "step.failed"
+        kind = "step.snoozed" if ex.mode.in_worker else "step.failed"
         out.events.append(event(kind, key, detail=summary(entry.busy)))
         return out
     if needs:
@@ -103,8 +103,8 @@ async def call_gated(ex: Execution, node: Node, payload: Any = MISSING, *,
 async def enter_whole(ex: Execution, node: Node, kwargs: dict[str, Any]) -> Entry:
     """Take a map step's gates for the whole map (its elements run under them); `leave_whole`
     gives them back. `GateKeyError` when a key cannot be built."""
-    return await enter(ex.gates, step_needs(ex, node, kwargs), node.key, wait=not ex.parks,
-                       keep_turn=ex.parks, step=node.key)
+    return await enter(ex.gates, step_needs(ex, node, kwargs), node.key, wait=not ex.mode.parks,
+                       keep_turn=ex.mode.parks, step=node.key)
 
 
 async def leave_whole(ex: Execution, entry: Entry | None, *, completed: bool,
@@ -189,7 +189,7 @@ async def rollback_places(ex: Execution, node: Node
     except ArgumentError as exc:
         return None, exc
     scope = f"{ex.step_prefix}{node.key}:rollback"
-    if not ex.in_worker:
+    if not ex.mode.in_worker:
         entry = await enter(ex.gates, needs, scope, wait=True, step=node.key,
                             element=ex.element, undoing=True)
         return (None, entry.busy) if entry.busy is not None else (entry, None)

@@ -204,13 +204,13 @@ async def undo_child(scope: Scope, node: Node, index: int,
         return None  # nothing of its child can be undone (or it was, before a crash)
     ex = _execution(scope, node, index, record.inputs, dict(record.steps), record.maps)
 
-    async def save(_: ElementExecution | None = None) -> None:
+    async def save() -> None:
         record.steps, record.maps = dict(ex.records), ex.held.maps
         await scope.slots.save_elements(scope.run_id, node.key,
                                         {index: records.encode(record)}, replace=True,
                                         owner=fence(scope))
 
-    ex.save = save
+    ex.writer.save = save
     ex.held.after = save  # each nested map's element undo, saved as it returns
     failures = _failures(ex, await roll_back(ex))
     record.steps, record.inputs, record.maps = {}, NIL, {}
@@ -261,7 +261,7 @@ class ElementForward(Forward):
                     record.rollback_error = ErrorRecord.from_exception(exc)
                 else:
                     record.status = StepStatus.COMPENSATED
-        await ex.checkpoint(node.key, record, [])
+        await ex.writer.checkpoint(node.key, record, [])
         self._after_checkpoint(node)
 
     async def _reactor(self, node: Node) -> None:

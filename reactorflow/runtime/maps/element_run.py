@@ -15,7 +15,7 @@ with nothing stored as a run.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reactorflow import clock, config, records
 from reactorflow.definition.graph import plan_for
@@ -27,6 +27,8 @@ from reactorflow.records import (
 )
 from reactorflow.runtime.engine.execution import Execution
 from reactorflow.runtime.engine.map_reads import element_key
+from reactorflow.runtime.engine.mode import ELEMENT
+from reactorflow.runtime.engine.writer import RunWriter
 from reactorflow.runtime.maps.memory_slots import HeldSlots
 from reactorflow.status import Status
 
@@ -37,34 +39,18 @@ if TYPE_CHECKING:
     from reactorflow.middleware import Hooks
     from reactorflow.runtime.gates.scope import GateHolds
 
-Save = Callable[["ElementExecution"], Awaitable[None]]
+Save = Callable[[], Awaitable[None]]
 
 
-class ElementExecution(Execution):
-    """One element's child reactor, as an execution that stores nothing of its own."""
+class ElementWriter(RunWriter):
+    """An element's writes: its checkpoints stay in memory (its records); while it rolls back,
+    `save` stores the element's slot after each one. It saves no state of its own."""
 
-    def __init__(self, run_id: str, node: Node, index: int | None, inputs: msgspec.Raw,
-                 steps: dict[str, StepRecord], *, hooks: Hooks, gates: GateHolds | None,
-                 prefix: str = "", maps: Mapping[str, Mapping[int, bytes]] | None = None,
-                 save: Save | None = None) -> None:
-        child = node.spec.child
-        assert child is not None
-        now = clock.now()
-        meta = RunMeta(records.SCHEMA_VERSION, run_id, child.name, now, inputs, {})
-        state = RunState(Status.RUNNING, now, handed_off=True)  # no background hand-off
-        super().__init__(plan=plan_for(child), storage=config.current_storage(), owner="",
-                         meta=meta, state=state, steps=steps, claims={}, hooks=hooks)
-        if gates is not None:  # the run's (inline) or the element job's: renewed by its holder
-            self.gates = gates
-        else:  # a job's own (an undo job's): never the run's execution, which may be parked
-            self.gates.borrows = True
-        # prefix: the enclosing element's; no index: an async reactor's child, named by its step
-        self.element = prefix + (node.key if index is None else element_key(node.key, index))
-        self.step_prefix = f"{self.element}."
-        self.held = HeldSlots(maps)
-        self.slots = self.held
-        self.maps_inline = True
-        self.save = save
+    __slots__ = ("save",)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.save: Save | None = None
         self.folds = False  # its checkpoints stay here: no final save to fold the last into
 
     async def checkpoint(self, key: str, record: StepRecord, events: list[Event], *,
@@ -72,4 +58,34 @@ class ElementExecution(Execution):
         """Keep the step record here; while rolling back, `save` stores the element's slot."""
         self.records[key] = record
         if self.save is not None:
-            await self.save(self)
+            await self.save()
+
+
+class ElementExecution(Execution):
+    """One element's child reactor, as an execution that stores nothing of its own."""
+
+    __slots__ = ("held",)
+    writer_kind = ElementWriter
+    writer: ElementWriter
+
+    def __init__(self, run_id: str, node: Node, index: int | None, inputs: msgspec.Raw,
+                 steps: dict[str, StepRecord], *, hooks: Hooks, gates: GateHolds | None,
+                 prefix: str = "", maps: Mapping[str, Mapping[int, bytes]] | None = None
+                 ) -> None:
+        child = node.spec.child
+        assert child is not None
+        now = clock.now()
+        meta = RunMeta(records.SCHEMA_VERSION, run_id, child.name, now, inputs, {})
+        state = RunState(Status.RUNNING, now, handed_off=True)  # no background hand-off
+        super().__init__(plan=plan_for(child), storage=config.current_storage(), owner="",
+                         meta=meta, state=state, steps=steps, claims={}, hooks=hooks,
+                         gates=gates, mode=ELEMENT)
+        # gates: the run's (inline) or the element job's, renewed by its holder; else a job's
+        # own (an undo job's): never the run's execution, which may be parked
+        if gates is None:
+            self.gates.borrows = True
+        # prefix: the enclosing element's; no index: an async reactor's child, named by its step
+        self.element = prefix + (node.key if index is None else element_key(node.key, index))
+        self.step_prefix = f"{self.element}."
+        self.held = HeldSlots(maps)
+        self.slots = self.held

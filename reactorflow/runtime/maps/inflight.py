@@ -15,7 +15,7 @@ back, the owner waits until every element marked started holds an outcome:
 3. else it waits, parked (the run saved `rolling_back` with the map in `parked_on`, holding
    nothing, taken on again by each late element's settle, which re-enqueues the run, or by the
    periodic re-check), or in this process (subscribed to the map's settled topic) when the
-   execution waits for the run's end (`Execution.waits_for_throws`); once it has waited
+   execution waits for the run's end (`DriveMode.waits_for_throws`); once it has waited
    `stall_timeout`, an element in flight whose lock nobody holds (its worker died) is enqueued
    again: it was marked, so it runs again, to a known outcome.
 """
@@ -65,7 +65,7 @@ async def wait_in_flight(ex: Execution, node: Node) -> float | None:
     execution parks instead of waiting here, since when the run waits at the map."""
     storage, key = ex.storage, node.key
     since = ex.parked_since.get(key, clock.now())
-    if ex.waits_for_throws:
+    if ex.mode.waits_for_throws:
         async with storage.subscribe(ex.run_id, settled_topic(key)) as subscription:
             while await _still_out(ex, node, since):
                 await clock.wait_signal(subscription.wait, _recheck())

@@ -65,9 +65,9 @@ async def run_map(ex: Execution, node: Node, kwargs: dict[str, Any]) -> MapStepE
     assert options is not None
     if not resumed:
         opened = StepRecord(StepStatus.RUNNING, 1, started)
-        await ex.checkpoint(key, opened, [event("step.started", key, 1,
-                                                f"map of {len(items)} elements")])
-    fanned = options.fan_out and not ex.maps_inline  # a map nested in an element: inline
+        await ex.writer.checkpoint(key, opened, [event("step.started", key, 1,
+                                                       f"map of {len(items)} elements")])
+    fanned = options.fan_out and not ex.mode.maps_inline  # a map nested in an element: inline
     if fanned and (not resumed or not await fanout.started(ex, node)):
         await fanout.start(ex, node, kwargs, items)  # checkpoint before enqueue
     if fanned:
@@ -84,7 +84,7 @@ async def run_map(ex: Execution, node: Node, kwargs: dict[str, Any]) -> MapStepE
         return MapStepEnd(error=end.error, error_record=end.error_record, started_at=started,
                           detail=detail)
     done = StepRecord(StepStatus.COMPLETED, 1, started, clock.now(), records.raw(end.count),
-                      seq=ex.next_seq())
+                      seq=ex.writer.next_seq())
     return MapStepEnd(done, [event("step.completed", key, detail=f"{end.count} elements")])
 
 

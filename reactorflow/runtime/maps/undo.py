@@ -70,7 +70,7 @@ async def roll_back_map(ex: Execution, key: str) -> MapRollback:
     node = ex.plan.nodes[key]
     options = node.spec.map
     assert options is not None
-    fanned = options.fan_out and not ex.maps_inline
+    fanned = options.fan_out and not ex.mode.maps_inline
     if fanned and ex.records[key].status == StepStatus.RUNNING:  # elements may still be out
         since = await wait_in_flight(ex, node)
         if since is not None:
@@ -85,7 +85,7 @@ async def roll_back_map(ex: Execution, key: str) -> MapRollback:
         failures = await _roll_back_here(ex, node, count)
     closed = msgspec.structs.replace(ex.records[key], status=StepStatus.UNDONE,
                                      compensate_pending=False)
-    await ex.checkpoint(key, closed, [event("undo.completed", key)])
+    await ex.writer.checkpoint(key, closed, [event("undo.completed", key)])
     return MapRollback(failures)
 
 
@@ -223,8 +223,8 @@ async def _undo_all(ex: Execution, node: Node, base: dict[str, Any],
                     node.key, summary(exc))
         error = ErrorRecord.from_exception(exc)
         failed = msgspec.structs.replace(ex.records[node.key], rollback_error=error)
-        await ex.checkpoint(node.key, failed, [event("undo_all.failed", node.key,
-                                                     detail=summary(exc))])
+        await ex.writer.checkpoint(node.key, failed, [event("undo_all.failed", node.key,
+                                                            detail=summary(exc))])
         return RollbackFailure(node.key, HandlerKind.UNDO_ALL, describe(exc), type(exc).__name__)
     return None
 

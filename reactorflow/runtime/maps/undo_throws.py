@@ -11,7 +11,7 @@ The owner (the execution rolling the run back), each time it meets the map in it
    `parked_on`, nothing held, and resumed by the throw's last undo or the periodic re-check:
    a worker, and a caller's `run`/`continue_`, which returns the run parked as it does at a
    fanned-out map going forward), or in this process (subscribed to the map's undo topic)
-   when the execution waits for the run's end (`Execution.waits_for_throws`: a manual
+   when the execution waits for the run's end (`DriveMode.waits_for_throws`: a manual
    `undo`, an interrupt's expiry, an in-process recovery);
 2. a settled throw is acknowledged (its elements written to the map's acknowledgement slots,
    first wins: the count then equals the throw's `end` whatever undo job died before its own
@@ -102,7 +102,7 @@ async def roll_back_fanned(ex: Execution, node: Node, count: int) -> float | Non
                 if clock.now() - since >= config.settings().stall_timeout:
                     await _redispatch_lost(ex, node, left)
                     since = clock.now()
-                if not ex.waits_for_throws:
+                if not ex.mode.waits_for_throws:
                     return since
                 await _wait(ex, node, throw, since)
                 continue
@@ -118,7 +118,7 @@ async def roll_back_fanned(ex: Execution, node: Node, count: int) -> float | Non
                                     replace=True, owner=ex.owner)  # before any job goes out
         ex.parked_since[key] = clock.now()
         queue.enqueue_undo(ex.run_id, ex.reactor, key, indices[0])
-        if not ex.waits_for_throws:
+        if not ex.mode.waits_for_throws:
             return ex.parked_since[key]
 
 

@@ -31,6 +31,7 @@ from reactorflow.runtime.engine.driver import drive
 from reactorflow.runtime.engine.execution import Execution, event, hooks_for
 from reactorflow.runtime.engine.inputs import validate_inputs
 from reactorflow.runtime.engine.map_reads import with_map_value
+from reactorflow.runtime.engine.mode import CALLER, WAITS_FOR_THROWS, DriveMode
 from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.engine.parking import after_park, due, is_parked
 from reactorflow.runtime.gates import run_gates
@@ -140,9 +141,9 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
         return assemble(plan, run_id, reactor.name, Status.RUNNING, meta, state, {},
                         [started], meta.created_at)  # as handed over (from what it stored)
     ex = Execution(plan=plan, storage=storage, owner=owner, meta=meta, state=state, steps={},
-                   claims={}, hooks=hooks, gates=holds)
+                   claims={}, hooks=hooks, gates=holds,
+                   history=[started])  # a fresh run: this execution sees every event
     ex.run_entry = entry  # taken above (with `holds`), held until this execution stops
-    ex.history = [started]  # a fresh run: this execution sees every event
     return await snapshot(await run_owned(reactor, storage, run_id, owner, ex))
 
 
@@ -229,15 +230,9 @@ def owned_execution(reactor: Reactor, storage: Storage, stored: StoredRun, owner
     `check_graph=False` when the caller compared the run's graph with the reactor's already
     (a resume does, before it claims: a run's graph never changes); `plan`, the reactor's
     when the caller has it at hand."""
-    ex = Execution.from_stored(stored, plan=plan if plan is not None else plan_for(reactor),
-                               storage=storage,
-                               owner=owner,
-                               claims=stored.claims or {}, hooks=hooks_for(reactor),
-                               check_graph=check_graph)
-    if stored.history is not None:  # from here on it knows every event: no reading back
-        ex.loaded_history = stored.history
-        ex.history = []
-    return ex
+    return Execution.from_stored(stored, plan=plan if plan is not None else plan_for(reactor),
+                                 storage=storage, owner=owner, claims=stored.claims or {},
+                                 hooks=hooks_for(reactor), check_graph=check_graph)
 
 
 def needs_execution(ex: Execution) -> bool:
@@ -247,17 +242,17 @@ def needs_execution(ex: Execution) -> bool:
         return not is_parked(ex) or due(ex) or parks_on_map(ex)
     if status is Status.ROLLING_BACK:
         return True
-    return status == Status.PAUSED and (runnable_claims(ex) or ex.control is not None)
+    return status == Status.PAUSED and (runnable_claims(ex) or ex.writer.control is not None)
 
 
 async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
-                    ex: Execution | None = None, *, parks: bool = False,
-                    loaded: bool = False, waits_for_throws: bool = False) -> Execution:
+                    ex: Execution | None = None, *, mode: DriveMode = CALLER,
+                    loaded: bool = False) -> Execution:
     """Drive a run whose lock `owner` holds (count 1) until it settles, then release; returns
-    the execution as it ended. `parks=True` (a worker): a step waiting for an async unit
-    parks the run instead of holding it (see `driver.park`). `waits_for_throws=True` (an
-    in-process recovery): a fanned-out map's undo throws are waited for here instead of
-    parking the run at them (see `maps.throws`). `ex` is the run as this owner
+    the execution as it ended. `mode`, how it waits (`mode.DriveMode`): `WORKER`, a step
+    waiting for an async unit parks the run instead of holding it (see `driver.park`);
+    `WAITS_FOR_THROWS` (an in-process recovery), a fanned-out map's undo throws are waited for
+    here instead of parking the run at them (see `maps.undo_throws`). `ex` is the run as this owner
     created it, or, with `loaded=True`, as it read it under the lock (it is then checked like
     a run this call loads: one that needs no execution is only released).
 
@@ -273,10 +268,9 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
                 loaded = False
                 if not needs_execution(ex):
                     return ex
-            ex.parks, ex.waits_for_throws = parks, waits_for_throws
-            ex.hold = ex.lease = hold  # its final save releases the lock in the same write
-            await drive(ex)
-            ex.hold = ex.lease = None
+            ex.writer.hold = ex.lease = hold  # its final save releases the lock in the same write
+            await drive(ex, mode)
+            ex.writer.hold = ex.lease = None
             waiting = list(ex.state.waiting_on) if ex.state.status == Status.PAUSED else []
         await after_release(reactor, storage, ex)
         if not waiting:
@@ -292,8 +286,9 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
 async def snapshot(ex: Execution) -> Run:
     """The run as the execution that just drove it left it (no need to read it back; only
     the history is read when the execution does not know exactly what storage kept)."""
-    if ex.history is not None:
-        history = decode_history(ex.run_id, ex.loaded_history or ()) + ex.history
+    writer = ex.writer
+    if writer.history is not None:
+        history = decode_history(ex.run_id, writer.loaded_history or ()) + writer.history
     else:
         history = decode_history(ex.run_id, await ex.storage.history(ex.run_id))
     run = assemble(ex.plan, ex.run_id, ex.reactor, Status(ex.state.status), ex.meta, ex.state,
@@ -431,12 +426,11 @@ async def undo(reactor: Reactor, run_id: str) -> Run:
         status = ex.state.status
         if status not in _UNDOABLE:
             raise RunStateError(run_id, status, "undo")
-        await ex.save_state(Status.ROLLING_BACK, events=[event("run.undo_requested")],
-                            steps=ex.close_waiting(), rollback_trigger=RollbackTrigger.UNDO,
-                            cancel_reason="undone", waiting_on=[], deadlines={},
-                            timeout_at=None)
-        ex.waits_for_throws = True  # undo() returns the run as it ended
-        await drive(ex)
+        await ex.writer.save_state(Status.ROLLING_BACK, events=[event("run.undo_requested")],
+                                   steps=ex.close_waiting(), rollback_trigger=RollbackTrigger.UNDO,
+                                   cancel_reason="undone", waiting_on=[], deadlines={},
+                                   timeout_at=None)
+        await drive(ex, WAITS_FOR_THROWS)  # undo() returns the run as it ended
     return await get(reactor, run_id)
 
 
@@ -465,14 +459,14 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
             ex = await load_owned(reactor, storage, run_id, owner)
             if ex.state.status in (Status.PAUSED, Status.RUNNING):
                 retrying, failed = ex.close_retrying("the run was cancelled")
-                await ex.save_state(Status.CANCELLED, events=[*failed, event("run.cancelled",
-                                                                             detail=reason)],
-                                    steps=ex.close_waiting() + retrying, publish=True,
-                                    clear_control=True, wake_at=None,
-                                    cancel_reason=reason, waiting_on=[], deadlines={},
-                                    timeout_at=None)
+                await ex.writer.save_state(Status.CANCELLED, events=[*failed, event("run.cancelled",
+                                                                                    detail=reason)],
+                                           steps=ex.close_waiting() + retrying, publish=True,
+                                           clear_control=True, wake_at=None,
+                                           cancel_reason=reason, waiting_on=[], deadlines={},
+                                           timeout_at=None)
                 await release_stopped(ex)  # what a parked run kept, a paused run's turn
                 log.info("reactorflow.run.cancelled run_id=%s reactor=%s", run_id, reactor.name)
             else:
-                await ex.save_state(Status(ex.state.status), clear_control=True)
+                await ex.writer.save_state(Status(ex.state.status), clear_control=True)
     return await get(reactor, run_id)

@@ -55,6 +55,7 @@ from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.driver import drive
 from reactorflow.runtime.engine.execution import Execution, event
 from reactorflow.runtime.engine.inputs import Rejected, conform
+from reactorflow.runtime.engine.mode import WAITS_FOR_THROWS
 from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.gates.levels import has_gates
 from reactorflow.runtime.ops import operations
@@ -282,7 +283,7 @@ async def _hand_to_worker(reactor: Reactor, storage: Storage, ex: Execution, key
     run_id = ex.run_id
     async with keep_alive(storage, run_id, ex.owner, settings.lock_ttl):
         if ex.state.status == Status.PAUSED:
-            await ex.save_state(Status.RUNNING, events=[event("run.resumed", detail=key)])
+            await ex.writer.save_state(Status.RUNNING, events=[event("run.resumed", detail=key)])
     log.info("reactorflow.resume.deferred run_id=%s step=%s reason=background", run_id, key)
     queue.enqueue_run(run_id, reactor.name)
 
@@ -325,10 +326,9 @@ async def fail_run(reactor: Reactor, storage: Storage, run_id: str, error: RunEr
         ex.lease = hold  # losing the lock stops the rollback from starting anything more
         if ex.state.status not in (Status.PAUSED, Status.RUNNING):
             return
-        await ex.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back",
-                                                               detail=str(error))],
-                            steps=ex.close_waiting(), error=error,
-                            rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[], deadlines={},
-                            timeout_at=None)
-        ex.waits_for_throws = True  # the run is failed when this returns
-        await drive(ex)
+        await ex.writer.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back",
+                                                                      detail=str(error))],
+                                   steps=ex.close_waiting(), error=error,
+                                   rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[],
+                                   deadlines={}, timeout_at=None)
+        await drive(ex, WAITS_FOR_THROWS)  # the run is failed when this returns

@@ -40,6 +40,7 @@ from reactorflow.runtime.engine.async_units import FINISHED, report, unit_lock
 from reactorflow.runtime.engine.execution import Execution, event, hooks_for
 from reactorflow.runtime.engine.job_queue import Job, JobKind
 from reactorflow.runtime.engine.lockkeeper import keeper
+from reactorflow.runtime.engine.mode import UNIT, WORKER
 from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.engine.rollback import call_handler
 from reactorflow.runtime.engine.stepcall import Outcome, StepEnd, call_step, halted_record
@@ -163,7 +164,7 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
                      reactor_name, snoozes)
         return
     try:
-        await operations.run_owned(reactor, storage, run_id, owner, parks=True)
+        await operations.run_owned(reactor, storage, run_id, owner, mode=WORKER)
     except RunNotFound as exc:
         if exc.other_reactor is not None:  # storage is the truth: the job is wrong
             jobcheck.drop(job, exc.message)
@@ -209,8 +210,11 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
             jobcheck.drop(job, f"the run belongs to reactor {stored.head.reactor!r}")
             return
         try:
+            hooks = hooks_for(reactor)  # its gate places are held as the unit's own lock
             ex = Execution.from_stored(stored, plan=plan_for(reactor), storage=storage,
-                                       owner=owner, claims={}, hooks=hooks_for(reactor))
+                                       owner=owner, claims={}, hooks=hooks, mode=UNIT,
+                                       gates=GateHolds(storage, lock, hooks=hooks,
+                                                       reactor=reactor_name))
         except (CorruptRecord, DefinitionChanged) as exc:  # never retried: it cannot change
             record = StepRecord(StepStatus.FAILED, 0, None, clock.now(),
                                 error=ErrorRecord(type(exc).__name__, exc.message))
@@ -219,7 +223,6 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
         current = ex.records.get(key)
         if current is None or current.status in FINISHED:
             return  # never dispatched, or already done: a stray or duplicate message
-        ex.gates = GateHolds(storage, lock, hooks=ex.hooks, reactor=ex.reactor)  # as itself
         keeper.attach(hold, ex.gates)
         ex.lease = hold  # the unit's own lock: lost, no further attempt starts
         await _run_unit(ex, key, snoozes)
@@ -277,8 +280,7 @@ async def _fail_element(storage: Storage, job: Job, kind: str, reason: str) -> N
 
 async def _run_unit(ex: Execution, key: str, snoozes: int) -> None:
     node = ex.plan.nodes[key]
-    if node.spec.gates:
-        ex.never_waits = True  # a busy gate puts the unit back for later
+    if node.spec.gates:  # a busy gate puts the unit back for later (`mode.UNIT`)
         out = await call_gated(ex, node, check_when=False)
     else:
         out = await call_step(ex, node, check_when=False)

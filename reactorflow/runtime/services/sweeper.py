@@ -55,6 +55,7 @@ from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.async_units import child_report
 from reactorflow.runtime.engine.async_units import report as report_unit
 from reactorflow.runtime.engine.job_queue import Job, JobKind
+from reactorflow.runtime.engine.mode import WAITS_FOR_THROWS
 from reactorflow.runtime.engine.ownership import acquire, new_owner
 from reactorflow.runtime.ops import operations
 from reactorflow.runtime.ops.resume import fail_run
@@ -322,7 +323,8 @@ async def _hand_over(job: Job, reactor: Reactor, report: SweepReport) -> None:
         return  # someone took it meanwhile: it is alive
     log.info("reactorflow.sweep.recovering run_id=%s reactor=%s", job.run_id, job.reactor)
     try:
-        await operations.run_owned(reactor, storage, job.run_id, owner, waits_for_throws=True)
+        await operations.run_owned(reactor, storage, job.run_id, owner,
+                                   mode=WAITS_FOR_THROWS)
     except (CorruptRecord, DefinitionChanged) as exc:
         await operations.mark_unrecoverable(storage, job.run_id, type(exc).__name__,
                                             exc.message)
