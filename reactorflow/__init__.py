@@ -74,7 +74,7 @@ from reactorflow.runtime.services import portal as _portal
 from reactorflow.runtime.services.scheduler import schedule_once
 from reactorflow.runtime.services.sweeper import SweepReport, sweep_once
 from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
-from reactorflow.status import Status, StepStatus
+from reactorflow.status import EventKind, HaltReason, HandlerKind, Status, StepStatus
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.values import OrderedLine
 from reactorflow.storage.memory.storage import MemoryStorage
@@ -105,11 +105,14 @@ __all__ = [
     "DefinitionChanged",
     "DefinitionError",
     "Event",
+    "EventKind",
     "GateBusy",
     "GateDeadlock",
     "GateEvent",
     "GateKeyError",
     "Halt",
+    "HaltReason",
+    "HandlerKind",
     "Input",
     "InputValidationError",
     "InterruptExpired",

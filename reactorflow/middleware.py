@@ -23,6 +23,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from reactorflow.errors import RecordedError
@@ -202,6 +203,24 @@ class Middleware:
         return nullcontext()
 
 
+class Hook(StrEnum):
+    """The hooks `Hooks.call` calls: each value is the name of the `Middleware` method it
+    calls (`inject` and `job_context` are called by `Hooks.headers` and `Hooks.job_context`).
+    """
+
+    BEFORE_RUN = "before_run"
+    AFTER_RUN = "after_run"
+    BEFORE_STEP = "before_step"
+    AFTER_STEP = "after_step"
+    BEFORE_COMPENSATE = "before_compensate"
+    AFTER_COMPENSATE = "after_compensate"
+    BEFORE_UNDO = "before_undo"
+    AFTER_UNDO = "after_undo"
+    BEFORE_RETRY = "before_retry"
+    AFTER_RETRY = "after_retry"
+    ON_GATE = "on_gate"
+
+
 class Hooks:
     """Calls one hook on every middleware, isolating failures."""
 
@@ -235,7 +254,7 @@ class Hooks:
                               type(middleware).__name__)
         return stack
 
-    def call(self, hook: str, event: RunEvent | StepEvent | GateEvent) -> None:
+    def call(self, hook: Hook, event: RunEvent | StepEvent | GateEvent) -> None:
         if isinstance(event, StepEvent) and event.error is not None:
             event = scrubbed(event)
         for middleware in self._chain:

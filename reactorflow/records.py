@@ -13,7 +13,14 @@ import msgspec
 
 from reactorflow.pydantic_types import enc_hook
 from reactorflow.redaction import scrub
-from reactorflow.status import ControlKind, HandlerKind, RollbackTrigger, Status, StepStatus
+from reactorflow.status import (
+    ControlKind,
+    EventKind,
+    HandlerKind,
+    RollbackTrigger,
+    Status,
+    StepStatus,
+)
 
 SCHEMA_VERSION = 1
 TRACEBACK_LIMIT = 8_000  # characters kept of a stored traceback
@@ -25,7 +32,8 @@ class RollbackFailure(msgspec.Struct, frozen=True):
 
     Attributes:
         step: The step's key.
-        kind: `"undo"` or `"compensate"`.
+        kind: The handler that raised: an `rf.HandlerKind` (`"undo"`, `"compensate"`, or
+            `"undo_all"` for a map's bulk undo).
         message: The exception's message.
         type: The exception's class name.
     """
@@ -114,25 +122,19 @@ class ErrorRecord(msgspec.Struct, frozen=True, omit_defaults=True):
 class Event(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True):
     """One entry of a run's history (stored as an array: append new fields at the end).
 
-    Kinds: `run.started`, `run.paused`, `run.resumed`, `run.completed`, `run.halted`,
-    `run.cancelled`, `run.rolling_back`, `run.failed`, `run.undo_requested`, `run.undone`,
-    `run.aborted`, `run.handed_off`; `step.started`, `step.completed`, `step.failed`,
-    `step.retried`, `step.skipped`, `step.halted`; `interrupt.waiting`, `interrupt.resumed`;
-    `compose.started`; `async.dispatched` (an async unit was handed to a worker; for an async
-    reactor its detail is the child run id), `async.finished` (an async reactor's child reported
-    its end); `undo.started`, `undo.completed`, `undo.failed`, `compensate.started`,
-    `compensate.completed`, `compensate.failed`.
+    Its kind is an `rf.EventKind`, a `StrEnum` (see it for every kind): `event.kind ==
+    "run.started"` holds as `event.kind is rf.EventKind.RUN_STARTED` does.
 
     Attributes:
         at: When (Unix time).
-        kind: What happened (see above).
+        kind: What happened: an `rf.EventKind`.
         step: The step's key, or `""` for run events.
         attempt: The attempt's number, where one applies.
         detail: Free text (an error summary, a child run id...).
     """
 
     at: float
-    kind: str  # e.g. "step.started", "step.completed", "undo.completed", "run.paused"
+    kind: EventKind
     step: str = ""
     attempt: int = 0
     detail: str = ""

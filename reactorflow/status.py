@@ -1,4 +1,6 @@
-"""Run and step statuses (string enums: a member compares equal to its value)."""
+"""The closed enums of the records: run and step statuses, rollback handler kinds, control
+requests, rollback triggers, halt reasons, event kinds (string enums: a member compares equal
+to its value, and is stored as it)."""
 
 from __future__ import annotations
 
@@ -72,7 +74,11 @@ class StepStatus(StrEnum):
 
 
 class HandlerKind(StrEnum):
-    """Which rollback handler a `RollbackFailure` names."""
+    """Which rollback handler: what `rf.RollbackFailure.kind` names.
+
+    A `StrEnum`: `UNDO` (`"undo"`, a completed step's), `COMPENSATE` (`"compensate"`, a
+    failed step's) and `UNDO_ALL` (`"undo_all"`, a map's bulk undo).
+    """
 
     UNDO = "undo"
     COMPENSATE = "compensate"
@@ -91,3 +97,69 @@ class RollbackTrigger(StrEnum):
 
     FAILURE = "failure"
     UNDO = "undo"
+
+
+class HaltReason(StrEnum):
+    """The halt reasons reactorflow gives itself (a step's `rf.Halt(reason)` stores its own
+    text): `PERIOD` (`"period"`), a period gate of the reactor was used already in its period.
+    A `StrEnum`: `run.halt_reason == rf.HaltReason.PERIOD` and `== "period"` say the same."""
+
+    PERIOD = "period"
+
+
+class EventKind(StrEnum):
+    """What one entry of a run's history (`rf.Event.kind`) says happened.
+
+    A `StrEnum` whose values are the stored names, `family.what` (`EventKind.RUN_STARTED ==
+    "run.started"`): compare `event.kind` with a member or with its value. The families: `run`
+    (the run started, paused, resumed, completed, halted, cancelled, rolled back, failed, was
+    undone or aborted; `run.handed_off` at the `background` hand-off point, `run.parked` while
+    it waits for async units or a retry holding nothing, `run.snoozed` when a gate was busy in
+    a worker), `step` (an attempt started, completed, failed, was retried, skipped or halted;
+    `step.snoozed` when its gate was busy in a worker), `gate.acquired` (a step's gates were
+    taken), `interrupt` (waiting, resumed), `compose.started`, `async` (`async.dispatched`: a
+    unit was handed to a worker, for an async reactor with the child run id as detail;
+    `async.finished`: an async reactor's child reported its end), `undo` and `compensate`
+    (started, completed, failed), `undo_all.failed` (a map's bulk undo raised), and
+    `history.unreadable` (a stored event that could not be read back, in its place).
+    """
+
+    # the run
+    RUN_STARTED = "run.started"
+    RUN_PAUSED = "run.paused"
+    RUN_RESUMED = "run.resumed"
+    RUN_COMPLETED = "run.completed"
+    RUN_HALTED = "run.halted"
+    RUN_CANCELLED = "run.cancelled"
+    RUN_ROLLING_BACK = "run.rolling_back"
+    RUN_FAILED = "run.failed"
+    RUN_UNDO_REQUESTED = "run.undo_requested"
+    RUN_UNDONE = "run.undone"
+    RUN_ABORTED = "run.aborted"
+    RUN_HANDED_OFF = "run.handed_off"
+    RUN_PARKED = "run.parked"
+    RUN_SNOOZED = "run.snoozed"
+    # a step
+    STEP_STARTED = "step.started"
+    STEP_COMPLETED = "step.completed"
+    STEP_FAILED = "step.failed"
+    STEP_RETRIED = "step.retried"
+    STEP_SKIPPED = "step.skipped"
+    STEP_HALTED = "step.halted"
+    STEP_SNOOZED = "step.snoozed"
+    GATE_ACQUIRED = "gate.acquired"
+    INTERRUPT_WAITING = "interrupt.waiting"
+    INTERRUPT_RESUMED = "interrupt.resumed"
+    COMPOSE_STARTED = "compose.started"
+    ASYNC_DISPATCHED = "async.dispatched"
+    ASYNC_FINISHED = "async.finished"
+    # rollback
+    UNDO_STARTED = "undo.started"
+    UNDO_COMPLETED = "undo.completed"
+    UNDO_FAILED = "undo.failed"
+    COMPENSATE_STARTED = "compensate.started"
+    COMPENSATE_COMPLETED = "compensate.completed"
+    COMPENSATE_FAILED = "compensate.failed"
+    UNDO_ALL_FAILED = "undo_all.failed"
+    # reading back
+    HISTORY_UNREADABLE = "history.unreadable"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, assert_never
 
 from reactorflow.definition import checks, maps, naming
 from reactorflow.definition.gate_secrets import param_masks
@@ -23,6 +23,7 @@ from reactorflow.definition.table import Declared, StepSpec, StepTable
 from reactorflow.definition.typematch import check_param_types
 from reactorflow.errors import DefinitionError
 from reactorflow.retry import Retry
+from reactorflow.status import HandlerKind
 
 
 def record_step(reactor: StepTable, fn: Any, kind: StepKind, *, name: str | None,
@@ -148,24 +149,31 @@ def check_after(reactor: StepTable, after: Sequence[str], where: str,
         names.append(ref)
     return tuple(names)
 
-def attach_handler(reactor: StepTable, step_name: str, kind: str,
+def attach_handler(reactor: StepTable, step_name: str, kind: HandlerKind,
                    fn: Callable[..., Any]) -> None:
     """Attach an `undo`, `compensate` or `undo_all` handler to a declared step.
 
     Args:
         reactor: The declaring reactor's step table.
         step_name: The step.
-        kind: `"undo"`, `"compensate"` or `"undo_all"`.
+        kind: Which handler: undo, compensate or (a map's) undo_all.
         fn: The handler.
 
     Raises:
         DefinitionError: The step cannot take that handler, or already has one.
     """
     spec = reactor.steps[step_name]
-    if kind == "undo_all":
-        _attach_undo_all(reactor, spec, fn)
-        return
-    if getattr(spec, kind) is not None:
+    match kind:
+        case HandlerKind.UNDO_ALL:
+            _attach_undo_all(reactor, spec, fn)
+            return
+        case HandlerKind.UNDO:
+            current = spec.undo
+        case HandlerKind.COMPENSATE:
+            current = spec.compensate
+        case _:
+            assert_never(kind)
+    if current is not None:
         raise DefinitionError(
             f"step {step_name!r} of reactor {reactor.name!r} already has a {kind} handler",
             reactor=reactor.name, step=step_name,
@@ -175,13 +183,13 @@ def attach_handler(reactor: StepTable, step_name: str, kind: str,
             f"map {step_name!r} of reactor {reactor.name!r} runs an element reactor, which "
             f"rolls back its own steps: it takes no {kind} handler",
             reactor=reactor.name, step=step_name)
-    if kind == "undo" and spec.map is not None and spec.map.undo_all is not None:
+    if kind is HandlerKind.UNDO and spec.map is not None and spec.map.undo_all is not None:
         raise DefinitionError(
             f"map {step_name!r} of reactor {reactor.name!r} already has an undo_all handler; "
             "a map is undone either per element (undo) or in bulk (undo_all), not both",
             reactor=reactor.name, step=step_name)
     allowed = spec.kind in (StepKind.STEP, StepKind.MAP) or (
-        spec.kind is StepKind.ASYNC_STEP and kind == "compensate")
+        spec.kind is StepKind.ASYNC_STEP and kind is HandlerKind.COMPENSATE)
     if not allowed:
         reason = ("a run's rollback never undoes an async unit (it compensates itself when "
                   "it fails)" if spec.kind is StepKind.ASYNC_STEP
@@ -193,7 +201,7 @@ def attach_handler(reactor: StepTable, step_name: str, kind: str,
         )
     handler = wire_handler(fn, kind=kind, reactor=reactor.name, step=step_name,
                            step_params=spec.params)
-    if kind == "undo":
+    if kind is HandlerKind.UNDO:
         reactor.put(replace(spec, undo=handler))
     else:
         reactor.put(replace(spec, compensate=handler))

@@ -7,6 +7,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from reactorflow.definition.declare import attach_handler
+from reactorflow.status import HandlerKind
 
 if TYPE_CHECKING:
     from reactorflow.definition.table import Declared, StepSpec
@@ -59,7 +60,7 @@ class Step(Generic[P, R]):
         Raises:
             DefinitionError: The handler's parameters cannot be wired, or one is declared twice.
         """
-        attach_handler(self.reactor.table, self.name, "undo", fn)
+        attach_handler(self.reactor.table, self.name, HandlerKind.UNDO, fn)
         return fn
 
     def compensate(self, fn: F) -> F:
@@ -75,7 +76,7 @@ class Step(Generic[P, R]):
         Raises:
             DefinitionError: The handler's parameters cannot be wired, or one is declared twice.
         """
-        attach_handler(self.reactor.table, self.name, "compensate", fn)
+        attach_handler(self.reactor.table, self.name, HandlerKind.COMPENSATE, fn)
         return fn
 
     def __repr__(self) -> str:
@@ -105,7 +106,7 @@ class MapStep(Step[P, R]):
         Raises:
             DefinitionError: The handler's parameters cannot be wired, or one is declared twice.
         """
-        attach_handler(self.reactor.table, self.name, "undo_all", fn)
+        attach_handler(self.reactor.table, self.name, HandlerKind.UNDO_ALL, fn)
         return fn
 
     def __repr__(self) -> str:

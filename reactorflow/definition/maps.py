@@ -26,6 +26,7 @@ from reactorflow.definition.table import StepSpec
 from reactorflow.errors import DefinitionError
 from reactorflow.mapresults import MapResults
 from reactorflow.markers import Outcome
+from reactorflow.status import HandlerKind
 
 if TYPE_CHECKING:
     from reactorflow.definition.table import Declared, StepTable
@@ -161,5 +162,5 @@ def wire_readers(owner: StepTable, params: Sequence[Param], where: str,
 def wire_undo_all(fn: Callable[..., Any], spec: StepSpec, reactor: str) -> HandlerSignature:
     """`undo_all` takes the results iterator first, then non-element parameters of its map."""
     others = [p for p in spec.params if p.source is not Source.ELEMENT]
-    return wire_handler(fn, kind="undo_all", reactor=reactor, step=spec.name,
+    return wire_handler(fn, kind=HandlerKind.UNDO_ALL, reactor=reactor, step=spec.name,
                         step_params=others)

@@ -11,10 +11,11 @@ import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum, StrEnum
-from typing import Any
+from typing import Any, assert_never
 
 from reactorflow.errors import DefinitionError
 from reactorflow.markers import Input, Outcome, Result, StepContext
+from reactorflow.status import HandlerKind
 
 
 class Source(Enum):
@@ -296,7 +297,7 @@ class HandlerSignature:
 def wire_handler(
     fn: Callable[..., Any],
     *,
-    kind: str,
+    kind: HandlerKind,
     reactor: str,
     step: str,
     step_params: Sequence[Param],
@@ -306,8 +307,7 @@ def wire_handler(
     ensure_async(fn, where=where, reactor=reactor)
     hints = type_hints(fn, where=where, reactor=reactor)
     sig = list(inspect.signature(fn).parameters.values())
-    first_label = {"undo": "its result", "undo_all": "the iterator of the map's results"}.get(
-        kind, "the failure")
+    first_label = handler_receives(kind)
     if not sig or sig[0].kind not in (
         inspect.Parameter.POSITIONAL_ONLY,
         inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -336,6 +336,19 @@ def wire_handler(
                 step=step,
             )
     return HandlerSignature(fn, tuple(names), context_name)
+
+
+def handler_receives(kind: HandlerKind) -> str:
+    """What a handler of that kind receives in its first parameter."""
+    match kind:
+        case HandlerKind.UNDO:
+            return "its result"
+        case HandlerKind.COMPENSATE:
+            return "the failure"
+        case HandlerKind.UNDO_ALL:
+            return "the iterator of the map's results"
+        case _:
+            assert_never(kind)
 
 
 def wire_subset(

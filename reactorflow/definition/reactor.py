@@ -24,6 +24,7 @@ from reactorflow.definition.sync import SyncRunMethods
 from reactorflow.definition.table import Handoff, StepSpec, StepTable
 from reactorflow.errors import DefinitionError
 from reactorflow.retry import Retry
+from reactorflow.status import HandlerKind
 
 if TYPE_CHECKING:
     from reactorflow.middleware import Middleware
@@ -473,7 +474,7 @@ class Reactor(RunMethods["Reactor"]):
         self.table.handoff = (side, spec.name)
         naming.bump()
 
-    def _attach_handler(self, step_name: str, kind: str, fn: Callable[..., Any]) -> None:
+    def _attach_handler(self, step_name: str, kind: HandlerKind, fn: Callable[..., Any]) -> None:
         declare.attach_handler(self.table, step_name, kind, fn)
 
     # -- internals -----------------------------------------------------------------------------

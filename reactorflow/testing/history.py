@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from reactorflow.records import Event
 from reactorflow.snapshot import Run
+from reactorflow.status import EventKind
 
-ROLLBACK_DONE = frozenset({"undo.completed", "compensate.completed"})
+ROLLBACK_DONE = frozenset({EventKind.UNDO_COMPLETED, EventKind.COMPENSATE_COMPLETED})
 
 
 def executed(run: Run) -> list[str]:
     """The steps whose body completed, in completion order (a step retried to success once)."""
-    return [e.step for e in run.history if e.kind == "step.completed"]
+    return [e.step for e in run.history if e.kind == EventKind.STEP_COMPLETED]
 
 
 def undone(run: Run) -> list[str]:

@@ -33,7 +33,7 @@ from reactorflow.runtime.engine.execution import Execution, event
 from reactorflow.runtime.gates.gate_keys import period_marker
 from reactorflow.runtime.ops.creation import create_child_run
 from reactorflow.runtime.ops.snapshots import run_status
-from reactorflow.status import Status, StepStatus
+from reactorflow.status import EventKind, HaltReason, Status, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
@@ -145,8 +145,8 @@ async def child_report(storage: Storage, child_id: str, node: Node,
         result = records.decode_step(raw).result if raw is not None else records.NIL
         return StepRecord(StepStatus.COMPLETED, 1, marker.started_at, clock.now(), result,
                           child_run=child_id)
-    if status is Status.HALTED and state.halt_reason == "period" and await _step_period_used(
-            storage, node, stored.head.meta, state.updated_at):
+    if status is Status.HALTED and state.halt_reason == HaltReason.PERIOD and \
+            await _step_period_used(storage, node, stored.head.meta, state.updated_at):
         return StepRecord(StepStatus.SKIPPED, 1, marker.started_at, clock.now(),
                           child_run=child_id)
     error = state.error
@@ -188,12 +188,13 @@ async def dispatch(ex: Execution, node: Node, child_inputs: Any = None,
         await create_child_run(child, child_inputs, child_id, parent=(ex.run_id, key),
                                parent_gates=(ex.reactor, gate_keys) if gate_keys else None)
         marker = StepRecord(StepStatus.RUNNING, 1, now, child_run=child_id)
-        await ex.writer.checkpoint(key, marker, [event("async.dispatched", key, detail=child_id)],
+        await ex.writer.checkpoint(key, marker,
+                                   [event(EventKind.ASYNC_DISPATCHED, key, detail=child_id)],
                                    unit=True)
         queue.enqueue_run(child_id, child.name)
     else:
         marker = StepRecord(StepStatus.RUNNING, 1, now)
-        await ex.writer.checkpoint(key, marker, [event("async.dispatched", key)], unit=True)
+        await ex.writer.checkpoint(key, marker, [event(EventKind.ASYNC_DISPATCHED, key)], unit=True)
         queue.enqueue_unit(ex.run_id, ex.reactor, key)
     log.info("reactorflow.async.dispatched run_id=%s reactor=%s step=%s", ex.run_id,
              ex.reactor, key)
@@ -255,7 +256,7 @@ async def report_child_end(storage: Storage, ex: Execution) -> None:
     record = await child_report(storage, ex.run_id, node, marker)
     if record is not None:
         await report(storage, meta.parent_run, meta.parent_step, record,
-                     [event("async.finished", meta.parent_step, detail=record.status)])
+                     [event(EventKind.ASYNC_FINISHED, meta.parent_step, detail=record.status)])
 
 
 async def _reactor_of(storage: Storage, run_id: str) -> str | None:

@@ -51,7 +51,7 @@ import msgspec
 
 from reactorflow import clock, config, records
 from reactorflow.errors import GateBusy, LockLost, RecordedError, StorageError
-from reactorflow.middleware import GateEvent, RunEvent
+from reactorflow.middleware import GateEvent, Hook, RunEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, RunError, StepRecord
 from reactorflow.runtime.engine import kinds
 from reactorflow.runtime.engine.execution import event
@@ -65,7 +65,14 @@ from reactorflow.runtime.gates import levels
 from reactorflow.runtime.gates import run_gates as gates
 from reactorflow.runtime.gates.parked import keep_while_parked
 from reactorflow.runtime.gates.step_gates import GateWait
-from reactorflow.status import ControlKind, RollbackTrigger, Status, StepStatus
+from reactorflow.status import (
+    ControlKind,
+    EventKind,
+    HaltReason,
+    RollbackTrigger,
+    Status,
+    StepStatus,
+)
 
 if TYPE_CHECKING:
     from reactorflow.runtime.engine.execution import Execution
@@ -80,7 +87,7 @@ async def drive(ex: Execution, mode: DriveMode) -> None:
     ex.mode = mode
     hooks = ex.hooks
     if hooks:
-        hooks.call("before_run", RunEvent(ex.run_id, ex.reactor))
+        hooks.call(Hook.BEFORE_RUN, RunEvent(ex.run_id, ex.reactor))
     forward: Forward | None = None
     if ex.writer.hold is not None:
         keeper.attach(ex.writer.hold, ex.gates)  # the gate places are renewed with the run's lock
@@ -95,7 +102,8 @@ async def drive(ex: Execution, mode: DriveMode) -> None:
                 resumed = [k for k in ex.state.waiting_on if k in ex.claims]
                 still = [k for k in ex.state.waiting_on if k not in ex.claims]
                 await ex.writer.save_state(Status.RUNNING, waiting_on=still,
-                                           events=[event("run.resumed", detail=", ".join(resumed))])
+                                           events=[event(EventKind.RUN_RESUMED,
+                                                         detail=", ".join(resumed))])
             ex.parked_since, ex.state.parked_on, ex.state.wake_at = ex.state.parked_on, {}, None
             while True:
                 forward = Forward(ex, kinds=kinds.forward_table(),
@@ -115,7 +123,7 @@ async def drive(ex: Execution, mode: DriveMode) -> None:
             with anyio.CancelScope(shield=True):
                 await _release_gates(ex)
         if hooks:
-            hooks.call("after_run", RunEvent(ex.run_id, ex.reactor, ex.state.status,
+            hooks.call(Hook.AFTER_RUN, RunEvent(ex.run_id, ex.reactor, ex.state.status,
                                              ex.state.error))
 
 
@@ -146,7 +154,7 @@ async def _admitted(ex: Execution) -> bool:
             ex.state.gate_waits = {}
             return True
         case gates.Admission.PERIOD:
-            await conclude(ex, Verdict(Ending.HALTED, halt_reason="period"))
+            await conclude(ex, Verdict(Ending.HALTED, halt_reason=HaltReason.PERIOD))
         case gates.Admission.BAD_KEY:
             assert error is not None
             record = ErrorRecord.from_exception(error)
@@ -186,11 +194,12 @@ async def snooze(ex: Execution, busy: GateBusy, step: str | None = None) -> None
     if step is not None:
         waits[step] = f"{busy.gate} {busy.key!r}"
     await ex.writer.save_state(status, final=True, gate_snoozes=count, gate_waits=waits,
-                               events=[event("run.snoozed", step or "", detail=busy.message)])
+                               events=[event(EventKind.RUN_SNOOZED, step or "",
+                                             detail=busy.message)])
     ex.enqueue_after_release = True
     ex.enqueue_delay = settings.gate_snooze * (0.5 + random.random() / 2)
     if ex.hooks:
-        ex.hooks.call("on_gate", GateEvent(ex.run_id, ex.reactor, step or "", busy.gate,
+        ex.hooks.call(Hook.ON_GATE, GateEvent(ex.run_id, ex.reactor, step or "", busy.gate,
                                            busy.key, "snoozed"))
     log.info("reactorflow.gate.snoozed run_id=%s reactor=%s gate=%s key=%s step=%s snoozes=%d",
              ex.run_id, ex.reactor, busy.gate, busy.key, step or "-", count)
@@ -211,8 +220,8 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
     match verdict.status:
         case Ending.COMPLETED:
             if not await ex.writer.save_state(Status.COMPLETED, final=True, publish=True,
-                                              events=[event("run.completed")], waiting_on=[],
-                                              deadlines={}, timeout_at=None,
+                                              events=[event(EventKind.RUN_COMPLETED)],
+                                              waiting_on=[], deadlines={}, timeout_at=None,
                                        unless_control=bool(ex.writer.folded)):
                 # a request came while the last step ran (its completion, which this save
                 # carried, is checkpointed now): honoured as at any step boundary
@@ -224,7 +233,7 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
         case Ending.PAUSED:
             deadlines = {k: d for k in verdict.waiting
                          if (d := ex.records[k].deadline) is not None}
-            paused = event("run.paused", detail=", ".join(verdict.waiting))
+            paused = event(EventKind.RUN_PAUSED, detail=", ".join(verdict.waiting))
             await ex.writer.save_state(Status.PAUSED, final=True, publish=True, events=[paused],
                                        waiting_on=verdict.waiting, deadlines=deadlines,
                                        timeout_at=min(deadlines.values()) if deadlines else None)
@@ -236,15 +245,15 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
             return
         case Ending.HANDOFF:  # still running: its gates are kept for the worker (its TTLs)
             await keep_while_parked(ex, 0.0)
-            await ex.writer.save_state(Status.RUNNING, final=True, events=[event("run.handed_off")],
-                                       handed_off=True)
+            await ex.writer.save_state(Status.RUNNING, final=True,
+                                       events=[event(EventKind.RUN_HANDED_OFF)], handed_off=True)
             ex.enqueue_after_release = True
             log.info("reactorflow.run.handed_off run_id=%s reactor=%s", ex.run_id, ex.reactor)
             return
         case Ending.HALTED:
             retrying, failed = ex.close_retrying("the run halted")
             await ex.writer.save_state(Status.HALTED, final=True, publish=True, steps=retrying,
-                                       events=[*failed, event("run.halted",
+                                       events=[*failed, event(EventKind.RUN_HALTED,
                                                               detail=verdict.halt_reason or "")],
                                        halt_reason=verdict.halt_reason, waiting_on=[])
         case Ending.CANCELLED:
@@ -252,7 +261,8 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
             retrying, failed = ex.close_retrying("the run was cancelled")
             await ex.writer.save_state(Status.CANCELLED, final=True, publish=True,
                                        clear_control=True, steps=retrying,
-                                       events=[*failed, event("run.cancelled", detail=reason)],
+                                       events=[*failed,
+                                               event(EventKind.RUN_CANCELLED, detail=reason)],
                                        cancel_reason=reason, waiting_on=[])
         case Ending.FAILED:
             if verdict.failed:
@@ -274,7 +284,8 @@ async def fail_with_rollback(ex: Execution, error: RunError,
     Steps parked between retry attempts fail with the run (`close_retrying`): compensated."""
     retrying, failed = ex.close_retrying("the run failed")
     await ex.writer.save_state(Status.ROLLING_BACK, steps=retrying,
-                               events=[*failed, event("run.rolling_back", detail=str(error))],
+                               events=[*failed,
+                                       event(EventKind.RUN_ROLLING_BACK, detail=str(error))],
                                error=error, rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[],
                                deadlines={})
     await _roll_back_or_park(ex, live_errors)
@@ -311,12 +322,12 @@ async def park_for_place(ex: Execution, waiting: GateWait) -> None:
     await keep_while_parked(ex, delay)
     await ex.writer.save_state(Status.ROLLING_BACK, final=True,
                                rollback_waits={waiting.step: waiting.since},
-                               events=[event("run.parked", waiting.step,
+                               events=[event(EventKind.RUN_PARKED, waiting.step,
                                              detail=f"its rollback waits: {waiting.busy.message}")])
     ex.enqueue_after_release = True
     ex.enqueue_delay = delay
     if ex.hooks:
-        ex.hooks.call("on_gate", GateEvent(ex.run_id, ex.reactor, waiting.step,
+        ex.hooks.call(Hook.ON_GATE, GateEvent(ex.run_id, ex.reactor, waiting.step,
                                            waiting.busy.gate, waiting.busy.key, "snoozed"))
     log.info("reactorflow.gate.rollback_parked run_id=%s reactor=%s gate=%s key=%s step=%s",
              ex.run_id, ex.reactor, waiting.busy.gate, waiting.busy.key, waiting.step)
@@ -336,12 +347,13 @@ async def _settle_rollback(ex: Execution, failures: list[RollbackFailure]) -> No
     ex.state.rollback_waits = {}
     if trigger is RollbackTrigger.UNDO:
         await ex.writer.save_state(Status.CANCELLED, final=True, publish=True, clear_control=True,
-                                   events=[event("run.undone")], error=error, rollback_trigger=None,
+                                   events=[event(EventKind.RUN_UNDONE)], error=error,
+                                   rollback_trigger=None,
                                    cancel_reason=ex.state.cancel_reason or "undone")
     else:
         await ex.writer.save_state(Status.FAILED, final=True, publish=True, clear_control=True,
-                                   events=[event("run.failed", detail=str(error))], error=error,
-                                   rollback_trigger=None)
+                                   events=[event(EventKind.RUN_FAILED, detail=str(error))],
+                                   error=error, rollback_trigger=None)
     _log_end(ex)
 
 
@@ -374,7 +386,8 @@ async def _abort(ex: Execution, forward: Forward | None, cause: BaseException) -
         )
     try:
         await ex.writer.save_state(Status.ABORTED, final=True, steps=cut,
-                                   events=[event("run.aborted", detail=type(cause).__name__)],
+                                   events=[event(EventKind.RUN_ABORTED,
+                                                 detail=type(cause).__name__)],
                                    publish=True)
         log.warning("reactorflow.run.aborted run_id=%s reactor=%s cause=%s cut_off=%s",
                     ex.run_id, ex.reactor, type(cause).__name__, ",".join(cut) or "-")

@@ -29,7 +29,7 @@ from reactorflow.runtime.engine.lockkeeper import Hold
 from reactorflow.runtime.engine.mode import CALLER, DriveMode
 from reactorflow.runtime.engine.writer import RunWriter
 from reactorflow.runtime.gates.scope import Entry, GateHolds
-from reactorflow.status import Status, StepStatus
+from reactorflow.status import EventKind, Status, StepStatus
 from reactorflow.storage.contract.maps import Slots
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.values import StoredRun
@@ -259,7 +259,7 @@ class Execution:
             self.records[key] = msgspec.structs.replace(
                 self.records[key], status=StepStatus.FAILED, finished_at=now, retry_at=None,
                 compensate_pending=self.plan.nodes[key].spec.compensate is not None)
-        return keys, [Event(now, "step.failed", key, self.records[key].attempts,
+        return keys, [Event(now, EventKind.STEP_FAILED, key, self.records[key].attempts,
                             f"no further attempt: {why}") for key in keys]
 
 _NO_HOOKS = Hooks(())
@@ -274,7 +274,7 @@ def hooks_for(reactor: Declared) -> Hooks:
     return Hooks([*middleware, *reactor.middleware])
 
 
-def event(kind: str, step: str = "", attempt: int = 0, detail: str = "") -> Event:
+def event(kind: EventKind, step: str = "", attempt: int = 0, detail: str = "") -> Event:
     return Event(clock.now(), kind, step, attempt, detail)
 
 

@@ -51,7 +51,7 @@ from reactorflow.runtime.gates.step_gates import (
     step_needs,
     used_period,
 )
-from reactorflow.status import StepStatus
+from reactorflow.status import EventKind, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.runtime.engine.execution import Execution
@@ -183,12 +183,12 @@ class Forward(Runners):
             ex.values[key] = value
             writer.seq = seq = writer.seq + 1  # (as `next_seq`)
             done = StepRecord(_COMPLETED, 1, began, finished, raw, None, seq)
-            events = [Event(began, "step.started", key, 1),
-                      Event(finished, "step.completed", key, 1)]
+            events = [Event(began, EventKind.STEP_STARTED, key, 1),
+                      Event(finished, EventKind.STEP_COMPLETED, key, 1)]
             if waiting is not None:  # (as `_ended` for an interrupt)
                 done.deadline = waiting.deadline
                 done.correlation_id = waiting.correlation_id
-                events.insert(0, event("interrupt.resumed", key))
+                events.insert(0, event(EventKind.INTERRUPT_RESUMED, key))
             # kept for a batch when nothing waits for it and its task has not suspended since
             # a write read control back; or, as in `_ended`, when it completes the run
             if (keeps and self.written) or ((writer.folds or ex.claims)
@@ -215,7 +215,7 @@ class Forward(Runners):
                     record = ex.record(node.key)
                     done.deadline = record.deadline
                     done.correlation_id = record.correlation_id
-                    out.events.insert(0, event("interrupt.resumed", node.key))
+                    out.events.insert(0, event(EventKind.INTERRUPT_RESUMED, node.key))
                 if completes_run(self, node):  # its checkpoint rides in the final save
                     writer.fold(node.key, done, out.events)
                 else:  # (as `_finish`, inline: the path every completed step takes)
@@ -280,12 +280,12 @@ class Forward(Runners):
                      summary(error))
         self._stop()
         if events is None:
-            events = [event("step.failed", node.key, detail=detail)]
+            events = [event(EventKind.STEP_FAILED, node.key, detail=detail)]
         await self.writer.checkpoint(node.key, record, events)
 
     async def _skip(self, node: Node, reason: str) -> None:
         await self._finish(node, StepRecord(StepStatus.SKIPPED, finished_at=clock.now()),
-                           [event("step.skipped", node.key, detail=reason)])
+                           [event(EventKind.STEP_SKIPPED, node.key, detail=reason)])
 
     async def _skipped_by_when(self, node: Node, kwargs: dict[str, Any]) -> bool:
         """Apply the step's `when=` (if any); True if it was false and the step was skipped."""
@@ -394,7 +394,7 @@ class Forward(Runners):
             return
         ex.level_inputs[key] = self.plan.levels[key].inputs_decoder.decode(raw)
         opened = StepRecord(StepStatus.RUNNING, 1, started, child_inputs=raw, child_opened=True)
-        await self.writer.checkpoint(key, opened, [event("compose.started", key)])
+        await self.writer.checkpoint(key, opened, [event(EventKind.COMPOSE_STARTED, key)])
         if self.writer.control is not None:
             self._stop()
             return
@@ -413,7 +413,7 @@ class Forward(Runners):
         done = StepRecord(StepStatus.COMPLETED, record.attempts, record.started_at, clock.now(),
                           raw, seq=self.writer.next_seq(), child_inputs=record.child_inputs,
                           child_opened=record.child_opened)
-        await self._finish(node, done, [event("step.completed", node.key)])
+        await self._finish(node, done, [event(EventKind.STEP_COMPLETED, node.key)])
         await close_level(ex, node.key, completed=True)
 
     async def _refused(self, node: Node, entry: Entry) -> None:
@@ -444,8 +444,9 @@ class Forward(Runners):
         except (ArgumentError, CorrelationConflict) as exc:
             await self._fail_step(node, exc, detail=str(exc))
             return
-        await self.writer.checkpoint(node.key, waiting, [event("interrupt.waiting", node.key,
-                                                      detail=waiting.correlation_id or "")])
+        await self.writer.checkpoint(node.key, waiting,
+                                     [event(EventKind.INTERRUPT_WAITING, node.key,
+                                            detail=waiting.correlation_id or "")])
         if self.writer.control is not None:
             self._stop()
         self.waiting[node.key] = None

@@ -39,7 +39,7 @@ from reactorflow.runtime.engine.async_units import FINISHED, unit_finished
 from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.kinds import handler_of
 from reactorflow.runtime.gates.parked import keep_while_parked
-from reactorflow.status import Status
+from reactorflow.status import EventKind, Status
 
 if TYPE_CHECKING:
     from reactorflow.runtime.engine.execution import Execution
@@ -101,7 +101,8 @@ async def park(ex: Execution, units: dict[str, float], wake_at: float | None) ->
     status = Status.ROLLING_BACK if ex.state.status is Status.ROLLING_BACK else Status.RUNNING
     await keep_while_parked(ex, hold_bound(ex, units, wake_at))
     await ex.writer.save_state(status, final=True, parked_on=units, wake_at=wake_at,
-                               waiting_on=[], events=[event("run.parked", detail=", ".join(waits))])
+                               waiting_on=[],
+                               events=[event(EventKind.RUN_PARKED, detail=", ".join(waits))])
     log.info("reactorflow.run.parked run_id=%s reactor=%s waits=%s", ex.run_id, ex.reactor,
              ",".join(waits))
 

@@ -32,14 +32,14 @@ import msgspec
 from reactorflow import clock
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import RecordedError
-from reactorflow.middleware import StepEvent
+from reactorflow.middleware import Hook, StepEvent
 from reactorflow.records import ErrorRecord, RollbackFailure, StepRecord, describe, summary
 from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.kinds import handler_of
 from reactorflow.runtime.engine.lockkeeper import ensure_live
 from reactorflow.runtime.engine.stepcall import arguments, context_for
 from reactorflow.runtime.gates.step_gates import GateWait, leave_rollback, rollback_places
-from reactorflow.status import HandlerKind, StepStatus
+from reactorflow.status import EventKind, HandlerKind, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.definition.params import HandlerSignature
@@ -58,6 +58,24 @@ class Act(StrEnum):
 
 
 Action = tuple[Act, str]  # (what, step key)
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerNames:
+    """The hooks called around one kind of rollback handler, and the events it writes."""
+
+    before: Hook
+    after: Hook
+    started: EventKind
+    completed: EventKind
+    failed: EventKind
+
+
+UNDO_NAMES = HandlerNames(Hook.BEFORE_UNDO, Hook.AFTER_UNDO, EventKind.UNDO_STARTED,
+                          EventKind.UNDO_COMPLETED, EventKind.UNDO_FAILED)
+COMPENSATE_NAMES = HandlerNames(Hook.BEFORE_COMPENSATE, Hook.AFTER_COMPENSATE,
+                                EventKind.COMPENSATE_STARTED, EventKind.COMPENSATE_COMPLETED,
+                                EventKind.COMPENSATE_FAILED)
 
 
 def plan_rollback(ex: Execution, level: str = "") -> list[Action]:
@@ -119,7 +137,7 @@ async def roll_back(ex: Execution, live_errors: Mapping[str, BaseException] | No
         match act:
             case Act.CLOSE:
                 closed = _rolled_back(ex.records[key], StepStatus.UNDONE)
-                await ex.writer.checkpoint(key, closed, [event("undo.completed", key)])
+                await ex.writer.checkpoint(key, closed, [event(EventKind.UNDO_COMPLETED, key)])
             case Act.KIND:
                 own = handler_of(ex.plan.nodes[key].kind).roll_back
                 assert own is not None  # (planned only for a kind that has one)
@@ -153,9 +171,9 @@ async def _run_handler(ex: Execution, kind: Literal[HandlerKind.UNDO, HandlerKin
     match kind:
         case HandlerKind.UNDO:
             handler, first = node.spec.undo, ex.value_of(key)
-            done = StepStatus.UNDONE
+            done, names = StepStatus.UNDONE, UNDO_NAMES
         case HandlerKind.COMPENSATE:
-            handler, done = node.spec.compensate, StepStatus.COMPENSATED
+            handler, done, names = node.spec.compensate, StepStatus.COMPENSATED, COMPENSATE_NAMES
             if live_error is not None:
                 first = live_error
             else:
@@ -166,8 +184,8 @@ async def _run_handler(ex: Execution, kind: Literal[HandlerKind.UNDO, HandlerKin
     assert handler is not None
     hooks = ex.hooks
     if hooks:
-        hooks.call(f"before_{kind}", StepEvent(ex.run_id, ex.reactor, key))
-    started = event(f"{kind}.started", key)
+        hooks.call(names.before, StepEvent(ex.run_id, ex.reactor, key))
+    started = event(names.started, key)
     if error is None:
         try:
             await call_handler(ex, handler, key, first)
@@ -177,17 +195,17 @@ async def _run_handler(ex: Execution, kind: Literal[HandlerKind.UNDO, HandlerKin
             await leave_rollback(ex, entry)
     if hooks:
         ended = StepStatus.FAILED if error else StepStatus.COMPLETED
-        hooks.call(f"after_{kind}", StepEvent(ex.run_id, ex.reactor, key, status=ended,
-                                              error=error))
+        hooks.call(names.after, StepEvent(ex.run_id, ex.reactor, key, status=ended,
+                                           error=error))
     if error is None:
         await ex.writer.checkpoint(key, _rolled_back(record, done),
-                                   [started, event(f"{kind}.completed", key)])
+                                   [started, event(names.completed, key)])
         return []
     log.warning("reactorflow.%s.failed run_id=%s step=%s error=%s", kind, ex.run_id, key,
                 summary(error))
     updated = msgspec.structs.replace(record, compensate_pending=False,
                                       rollback_error=ErrorRecord.from_exception(error))
-    await ex.writer.checkpoint(key, updated, [started, event(f"{kind}.failed", key,
+    await ex.writer.checkpoint(key, updated, [started, event(names.failed, key,
                                                              detail=summary(error))])
     return [RollbackFailure(key, kind, describe(error), type(error).__name__)]
 

@@ -26,13 +26,13 @@ from reactorflow.errors import (
     halt_text,
 )
 from reactorflow.markers import StepContext, follow_path
-from reactorflow.middleware import StepEvent
+from reactorflow.middleware import Hook, StepEvent
 from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summary
 from reactorflow.runtime.engine.async_units import outcome_of
 from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.lockkeeper import ensure_live
 from reactorflow.runtime.engine.map_reads import map_argument, prepare_readers
-from reactorflow.status import StepStatus
+from reactorflow.status import EventKind, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
@@ -260,11 +260,11 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
         if (check_when and retry_at is None and spec.when is not None
                 and not await evaluate_when(ex, node, kwargs)):
             out.status = StepEnd.SKIPPED
-            out.events.append(event("step.skipped", key, detail="when= was false"))
+            out.events.append(event(EventKind.STEP_SKIPPED, key, detail="when= was false"))
             return out
     except ArgumentError as exc:
         out.error = exc
-        out.events.append(event("step.failed", key, detail=str(exc)))
+        out.events.append(event(EventKind.STEP_FAILED, key, detail=str(exc)))
         return out
     context_name = node.context_name
     hooks = ex.hooks if ex.hooks else None  # asked once: no middleware, no event objects
@@ -280,7 +280,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
             out.status, out.attempts, out.retry_at = StepEnd.RETRYING, attempt, retry_at
             return out
         if hooks is not None:
-            hooks.call("after_retry", StepEvent(ex.run_id, ex.reactor, key, attempt + 1))
+            hooks.call(Hook.AFTER_RETRY, StepEvent(ex.run_id, ex.reactor, key, attempt + 1))
     while True:
         if failed is None:  # (else the caller ran this attempt already)
             await ensure_live(ex.lease)  # a lost lock starts no further attempt
@@ -290,9 +290,9 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
             out.started_at = began
         if context_name is not None:
             kwargs[context_name] = context_for(ex, node, attempt)
-        events.append(Event(began, "step.started", key, attempt))
+        events.append(Event(began, EventKind.STEP_STARTED, key, attempt))
         if hooks is not None:
-            hooks.call("before_step", StepEvent(ex.run_id, ex.reactor, key, attempt))
+            hooks.call(Hook.BEFORE_STEP, StepEvent(ex.run_id, ex.reactor, key, attempt))
         out.body_started = True
         error: BaseException
         try:
@@ -313,7 +313,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
             out.error = halt
             out.attempts = attempt
             out.finished_at = clock.now()
-            events.append(Event(out.finished_at, "step.halted", key, attempt, halt.reason))
+            events.append(Event(out.finished_at, EventKind.STEP_HALTED, key, attempt, halt.reason))
             return out
         except Exception as exc:
             error = exc
@@ -325,9 +325,9 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
             out.status = _DONE
             out.attempts = attempt
             out.finished_at = finished = clock.now()
-            events.append(Event(finished, "step.completed", key, attempt))
+            events.append(Event(finished, EventKind.STEP_COMPLETED, key, attempt))
             if hooks is not None:
-                hooks.call("after_step", StepEvent(ex.run_id, ex.reactor, key, attempt,
+                hooks.call(Hook.AFTER_STEP, StepEvent(ex.run_id, ex.reactor, key, attempt,
                                                    StepStatus.COMPLETED))
             return out
         if (retry is not None and not isinstance(error, _NOT_RETRIED)
@@ -342,14 +342,14 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
                 await clock.sleep(delay, why=f"retry backoff of step {key!r} (attempt "
                                              f"{attempt + 1} of {retry.attempts})")
             if hooks is not None:
-                hooks.call("after_retry", StepEvent(ex.run_id, ex.reactor, key, attempt + 1))
+                hooks.call(Hook.AFTER_RETRY, StepEvent(ex.run_id, ex.reactor, key, attempt + 1))
             continue
         out.error = error
         out.attempts = attempt
         out.finished_at = clock.now()
-        events.append(Event(out.finished_at, "step.failed", key, attempt, summary(error)))
+        events.append(Event(out.finished_at, EventKind.STEP_FAILED, key, attempt, summary(error)))
         if hooks is not None:
-            hooks.call("after_step", StepEvent(ex.run_id, ex.reactor, key, attempt,
+            hooks.call(Hook.AFTER_STEP, StepEvent(ex.run_id, ex.reactor, key, attempt,
                                                StepStatus.FAILED, error))
         return out
 
@@ -370,9 +370,10 @@ def _note_retry(ex: Execution, node: Node, attempt: int, error: BaseException, d
                 events: list[Event]) -> None:
     key = node.key
     hooks = ex.hooks
-    events.append(event("step.retried", key, attempt, f"{summary(error)}; next in {delay:.3f}s"))
+    events.append(event(EventKind.STEP_RETRIED, key, attempt,
+                        f"{summary(error)}; next in {delay:.3f}s"))
     if hooks:
-        hooks.call("before_retry", StepEvent(ex.run_id, ex.reactor, key, attempt,
+        hooks.call(Hook.BEFORE_RETRY, StepEvent(ex.run_id, ex.reactor, key, attempt,
                                              StepStatus.FAILED, error, delay))
     if log.isEnabledFor(logging.INFO):
         log.info("reactorflow.step.retry run_id=%s step=%s attempt=%d delay=%.3f error=%s",

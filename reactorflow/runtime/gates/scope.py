@@ -36,7 +36,7 @@ import anyio
 from reactorflow import clock, config
 from reactorflow.definition.gates import GateKind, Lock, OrderedLock, Period, RateLimit, Semaphore
 from reactorflow.errors import GateBusy
-from reactorflow.middleware import GateEvent, Hooks
+from reactorflow.middleware import GateEvent, Hook, Hooks
 from reactorflow.runtime.gates.gate_keys import period_marker
 from reactorflow.runtime.gates.waiting import charge, take_place, take_turn
 from reactorflow.storage.contract.storage import Storage
@@ -110,7 +110,7 @@ class GateHolds:
             log.log(level, "reactorflow.gate.%s run_id=%s gate=%s key=%s step=%s", action,
                     self.run_id, need.kind.value, need.key, step or "-")
         if self.hooks:
-            self.hooks.call("on_gate", GateEvent(self.run_id, self.reactor, step or "",
+            self.hooks.call(Hook.ON_GATE, GateEvent(self.run_id, self.reactor, step or "",
                                                  need.kind.value, need.key, action))
 
     def holds_exclusively(self, key: str) -> bool:

@@ -40,6 +40,7 @@ from reactorflow.runtime.gates.scope import (
     keep,
     leave,
 )
+from reactorflow.status import EventKind
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
@@ -66,29 +67,29 @@ async def call_gated(ex: Execution, node: Node, payload: Any = MISSING, *,
         if check_when and node.spec.when is not None and not await evaluate_when(ex, node,
                                                                                  kwargs):
             out.status = StepEnd.SKIPPED
-            out.events.append(event("step.skipped", key, detail="when= was false"))
+            out.events.append(event(EventKind.STEP_SKIPPED, key, detail="when= was false"))
             return out
         needs = step_needs(ex, node, kwargs)
     except ArgumentError as exc:
         out.error = exc
-        out.events.append(event("step.failed", key, detail=str(exc)))
+        out.events.append(event(EventKind.STEP_FAILED, key, detail=str(exc)))
         return out
     entry = await enter(ex.gates, needs, ex.step_prefix + key, wait=not ex.mode.in_worker,
                         keep_turn=ex.mode.in_worker, step=key, element=ex.element)
     if entry.period_done is not None:
         out.status = StepEnd.SKIPPED
-        out.events.append(event("step.skipped", key,
+        out.events.append(event(EventKind.STEP_SKIPPED, key,
                                 detail=f"period {entry.period_done.key!r} already used"))
         return out
     if entry.busy is not None:
         out.error = entry.busy
         out.status = StepEnd.SNOOZED if ex.mode.in_worker else StepEnd.FAILED
         out.finished_at = clock.now()
-        kind = "step.snoozed" if ex.mode.in_worker else "step.failed"
+        kind = EventKind.STEP_SNOOZED if ex.mode.in_worker else EventKind.STEP_FAILED
         out.events.append(event(kind, key, detail=summary(entry.busy)))
         return out
     if needs:
-        out.events.append(event("gate.acquired", key, detail=_describe(needs)))
+        out.events.append(event(EventKind.GATE_ACQUIRED, key, detail=_describe(needs)))
     result: Outcome | None = None
     try:
         result = await call_step(ex, node, payload, check_when=False)

@@ -29,7 +29,7 @@ from reactorflow.runtime.maps.inflight import in_flight
 from reactorflow.runtime.maps.inline_window import run_inline
 from reactorflow.runtime.maps.undo import roll_back_map
 from reactorflow.runtime.maps.undo_throws import throw_settled
-from reactorflow.status import StepStatus
+from reactorflow.status import EventKind, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
@@ -65,7 +65,7 @@ async def run_map(ex: Execution, node: Node, kwargs: dict[str, Any]) -> MapStepE
     assert options is not None
     if not resumed:
         opened = StepRecord(StepStatus.RUNNING, 1, started)
-        await ex.writer.checkpoint(key, opened, [event("step.started", key, 1,
+        await ex.writer.checkpoint(key, opened, [event(EventKind.STEP_STARTED, key, 1,
                                                        f"map of {len(items)} elements")])
     fanned = options.fan_out and not ex.mode.maps_inline  # a map nested in an element: inline
     if fanned and (not resumed or not await fanout.started(ex, node)):
@@ -85,7 +85,7 @@ async def run_map(ex: Execution, node: Node, kwargs: dict[str, Any]) -> MapStepE
                           detail=detail)
     done = StepRecord(StepStatus.COMPLETED, 1, started, clock.now(), records.raw(end.count),
                       seq=ex.writer.next_seq())
-    return MapStepEnd(done, [event("step.completed", key, detail=f"{end.count} elements")])
+    return MapStepEnd(done, [event(EventKind.STEP_COMPLETED, key, detail=f"{end.count} elements")])
 
 
 async def forward_map(drive: Forward, node: Node) -> None:

@@ -39,7 +39,7 @@ from reactorflow.runtime.maps.children import undo_child
 from reactorflow.runtime.maps.elements import Scope, context, fence, source_of
 from reactorflow.runtime.maps.inflight import wait_in_flight
 from reactorflow.runtime.maps.undo_throws import roll_back_fanned
-from reactorflow.status import HandlerKind, StepStatus
+from reactorflow.status import EventKind, HandlerKind, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.runtime.engine.execution import Execution
@@ -85,7 +85,7 @@ async def roll_back_map(ex: Execution, key: str) -> MapRollback:
         failures = await _roll_back_here(ex, node, count)
     closed = msgspec.structs.replace(ex.records[key], status=StepStatus.UNDONE,
                                      compensate_pending=False)
-    await ex.writer.checkpoint(key, closed, [event("undo.completed", key)])
+    await ex.writer.checkpoint(key, closed, [event(EventKind.UNDO_COMPLETED, key)])
     return MapRollback(failures)
 
 
@@ -223,7 +223,7 @@ async def _undo_all(ex: Execution, node: Node, base: dict[str, Any],
                     node.key, summary(exc))
         error = ErrorRecord.from_exception(exc)
         failed = msgspec.structs.replace(ex.records[node.key], rollback_error=error)
-        await ex.writer.checkpoint(node.key, failed, [event("undo_all.failed", node.key,
+        await ex.writer.checkpoint(node.key, failed, [event(EventKind.UNDO_ALL_FAILED, node.key,
                                                             detail=summary(exc))])
         return RollbackFailure(node.key, HandlerKind.UNDO_ALL, describe(exc), type(exc).__name__)
     return None

@@ -13,7 +13,7 @@ from reactorflow.errors import RunExists
 from reactorflow.records import Event, RunMeta, RunState
 from reactorflow.runtime.engine.execution import event, new_state
 from reactorflow.runtime.engine.ownership import new_owner
-from reactorflow.status import Status
+from reactorflow.status import EventKind, Status
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.values import RunCreation
 
@@ -49,7 +49,7 @@ def new_run(reactor: Declared, plan: Plan, run_id: str, value: Any, owner: str, 
                    parent_gates=parent_gates[1] if parent_gates else [])
     state = new_state(Status.RUNNING)
     state.handed_off = handed_off
-    started = event("run.started")
+    started = event(EventKind.RUN_STARTED)
     creation = RunCreation(run_id, reactor.name, Status.RUNNING, records.encode(meta),
                            records.encode(state), now, owner, config.settings().lock_ttl,
                            [records.encode(started)], idempotency_key)

@@ -48,7 +48,7 @@ from reactorflow.runtime.ops.snapshots import (
     run_status,
 )
 from reactorflow.snapshot import Run, RunPage
-from reactorflow.status import TERMINAL, ControlKind, RollbackTrigger, Status
+from reactorflow.status import TERMINAL, ControlKind, EventKind, RollbackTrigger, Status
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.values import RunHead, StoredRun
 
@@ -178,7 +178,7 @@ async def _abort_stored(storage: Storage, holds: GateHolds, run: NewRun,
         await storage.save_state(
             run.creation.run_id, run.creation.owner, status=Status.ABORTED,
             previous_status=Status.RUNNING, state=records.encode(state),
-            events=[records.encode(event("run.aborted", detail=type(cause).__name__))],
+            events=[records.encode(event(EventKind.RUN_ABORTED, detail=type(cause).__name__))],
             publish=True, release=True, gates=holds.places_to_release())
         log.warning("reactorflow.run.aborted run_id=%s reactor=%s cause=%s cut_off=-",
                     run.creation.run_id, run.creation.reactor, type(cause).__name__)
@@ -200,7 +200,8 @@ async def mark_unrecoverable(storage: Storage, run_id: str, kind: str, reason: s
                          error=RunError(None, kind, reason))
         await storage.save_state(run_id, owner, status=Status.FAILED,
                                  previous_status=head.status, state=records.encode(state),
-                                 events=[records.encode(event("run.failed", detail=reason))],
+                                 events=[records.encode(event(EventKind.RUN_FAILED,
+                                                              detail=reason))],
                                  clear_control=True, publish=True)
     log.error("reactorflow.run.unrecoverable run_id=%s kind=%s reason=%s", run_id, kind, reason)
 
@@ -372,7 +373,7 @@ async def wait(reactor: Reactor, run_id: str, *, timeout: float | None = None) -
                                     why=f"run {run_id} to settle")
 
 
-HANDED_OVER = frozenset({"run.started", "run.handed_off", "run.resumed"})
+HANDED_OVER = frozenset({EventKind.RUN_STARTED, EventKind.RUN_HANDED_OFF, EventKind.RUN_RESUMED})
 """The last event of a run that waits for a worker (a dispatch, a hand-off, a background
 resume). An execution that takes the run on holds its lock, and its steps add events."""
 
@@ -426,7 +427,8 @@ async def undo(reactor: Reactor, run_id: str) -> Run:
         status = ex.state.status
         if status not in _UNDOABLE:
             raise RunStateError(run_id, status, "undo")
-        await ex.writer.save_state(Status.ROLLING_BACK, events=[event("run.undo_requested")],
+        await ex.writer.save_state(Status.ROLLING_BACK,
+                                   events=[event(EventKind.RUN_UNDO_REQUESTED)],
                                    steps=ex.close_waiting(), rollback_trigger=RollbackTrigger.UNDO,
                                    cancel_reason="undone", waiting_on=[], deadlines={},
                                    timeout_at=None)
@@ -459,8 +461,9 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
             ex = await load_owned(reactor, storage, run_id, owner)
             if ex.state.status in (Status.PAUSED, Status.RUNNING):
                 retrying, failed = ex.close_retrying("the run was cancelled")
-                await ex.writer.save_state(Status.CANCELLED, events=[*failed, event("run.cancelled",
-                                                                                    detail=reason)],
+                await ex.writer.save_state(Status.CANCELLED,
+                                           events=[*failed, event(EventKind.RUN_CANCELLED,
+                                                                  detail=reason)],
                                            steps=ex.close_waiting() + retrying, publish=True,
                                            clear_control=True, wake_at=None,
                                            cancel_reason=reason, waiting_on=[], deadlines={},

@@ -62,7 +62,7 @@ from reactorflow.runtime.ops import operations
 from reactorflow.runtime.ops.payloads import checked_payload, interrupt_node, step_key
 from reactorflow.runtime.ops.snapshots import read_head
 from reactorflow.snapshot import Run
-from reactorflow.status import ControlKind, RollbackTrigger, Status
+from reactorflow.status import ControlKind, EventKind, RollbackTrigger, Status
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.values import (
     ClaimResult,
@@ -243,7 +243,7 @@ def _check(reactor: Reactor, plan: Plan, key: str) -> ResumeCheck:
         gated = bool(plan.reactor.gates) or any(has_gates(n) for n in plan.nodes.values())
         facts = _FACTS[plan] = (records.fingerprint_marker(plan.fingerprint), not gated)
     marker, resume = facts
-    events = [records.encode(event("run.resumed", detail=key))] if resume else []
+    events = [records.encode(event(EventKind.RUN_RESUMED, detail=key))] if resume else []
     return ResumeCheck(reactor.name, marker, clock.now(), resume, events)
 
 
@@ -259,7 +259,8 @@ def _resumption(plan: Plan, head: RunHead, state: RunState, key: str) -> Resumpt
     resumed = msgspec.structs.replace(state, status=Status.RUNNING, updated_at=clock.now(),
                                       waiting_on=others)
     return Resumption(Status.PAUSED.value, head.state, Status.RUNNING.value,
-                      records.encode(resumed), [records.encode(event("run.resumed", detail=key))],
+                      records.encode(resumed),
+                      [records.encode(event(EventKind.RUN_RESUMED, detail=key))],
                       others)
 
 
@@ -283,7 +284,8 @@ async def _hand_to_worker(reactor: Reactor, storage: Storage, ex: Execution, key
     run_id = ex.run_id
     async with keep_alive(storage, run_id, ex.owner, settings.lock_ttl):
         if ex.state.status == Status.PAUSED:
-            await ex.writer.save_state(Status.RUNNING, events=[event("run.resumed", detail=key)])
+            await ex.writer.save_state(Status.RUNNING,
+                                       events=[event(EventKind.RUN_RESUMED, detail=key)])
     log.info("reactorflow.resume.deferred run_id=%s step=%s reason=background", run_id, key)
     queue.enqueue_run(run_id, reactor.name)
 
@@ -326,7 +328,7 @@ async def fail_run(reactor: Reactor, storage: Storage, run_id: str, error: RunEr
         ex.lease = hold  # losing the lock stops the rollback from starting anything more
         if ex.state.status not in (Status.PAUSED, Status.RUNNING):
             return
-        await ex.writer.save_state(Status.ROLLING_BACK, events=[event("run.rolling_back",
+        await ex.writer.save_state(Status.ROLLING_BACK, events=[event(EventKind.RUN_ROLLING_BACK,
                                                                       detail=str(error))],
                                    steps=ex.close_waiting(), error=error,
                                    rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[],

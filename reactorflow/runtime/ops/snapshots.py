@@ -17,7 +17,7 @@ from reactorflow.errors import CorruptRecord
 from reactorflow.records import Event, RunError, RunMeta, RunState, StepRecord
 from reactorflow.redaction import masked, merge
 from reactorflow.snapshot import Run, RunSummary, StepState, attach_result
-from reactorflow.status import Status, StepStatus
+from reactorflow.status import EventKind, Status, StepStatus
 from reactorflow.storage.contract.decoding import reading
 from reactorflow.storage.contract.values import RunHead, StoredRun
 
@@ -152,7 +152,7 @@ def decode_history(run_id: str, history: Iterable[bytes]) -> list[Event]:
             events.append(records.decode_event(raw))
         except msgspec.DecodeError as exc:
             log.warning("reactorflow.run.event_unreadable run_id=%s reason=%s", run_id, exc)
-            events.append(Event(events[-1].at if events else 0.0, "history.unreadable",
+            events.append(Event(events[-1].at if events else 0.0, EventKind.HISTORY_UNREADABLE,
                                 detail=str(exc)))
     return events
 

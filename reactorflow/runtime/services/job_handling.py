@@ -48,7 +48,7 @@ from reactorflow.runtime.gates.scope import GateHolds
 from reactorflow.runtime.gates.step_gates import call_gated
 from reactorflow.runtime.maps import element_job, undo_job
 from reactorflow.runtime.ops import operations
-from reactorflow.status import StepStatus
+from reactorflow.status import EventKind, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.storage.contract.storage import Storage
@@ -194,7 +194,7 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
         reason = unknown_reactor(reactor_name)
         record = StepRecord(StepStatus.FAILED, 0, clock.now(), clock.now(),
                             error=ErrorRecord("UnknownReactor", reason))
-        await report(storage, run_id, key, record, [event("step.failed", key)])
+        await report(storage, run_id, key, record, [event(EventKind.STEP_FAILED, key)])
         raise PermanentFailure(reason, run_id=run_id, step=key)
     settings = config.settings()
     lock, owner = unit_lock(run_id, key), new_owner()
@@ -218,7 +218,7 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
         except (CorruptRecord, DefinitionChanged) as exc:  # never retried: it cannot change
             record = StepRecord(StepStatus.FAILED, 0, None, clock.now(),
                                 error=ErrorRecord(type(exc).__name__, exc.message))
-            await report(storage, run_id, key, record, [event("step.failed", key)])
+            await report(storage, run_id, key, record, [event(EventKind.STEP_FAILED, key)])
             raise PermanentFailure(exc.message, run_id=run_id, step=key) from exc
         current = ex.records.get(key)
         if current is None or current.status in FINISHED:
@@ -304,7 +304,7 @@ async def _run_unit(ex: Execution, key: str, snoozes: int) -> None:
             message = _capped(out.error, snoozes)
             record = StepRecord(StepStatus.FAILED, out.attempts, out.started_at,
                                 out.finished_at, error=ErrorRecord("GateBusy", message))
-            events.append(event("step.failed", key, detail=message))
+            events.append(event(EventKind.STEP_FAILED, key, detail=message))
         case StepEnd.SKIPPED:  # its period was used meanwhile (no when=: checked at dispatch)
             record = StepRecord(StepStatus.SKIPPED, 0, out.started_at, clock.now())
         case StepEnd.RETRYING:  # never parks
@@ -341,13 +341,13 @@ async def _compensate_unit(ex: Execution, key: str, error: BaseException, body_s
     handler = ex.plan.nodes[key].spec.compensate
     if handler is None or not body_started:
         return None
-    events.append(event("compensate.started", key))
+    events.append(event(EventKind.COMPENSATE_STARTED, key))
     try:
         await call_handler(ex, handler, key, error)
     except Exception as exc:
-        events.append(event("compensate.failed", key, detail=summary(exc)))
+        events.append(event(EventKind.COMPENSATE_FAILED, key, detail=summary(exc)))
         return ErrorRecord.from_exception(exc)
-    events.append(event("compensate.completed", key))
+    events.append(event(EventKind.COMPENSATE_COMPLETED, key))
     return None
 
 
@@ -363,7 +363,7 @@ async def give_up(job: Job, reason: str) -> None:
             record = StepRecord(StepStatus.FAILED, 0, None, clock.now(),
                                 error=ErrorRecord("JobRetriesExhausted", reason))
             await report(storage, job.run_id, job.step, record,
-                         [event("step.failed", job.step)])
+                         [event(EventKind.STEP_FAILED, job.step)])
         case JobKind.RUN:
             await operations.mark_unrecoverable(storage, job.run_id, "JobRetriesExhausted",
                                                 reason)
