@@ -123,18 +123,20 @@ class Event(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True):
     """One entry of a run's history (stored as an array: append new fields at the end).
 
     Its kind is an `rf.EventKind`, a `StrEnum` (see it for every kind): `event.kind ==
-    "run.started"` holds as `event.kind is rf.EventKind.RUN_STARTED` does.
+    "run.started"` holds as `event.kind is rf.EventKind.RUN_STARTED` does. Stored as the plain
+    string; read back, a kind this version does not know (written by a newer one) is kept as
+    that string, so the history stays readable.
 
     Attributes:
         at: When (Unix time).
-        kind: What happened: an `rf.EventKind`.
+        kind: What happened: an `rf.EventKind` (an unknown stored kind: its string).
         step: The step's key, or `""` for run events.
         attempt: The attempt's number, where one applies.
         detail: Free text (an error summary, a child run id...).
     """
 
     at: float
-    kind: EventKind
+    kind: str  # an EventKind (a str: a stored kind this version does not know is kept as is)
     step: str = ""
     attempt: int = 0
     detail: str = ""
@@ -276,7 +278,23 @@ _throw_decoder = msgspec.msgpack.Decoder(UndoThrow)
 decode_step = _step_decoder.decode
 decode_meta = _meta_decoder.decode
 decode_state = _state_decoder.decode
-decode_event = _event_decoder.decode
+_KINDS: dict[str, EventKind] = {kind.value: kind for kind in EventKind}
+
+
+def decode_event(raw: bytes) -> Event:
+    """A stored event, its kind the `EventKind` member it names (kept as its string when this
+    version knows no such kind).
+
+    Raises:
+        msgspec.DecodeError: the bytes are not an event.
+    """
+    event = _event_decoder.decode(raw)
+    known = _KINDS.get(event.kind)
+    if known is not None:  # (a frozen record: set once, before anyone sees it)
+        msgspec.structs.force_setattr(event, "kind", known)
+    return event
+
+
 decode_control = _control_decoder.decode
 decode_element = _element_decoder.decode
 decode_element_args = _args_decoder.decode
