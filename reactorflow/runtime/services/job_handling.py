@@ -20,7 +20,7 @@ import os
 import random
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, Any, NamedTuple, assert_never
 
 from reactorflow import clock, config
 from reactorflow.definition import registry
@@ -51,6 +51,7 @@ from reactorflow.runtime.ops import operations
 from reactorflow.status import EventKind, StepStatus
 
 if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
     from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.worker")
@@ -109,6 +110,24 @@ async def _admitted(job: Job, *, unknown: bool = False) -> bool:
     return True
 
 
+class _Admission(NamedTuple):
+    """What a worker acts on a job with: the job's reactor (None when it is not declared
+    here) and the storage."""
+
+    reactor: Reactor | None
+    storage: Storage
+
+
+async def _admit(job: Job) -> _Admission | None:
+    """The job's reactor and the storage when a worker may act on `job` (`_admitted`), else
+    None (the job was dropped and logged)."""
+    name = job.reactor
+    reactor = registry.lookup(name) if isinstance(name, str) else None
+    if not await _admitted(job, unknown=reactor is None):
+        return None
+    return _Admission(reactor, config.current_storage())
+
+
 class PermanentFailure(ReactorflowError):
     """The job can never succeed (it already marked the run failed): never retried."""
 
@@ -146,10 +165,10 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
             record, incompatible graph); it was marked failed.
     """
     job = Job.run(run_id, reactor_name, snoozes=snoozes)
-    reactor = registry.lookup(reactor_name) if isinstance(reactor_name, str) else None
-    if not await _admitted(job, unknown=reactor is None):
+    admitted = await _admit(job)
+    if admitted is None:
         return
-    storage = config.current_storage()
+    reactor, storage = admitted
     if reactor is None:
         reason = unknown_reactor(reactor_name)
         await operations.mark_unrecoverable(storage, run_id, "UnknownReactor", reason)
@@ -186,10 +205,10 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
             its failure was reported to the run.
     """
     job = Job.unit(run_id, reactor_name, key, snoozes=snoozes)
-    reactor = registry.lookup(reactor_name) if isinstance(reactor_name, str) else None
-    if not await _admitted(job, unknown=reactor is None):
+    admitted = await _admit(job)
+    if admitted is None:
         return
-    storage = config.current_storage()
+    reactor, storage = admitted
     if reactor is None:
         reason = unknown_reactor(reactor_name)
         record = StepRecord(StepStatus.FAILED, 0, clock.now(), clock.now(),
@@ -232,10 +251,10 @@ async def execute_element(run_id: str, reactor_name: str, key: str, index: int) 
     """Run one element of a fanned-out map (see `runtime.maps.fanout`); an element whose
     reactor is not declared here fails (and its run is told)."""
     job = Job.element(run_id, reactor_name, key, index)
-    reactor = registry.lookup(reactor_name) if isinstance(reactor_name, str) else None
-    if not await _admitted(job, unknown=reactor is None):
+    admitted = await _admit(job)
+    if admitted is None:
         return
-    storage = config.current_storage()
+    reactor, storage = admitted
     if reactor is None:
         await _fail_element(storage, Job.element(run_id, reactor_name, key, index),
                             "UnknownReactor",
@@ -252,10 +271,10 @@ async def execute_undo(run_id: str, reactor_name: str, key: str, index: int) -> 
         PermanentFailure: the reactor is not declared in this worker.
     """
     job = Job.undo(run_id, reactor_name, key, index)
-    reactor = registry.lookup(reactor_name) if isinstance(reactor_name, str) else None
-    if not await _admitted(job, unknown=reactor is None):
+    admitted = await _admit(job)
+    if admitted is None:
         return
-    storage = config.current_storage()
+    reactor, storage = admitted
     if reactor is None:
         reason = unknown_reactor(reactor_name)
         await undo_job.give_up(storage, run_id, reactor_name, key, index, "UnknownReactor",
