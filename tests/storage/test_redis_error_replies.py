@@ -366,3 +366,21 @@ async def test_a_run_in_flight_survives_a_redis_restart_that_loads_its_aof(
     run = outcome[0]
     assert run.status is rf.Status.COMPLETED, run.error
     assert run.value == 2
+
+
+@pytest.mark.parametrize(("reply", "code", "transient"), [
+    ("OOM command not allowed when used memory > 'maxmemory'.", "OOM", True),
+    ("ERR Error running script (call to f_ec2d): @user_script:255: @user_script: 255: -OOM "
+     "command not allowed when used memory > 'maxmemory'.", "OOM", True),  # Redis 6 wraps it
+    ("ERR Error running script (call to f_ec2d): @user_script:12: -NOPERM this user has no "
+     "permissions to access one of the keys", "NOPERM", False),
+    ("ERR unknown command 'FOO'", "ERR", False),
+])
+def test_the_reply_code_is_read_inside_a_script_error_of_redis_before_7(
+        reply: str, code: str, transient: bool) -> None:
+    from reactorflow.errors.storage import reply_code
+
+    assert reply_code(reply) == code
+    refused = rf.StorageReplyError("redis://127.0.0.1:6379/0", reply, "request_control")
+    assert refused.transient is transient
+
