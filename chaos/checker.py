@@ -177,7 +177,7 @@ def check(records: Sequence[Record], runs: dict[str, StoredRun],
     effects = executions(records, ("step", "elem", "intr"))
     handlers = executions(records, ("undo", "comp"))
     _check_exactly_once(runs, effects, faults, report)
-    _check_handlers(handlers, faults, report)
+    _check_handlers(handlers, effects, faults, report)
     _check_rollbacks(runs, effects, handlers, faults, expect, report)
     _check_gates(records, faults, report)
     _check_ordered(records, faults, report)
@@ -238,8 +238,8 @@ def _check_exactly_once(runs: dict[str, StoredRun], effects: dict[str, list[Exec
                 (report.limits if failover else report.violations).append(violation)
 
 
-def _check_handlers(handlers: dict[str, list[Execution]], faults: _Faults,
-                    report: Report) -> None:
+def _check_handlers(handlers: dict[str, list[Execution]], effects: dict[str, list[Execution]],
+                    faults: _Faults, report: Report) -> None:
     for key, attempts in handlers.items():
         report.checked["handlers"] += 1
         done = [e for e in attempts if e.end is not None and not e.failed]
@@ -249,12 +249,14 @@ def _check_handlers(handlers: dict[str, list[Execution]], faults: _Faults,
                 if earlier.end >= later.start or earlier.kind != later.kind:
                     continue
                 # a kill of its process after it ended and before its checkpoint landed; or a
-                # storage fault from the moment it started: an outage while the handler ran
-                # (the run's lease lapsed, its checkpoint was refused or cut off) also costs
-                # its checkpoint, and the rollback resumed from the one before runs it again
+                # storage fault from the moment its checkpoint's story began: an outage while
+                # the handler ran (the run's lease lapsed, its checkpoint was refused or cut
+                # off) also costs its checkpoint, and the rollback resumed from the one before
+                # runs it again
                 excuse = (faults.between(earlier.end, later.start, PROCESS_FAULTS,
                                          earlier.pgid)
-                          or faults.between(earlier.start, later.start, STORAGE_FAULTS))
+                          or faults.between(_window_opens(earlier, effects.get(key, [])),
+                                            later.start, STORAGE_FAULTS))
                 if excuse is None:
                     report.violations.append(Violation(
                         "handler-twice", later.run,
@@ -265,6 +267,18 @@ def _check_handlers(handlers: dict[str, list[Execution]], faults: _Faults,
                 else:
                     report.reapplied += 1
                 break
+
+
+def _window_opens(handler: Execution, attempts: Sequence[Execution]) -> int:
+    """Where a storage fault starts to excuse `handler` running again. An undo's checkpoint is
+    its own, so its window opens when it started. A compensate's is not: the failed attempt it
+    compensates and the compensation are stored together, in one write after both, so an
+    outage from the start of that attempt (the element or step whose failure it answers) can
+    cut the pair off, and the retry of the attempt fails and compensates again."""
+    if handler.kind != "comp":
+        return handler.start
+    compensated = [e.start for e in attempts if e.start < handler.start and e.failed]
+    return compensated[-1] if compensated else handler.start
 
 
 def _check_rollbacks(runs: dict[str, StoredRun], effects: dict[str, list[Execution]],

@@ -89,6 +89,36 @@ def test_an_undo_run_again_after_an_outage_while_it_ran_is_at_least_once() -> No
     assert _invariants(check(before.records, {})) == ["handler-twice"]
 
 
+def test_a_compensate_run_again_after_an_outage_while_its_attempt_ran_is_at_least_once() -> None:
+    """Redis restarted while the element ran, before its compensate started: the failed
+    attempt and its compensation are stored together, so the outage cut off both and the retry
+    compensated again (seed 8's flag). A restart before the attempt started excuses nothing, and
+    an undo's window still opens at the undo itself."""
+    def book(restart_first: bool) -> Book:
+        b = Book()
+        if restart_first:
+            b.add("fault.restart_redis", "redis:1", pgid=-1)
+        b.add("elem.start", "r1:pack:3", "r1", token="e1", pgid=1)
+        if not restart_first:
+            b.add("fault.restart_redis", "redis:1", pgid=-1)
+        b.add("elem.fail", "r1:pack:3", "r1", token="e1", pgid=1, note="compensated")
+        b.apply("comp", "r1:pack:3", "r1", "c1", pgid=1)
+        b.apply("elem", "r1:pack:3", "r1", "e2", pgid=2, end="fail", note="compensated")
+        b.apply("comp", "r1:pack:3", "r1", "c2", pgid=2)
+        return b
+
+    during = check(book(restart_first=False).records, {})
+    assert during.violations == [] and during.reapplied == 1
+    assert _invariants(check(book(restart_first=True).records, {})) == ["handler-twice"]
+    undo = Book()
+    undo.add("step.start", "r1:reserve", "r1", token="s1", pgid=1)
+    undo.add("fault.restart_redis", "redis:1", pgid=-1)
+    undo.add("step.end", "r1:reserve", "r1", token="s1", pgid=1)
+    undo.apply("undo", "r1:reserve", "r1", "u1")
+    undo.apply("undo", "r1:reserve", "r1", "u2")
+    assert _invariants(check(undo.records, {})) == ["handler-twice"]
+
+
 def test_a_lock_overlap_is_reported_unless_its_holder_was_a_zombie() -> None:
     def overlapping(stop_first: bool) -> Book:
         book = Book()
