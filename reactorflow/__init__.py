@@ -36,6 +36,7 @@ from reactorflow.errors import (
     InputValidationError,
     InterruptExpired,
     InterruptNotPending,
+    InvalidSleep,
     LockLost,
     LockTimeout,
     NotInLine,
@@ -73,6 +74,7 @@ from reactorflow.runtime.ops.service import RUNTIME as _RUNTIME
 from reactorflow.runtime.services import portal as _portal
 from reactorflow.runtime.services.scheduler import schedule_once
 from reactorflow.runtime.services.sweeper import SweepReport, sweep_once
+from reactorflow.runtime.services.timers import fire_timers
 from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
 from reactorflow.status import EventKind, HaltReason, HandlerKind, Status, StepStatus
 from reactorflow.storage.contract.storage import Storage
@@ -116,6 +118,7 @@ __all__ = [
     "Input",
     "InputValidationError",
     "InterruptExpired",
+    "InvalidSleep",
     "InterruptNotPending",
     "Lock",
     "LockLost",
@@ -181,6 +184,7 @@ __all__ = [
     "ordered_skip",
     "schedule_once",
     "sweep_once",
+    "fire_timers",
     "sync",
     "validate_payload",
 ]

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
 from typing import Protocol
 
 import anyio
@@ -195,3 +196,8 @@ async def wait_signal(wait: Callable[[float], Awaitable[bool]], seconds: float, 
     with _waiting(why or "a signal"), current_clock.move_on_after(seconds):
         return await wait(seconds)
     return False  # the clock's time passed `seconds` first
+
+
+def utc(moment: float) -> datetime:
+    """Unix time `moment` as an aware UTC datetime (a sleep's value and `StepState.wake_at`)."""
+    return datetime.fromtimestamp(moment, UTC)

@@ -45,6 +45,8 @@ class Settings:
             seconds later.
         gate_snooze_limit: Snoozes after which a run (or an async step) still waiting for a
             gate fails (`rf.GateBusy`).
+        park_after: A retry backoff longer than this many seconds parks the run on a timer
+            instead of sleeping in a process or a worker thread.
     """
 
     storage: Storage | None = None
@@ -56,9 +58,11 @@ class Settings:
     middleware: tuple[Middleware, ...] = ()
     gate_snooze: float = 1.0
     gate_snooze_limit: int = 600
+    park_after: float = 5.0
 
 
-_NUMBERS = ("lock_ttl", "stall_timeout", "async_wait_timeout", "lock_wait", "gate_snooze")
+_NUMBERS = ("lock_ttl", "stall_timeout", "async_wait_timeout", "lock_wait", "gate_snooze",
+            "park_after")
 _OPTIONS = tuple(f.name for f in fields(Settings))
 _mutex = threading.Lock()
 _current = Settings()
@@ -83,6 +87,7 @@ def configure(
     middleware: Sequence[Middleware] = _UNSET,
     gate_snooze: float = _UNSET,
     gate_snooze_limit: int = _UNSET,
+    park_after: float = _UNSET,
     **unknown: Any,
 ) -> Settings:
     """Replace the named settings (others keep their values); returns the new `rf.Settings`.
@@ -106,6 +111,9 @@ def configure(
             seconds later.
         gate_snooze_limit: Snoozes after which a run (or an async step) still waiting for a
             gate fails (`rf.GateBusy`).
+        park_after: A retry backoff (of a step or an async unit) longer than this many seconds
+            parks the run on a timer instead of sleeping in a process or a worker thread
+            (default 5; see [Timers](timers.md)).
 
     Raises:
         ConfigurationError: An unknown option or a bad value (naming the option).
@@ -120,7 +128,7 @@ def configure(
     changes: dict[str, Any] = {}
     for name, value in (("lock_ttl", lock_ttl), ("stall_timeout", stall_timeout),
                         ("async_wait_timeout", async_wait_timeout), ("lock_wait", lock_wait),
-                        ("gate_snooze", gate_snooze)):
+                        ("gate_snooze", gate_snooze), ("park_after", park_after)):
         if value is _UNSET:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:

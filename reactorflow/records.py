@@ -168,6 +168,7 @@ class StepRecord(msgspec.Struct, omit_defaults=True, array_like=True):
     child_run: str | None = None  # async_reactor: the id of the child run it started
     retry_at: float | None = None  # parked between attempts (in a worker): the next one's time
     child_opened: bool = False  # compose: the child's inputs were mapped and its level opened
+    wake_at: float | None = None  # sleep: its deadline (Unix time), checkpointed when it began
 
     @property
     def child_started(self) -> bool:

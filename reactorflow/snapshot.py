@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -30,6 +31,8 @@ class StepState(msgspec.Struct, frozen=True, dict=True):
         error: `"Type: message"` when the step or its rollback handler failed, else `None`.
         gate: For a pending step that a worker put back because one of its gates was busy,
             that gate (`"lock 'account:A1'"`), else `None`.
+        wake_at: For a sleep step that is `waiting`, its deadline (an aware UTC `datetime`);
+            `None` on every other step.
     """
 
     status: StepStatus
@@ -38,6 +41,7 @@ class StepState(msgspec.Struct, frozen=True, dict=True):
     finished_at: float | None = None
     error: str | None = None  # "Type: message" when the step failed or its rollback did
     gate: str | None = None  # a pending step put back because this gate was busy: "lock 'k'"
+    wake_at: datetime | None = None  # a sleep step waiting for its deadline: until when (UTC)
 
     @property
     def result(self) -> Any:

@@ -148,6 +148,8 @@ class EventKind(StrEnum):
     STEP_HALTED = "step.halted"
     STEP_SNOOZED = "step.snoozed"
     GATE_ACQUIRED = "gate.acquired"
+    SLEEP_STARTED = "sleep.started"  # a sleep step checkpointed its deadline; the run parks
+    SLEEP_WOKE = "sleep.woke"  # its deadline came: the sleep completed
     INTERRUPT_WAITING = "interrupt.waiting"
     INTERRUPT_RESUMED = "interrupt.resumed"
     COMPOSE_STARTED = "compose.started"

@@ -32,7 +32,8 @@ from reactorflow.markers import StepContext
 if TYPE_CHECKING:
     from reactorflow.definition.table import Declared, StepSpec
 
-_REPLACEABLE = frozenset({StepKind.STEP, StepKind.ASYNC_STEP, StepKind.INTERRUPT, StepKind.MAP})
+_REPLACEABLE = frozenset({StepKind.STEP, StepKind.ASYNC_STEP, StepKind.INTERRUPT, StepKind.MAP,
+                          StepKind.SLEEP})
 
 
 def resolve(reactor: Declared, path: str) -> tuple[Declared, str]:

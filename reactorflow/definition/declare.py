@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any, assert_never
 
 from reactorflow.definition import checks, maps, naming
@@ -86,8 +87,11 @@ def record_step(reactor: StepTable, fn: Any, kind: StepKind, *, name: str | None
     if when is not None:
         when_names = wire_subset(when, what="when=", reactor=reactor.name, step=step_name,
                                   available=arg_names)
+    # a sleep's value is the moment it woke for, whatever its body's annotation (a timedelta,
+    # seconds or a datetime: what the body returns is checked when it runs)
+    return_type = datetime if kind is StepKind.SLEEP else signature.return_type
     if kind not in (StepKind.COMPOSE, StepKind.ASYNC_REACTOR) and child is None:
-        checks.check_storable(signature.return_type, where, reactor.name, step_name)
+        checks.check_storable(return_type, where, reactor.name, step_name)
     if step_name == reactor.returns and kind in UNIT_KINDS:
         raise DefinitionError(
             f"{where}: this reactor has returns={step_name!r}, but an async unit may still "
@@ -103,7 +107,7 @@ def record_step(reactor: StepTable, fn: Any, kind: StepKind, *, name: str | None
                                            step_name, arg_names, deps)
     spec = StepSpec(
         name=step_name, kind=kind, fn=fn, params=params,
-        return_type=signature.return_type, deps=deps,
+        return_type=return_type, deps=deps,
         after=after_names, retry=retries, timeout=seconds, when=when,
         when_names=when_names, interrupt=options, child=child, map=map_options,
         gates=bound,

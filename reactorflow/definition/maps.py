@@ -105,16 +105,16 @@ def _result_type(spec: StepSpec) -> Any:
         case StepKind.COMPOSE | StepKind.ASYNC_REACTOR:  # the child's value
             assert spec.child is not None
             return plan_for(spec.child).value_type
-        case StepKind.STEP | StepKind.ASYNC_STEP | StepKind.INTERRUPT:
+        case StepKind.STEP | StepKind.ASYNC_STEP | StepKind.INTERRUPT | StepKind.SLEEP:
             return spec.return_type
         case _:
             assert_never(spec.kind)
 
 
 def check_element_reactor(owner: StepTable, child: Declared, where: str, step: str) -> None:
-    """An element reactor (a `rf.Reactor`, checked by `map_step`) has no interrupt anywhere in
-    it and does not nest its owner (a map, an async step and an async reactor inside it run in
-    the element: `runtime.maps.element_run`)."""
+    """An element reactor (a `rf.Reactor`, checked by `map_step`) has no interrupt and no sleep
+    anywhere in it and does not nest its owner (a map, an async step and an async reactor inside
+    it run in the element: `runtime.maps.element_run`)."""
     if child.table is owner or owner in {r.table for r in checks.composed_tree(child)}:
         raise DefinitionError(f"{where}: reactor={child.name!r} would nest reactor "
                               f"{owner.name!r} inside itself", reactor=owner.name, step=step)
@@ -125,6 +125,12 @@ def check_element_reactor(owner: StepTable, child: Declared, where: str, step: s
                     f"{where}: element reactor {child.name!r} has an interrupt "
                     f"({reactor.name}.{spec.name}); a map element cannot pause its run. Move the "
                     "interrupt out of the element reactor", reactor=owner.name, step=step)
+            if spec.kind is StepKind.SLEEP:
+                raise DefinitionError(
+                    f"{where}: element reactor {child.name!r} has a sleep "
+                    f"({reactor.name}.{spec.name}); a map element cannot park its run. Move the "
+                    "sleep out of the element reactor (before or after the map)",
+                    reactor=owner.name, step=step)
 
 
 def read_kind(annotation: Any) -> MapRead:

@@ -26,6 +26,8 @@ def _shape(node: Node, prefix: str = "") -> str:
         return f'{_node_id(key)}[/"{label} (async)"/]'
     if kind is StepKind.ASYNC_REACTOR:
         return f'{_node_id(key)}[/"{label} (async reactor)"/]'
+    if kind is StepKind.SLEEP:
+        return f'{_node_id(key)}(["{label} (sleep)"])'
     if kind is StepKind.MAP:
         return f'{_node_id(key)}[["{label} (map)"]]'
     if kind is StepKind.COMPOSE:

@@ -319,6 +319,46 @@ class Reactor(RunMethods["Reactor"]):
 
         return decorate(fn) if fn is not None else decorate
 
+    @overload
+    def sleep(self, fn: StepFn[P, R], /) -> Step[P, R]: ...
+    @overload
+    def sleep(self, fn: None = None, /, *, name: str | None = None,
+              when: Callable[..., Any] | None = None, after: After = ()) -> StepDecorator: ...
+
+    def sleep(self, fn: Any = None, /, *, name: str | None = None,
+              when: Callable[..., Any] | None = None, after: After = (),
+              **unsupported: Any) -> Any:
+        """Declare a durable sleep: `@flow.sleep` or `@flow.sleep(...)`.
+
+        The body runs once and returns how long to wait (a `datetime.timedelta` or seconds) or
+        until when (an aware `datetime`). Its deadline is checkpointed with the step, and the
+        run parks holding nothing: no coroutine, thread, lock or worker. Steps that do not
+        depend on it go on meanwhile. At the deadline a timer resumes the run (in a worker, or
+        in this process on the embedded default) and the step completes with the deadline as
+        its value: an aware UTC `datetime`, whatever the body's annotation. A sleep has no undo
+        and is never retried. See [Timers](timers.md).
+
+        Args:
+            fn: The sleep's `async def` function (when used as a bare decorator).
+            name: The step's name (default: the function's name).
+            when: A predicate wired like a step; the sleep is `skipped` when it is false.
+            after: Ordering-only dependencies: step names or `rf.Step` handles.
+
+        Raises:
+            DefinitionError: A bad name or option (a sleep takes only name, when and after), a
+                parameter that names no input or earlier step, or a name declared twice.
+        """
+        if unsupported:
+            raise DefinitionError(
+                f"reactor {self.name!r}: sleep() takes name, when and after; got "
+                f"{', '.join(sorted(unsupported))} (a sleep is never retried and holds no gate: "
+                "declare those on the steps around it)", reactor=self.name, step=name)
+
+        def decorate(f: Any) -> Any:
+            return self._record(f, StepKind.SLEEP, name=name, when=when, after=after)
+
+        return decorate(fn) if fn is not None else decorate
+
     def compose(self, child: Reactor, *, name: str | None = None,
                 when: Callable[..., Any] | None = None, after: After = (),
                 gates: Sequence[Any] = (), **unsupported: Any) -> StepDecorator:

@@ -18,6 +18,7 @@ class StepKind(StrEnum):
     ASYNC_STEP = "async_step"
     ASYNC_REACTOR = "async_reactor"
     MAP = "map"
+    SLEEP = "sleep"  # the run waits until the deadline its body returns, holding nothing
 
 
 UNIT_KINDS = frozenset({StepKind.ASYNC_STEP, StepKind.ASYNC_REACTOR})

@@ -47,7 +47,8 @@ _WIDENS = frozenset({("int", "float"), ("bool", "int"), ("bool", "float"),
 """A value of the first kind serves where the second is annotated (msgspec converts an int to
 a float; a bool is an int, a datetime a date, in Python)."""
 
-_READ_AS_RETURNED = frozenset({StepKind.STEP, StepKind.INTERRUPT, StepKind.ASYNC_STEP})
+_READ_AS_RETURNED = frozenset({StepKind.STEP, StepKind.INTERRUPT, StepKind.ASYNC_STEP,
+                               StepKind.SLEEP})  # (a sleep's: datetime, see declare)
 """Step kinds whose readers receive the value typed by the function's return annotation."""
 
 

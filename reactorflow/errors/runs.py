@@ -307,6 +307,24 @@ class StepTimeout(ReactorflowError, TimeoutError):
         self.timeout = timeout
 
 
+class InvalidSleep(ReactorflowError, TypeError):
+    """A sleep step's body returned what is no deadline: a naive `datetime`, a negative
+    duration, or a value of another type. The step fails (a sleep is never retried).
+
+    Attributes:
+        value: A short description of what it returned.
+    """
+
+    def __init__(self, run_id: str, step: str, value: str, problem: str) -> None:
+        super().__init__(
+            f"sleep step {step!r} of run {run_id!r} returned {value}: {problem}. Return a "
+            "datetime.timedelta or seconds (>= 0), or an aware datetime (with tzinfo)",
+            run_id=run_id,
+            step=step,
+        )
+        self.value = value
+
+
 class AsyncWaitTimeout(ReactorflowError, TimeoutError):
     """A step waited longer than `async_wait_timeout` for an async unit's result.
 

@@ -4,3 +4,4 @@
 Importing it registers the map step kind in the engine's step-kind table (`runtime.maps`)."""
 
 from reactorflow.runtime import maps as maps
+from reactorflow.runtime.engine import sleeps as sleeps

@@ -4,10 +4,13 @@ Installed with `reactorflow.clock.use(...)` (the `Environment` does it), it make
 wait — retry backoff, snoozes, step timeouts, interrupt and wait deadlines, lock TTLs on
 `MemoryStorage`, delayed jobs — wait for fake time. `advance(seconds)` moves the time forward:
 
-1. take the earliest registered wait due within the advance (if none, jump to the end);
+1. take the earliest registered wait due within the advance, or the earliest timer in storage
+   (`on_timers`: the environment's hook, which reads its storage), whichever comes first (if
+   none, jump to the end);
 2. call each jump listener with (from, to) (the environment extends the locks that live
    executions hold, as their lock keeper would have in real time);
-3. set the time to that wait's due time and wake every wait then due;
+3. set the time to that wait's due time, wake every wait then due, and fire the storage timers
+   then due (the environment enqueues each run's resume on its queue);
 4. let the woken work run until it waits again (`settle`), then go on from 1.
 
 Waits are attributed to the *work* they belong to: the job queue of the environment runs each
@@ -99,6 +102,8 @@ class FakeClock:
         self._timers: list[tuple[float, int, _Timer]] = []
         self._seq = itertools.count()
         self._listeners: list[Listener] = []
+        self._timer_hooks: list[tuple[Callable[[], Awaitable[float | None]],
+                                      Callable[[], Awaitable[object]]]] = []
         self._settlers: list[Callable[[], Awaitable[None]]] = []
         self._watchers: list[Callable[[], None]] = []
 
@@ -169,9 +174,15 @@ class FakeClock:
         await self._settle()
         while True:
             due = self._next_due(target)
+            for next_timer, _ in self._timer_hooks:
+                timer = await next_timer()
+                if timer is not None and timer <= target and (due is None or timer < due):
+                    due = max(timer, self._now)
             step_to = target if due is None else due
             await self._jump(step_to)
             self._fire(step_to)
+            for _, fire in self._timer_hooks:
+                await fire()
             await self._settle()
             if due is None:
                 return
@@ -184,6 +195,15 @@ class FakeClock:
         """The due times of the waits registered now, earliest first (for assertions)."""
         with self._mutex:
             return sorted(due for due, _, timer in self._timers if not timer.cancelled)
+
+    def on_timers(self, next_timer: Callable[[], Awaitable[float | None]],
+                  fire: Callable[[], Awaitable[object]]) -> Callable[[], None]:
+        """Stop `advance` at the storage timers too: `await next_timer()` says when the earliest
+        falls due, `await fire()` fires those due now (the environment's hook); returns a
+        function that removes the hook."""
+        hook = (next_timer, fire)
+        self._timer_hooks.append(hook)
+        return lambda: self._timer_hooks.remove(hook)
 
     def on_jump(self, listener: Listener) -> Callable[[], None]:
         """Call `await listener(from, to)` before each jump of the time; returns a function

@@ -30,6 +30,7 @@ from reactorflow.errors import ConfigurationError
 from reactorflow.runtime.engine import job_queue as rf_queue
 from reactorflow.runtime.engine.lockkeeper import keeper
 from reactorflow.runtime.services import sweeper
+from reactorflow.runtime.services.timers import fire_due
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.testing.clock import FakeClock
 from reactorflow.testing.crash import (
@@ -120,6 +121,9 @@ class Environment:
         middleware = [*options.pop("middleware", saved.middleware), self.crashes]
         config.configure(storage=self._storage, middleware=middleware, **options)
         self._undo.append(self.clock.on_jump(self._extend_live_locks))
+        storage = self._storage
+        self._undo.append(self.clock.on_timers(storage.next_timer,
+                                               lambda: fire_due(storage)))
         self._undo.append(self.clock.on_settle(self.queue.idle))
 
     def _put_back(self) -> None:

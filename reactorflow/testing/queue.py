@@ -117,6 +117,9 @@ class EnvironmentQueue:
         self.history: list[Job] = []  # every job enqueued, in order
         self.crashed: list[Job] = []  # jobs a SimulatedCrash ended
 
+    def timer_armed(self, due: float) -> None:
+        """Nothing to start: `clock.advance` fires the timers (the environment's clock hook)."""
+
     def enqueue(self, job: Job, *, delay: float | None = None) -> None:
         """Run `job` on the test's loop, `delay` fake seconds from now at the earliest."""
         if threading.get_ident() == self._thread and not self._loop.is_closed():

@@ -25,6 +25,7 @@ from dramatiq.middleware import AsyncIO, Retries
 
 from reactorflow import config
 from reactorflow.errors import ConfigurationError
+from reactorflow.runtime.services.timers import FIRER
 from reactorflow.storage.redis.connections import cluster_url
 from reactorflow.storage.redis.keys import safe_url, scheme_problem
 from reactorflow.workers import jobs
@@ -73,9 +74,21 @@ class _EmbeddedAsyncIO(AsyncIO):
         set_event_loop_thread(thread)
 
 
+class TimerFiring(dramatiq.Middleware):
+    """Runs this process's timer firing loop (`services.timers.FIRER`) while its worker runs:
+    whoever runs workers runs the timers."""
+
+    def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        FIRER.start()
+
+    def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        FIRER.stop()
+
+
 def _embedded_broker() -> StubBroker:
     if _runtime.embedded is None:
-        broker = StubBroker(middleware=[_EmbeddedAsyncIO(), Retries(max_retries=JOB_RETRIES)])
+        broker = StubBroker(middleware=[_EmbeddedAsyncIO(), Retries(max_retries=JOB_RETRIES),
+                                        TimerFiring()])
         broker.emit_after("process_boot")
         _runtime.embedded = broker
     return _runtime.embedded
@@ -118,6 +131,8 @@ def actors_for(broker: dramatiq.Broker) -> Actors:
             return known[1]
         if not any(isinstance(m, AsyncIO) for m in broker.middleware):
             broker.add_middleware(AsyncIO())
+        if not any(isinstance(m, TimerFiring) for m in broker.middleware):
+            broker.add_middleware(TimerFiring())
         options = dict(max_retries=JOB_RETRIES, min_backoff=500, max_backoff=10_000,
                        time_limit=NO_TIME_LIMIT_MS, throws=(jobs.PermanentFailure,),
                        on_retry_exhausted="reactorflow.retries_exhausted")

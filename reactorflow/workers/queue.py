@@ -49,6 +49,17 @@ class DramatiqQueue:
                 assert_never(job.kind)
 
 
+    def timer_armed(self, due: float) -> None:
+        """On the embedded broker, start its in-process worker (its firing loop fires the
+        timer); in any process with a firing loop (a worker's), wake it for `due`."""
+        from reactorflow.runtime.services.timers import FIRER  # noqa: PLC0415 (as above)
+        from reactorflow.workers import broker  # noqa: PLC0415 (Dramatiq on first use only)
+
+        if not self.shared:
+            broker.ensure_embedded_worker(broker.current_broker())
+        FIRER.poke(due)
+
+
 _queue = DramatiqQueue()
 
 

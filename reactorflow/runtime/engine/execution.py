@@ -68,6 +68,7 @@ class Execution:
         "state",
         "step_prefix",
         "storage",
+        "timer_at",
         "values",
         "writer",
     )
@@ -107,6 +108,7 @@ class Execution:
         self.level_inputs: dict[str, Any] = {"": plan.levels[""].inputs_decoder.decode(meta.inputs)}
         self.enqueue_after_release = False  # set by a background hand-off, or a snooze
         self.enqueue_delay: float | None = None  # ...after this many seconds
+        self.timer_at: float | None = None  # the timer its park armed (`parking.park`)
         self.gates = (gates if gates is not None  # the start's, which took the run's gates
                       else GateHolds(storage, meta.id, hooks=hooks, reactor=meta.reactor))
         self.run_entry: Entry | None = None  # the reactor's own gates, while held
@@ -236,14 +238,19 @@ class Execution:
         return self.plan.nodes[key]
 
     def close_waiting(self) -> list[str]:
-        """Interrupts still waiting when the run stops waiting (cancel, undo, failure): they
-        become skipped (they never got a payload). Returns their keys, to be saved."""
+        """Interrupts still waiting, and sleeps still sleeping, when the run stops waiting
+        (cancel, undo, failure): they become skipped (an interrupt never got its payload, a
+        sleep never woke; its timer is void). Returns their keys, to be saved."""
         keys = [k for k in self.state.waiting_on if self.status_of(k) == StepStatus.WAITING]
+        keys += [k for k, r in self.records.items()
+                 if r.wake_at is not None and r.status == StepStatus.WAITING and k not in keys]
         for key in keys:
             record = self.records[key]
-            self.records[key] = StepRecord(StepStatus.SKIPPED, 0, record.started_at,
+            self.records[key] = StepRecord(StepStatus.SKIPPED, record.attempts if record.wake_at
+                                           is not None else 0, record.started_at,
                                            clock.now(), deadline=record.deadline,
-                                           correlation_id=record.correlation_id)
+                                           correlation_id=record.correlation_id,
+                                           wake_at=record.wake_at)
         return keys
 
     def close_retrying(self, why: str) -> tuple[list[str], list[Event]]:

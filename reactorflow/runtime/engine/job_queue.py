@@ -88,6 +88,12 @@ class JobQueue(Protocol):
         """
         ...
 
+    def timer_armed(self, due: float) -> None:
+        """A run armed its timer (`Storage.arm_timer`) in this process, due at `due`: a queue
+        whose workers run here makes sure a firing loop of this process fires it
+        (`services.timers`); a shared queue's workers fire it wherever they run."""
+        ...
+
 
 _mutex = threading.Lock()
 _factory: Callable[[], JobQueue] | None = None
@@ -169,6 +175,11 @@ def _enqueue(job: Job, delay: float | None = None) -> None:
         pending.append((job, delay))
     else:
         current().enqueue(job, delay=delay)
+
+
+def timer_armed(due: float) -> None:
+    """Tell the queue a timer due at `due` was armed here (see `JobQueue.timer_armed`)."""
+    current().timer_armed(due)
 
 
 def enqueue_run(run_id: str, reactor: str, *, delay: float | None = None,

@@ -22,7 +22,12 @@ backoff) saves the run, releases it and holds nothing; a signal or a timer re-en
    are still in flight (`maps.inflight`) or its undo jobs are out (`maps.undo_throws`); each late
    element's settle, the throw's last undo, or the re-check every `async_wait_timeout`, takes
    it on again.
-7. A run that ends while steps wait for their next attempt (cancelled while parked, or halted
+7. A run that parks until a moment far enough ahead (a sleep's deadline, always; a retry's next
+   attempt more than `park_after` seconds away) arms its timer in storage before its park save
+   (`Storage.arm_timer`; `services.timers` fires it) instead of a delayed job: the wait costs
+   storage only, however long, and survives every process. A shorter retry wait is a delayed
+   job, as before.
+8. A run that ends while steps wait for their next attempt (cancelled while parked, or halted
    or failed by another step) fails those steps (`Execution.close_retrying`): their bodies
    started and no attempt follows, so a rollback or `undo` compensates them. A job for the
    ended run finds nothing to do (`operations.needs_execution`) and writes nothing.
@@ -39,7 +44,7 @@ from reactorflow.runtime.engine.async_units import FINISHED, unit_finished
 from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.kinds import handler_of
 from reactorflow.runtime.gates.parked import keep_while_parked
-from reactorflow.status import EventKind, Status
+from reactorflow.status import EventKind, Status, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.runtime.engine.execution import Execution
@@ -58,6 +63,21 @@ def _units(ex: Execution, parked: dict[str, float] | None = None) -> dict[str, f
     nodes = ex.plan.nodes
     return {key: since for key, since in (ex.state.parked_on if parked is None else parked).items()
             if key not in nodes or nodes[key].spec.map is None}
+
+
+def sleeping(ex: Execution) -> list[str]:
+    """The sleep steps of the run that wait for their deadline (`sleeps`)."""
+    return [key for key, record in ex.records.items()
+            if record.wake_at is not None and record.status == StepStatus.WAITING]
+
+
+def _timer_due(ex: Execution, wake_at: float | None) -> float | None:
+    """When a run parking with `wake_at` arms its timer (see 7), or None (a delayed job)."""
+    if wake_at is None:
+        return None
+    if wake_at - clock.now() > config.settings().park_after or sleeping(ex):
+        return wake_at
+    return None
 
 
 def _due_times(ex: Execution, parked: dict[str, float], wake_at: float | None) -> list[float]:
@@ -97,9 +117,13 @@ def hold_bound(ex: Execution, parked: dict[str, float], wake_at: float | None) -
 async def park(ex: Execution, units: dict[str, float], wake_at: float | None) -> None:
     """Save the run parked (`running`, keeping its gates for `hold_bound` plus their TTLs, see
     `gates.parked`): the last write of this execution."""
-    waits = [*units, *(["retry"] if wake_at is not None else [])]
+    asleep = sleeping(ex)
+    waits = [*units, *asleep, *(["retry"] if wake_at is not None and not asleep else [])]
     status = Status.ROLLING_BACK if ex.state.status is Status.ROLLING_BACK else Status.RUNNING
     await keep_while_parked(ex, hold_bound(ex, units, wake_at))
+    ex.timer_at = _timer_due(ex, wake_at)
+    if ex.timer_at is not None:  # before the save: a timer without its park finds nothing due
+        await ex.storage.arm_timer(ex.run_id, ex.reactor, ex.timer_at)
     await ex.writer.save_state(status, final=True, parked_on=units, wake_at=wake_at,
                                waiting_on=[],
                                events=[event(EventKind.RUN_PARKED, detail=", ".join(waits))])
@@ -120,8 +144,13 @@ async def after_park(ex: Execution) -> None:
     if due(ex) or await _settled_at_kind(ex):
         queue.enqueue_run(ex.run_id, ex.reactor)
         return
-    delay = max(0.0, min(_due_times(ex, ex.state.parked_on, ex.state.wake_at)) - clock.now())
-    queue.enqueue_run(ex.run_id, ex.reactor, delay=delay)
+    if ex.timer_at is not None:  # its timer wakes it (a unit's wait may still come first)
+        queue.timer_armed(ex.timer_at)
+        times = _due_times(ex, ex.state.parked_on, None) if ex.state.parked_on else []
+    else:
+        times = _due_times(ex, ex.state.parked_on, ex.state.wake_at)
+    if times:
+        queue.enqueue_run(ex.run_id, ex.reactor, delay=max(0.0, min(times) - clock.now()))
 
 
 async def _parked_check(ex: Execution, key: str, *, rolling_back: bool) -> bool:

@@ -66,7 +66,8 @@ class Verdict:
     halt_reason: str | None = None
     waiting: list[str] = field(default_factory=list)
     parked: dict[str, float] = field(default_factory=dict)  # unit key -> waited on since
-    wake_at: float | None = None  # PARKED: when the first step's next attempt is due
+    wake_at: float | None = None  # PARKED: when the first retry or sleep is due
+    sleeping: dict[str, float] = field(default_factory=dict)  # PARKED: sleep key -> deadline
     snoozed: list[tuple[str, GateBusy]] = field(default_factory=list)  # step key -> busy gate
 
 
@@ -83,6 +84,7 @@ class Runners:
         self.waiting: dict[str, None] = {}
         self.parked: dict[str, float] = {}
         self.retrying: dict[str, float] = {}  # step key -> when its next attempt is due
+        self.sleeping: dict[str, float] = {}  # sleep step key -> its deadline (`sleeps`)
         self.in_flight: set[str] = set()
         self.verdict = Verdict(Ending.COMPLETED)
         self.stopping = False
@@ -132,10 +134,12 @@ class Runners:
                 verdict.status = Ending.HANDOFF
             elif verdict.snoozed:
                 verdict.status = Ending.SNOOZED
-            elif self.parked or self.retrying:
+            elif self.parked or self.retrying or self.sleeping:
                 verdict.status = Ending.PARKED
                 verdict.parked = dict(self.parked)
-                verdict.wake_at = min(self.retrying.values(), default=None)
+                verdict.wake_at = min([*self.retrying.values(), *self.sleeping.values()],
+                                      default=None)
+                verdict.sleeping = dict(self.sleeping)
             elif self.waiting:
                 verdict.status = Ending.PAUSED
         if writer.folded and writer.batches and verdict.status is not Ending.COMPLETED:
@@ -163,7 +167,8 @@ class Runners:
                 if node.kind is StepKind.COMPOSE and status == StepStatus.RUNNING:
                     self._open_level(key)
                     continue
-                if status == StepStatus.WAITING and key not in ex.claims:
+                if (status == StepStatus.WAITING and node.kind is StepKind.INTERRUPT
+                        and key not in ex.claims):  # (a waiting sleep looks at its deadline)
                     self.waiting[key] = None
                     continue
                 missing = sum(1 for dep in node.deps if not self._settled(dep))
@@ -324,7 +329,7 @@ class Runners:
 
 def completes_run(forward: Runners, node: Node) -> bool:
     """Whether the completion of `node` completes the run: the last unsettled step of the root,
-    nothing else in flight, queued, waiting, parked or retrying, no stop, control request,
+    nothing else in flight, queued, waiting, parked, retrying or sleeping, no stop, control request,
     hand-off after it, or composed child's gates open. Its record and events are then written by
     the run's final save (`RunWriter.fold`), which a control request that came meanwhile
     refuses (`unless_control`): the step is then checkpointed on its own and the request
@@ -347,5 +352,6 @@ def completes_run(forward: Runners, node: Node) -> bool:
     return ((writer.folds or bool(ex.claims)) and not node.level and forward.unsettled[""] == 1
             and len(forward.in_flight) == 1 and not forward.queue and not forward.stopping
             and not forward.waiting and not forward.parked and not forward.retrying
+            and not forward.sleeping
             and writer.control is None and forward.handoff != ("after", node.key)
             and not ex.level_entries)

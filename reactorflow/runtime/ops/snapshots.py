@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from reactorflow import records
+from reactorflow import clock, records
 from reactorflow.definition.graph import Plan, waiting_label
 from reactorflow.definition.redaction import NONE, Redactions
 from reactorflow.errors import CorruptRecord
@@ -88,7 +88,9 @@ def _step_state(plan: Plan | None, run_id: str, key: str, record: StepRecord,
     text = f"{error.type}: {error.message}" if error is not None else None
     status = record.status
     state = StepState(status if type(status) is StepStatus else StepStatus(status),
-                      record.attempts, record.started_at, record.finished_at, text)
+                      record.attempts, record.started_at, record.finished_at, text,
+                      wake_at=clock.utc(record.wake_at) if record.wake_at is not None
+                      and status == StepStatus.WAITING else None)
     if status not in _WITH_RESULT:
         return state
     if values is not None and key in values:  # decoded already by the execution

@@ -17,6 +17,7 @@ import threading
 
 from reactorflow.runtime.engine.job_queue import Job
 from reactorflow.runtime.services import job_handling as jobs
+from reactorflow.runtime.services.timers import FIRER
 
 log = logging.getLogger("reactorflow.worker")
 
@@ -44,6 +45,11 @@ class InProcessQueue:
         """
         loop = self._running_loop()
         loop.call_soon_threadsafe(self._schedule, job, delay or 0.0)
+
+    def timer_armed(self, due: float) -> None:
+        """The timers of this process are fired by its firing loop: started on the first."""
+        FIRER.start()
+        FIRER.poke(due)
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the queue's loop (jobs still running are cancelled) and join its thread."""

@@ -28,7 +28,7 @@ written so that Redis can implement each method atomically in one round trip:
 (running, also through one step longer than the retention; paused; rolling_back; aborted, its
 undo still owed; snoozing at a gate or queued behind an ordered lock) never expires, nor does
 anything it owns: its head, steps, history, claims, counters, control request, map element
-slots, correlation ids and idempotency claim (`claim_idempotency`), nor its ticket in an
+slots, correlation ids, idempotency claim (`claim_idempotency`) and timer, nor its ticket in an
 ordered lock's line, however long it waits. The write that stores an ended status
 (`create_run`, `save_state`, `claim_and_lock`'s status write, a gate's hand-over) starts the
 retention of every part of the run: they expire `retention` seconds after it (element slots
@@ -45,7 +45,8 @@ The contract is one class, `Storage`, assembled here from its parts, one module 
 in this folder: runs (`runs.py`), liveness locks (`locks.py`), what other callers write into a
 run: control requests, interrupt claims, counters (`claims.py`), correlation ids and idempotency
 keys (`first_wins.py`), listing and sweeping (`indexes.py`), notification (`notification.py`),
-map element slots (`maps.py`), gates (`gates.py`) and schedules (`schedules.py`); the values
+map element slots (`maps.py`), gates (`gates.py`), schedules (`schedules.py`) and timers
+(`timers.py`); the values
 they pass in `values.py`. Each method's docstring states its atomicity and fencing.
 """
 
@@ -60,6 +61,7 @@ from reactorflow.storage.contract.indexes import IndexesContract
 from reactorflow.storage.contract.maps import MapSlotsContract
 from reactorflow.storage.contract.notification import NotificationContract
 from reactorflow.storage.contract.schedules import SchedulesContract
+from reactorflow.storage.contract.timers import TimersContract
 from reactorflow.storage.contract.values import (
     DEFAULT_HISTORY_LIMIT,
     DEFAULT_RETENTION,
@@ -69,7 +71,7 @@ from reactorflow.storage.contract.values import (
 
 
 class Storage(ClaimsContract, FirstWinsContract, IndexesContract, NotificationContract,
-              MapSlotsContract, GatesContract, SchedulesContract, abc.ABC):
+              MapSlotsContract, GatesContract, SchedulesContract, TimersContract, abc.ABC):
     """Abstract storage backend. Methods state their atomicity; all are safe to retry unless
     noted (a retried write is idempotent because it writes the same bytes). The runs and locks
     parts come in through `ClaimsContract`, whose `claim_and_lock` composes them."""

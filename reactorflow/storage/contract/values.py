@@ -290,3 +290,20 @@ class Subscription(abc.ABC):
         that arrived since the subscription began, while nobody was waiting, is not lost: the
         next `wait` returns True at once. Several pending notifications may coalesce into one
         wake-up (waiters re-read the record after each)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DueTimer:
+    """A timer a firer claimed (see `storage/contract/timers.py`).
+
+    Attributes:
+        run_id: The run to look at.
+        reactor: Its reactor's name.
+        due: When it fell due (as armed; Unix time).
+        leased_until: The time the claim set on it: the firer's disarm names it.
+    """
+
+    run_id: str
+    reactor: str
+    due: float
+    leased_until: float

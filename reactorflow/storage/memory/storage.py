@@ -42,6 +42,7 @@ from reactorflow.storage.memory.gates import MemoryGates
 from reactorflow.storage.memory.maps import MemoryMaps
 from reactorflow.storage.memory.records import LIVE, _Lock, _Run
 from reactorflow.storage.memory.schedules import MemorySchedules
+from reactorflow.storage.memory.timers import MemoryTimers
 
 _RESUMABLE = frozenset({"paused", "running"})
 DEFAULT_MAX_TERMINAL_RUNS = 10_000
@@ -65,7 +66,7 @@ class _MemorySubscription(Subscription):
         return True
 
 
-class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
+class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Storage):
     """Everything in this process's memory; lost when the process exits."""
 
     def __init__(self, *, retention: float = DEFAULT_RETENTION,
@@ -98,6 +99,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, Storage):
         self._subscribers: dict[tuple[str, str], set[_MemorySubscription]] = {}
         self._init_gates()
         self._init_schedules()
+        self._init_timers()
         self._units: dict[tuple[str, str], float] = {}
         self._ops = 0
 

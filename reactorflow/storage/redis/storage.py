@@ -56,6 +56,7 @@ from reactorflow.storage.redis.reindex import RecordWalk, RedisReindex
 from reactorflow.storage.redis.retry_tokens import token as _token
 from reactorflow.storage.redis.scans import RedisScans, unit_member
 from reactorflow.storage.redis.schedules import RedisSchedules
+from reactorflow.storage.redis.timers import RedisTimers
 
 FACTS_CACHE_SIZE = 4096
 """Runs whose (reactor, created_at) this process remembers, so that `save_state` can send its
@@ -113,7 +114,8 @@ _CLAIMED = {member.value.encode(): member for member in ClaimResult}
 """`ClaimResult` by its reply (a look-up, not the enum's call)."""
 
 
-class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedules, Storage):
+class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedules, RedisTimers,
+                   Storage):
     """Runs in Redis: durable across processes, shared by every worker of the namespace.
 
     Selected automatically when `REACTORFLOW_REDIS_URL` is set and no storage is configured. Key
