@@ -10,7 +10,8 @@ that composes it (as `ship.book_courier`). `matches` says which (reactor, key) a
   not);
 * `when="after"`: the step's result has just been checkpointed (the last step's completion,
   which the run's final save carries, is then written alone first, as a checkpoint of its own:
-  the crash leaves the run `running` with that step completed).
+  the crash leaves the run `running` with that step completed); for a sleep, its deadline has
+  just been checkpointed (the run "dies" while it sleeps).
 
 When a point fires, the execution's lock is handed to a dead owner (released by the execution's
 owner and taken again, with the full `lock_ttl`, by a token nobody holds), and `SimulatedCrash`
@@ -39,12 +40,19 @@ from reactorflow.definition import registry
 from reactorflow.definition.specs import StepKind
 from reactorflow.definition.table import Declared
 from reactorflow.middleware import Middleware, RunEvent, StepEvent
+from reactorflow.records import StepRecord
 from reactorflow.status import StepStatus
 from reactorflow.storage.contract.method_marks import foldable, is_foldable
 from reactorflow.storage.contract.storage import Storage
 
 When = Literal["before", "after"]
 FINISHED = frozenset({StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.SKIPPED})
+
+
+def _settled(record: StepRecord) -> bool:
+    """Where an `after` point fires: the step finished, or a sleep checkpointed its deadline."""
+    return record.status in FINISHED or (record.wake_at is not None
+                                         and record.status == StepStatus.WAITING)
 
 _step: contextvars.ContextVar[tuple[str, str, str] | None] = contextvars.ContextVar(
     "reactorflow_testing_step", default=None)
@@ -209,7 +217,7 @@ class CrashInjector(Middleware):
             if point.when != "after":
                 continue
             for key, record in steps.items():
-                if point.matches(reactor, key) and records.decode_step(record).status in FINISHED:
+                if point.matches(reactor, key) and _settled(records.decode_step(record)):
                     await self.kill(point, run_id)
 
     def _still_dead(self, run_id: str, owner: str) -> None:

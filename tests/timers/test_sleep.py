@@ -73,3 +73,204 @@ async def test_a_sleep_parks_the_run_and_wakes_it_at_its_deadline(env: Environme
     assert seen.count("cool_off") == 1  # the body ran once: the deadline was checkpointed
     assert f"remind {datetime.fromtimestamp(begun + 3 * 86_400, UTC).isoformat()}" in seen
     assert await env.storage.timer_of(run.id) is None  # fired and disarmed
+
+
+# -- what a sleep body may return -----------------------------------------------------------------
+
+class Returns(msgspec.Struct):
+    kind: str
+
+
+picky = rf.Reactor("timers.picky", inputs=Returns)
+AT = datetime(2031, 5, 1, 12, 0, tzinfo=UTC)
+
+
+@picky.sleep
+async def until(kind: str) -> object:
+    return {"naive": datetime(2031, 5, 1, 12, 0), "negative": timedelta(seconds=-5),
+            "text": "tomorrow", "bool": True, "aware": AT, "seconds": 90,
+            "past": datetime(2001, 1, 1, tzinfo=UTC)}[kind]
+
+
+@picky.step
+async def then(until: datetime) -> str:
+    return until.isoformat()
+
+
+@pytest.mark.parametrize(("kind", "says"), [
+    ("naive", "a naive datetime"), ("negative", "a negative duration"),
+    ("text", "a str ('tomorrow')"), ("bool", "a bool (True)")])
+async def test_a_bad_deadline_fails_the_step_naming_it_and_what_it_returned(
+        env: Environment, kind: str, says: str) -> None:
+    run = await picky.run(kind=kind)
+    assert run.status is rf.Status.FAILED
+    assert run.error is not None and run.error.type == "InvalidSleep"
+    assert run.error.step == "until" and says in run.error.message
+    assert "sleep step 'until'" in run.error.message
+    assert await env.storage.next_timer() is None  # nothing armed
+
+
+async def test_an_aware_datetime_or_seconds_name_the_deadline(env: Environment) -> None:
+    run = await picky.run(kind="aware")
+    assert run.steps["until"].wake_at == AT
+    seconds = await picky.run(kind="seconds")
+    assert seconds.steps["until"].wake_at == datetime.fromtimestamp(env.clock.now() + 90, UTC)
+    await env.clock.advance(90)
+    await env.drain()
+    assert (await picky.get(seconds.id)).status is rf.Status.COMPLETED
+    assert (await picky.get(run.id)).status is rf.Status.RUNNING  # 2031 is far off
+
+
+async def test_a_deadline_in_the_past_completes_at_once(env: Environment) -> None:
+    run = await picky.run(kind="past")
+    assert run.status is rf.Status.COMPLETED
+    assert run.value == "2001-01-01T00:00:00+00:00"
+
+
+def test_a_sleep_in_a_map_element_reactor_is_a_definition_error() -> None:
+    element = rf.Reactor("timers.element", inputs=Returns)
+
+    @element.sleep
+    async def wait(kind: str) -> float:
+        return 1.0
+
+    owner = rf.Reactor("timers.owner", inputs=Order)
+
+    @owner.step
+    async def items(order_id: str) -> list[Returns]:
+        return []
+
+    with pytest.raises(rf.DefinitionError, match=r"has a sleep \(timers\.element\.wait\)"):
+        @owner.map_step(over="items", reactor=element)
+        async def each(item: Returns) -> Returns:
+            return item
+
+
+def test_a_sleep_takes_no_retries_or_gates() -> None:
+    flow_ = rf.Reactor("timers.options")
+    with pytest.raises(rf.DefinitionError, match="sleep\\(\\) takes name, when and after"):
+        flow_.sleep(retries=rf.Retry(attempts=2))  # type: ignore[call-overload]
+
+
+# -- stopping a sleeping run ---------------------------------------------------------------------
+
+async def test_cancel_acts_at_once_on_a_sleeping_run(env: Environment) -> None:
+    run = await flow.run(order_id="C1")
+    cancelled = await flow.cancel(run.id, reason="customer left")
+    assert cancelled.status is rf.Status.CANCELLED
+    assert cancelled.steps["cool_off"].status is rf.StepStatus.SKIPPED
+    assert await env.storage.timer_of(run.id) is None  # void
+    await env.clock.advance(4 * 86_400)
+    await env.drain()
+    assert (await flow.get(run.id)).steps["remind"].status is rf.StepStatus.PENDING
+
+
+async def test_undo_acts_at_once_on_a_sleeping_run(env: Environment) -> None:
+    undone_ship: list[str] = []
+    undoable = rf.Reactor(f"timers.undoable.{id(env)}", inputs=Order)
+
+    @undoable.step
+    async def charge(order_id: str) -> str:
+        return f"charge-{order_id}"
+
+    @charge.undo
+    async def refund(charge: str) -> None:
+        undone_ship.append(charge)
+
+    @undoable.sleep
+    async def wait(charge: str) -> timedelta:
+        return timedelta(hours=1)
+
+    run = await undoable.run(order_id="U1")
+    assert run.status is rf.Status.RUNNING
+    undone = await undoable.undo(run.id)
+    assert undone.status is rf.Status.CANCELLED
+    assert undone_ship == ["charge-U1"]
+    assert await env.storage.timer_of(run.id) is None
+
+
+async def test_a_run_crashed_while_it_sleeps_is_recovered_and_wakes_once(
+        env: Environment) -> None:
+    with env.crash(flow, "cool_off", when="after"), pytest.raises(rf.testing.SimulatedCrash):
+        await flow.run(order_id="K1")
+    recovered = await env.recover()
+    assert [r.steps["cool_off"].status for r in recovered] == [rf.StepStatus.WAITING]
+    await env.clock.advance(3 * 86_400)
+    await env.drain()
+    done = await flow.get(recovered[0].id)
+    assert done.status is rf.Status.COMPLETED
+    assert seen.count("cool_off") == 1
+
+
+# -- a sleep inside a composed child parks the root ------------------------------------------------
+
+child = rf.Reactor("timers.child", inputs=Order)
+
+
+@child.sleep
+async def child_nap(order_id: str) -> timedelta:
+    return timedelta(minutes=10)
+
+
+@child.step
+async def child_after(child_nap: datetime) -> str:
+    return "child woke"
+
+
+root = rf.Reactor("timers.root", inputs=Order)
+
+
+@root.compose(child)
+async def inner(order_id: str) -> Order:
+    return Order(order_id=order_id)
+
+
+@root.step
+async def outer(inner: str) -> str:
+    return f"root saw {inner}"
+
+
+async def test_a_sleep_in_a_composed_child_parks_the_root(env: Environment) -> None:
+    run = await root.run(order_id="R1")
+    assert run.status is rf.Status.RUNNING
+    assert run.steps["inner.child_nap"].status is rf.StepStatus.WAITING
+    assert await env.storage.timer_of(run.id) is not None
+    await env.clock.advance(600)
+    await env.drain()
+    done = await root.get(run.id)
+    assert done.status is rf.Status.COMPLETED and done.value == "root saw child woke"
+
+
+# -- long backoffs park --------------------------------------------------------------------------
+
+flaky = rf.Reactor("timers.flaky", inputs=Order)
+tries: list[float] = []
+
+
+@flaky.step(retries=rf.Retry(attempts=3, backoff=60.0, strategy="fixed"))
+async def call_supplier(order_id: str) -> str:
+    tries.append(1.0)
+    if len(tries) < 3:
+        raise ConnectionError("supplier down")
+    return "ordered"
+
+
+async def test_a_backoff_longer_than_park_after_parks_the_run_on_its_timer(
+        env: Environment) -> None:
+    tries.clear()
+    run = await flaky.run(order_id="B1")
+    assert run.status is rf.Status.RUNNING  # parked for its next attempt: nothing held
+    assert len(tries) == 1 and await env.storage.lock_owner(run.id) is None
+    assert await env.storage.timer_of(run.id) == pytest.approx(env.clock.now() + 60)
+    await env.clock.advance(60)
+    await env.drain()
+    assert len(tries) == 2
+    await env.clock.advance(60)
+    await env.drain()
+    done = await flaky.get(run.id)
+    assert done.status is rf.Status.COMPLETED and done.steps["call_supplier"].attempts == 3
+
+
+async def test_park_after_must_be_positive_seconds() -> None:
+    with pytest.raises(rf.ConfigurationError, match="park_after"):
+        rf.configure(park_after=0)

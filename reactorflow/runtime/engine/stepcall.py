@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from reactorflow import clock, records
+from reactorflow import clock, config, records
 from reactorflow.definition.graph import join
 from reactorflow.definition.params import MISSING, Source
 from reactorflow.definition.specs import UNIT_KINDS
@@ -244,7 +244,8 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
     A step parked between attempts (its record has `retry_at`) goes on with its next attempt
     (its `when=` is not asked again), once that is due: until then an execution that parks
     (a worker) gets `RETRYING` back, another one sleeps. In a worker, a backoff of at least
-    `PARK_BACKOFF` seconds ends the call `RETRYING` (the run parks) instead of sleeping.
+    `PARK_BACKOFF` seconds ends the call `RETRYING` (the run parks) instead of sleeping; in
+    any execution that may park, one longer than `park_after` does (`parks_for`).
 
     `failed=(began, error)`: the first attempt already ran (the forward drive's fast path for a
     plain step, `Forward._plain`), began then and raised `error`; it is taken from there as if
@@ -334,7 +335,7 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
                 and retry.should_retry(error, attempt)):
             delay = retry.delay(attempt)
             _note_retry(ex, node, attempt, error, delay, events)
-            if ex.mode.parks and delay >= PARK_BACKOFF:
+            if parks_for(ex, delay):
                 out.status, out.error, out.attempts = StepEnd.RETRYING, error, attempt
                 out.retry_at = clock.now() + delay
                 return out
@@ -354,13 +355,27 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
         return out
 
 
+def parks_for(ex: Execution, delay: float) -> bool:
+    """Whether a retry backoff of `delay` seconds parks the run (`RETRYING`) instead of being
+    slept here: in a worker from `PARK_BACKOFF` on; anywhere past `park_after` (the run then
+    parks on its timer, `parking.park`). An async unit's own retries, and a map element's
+    child's, are slept in their job."""
+    if ex.mode.parks:
+        return delay >= PARK_BACKOFF
+    return _may_park(ex) and delay > config.settings().park_after
+
+
+def _may_park(ex: Execution) -> bool:
+    return not ex.mode.never_waits and not ex.mode.maps_inline
+
+
 async def _retry_due(ex: Execution, retry_at: float) -> bool:
     """Whether a parked step's next attempt may start now (an execution that does not park
     sleeps until then)."""
     wait = retry_at - clock.now()
     if wait <= 0:
         return True
-    if ex.mode.parks:
+    if ex.mode.parks or (_may_park(ex) and wait > config.settings().park_after):
         return False
     await clock.sleep(wait, why=f"the next attempt of a parked step of run {ex.run_id}")
     return True

@@ -33,7 +33,7 @@ from reactorflow.runtime.engine.inputs import validate_inputs
 from reactorflow.runtime.engine.map_reads import with_map_value
 from reactorflow.runtime.engine.mode import CALLER, WAITS_FOR_THROWS, DriveMode
 from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
-from reactorflow.runtime.engine.parking import after_park, due, is_parked
+from reactorflow.runtime.engine.parking import after_park, due, is_parked, sleeping
 from reactorflow.runtime.gates import run_gates
 from reactorflow.runtime.gates.parked import release_stopped
 from reactorflow.runtime.gates.scope import Entry, GateHolds
@@ -425,15 +425,23 @@ async def undo(reactor: Reactor, run_id: str) -> Run:
         ex = await load_owned(reactor, storage, run_id, owner)
         ex.lease = hold  # losing the lock stops the undo from starting anything more
         status = ex.state.status
-        if status not in _UNDOABLE:
+        if status not in _UNDOABLE and not only_sleeping(ex):
             raise RunStateError(run_id, status, "undo")
         await ex.writer.save_state(Status.ROLLING_BACK,
                                    events=[event(EventKind.RUN_UNDO_REQUESTED)],
                                    steps=ex.close_waiting(), rollback_trigger=RollbackTrigger.UNDO,
                                    cancel_reason="undone", waiting_on=[], deadlines={},
-                                   timeout_at=None)
+                                   timeout_at=None, parked_on={}, wake_at=None)
         await drive(ex, WAITS_FOR_THROWS)  # undo() returns the run as it ended
+    await storage.disarm_timer(run_id)  # a sleep's timer is void
     return await get(reactor, run_id)
+
+
+def only_sleeping(ex: Execution) -> bool:
+    """A `running` run parked at sleeps alone (no async unit or map out, no retry due): an
+    `undo` acts on it at once, as on a paused run."""
+    return (ex.state.status is Status.RUNNING and is_parked(ex) and bool(sleeping(ex))
+            and not ex.state.parked_on)
 
 
 def check_text(value: object, what: str) -> None:
@@ -469,6 +477,7 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
                                            cancel_reason=reason, waiting_on=[], deadlines={},
                                            timeout_at=None)
                 await release_stopped(ex)  # what a parked run kept, a paused run's turn
+                await storage.disarm_timer(run_id)  # a sleep's or a deadline's: void
                 log.info("reactorflow.run.cancelled run_id=%s reactor=%s", run_id, reactor.name)
             else:
                 await ex.writer.save_state(Status(ex.state.status), clear_control=True)

@@ -11,6 +11,9 @@ between a run and its index entries (on a Redis Cluster they live on other maste
 run the indexes miss; the record pass writes its entries again and the sweep treats it as it
 treats the others (`SweepReport.reindexed`).
 
+A `running` run with a timer armed for later is not stalled: it sleeps, and its timer takes
+it on (`services.timers`); one whose timer is overdue (no firer ran) is recovered.
+
 A `paused` run whose interrupt deadline passed is rolled back and failed. A paused run with a
 claimed but unapplied payload and no lock holder (its resumer died) is resumed.
 
@@ -260,10 +263,20 @@ async def _sweep_run(storage: Storage, live: Liveness, report: SweepReport, now:
         if live.status == Status.PAUSED:
             await _sweep_paused(storage, live, report)
         elif now - live.touched_at >= config.settings().stall_timeout:
+            if live.status == Status.RUNNING and await _asleep(storage, live.run_id, now):
+                return  # parked until its timer: not stalled (a firer resumes it)
             await _recover(storage, live, report)
     except CorruptRecord as exc:
         await operations.mark_unrecoverable(storage, live.run_id, "CorruptRecord", exc.message)
         report.failed.append(live.run_id)
+
+
+async def _asleep(storage: Storage, run_id: str, now: float) -> bool:
+    """The run's timer is armed for later: it sleeps (or waits for a long retry), and its
+    timer, not the sweeper, takes it on. A timer overdue (no firer ran) does not count: the
+    sweep recovers the run, late, once."""
+    timer = await storage.timer_of(run_id)
+    return timer is not None and timer > now
 
 
 async def _sweep_paused(storage: Storage, live: Liveness, report: SweepReport) -> None:
