@@ -43,7 +43,13 @@ class Lane:
         """The run at its next pause or its end."""
         if self.env is not None:
             await self.env.drain()
-            return await flow.get(run.id)
+            run = await flow.get(run.id)
+            while run.status is rf.Status.RUNNING and (asleep := [
+                    s.wake_at for s in run.steps.values() if s.wake_at is not None]):
+                await self.env.clock.advance_to(min(asleep).timestamp())  # fires its timer
+                await self.env.drain()
+                run = await flow.get(run.id)
+            return run
         if run.status is rf.Status.RUNNING:
             return await flow.wait(run.id, timeout=SETTLE_TIMEOUT)
         return run

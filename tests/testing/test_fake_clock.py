@@ -26,7 +26,37 @@ async def _until_pending(env: Environment, *due: float) -> None:
             await anyio.sleep(0)
 
 
-async def test_a_one_hour_backoff_runs_when_the_clock_passes_it(rf_env: Environment) -> None:
+async def test_a_one_hour_backoff_parks_the_run_until_the_clock_passes_it(
+        rf_env: Environment) -> None:
+    """Longer than `park_after` (5 s): the run parks on its timer, holding nothing, and the
+    clock's advance fires it (api.md §12)."""
+    flow = rf.Reactor(unique("clock-backoff-parks"))
+    calls: list[float] = []
+
+    @flow.step(retries=rf.Retry(3, HOUR))
+    async def flaky() -> int:
+        calls.append(clock.now())
+        if len(calls) == 1:
+            raise OSError("the service is down")
+        return 1
+
+    start = rf_env.clock.now()
+    run = await flow.run()
+    assert run.status is rf.Status.RUNNING and run.steps["flaky"].attempts == 1
+    assert await rf_env.storage.timer_of(run.id) == start + HOUR
+    await rf_env.clock.advance(HOUR - 1)
+    await rf_env.drain()
+    assert len(calls) == 1  # not due yet
+    await rf_env.clock.advance(1)
+    await rf_env.drain()
+    done = await flow.get(run.id)
+    assert done.status is rf.Status.COMPLETED and done.value == 1
+    assert calls == [start, start + HOUR]
+
+
+async def test_a_one_hour_backoff_under_park_after_sleeps_on_the_clock(
+        rf_env: Environment) -> None:
+    rf.configure(park_after=2 * HOUR)  # (the environment puts the settings back)
     flow = rf.Reactor(unique("clock-backoff"))
     calls: list[float] = []
 

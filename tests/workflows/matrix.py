@@ -6,10 +6,12 @@ Each pair is one reactor, `tests.matrix.<producer>.<consumer>`, built here at im
 
 - `make`, declared by the producer's factory: its value is the list `[1, 2, 3]` (`EXPECTED_MADE`),
   however that kind comes by it (a step returns it, a map maps the input `seeds`, a composed or
-  async child returns it, an interrupt takes it as its payload), or it is skipped (`when=`
-  false: then `use` and `done` are skipped too, and the value is None);
+  async child returns it, an interrupt takes it as its payload, a step reads it after a sleep
+  whose value, the moment it woke for, it reads too), or it is skipped (`when=` false: then
+  `use` and `done` are skipped too, and the value is None);
 - `use`, declared by the consumer's factory: it reads `make` as that kind reads (a parameter,
-  `when=`, `over=`, the inputs of a child...) and makes 10 times the sum of what it read;
+  `when=`, `over=`, the inputs of a child, the body of a sleep that `use` then reads...) and
+  makes 10 times the sum of what it read;
 - `done`, a plain step reading `use`: the reactor's value, `EXPECTED` (60) when every hand-over
   worked. A consumer nobody may read (fire and forget) has no `done`; its own result is checked.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -160,6 +163,27 @@ def produce_compose_pydantic(flow: rf.Reactor) -> None:
         return SeedModel(seed=seed)
 
 
+NAP = 0.3
+"""Seconds a matrix sleep sleeps (fake seconds on the test kit's lanes)."""
+
+
+def _woke(moment: datetime) -> None:
+    if moment.tzinfo is None or moment > datetime.now(UTC) + timedelta(days=3650):
+        raise ValueError(f"a sleep's value is an aware datetime of its deadline, not {moment!r}")
+
+
+def produce_sleep(flow: rf.Reactor) -> None:
+    """A sleep first: `make` reads the moment it woke for (and the seed)."""
+    @flow.sleep
+    async def nap(seed: int) -> float:
+        return NAP
+
+    @flow.step
+    async def make(nap: datetime, seed: int) -> list[int]:
+        _woke(nap)
+        return _made(seed)
+
+
 @dataclass(frozen=True)
 class Producer:
     """How one kind makes `make`: `declare` adds it; `skips`: it is skipped (its readers, and
@@ -180,6 +204,7 @@ PRODUCERS: dict[str, Producer] = {
     "async_reactor": Producer(produce_async_reactor),
     "interrupt": Producer(produce_interrupt),
     "compose_pydantic": Producer(produce_compose_pydantic),
+    "sleep": Producer(produce_sleep),
 }
 
 
@@ -242,6 +267,21 @@ def consume_interrupt(flow: rf.Reactor) -> None:
         return payload.factor * sum(make)
 
 
+def consume_sleep(flow: rf.Reactor) -> None:
+    """A sleep whose body reads `make` (its duration comes from it); `use` reads the moment it
+    woke for, and `make`."""
+    @flow.sleep
+    async def use_nap(make: list[int]) -> timedelta:
+        if make != EXPECTED_MADE:
+            raise ValueError(f"the sleep read {make!r}")
+        return timedelta(seconds=NAP)
+
+    @flow.step
+    async def use(use_nap: datetime, make: list[int]) -> int:
+        _woke(use_nap)
+        return 10 * sum(make)
+
+
 def consume_handoff(flow: rf.Reactor) -> None:
     """A plain step at the run's hand-off point (`background(before=...)`): a worker runs it."""
     consume_step(flow)
@@ -259,6 +299,7 @@ CONSUMERS: dict[str, Consumer] = {
     "interrupt": Consumer(consume_interrupt),
     "fire_and_forget": Consumer(consume_async_step, readable=False),
     "handoff": Consumer(consume_handoff),
+    "sleep": Consumer(consume_sleep),
 }
 
 

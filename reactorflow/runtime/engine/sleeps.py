@@ -50,7 +50,7 @@ def deadline_of(run_id: str, step: str, value: Any, now: float) -> float:
         if value.tzinfo is None or value.utcoffset() is None:
             raise InvalidSleep(run_id, step, f"a naive datetime ({value.isoformat()})",
                                "a datetime without a time zone names no moment")
-        return value.timestamp()
+        return _exact(value.timestamp())
     if isinstance(value, timedelta):
         seconds = value.total_seconds()
     elif isinstance(value, int | float) and not isinstance(value, bool):
@@ -61,7 +61,14 @@ def deadline_of(run_id: str, step: str, value: Any, now: float) -> float:
     if not seconds >= 0:  # (NaN too)
         raise InvalidSleep(run_id, step, f"a negative duration ({value!r:.60})",
                            "a sleep cannot end before it began")
-    return now + seconds
+    return _exact(now + seconds)
+
+
+def _exact(moment: float) -> float:
+    """`moment` as a datetime holds it (to the microsecond): the deadline stored, the timer's
+    time and `StepState.wake_at.timestamp()` are then one and the same number, so advancing a
+    fake clock to `wake_at` reaches it."""
+    return clock.utc(moment).timestamp()
 
 
 async def _sleep(drive: Forward, node: Node) -> None:
