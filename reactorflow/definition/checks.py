@@ -66,7 +66,8 @@ def check_seconds(value: Any, label: str, where: str, reactor: str, step: str) -
         return None
     seconds = value.total_seconds() if isinstance(value, timedelta) else value
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
-        raise DefinitionError(f"{where}: {label}={value!r} must be seconds > 0 or a positive "
+        given = f"{value!r} ({seconds:g} s)" if isinstance(value, timedelta) else repr(value)
+        raise DefinitionError(f"{where}: {label}={given} must be seconds > 0 or a positive "
                               "datetime.timedelta", reactor=reactor, step=step)
     return float(seconds)
 

@@ -38,6 +38,10 @@ class Order(msgspec.Struct):
     amount: float = 10.0
 
 
+class Part(msgspec.Struct):
+    part_id: str
+
+
 def _flow(log: list[str], *, timeout: Any = DAY, on_timeout: Any = None,
           resume: Literal["inline", "background"] = "inline") -> rf.Reactor:
     """prepare (with an undo) -> approve (the interrupt) -> ship."""
@@ -52,7 +56,9 @@ def _flow(log: list[str], *, timeout: Any = DAY, on_timeout: Any = None,
     async def unprepare(result: str) -> None:
         log.append("undo prepare")
 
-    @flow.interrupt(timeout=timeout, on_timeout=on_timeout, resume=resume)
+    given = {} if on_timeout is None else {"on_timeout": on_timeout}  # (the default: None)
+
+    @flow.interrupt(timeout=timeout, resume=resume, **given)
     async def approve(payload: Approval, prepare: str, order_id: str) -> Approval:
         log.append(f"approve by {payload.by}")
         return payload
@@ -369,3 +375,38 @@ async def test_five_concurrent_deadline_callers_fail_a_run_once(storage: rf.Stor
     assert run.error is not None and run.error.type == "InterruptExpired"
     assert log == ["prepare", "undo prepare"]  # rolled back once
     assert kinds(run).count("run.failed") == 1
+
+
+async def test_an_interrupt_in_a_composed_child_resumes_at_its_deadline(
+        env: Environment) -> None:
+    """The child's interrupt pauses the root; its `on_timeout` reads the child's own input and
+    step, and the deadline resumes it by its path."""
+    child = rf.Reactor(unique("on-timeout-child"), inputs=Part)
+
+    @child.step
+    async def pick(part_id: str) -> str:
+        return f"bin-{part_id}"
+
+    @child.interrupt(timeout=30,
+                     on_timeout=lambda part_id, pick: Approval(True, f"{part_id}@{pick}"))
+    async def inspect(payload: Approval, pick: str, part_id: str) -> Approval:
+        return payload
+
+    @child.step
+    async def pack(inspect: Approval) -> str:
+        return f"packed, inspected by {inspect.by}"
+
+    root = rf.Reactor(unique("on-timeout-root"), inputs=Order)
+
+    @root.compose(child)
+    async def part(order_id: str) -> Part:
+        return Part(part_id=f"{order_id}-1")
+
+    paused = await root.run(order_id="N1")
+    assert paused.status is rf.Status.PAUSED and paused.waiting_on == [("part", "inspect")]
+    await env.clock.advance(30)
+    settled = await deadline_due(root, env.storage, paused.id)
+    assert settled is not None and settled.status is rf.Status.COMPLETED, settled
+    assert settled.value == "packed, inspected by N1-1@bin-N1-1"
+    with pytest.raises(rf.AlreadyResumed):
+        await root.continue_(paused.id, step=("part", "inspect"), payload=TIMED_OUT)

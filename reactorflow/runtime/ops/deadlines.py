@@ -7,12 +7,13 @@ sweeper, the test kit through the sweeper), any number of times, from any number
 processes. The protocol, for a run of `reactor` (each pass of step 1 to 5 settles one
 interrupt; the passes repeat while the run is paused with another one due):
 
-1. Read the run's head. Not a run of `reactor`, or not `paused`: nothing to do (None). A run
-   of another graph: `DefinitionChanged`.
+1. Read the run's head. Not a run of `reactor`, or not `paused` (a run still `running`
+   while it waits is settled once it pauses, when its deadline is still passed): nothing to
+   do (None).
 2. The due interrupts: those it waits on whose deadline (`RunState.deadlines`) is at or
    before now and that have no claim (a claimed payload was accepted: whoever holds or
-   recovers the run applies it). None: nothing to do. Else the earliest (by deadline, then
-   key) is settled.
+   recovers the run applies it). None: nothing to do. A run of another graph:
+   `DefinitionChanged`. Else the earliest (by deadline, then key) is settled.
 3. Without `on_timeout`: roll the run back to `failed` with `run.error.type ==
    "InterruptExpired"` (`resume.fail_run`; a run another execution holds is left a request
    that it fails at its next step boundary). No claim is needed: after the deadline
@@ -128,11 +129,13 @@ async def _settle_earliest(reactor: Reactor, plan: Plan, storage: Storage, run_i
     if head is None or head.reactor != reactor.name or head.status != Status.PAUSED:
         return None
     _, meta, state = read_head(head)
-    differences = compare_fingerprints(meta.fingerprint, plan.fingerprint)
-    if differences:
-        raise DefinitionChanged(run_id, reactor.name, differences)
     due = due_interrupts(state, await storage.claims(run_id), clock.now())
-    node = interrupt_node(plan, due[0]) if due else None
+    if not due:
+        return None
+    differences = compare_fingerprints(meta.fingerprint, plan.fingerprint)
+    if differences:  # (only once something is due: a paused run of another graph may wait)
+        raise DefinitionChanged(run_id, reactor.name, differences)
+    node = interrupt_node(plan, due[0])
     if node is None:
         return None
     key = node.key
@@ -146,6 +149,8 @@ async def _settle_earliest(reactor: Reactor, plan: Plan, storage: Storage, run_i
         log.info("reactorflow.deadline.expired run_id=%s step=%s", run_id, key)
         return await operations.get(reactor, run_id)
     payload = await _timeout_payload(reactor, plan, storage, run_id, node, options.on_timeout)
+    if payload is None:
+        return None  # the run is gone
     if isinstance(payload, RunError):
         if not await _fail_claiming(reactor, storage, run_id, key, payload):
             return None
@@ -164,10 +169,10 @@ async def _settle_earliest(reactor: Reactor, plan: Plan, storage: Storage, run_i
 
 
 async def _timeout_payload(reactor: Reactor, plan: Plan, storage: Storage, run_id: str,
-                           node: Node, on_timeout: OnTimeout) -> bytes | RunError:
+                           node: Node, on_timeout: OnTimeout) -> bytes | RunError | None:
     """The `on_timeout` payload conformed to the interrupt's schema and encoded; or the error
     the run fails with: the callable raised (or its arguments cannot be resolved), or its
-    value does not conform."""
+    value does not conform; None when the run is gone."""
     options = node.spec.interrupt
     assert options is not None
     label = waiting_label(node.key)
@@ -175,7 +180,7 @@ async def _timeout_payload(reactor: Reactor, plan: Plan, storage: Storage, run_i
     if on_timeout.compute is not None:
         stored = await storage.load_run(run_id)
         if stored is None:
-            return RunError(node.key, "ArgumentError", f"interrupt {label!r}: the run is gone")
+            return None
         ex = operations.owned_execution(reactor, storage, stored, new_owner(),
                                         check_graph=False, plan=plan)  # read only
         try:
