@@ -18,6 +18,7 @@ import msgspec
 import pytest
 
 import reactorflow as rf
+from reactorflow.runtime.engine.mode import WORKER
 from reactorflow.runtime.ops.deadlines import deadline_due
 from reactorflow.testing import Environment
 from tests.helpers import kinds, unique, until_past
@@ -410,3 +411,33 @@ async def test_an_interrupt_in_a_composed_child_resumes_at_its_deadline(
     assert settled.value == "packed, inspected by N1-1@bin-N1-1"
     with pytest.raises(rf.AlreadyResumed):
         await root.continue_(paused.id, step=("part", "inspect"), payload=TIMED_OUT)
+
+
+async def test_a_worker_settling_the_deadline_parks_the_run_at_a_long_backoff(
+        env: Environment) -> None:
+    """`mode=WORKER` (a worker's job settles the deadline): the remainder is driven as a worker
+    drives it, so a retry backoff parks the run instead of holding the caller."""
+    flow = rf.Reactor(unique("on-timeout-worker"))
+    attempts: list[str] = []
+
+    @flow.interrupt(timeout=60, on_timeout=TIMED_OUT)
+    async def approve(payload: Approval) -> Approval:
+        return payload
+
+    @flow.step(retries=rf.Retry(attempts=2, backoff=600))
+    async def notify(approve: Approval) -> str:
+        attempts.append(approve.by)
+        if len(attempts) == 1:
+            raise OSError("the mail server is down")
+        return f"told {approve.by}"
+
+    paused = await flow.run()
+    await env.clock.advance(60)
+    settled = await deadline_due(flow, env.storage, paused.id, mode=WORKER)
+    assert settled is not None and settled.status is rf.Status.RUNNING  # parked, not held
+    assert attempts == ["timeout"]
+    await env.clock.advance(600)
+    await env.drain()
+    run = await flow.get(paused.id)
+    assert run.status is rf.Status.COMPLETED and run.value == "told timeout"
+    assert attempts == ["timeout", "timeout"]

@@ -52,6 +52,7 @@ from reactorflow.definition.graph import Node, Plan, compare_fingerprints, plan_
 from reactorflow.definition.specs import OnTimeout
 from reactorflow.errors import ArgumentError, DefinitionChanged
 from reactorflow.records import RunError, RunState, summary
+from reactorflow.runtime.engine.mode import CALLER, DriveMode
 from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.engine.stepcall import arguments
 from reactorflow.runtime.ops import operations
@@ -75,7 +76,7 @@ accepted; it is never applied."""
 
 
 async def deadline_due(reactor: Reactor, storage: Storage, run_id: str, *,
-                       hand_off: bool = False) -> Run | None:
+                       hand_off: bool = False, mode: DriveMode = CALLER) -> Run | None:
     """Settle the interrupts of run `run_id` whose deadline passed (see the module for the
     protocol): fail the run (`InterruptExpired`), or resume each with its `on_timeout`
     payload, exactly once however many callers race, and whatever `continue_` races them.
@@ -90,6 +91,9 @@ async def deadline_due(reactor: Reactor, storage: Storage, run_id: str, *,
         hand_off: Hand a resumed run's remainder to a worker whatever the interrupt's
             `resume=` (e.g. from a sweeper with a shared queue); else `resume=` decides, as
             for `continue_`.
+        mode: How a resumed run driven here waits (`engine.mode`): `CALLER` (the default, as
+            `continue_` drives it), `WORKER` from a worker's job (a step waiting for an async
+            unit parks the run instead of holding the worker).
 
     Returns:
         The run as this call left it when it failed or resumed it (`failed`; resumed and
@@ -104,7 +108,7 @@ async def deadline_due(reactor: Reactor, storage: Storage, run_id: str, *,
     plan = plan_for(reactor)
     settled: Run | None = None
     for _ in range(len(plan.nodes)):  # each pass claims another interrupt or fails the run
-        run = await _settle_earliest(reactor, plan, storage, run_id, hand_off)
+        run = await _settle_earliest(reactor, plan, storage, run_id, hand_off, mode)
         if run is None:
             break
         settled = run
@@ -123,7 +127,7 @@ def due_interrupts(state: RunState, claims: dict[str, bytes], now: float) -> lis
 
 
 async def _settle_earliest(reactor: Reactor, plan: Plan, storage: Storage, run_id: str,
-                           hand_off: bool) -> Run | None:
+                           hand_off: bool, mode: DriveMode) -> Run | None:
     """One pass of the protocol (steps 1 to 5 of the module)."""
     head = await storage.load_head(run_id)
     if head is None or head.reactor != reactor.name or head.status != Status.PAUSED:
@@ -165,7 +169,7 @@ async def _settle_earliest(reactor: Reactor, plan: Plan, storage: Storage, run_i
         return None  # `continue_` or another caller won; or the run ended meanwhile
     log.info("reactorflow.deadline.resumed run_id=%s step=%s", run_id, key)
     return await after_claim(reactor, plan, storage, run_id, key, owner, outcome, stored,
-                             hand_off=hand_off)
+                             hand_off=hand_off, mode=mode)
 
 
 async def _timeout_payload(reactor: Reactor, plan: Plan, storage: Storage, run_id: str,

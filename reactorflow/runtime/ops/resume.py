@@ -58,7 +58,7 @@ from reactorflow.records import Control, RunError, RunState
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.driver import drive
 from reactorflow.runtime.engine.execution import Execution, event
-from reactorflow.runtime.engine.mode import WAITS_FOR_THROWS
+from reactorflow.runtime.engine.mode import CALLER, WAITS_FOR_THROWS, DriveMode
 from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.gates.levels import has_gates
 from reactorflow.runtime.ops import operations
@@ -193,10 +193,10 @@ async def _refuse_ended(storage: Storage, run_id: str, key: str, status: str,
 
 async def after_claim(reactor: Reactor, plan: Plan, storage: Storage, run_id: str, key: str,
                       owner: str, outcome: ClaimResult, stored: StoredRun | None, *,
-                      hand_off: bool = False) -> Run:
+                      hand_off: bool = False, mode: DriveMode = CALLER) -> Run:
     """After `claim_and_lock`: refuse a claim not accepted; else drive the run (as `stored`,
-    read under the lock), hand it to a worker (`resume="background"`, or `hand_off`), or,
-    when another execution holds it, return it as accepted."""
+    read under the lock; waiting as `mode` says), hand it to a worker (`resume="background"`,
+    or `hand_off`), or, when another execution holds it, return it as accepted."""
     if outcome is ClaimResult.TAKEN:
         raise AlreadyResumed(run_id, waiting_label(key))
     if outcome is ClaimResult.NOT_RESUMABLE:
@@ -222,7 +222,8 @@ async def after_claim(reactor: Reactor, plan: Plan, storage: Storage, run_id: st
         await _hand_to_worker(reactor, storage, ex, key)
         return await operations.get(reactor, run_id)
     return await operations.snapshot(
-        await operations.run_owned(reactor, storage, run_id, owner, ex, loaded=True))
+        await operations.run_owned(reactor, storage, run_id, owner, ex, loaded=True,
+                                   mode=mode))
 
 
 def _conformed(plan: Plan, key: str, payload: Any) -> bytes | None:
