@@ -6,13 +6,15 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from reactorflow import pydantic_types
+from reactorflow.definition.conformance import Rejected, conform
 from reactorflow.definition.params import Param, Source, wire_subset
-from reactorflow.definition.specs import InterruptOptions
+from reactorflow.definition.specs import InterruptOptions, OnTimeout
 from reactorflow.errors import DefinitionError
 from reactorflow.retry import Retry
 
@@ -54,12 +56,20 @@ def input_fields(inputs: type | None, reactor: str) -> tuple[str, ...]:
 
 
 def check_seconds(value: Any, label: str, where: str, reactor: str, step: str) -> float | None:
+    """A duration option as seconds: a number of seconds or a `datetime.timedelta`, > 0.
+
+    Raises:
+        DefinitionError: another type, or a duration of zero or less (naming the option and
+            the value).
+    """
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise DefinitionError(f"{where}: {label}={value!r} must be seconds > 0",
-                              reactor=reactor, step=step)
-    return float(value)
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        given = f"{value!r} ({seconds:g} s)" if isinstance(value, timedelta) else repr(value)
+        raise DefinitionError(f"{where}: {label}={given} must be seconds > 0 or a positive "
+                              "datetime.timedelta", reactor=reactor, step=step)
+    return float(seconds)
 
 
 def check_retries(retries: Any, where: str, reactor: str, step: str) -> Retry | None:
@@ -189,7 +199,53 @@ def interrupt_options(
     elif correlation is not None:
         names = wire_subset(correlation, what="correlation_id=", reactor=name, step=step,
                             available=arg_names)
-    return InterruptOptions(payload_type, correlation, names, timeout, max_attempts, resume)
+    on_timeout = check_on_timeout(raw["on_timeout"], payload_type, timeout, where, name, step,
+                                  arg_names)
+    return InterruptOptions(payload_type, correlation, names, timeout, max_attempts, resume,
+                            on_timeout)
+
+
+def check_on_timeout(value: Any, payload_type: Any, timeout: float | None, where: str,
+                     reactor: str, step: str, arg_names: Sequence[str]) -> OnTimeout | None:
+    """An interrupt's `on_timeout=`: a payload, conformed to `payload_type` now, or a callable
+    wired like `when=` over the interrupt's other arguments (`arg_names`: inputs and steps it
+    reads, never `payload`), whose value is conformed when the deadline fires.
+
+    Raises:
+        DefinitionError: without `timeout=`, a class instead of a value, a payload that does
+            not conform (naming the field), or a callable's parameter that names none of
+            `arg_names`.
+    """
+    if value is None:
+        return None
+    if timeout is None:
+        raise DefinitionError(
+            f"{where}: on_timeout needs timeout= (the deadline at which the interrupt is "
+            "resumed with it); give timeout=seconds or a datetime.timedelta",
+            reactor=reactor, step=step)
+    if isinstance(value, type):
+        raise DefinitionError(
+            f"{where}: on_timeout={value.__name__} is a class; give the payload itself (e.g. "
+            f"{value.__name__}(...)) or a function that returns one", reactor=reactor, step=step)
+    if callable(value):
+        try:
+            names = wire_subset(value, what="on_timeout=", reactor=reactor, step=step,
+                                available=arg_names)
+        except DefinitionError as exc:
+            raise DefinitionError(
+                f"{where}: {exc.message}; on_timeout= computes the payload from the "
+                "interrupt's other arguments (never the payload itself)",
+                reactor=reactor, step=step) from None
+        return OnTimeout(compute=value, names=names)
+    try:
+        payload = conform(value, payload_type)
+    except Rejected as exc:
+        schema = getattr(payload_type, "__name__", None) or repr(payload_type)
+        raise DefinitionError(
+            f"{where}: on_timeout= (a {type(value).__name__}) is not a valid payload of this "
+            f"interrupt (schema {schema}): {exc.field}: {exc.reason}",
+            reactor=reactor, step=step) from None
+    return OnTimeout(payload=payload)
 
 
 def check_template(reactor: StepTable, template: str, where: str, step: str,

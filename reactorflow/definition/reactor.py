@@ -9,6 +9,7 @@ methods (`run`, `get`, `continue_`, ...) come from `RunMethods` and delegate to 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from reactorflow import pydantic_types
@@ -272,15 +273,15 @@ class Reactor(RunMethods["Reactor"]):
     @overload
     def interrupt(self, fn: None = None, /, *, name: str | None = None,
                   correlation_id: str | Callable[..., str] | None = None,
-                  timeout: float | None = None, max_attempts: int | None = None,
+                  timeout: float | timedelta | None = None, max_attempts: int | None = None,
                   resume: ResumeMode = "inline", when: Callable[..., Any] | None = None,
-                  after: After = ()) -> StepDecorator: ...
+                  after: After = (), on_timeout: Any = None) -> StepDecorator: ...
 
     def interrupt(self, fn: Any = None, /, *, name: str | None = None,
                   correlation_id: str | Callable[..., str] | None = None,
-                  timeout: float | None = None, max_attempts: int | None = None,
+                  timeout: float | timedelta | None = None, max_attempts: int | None = None,
                   resume: ResumeMode = "inline", when: Callable[..., Any] | None = None,
-                  after: After = (), gates: Any = None) -> Any:
+                  after: After = (), on_timeout: Any = None, gates: Any = None) -> Any:
         """Declare a pause point: the run waits here for a payload given to `continue_`.
 
         The function's `payload` parameter's annotation is the payload's schema. See
@@ -291,19 +292,27 @@ class Reactor(RunMethods["Reactor"]):
             name: The step's name (default: the function's name).
             correlation_id: A fixed id, or a function wired like a step that computes it, by
                 which `continue_by_correlation_id` finds the run.
-            timeout: Seconds the run may wait; then the interrupt expires
-                (`rf.InterruptExpired`).
+            timeout: How long the run may wait (seconds, or a `datetime.timedelta`). At the
+                deadline the run is rolled back to `failed` (`rf.InterruptExpired`), unless
+                `on_timeout` is given.
             max_attempts: Invalid payloads accepted before the run fails (`None`: no limit).
             resume: `"inline"` (the caller of `continue_` runs the rest) or `"background"`
                 (a worker does).
             when: A predicate wired like a step; the interrupt is `skipped` when it is false.
             after: Ordering-only dependencies: step names or `rf.Step` handles.
+            on_timeout: With `timeout`, what the interrupt is resumed with at its deadline,
+                exactly once, as if `continue_` had delivered it: a payload (validated here),
+                or a function (sync or async) taking any of the interrupt's other parameters
+                by name and returning one (validated when the deadline fires: an invalid
+                value fails the run with `rf.PayloadValidationError`). `None`: no payload.
             gates: Refused: an interrupt holds nothing while it waits (a
                 `DefinitionError`); declare gates on the step that reads its payload.
 
         Raises:
-            DefinitionError: A bad option, `gates=`, no `payload` parameter, or a name declared
-                twice.
+            DefinitionError: A bad option (a `timeout` of zero or less; an `on_timeout`
+                without `timeout`, not of the payload's schema, or a function with a parameter
+                that is none of the interrupt's other parameters), `gates=`, no `payload`
+                parameter, or a name declared twice.
         """
         if gates is not None:
             raise DefinitionError(
@@ -311,7 +320,7 @@ class Reactor(RunMethods["Reactor"]):
                 "it waits); declare the gates on the step that reads its payload",
                 reactor=self.name, step=name)
         options = dict(correlation_id=correlation_id, timeout=timeout,
-                       max_attempts=max_attempts, resume=resume)
+                       max_attempts=max_attempts, resume=resume, on_timeout=on_timeout)
 
         def decorate(f: Any) -> Any:
             return self._record(f, StepKind.INTERRUPT, name=name, when=when, after=after,

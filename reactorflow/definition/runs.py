@@ -222,7 +222,8 @@ class RunMethods(Generic[Front]):
             NotPaused: The run is not paused.
             InterruptNotPending: The run does not wait at `step`.
             AlreadyResumed: Another caller delivered that interrupt's payload first.
-            InterruptExpired: The interrupt's timeout has passed.
+            InterruptExpired: The interrupt's timeout has passed (never for an interrupt with
+                `on_timeout=`: its deadline resumes it, and a later call gets `AlreadyResumed`).
             PayloadValidationError: The payload does not match the schema.
         """
         return await _bound().continue_run(self._self(), run_id, step=step, payload=payload)

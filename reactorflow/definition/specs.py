@@ -28,6 +28,18 @@ ResumeMode = Literal["inline", "background"]
 
 
 @dataclass(frozen=True, slots=True)
+class OnTimeout:
+    """An interrupt's `on_timeout=`: the payload it is resumed with at its deadline. Either
+    `payload` (conformed to the payload's schema at declaration) or `compute`, a callable (sync
+    or async) taking the interrupt's other arguments named in `names`, whose value is conformed
+    when the deadline fires."""
+
+    payload: Any = None
+    compute: Callable[..., Any] | None = None
+    names: tuple[str, ...] = ()  # the interrupt's arguments a `compute` takes
+
+
+@dataclass(frozen=True, slots=True)
 class InterruptOptions:
     payload_type: Any
     correlation_id: str | Callable[..., str] | None
@@ -35,6 +47,7 @@ class InterruptOptions:
     timeout: float | None
     max_attempts: int | None
     resume: ResumeMode
+    on_timeout: OnTimeout | None = None  # None: the deadline fails the run (InterruptExpired)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from reactorflow.definition.conformance import Rejected, conform
 from reactorflow.definition.graph import SEP, Node, Plan, plan_for, waiting_label
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import PayloadValidationError, UnknownInterrupt
-from reactorflow.runtime.engine.inputs import Rejected, conform
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor

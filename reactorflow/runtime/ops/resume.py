@@ -13,7 +13,10 @@ The protocol (the same for an interrupt nested in a composed child, named by its
 3. Otherwise (a payload that does not conform, a step that is no interrupt, a refused check),
    the checks again in the caller on the run's head, each refusal its error: `RunNotFound`,
    `NotPaused`, `AlreadyResumed`, `DefinitionChanged`, `InterruptNotPending`,
-   `InterruptExpired` (the run is rolled back to `failed` first). An invalid payload then
+   `InterruptExpired` (the run is rolled back to `failed` first; never for an interrupt with
+   `on_timeout=`: past its deadline a payload is still accepted until something claims the
+   interrupt, `continue_` or the deadline's own claim, `deadlines.deadline_due`, whichever
+   comes first; storage's check refuses it, so it is claimed here). An invalid payload then
    counts one attempt in the interrupt's own counter and changes nothing else; the attempt
    that reaches `max_attempts` rolls the whole run back (from the root) to `failed`. A check
    that passes here (a compatible change of the graph) claims and locks as in 2, with the
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import msgspec
 
 from reactorflow import clock, config, records
+from reactorflow.definition.conformance import Rejected, conform
 from reactorflow.definition.graph import (
     Node,
     Plan,
@@ -54,8 +58,7 @@ from reactorflow.records import Control, RunError, RunState
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.driver import drive
 from reactorflow.runtime.engine.execution import Execution, event
-from reactorflow.runtime.engine.inputs import Rejected, conform
-from reactorflow.runtime.engine.mode import WAITS_FOR_THROWS
+from reactorflow.runtime.engine.mode import CALLER, WAITS_FOR_THROWS, DriveMode
 from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.gates.levels import has_gates
 from reactorflow.runtime.ops import operations
@@ -103,7 +106,7 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
                                                        lock_ttl=lock_ttl,
                                                        check=_check(reactor, plan, key))
         if outcome is not ClaimResult.REFUSED:
-            return await _claimed(reactor, plan, storage, run_id, key, owner, outcome, stored)
+            return await after_claim(reactor, plan, storage, run_id, key, owner, outcome, stored)
         found = stored.head if stored is not None else None  # refused: say why from it
     else:
         found = await storage.load_head(run_id)
@@ -113,8 +116,8 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
         encoded = await _validated(reactor, storage, run_id, node, payload)
     outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
                                                    lock_ttl=lock_ttl,
-                                                   then=_resumption(plan, head, state, key))
-    return await _claimed(reactor, plan, storage, run_id, key, owner, outcome, stored)
+                                                   then=resumption(plan, head, state, key))
+    return await after_claim(reactor, plan, storage, run_id, key, owner, outcome, stored)
 
 
 async def check_continue(reactor: Reactor, run_id: str, *, step: str | Sequence[str],
@@ -158,7 +161,9 @@ async def _checked(reactor: Reactor, storage: Storage, plan: Plan, run_id: str, 
         raise InterruptNotPending(run_id, waiting_label(key),
                                   [waiting_label(k) for k in state.waiting_on])
     deadline = state.deadlines.get(key)
-    if deadline is not None and clock.now() >= deadline:
+    options = node.spec.interrupt
+    assert options is not None
+    if deadline is not None and clock.now() >= deadline and options.on_timeout is None:
         if expire:
             error = RunError(key, "InterruptExpired",
                              f"no payload for interrupt {waiting_label(key)!r} before its "
@@ -186,11 +191,12 @@ async def _refuse_ended(storage: Storage, run_id: str, key: str, status: str,
     raise NotPaused(run_id, status)
 
 
-async def _claimed(reactor: Reactor, plan: Plan, storage: Storage, run_id: str, key: str,
-                   owner: str, outcome: ClaimResult, stored: StoredRun | None) -> Run:
+async def after_claim(reactor: Reactor, plan: Plan, storage: Storage, run_id: str, key: str,
+                      owner: str, outcome: ClaimResult, stored: StoredRun | None, *,
+                      hand_off: bool = False, mode: DriveMode = CALLER) -> Run:
     """After `claim_and_lock`: refuse a claim not accepted; else drive the run (as `stored`,
-    read under the lock), hand it to a worker (`resume="background"`), or, when another
-    execution holds it, return it as accepted."""
+    read under the lock; waiting as `mode` says), hand it to a worker (`resume="background"`,
+    or `hand_off`), or, when another execution holds it, return it as accepted."""
     if outcome is ClaimResult.TAKEN:
         raise AlreadyResumed(run_id, waiting_label(key))
     if outcome is ClaimResult.NOT_RESUMABLE:
@@ -212,11 +218,12 @@ async def _claimed(reactor: Reactor, plan: Plan, storage: Storage, run_id: str, 
     # (the graph was checked before the claim: by storage's check, or by `_checked`)
     ex = operations.owned_execution(reactor, storage, stored, owner, check_graph=False,
                                     plan=plan)
-    if options.resume == "background":
+    if hand_off or options.resume == "background":
         await _hand_to_worker(reactor, storage, ex, key)
         return await operations.get(reactor, run_id)
     return await operations.snapshot(
-        await operations.run_owned(reactor, storage, run_id, owner, ex, loaded=True))
+        await operations.run_owned(reactor, storage, run_id, owner, ex, loaded=True,
+                                   mode=mode))
 
 
 def _conformed(plan: Plan, key: str, payload: Any) -> bytes | None:
@@ -247,7 +254,7 @@ def _check(reactor: Reactor, plan: Plan, key: str) -> ResumeCheck:
     return ResumeCheck(reactor.name, marker, clock.now(), resume, events)
 
 
-def _resumption(plan: Plan, head: RunHead, state: RunState, key: str) -> Resumption | None:
+def resumption(plan: Plan, head: RunHead, state: RunState, key: str) -> Resumption | None:
     """The write `driver.drive` starts a resumed run with (`running`, no longer waiting on
     `key`, event `run.resumed`), made in the claim's own call instead (`claim_and_lock`), if
     the run is still as read here and no other interrupt it waits on is claimed by then. Not
@@ -311,26 +318,37 @@ async def _validated(reactor: Reactor, storage: Storage, run_id: str, node: Node
                                  attempts=attempts, max_attempts=limit, exhausted=exhausted)
 
 
-async def fail_run(reactor: Reactor, storage: Storage, run_id: str, error: RunError) -> None:
+async def fail_run(reactor: Reactor, storage: Storage, run_id: str, error: RunError) -> bool:
     """Roll a paused run back from the root and mark it failed with `error`.
 
     If another execution owns the run right now, leave it a request: it fails the run (with a
     full rollback) at its next step boundary.
+
+    Returns:
+        False when the run, read under its lock, was no longer paused or running (nothing
+        done); else True (failed, or the request left).
     """
     settings = config.settings()
     owner = new_owner()
     if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
         request = Control(ControlKind.FAIL, str(error), error)
         await storage.request_control(run_id, records.encode(request))
-        return
+        return True
     async with keep_alive(storage, run_id, owner, settings.lock_ttl) as hold:
         ex = await operations.load_owned(reactor, storage, run_id, owner)
         ex.lease = hold  # losing the lock stops the rollback from starting anything more
         if ex.state.status not in (Status.PAUSED, Status.RUNNING):
-            return
-        await ex.writer.save_state(Status.ROLLING_BACK, events=[event(EventKind.RUN_ROLLING_BACK,
-                                                                      detail=str(error))],
-                                   steps=ex.close_waiting(), error=error,
-                                   rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[],
-                                   deadlines={}, timeout_at=None)
-        await drive(ex, WAITS_FOR_THROWS)  # the run is failed when this returns
+            return False
+        await roll_back(ex, error)
+    return True
+
+
+async def roll_back(ex: Execution, error: RunError) -> None:
+    """Roll the run `ex` holds (under its lock, `ex.lease` set) back from the root and mark it
+    failed with `error`: no longer waiting on anything."""
+    await ex.writer.save_state(Status.ROLLING_BACK, events=[event(EventKind.RUN_ROLLING_BACK,
+                                                                  detail=str(error))],
+                               steps=ex.close_waiting(), error=error,
+                               rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[],
+                               deadlines={}, timeout_at=None)
+    await drive(ex, WAITS_FOR_THROWS)  # the run is failed when this returns

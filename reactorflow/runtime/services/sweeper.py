@@ -14,8 +14,10 @@ treats the others (`SweepReport.reindexed`).
 A `running` run with a timer armed for later is not stalled: it sleeps, and its timer takes
 it on (`services.timers`); one whose timer is overdue (no firer ran) is recovered.
 
-A `paused` run whose interrupt deadline passed is rolled back and failed. A paused run with a
-claimed but unapplied payload and no lock holder (its resumer died) is resumed.
+A `paused` run whose interrupt deadline passed is settled by `deadlines.deadline_due`: rolled
+back and failed, or, with the interrupt's `on_timeout=`, resumed with that payload (exactly
+once, whatever else fires it). A paused run with a claimed but unapplied payload and no lock
+holder (its resumer died) is resumed.
 
 A run whose stored record cannot be decoded, or whose reactor's graph changed incompatibly, is
 marked failed with the reason instead of being retried forever.
@@ -43,7 +45,7 @@ import msgspec
 
 from reactorflow import clock, config, records
 from reactorflow.definition import registry
-from reactorflow.definition.graph import display_path, plan_for
+from reactorflow.definition.graph import plan_for
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import (
     CorruptRecord,
@@ -53,7 +55,6 @@ from reactorflow.errors import (
     StorageConnectionError,
     StorageError,
 )
-from reactorflow.records import RunError
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.async_units import child_report
 from reactorflow.runtime.engine.async_units import report as report_unit
@@ -61,7 +62,7 @@ from reactorflow.runtime.engine.job_queue import Job, JobKind
 from reactorflow.runtime.engine.mode import WAITS_FOR_THROWS
 from reactorflow.runtime.engine.ownership import acquire, new_owner
 from reactorflow.runtime.ops import operations
-from reactorflow.runtime.ops.resume import fail_run
+from reactorflow.runtime.ops.deadlines import deadline_due
 from reactorflow.runtime.services import job_handling as jobs
 from reactorflow.status import Status, StepStatus
 from reactorflow.storage.contract.storage import Storage
@@ -93,7 +94,9 @@ class SweepReport:
     Attributes:
         recovered: Re-driven in this process: stalled runs, paused runs with an unapplied
             claim, lost units.
-        expired: An overdue interrupt failed the run.
+        expired: An overdue interrupt failed the run (`InterruptExpired`).
+        timed_out: An overdue interrupt with `on_timeout=` settled the run: resumed with that
+            payload (or failed, when its value did not validate).
         failed: Unreadable or changed graph: marked failed.
         skipped: The reactor is not declared in this process.
         enqueued: Handed to the workers (when a shared broker is configured).
@@ -105,6 +108,7 @@ class SweepReport:
 
     recovered: list[str] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)
+    timed_out: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # unreadable or incompatible: marked failed
     skipped: list[str] = field(default_factory=list)  # reactor not imported in this process
     enqueued: list[str] = field(default_factory=list)  # handed to workers
@@ -284,6 +288,13 @@ async def _sweep_paused(storage: Storage, live: Liveness, report: SweepReport) -
     if reactor is None:
         report.skipped.append(live.run_id)
         return
+    settled = await deadline_due(reactor, storage, live.run_id, hand_off=queue.current().shared)
+    if settled is not None:
+        timed_out = settled.error is None or settled.error.type != "InterruptExpired"
+        (report.timed_out if timed_out else report.expired).append(live.run_id)
+        log.info("reactorflow.sweep.%s run_id=%s", "timed_out" if timed_out else "expired",
+                 live.run_id)
+        return
     head = await storage.load_head(live.run_id)
     if head is None or head.status != Status.PAUSED:
         return
@@ -291,16 +302,6 @@ async def _sweep_paused(storage: Storage, live: Liveness, report: SweepReport) -
         state = records.decode_state(head.state)
     except msgspec.DecodeError as exc:
         raise CorruptRecord(live.run_id, f"its state cannot be decoded: {exc}") from exc
-    now = clock.now()
-    overdue = sorted((d, k) for k, d in state.deadlines.items() if d <= now)
-    if overdue:
-        key = overdue[0][1]
-        error = RunError(key, "InterruptExpired",
-                         f"no payload for interrupt {display_path(key)} before its deadline")
-        await fail_run(reactor, storage, live.run_id, error)
-        report.expired.append(live.run_id)
-        log.info("reactorflow.sweep.expired run_id=%s step=%s", live.run_id, key)
-        return
     claims = await storage.claims(live.run_id)
     if any(k in claims for k in state.waiting_on):
         await _recover(storage, live, report)
