@@ -4,7 +4,7 @@ that the three days pass in an instant.
 The run ships, then sleeps (`@reactor.sleep`): it parks holding nothing (no coroutine, thread,
 lock or worker) with `StepState.wake_at` saying until when, while the independent step goes on.
 Advancing the clock fires the sleep's timer; the reminder step gets the deadline it woke for.
-A second run is cancelled while it sleeps: its timer then finds nothing to do.
+A second run is cancelled while it sleeps: at once, its timer disarmed.
 
 Run it with `python examples/reminder.py`.
 """
@@ -82,14 +82,15 @@ async def main() -> int:
 
         other = await reminders.run(order_id="1043", email="bob@example.com")
         cancelled = await reminders.cancel(other.id, reason="order returned")
-        await env.clock.advance(COOL_OFF.total_seconds())  # its timer finds nothing to do
+        disarmed = await env.storage.timer_of(other.id) is None
+        await env.clock.advance(COOL_OFF.total_seconds())  # nothing fires: it stays cancelled
         after = await reminders.get(other.id)
         print(f"a run cancelled while it sleeps: {after.status.value}, "
               f"cool_off {after.steps['cool_off'].status.value}, "
-              f"remind {after.steps['remind'].status.value}")
+              f"remind {after.steps['remind'].status.value}, timer disarmed: {disarmed}")
 
         ok = (done.status is rf.Status.COMPLETED and done.steps["cool_off"].result == wake_at
-              and len(outbox) == 1 and cancelled.status is rf.Status.CANCELLED
+              and len(outbox) == 1 and cancelled.status is rf.Status.CANCELLED and disarmed
               and after.steps["remind"].status is rf.StepStatus.PENDING)
     return 0 if ok else 1
 

@@ -26,7 +26,6 @@ DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
 async def _open_run(board: Dashboard, run_id: str) -> None:
-    await board.sign_in()
     await board.page.goto(f"{board.url}?run={run_id}")
     await board.page.locator("#run-status .status").wait_for()
 
@@ -36,6 +35,7 @@ async def test_a_sleeping_step_says_until_when(dashboard: Dashboard) -> None:
     wake = run.steps["cool_off"].wake_at
     assert wake is not None
     page = dashboard.page
+    await dashboard.sign_in()
     await _open_run(dashboard, run.id)
     note = await page.locator("#steps tr[data-step='cool_off'] td.note").text_content()
     assert note == sleeping(wake, time.time())  # as `reactorflow runs show` says it
@@ -47,6 +47,23 @@ async def test_a_sleeping_step_says_until_when(dashboard: Dashboard) -> None:
     assert "kind-sleep" in (await node.get_attribute("class") or "").split()
     assert await node.locator("text").text_content() == "cool_off \u00b7 sleeping"
     assert await node.locator("title").text_content() == f"cool_off (sleep): {note}"
+
+
+async def test_a_sleeping_run_is_undone_and_cancelled_from_its_buttons(
+        dashboard: Dashboard) -> None:
+    page = dashboard.page
+    await dashboard.sign_in()
+    for action, name in (("undo", "Undo"), ("cancel", "Cancel")):
+        run = await reminders.run(order_id=f"U-{action}")
+        await _open_run(dashboard, run.id)
+        button = page.locator(f"#actions button[data-action='{action}']")
+        assert await button.is_enabled()  # a run that only sleeps: at once, as a paused one
+        await button.click()
+        await page.locator("#run-status .s-cancelled").wait_for()
+        assert dashboard.dialogs[-1].startswith(name)
+        stopped = await reminders.get(run.id)
+        assert stopped.status is rf.Status.CANCELLED
+        assert stopped.steps["cool_off"].status is rf.StepStatus.SKIPPED
 
 
 async def test_the_page_phrases_notes_as_the_cli_does(dashboard: Dashboard) -> None:
@@ -75,6 +92,7 @@ async def test_screenshot_for_the_docs(dashboard: Dashboard) -> None:
     """docs/img/dashboard-run-sleeping.png, taken from the real browser."""
     run = await reminders.run(order_id="1042")
     page = dashboard.page
+    await dashboard.sign_in()
     await _open_run(dashboard, run.id)
     await page.locator("#steps tr[data-step='cool_off'] td.note", has_text="sleeping").wait_for()
     await page.screenshot(path=str(DOCS_IMG / "dashboard-run-sleeping.png"), full_page=True)

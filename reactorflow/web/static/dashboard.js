@@ -236,7 +236,10 @@
       return [el("dt", { text: k }), dd];
     }));
     const terminal = ["completed", "failed", "cancelled", "aborted", "halted"].includes(run.status);
-    const allowed = { undo: ["completed", "paused", "aborted", "cancelled", "halted"].includes(run.status),
+    // a run that only sleeps is undone at once, as a paused one (the server refuses, saying why,
+    // when something else is also out)
+    const asleep = run.status === "running" && Object.values(run.steps).some((s) => s.status === "waiting" && s.wake_at);
+    const allowed = { undo: ["completed", "paused", "aborted", "cancelled", "halted"].includes(run.status) || asleep,
       cancel: ["running", "paused"].includes(run.status), retry: ["failed", "cancelled", "aborted"].includes(run.status) };
     for (const button of document.querySelectorAll("#actions button")) button.disabled = !allowed[button.dataset.action];
     renderError(run.error);
