@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from reactorflow import clock
+from reactorflow.cli.notes import step_note
 from reactorflow.jsonforms import dumps, page_form, run_form
 from reactorflow.records import Event
 from reactorflow.snapshot import Run, RunPage, StepState
@@ -16,7 +18,7 @@ STATUS_COLOURS = {
     "completed": "green", "failed": "red", "paused": "yellow", "running": "cyan",
     "rolling_back": "magenta", "cancelled": "bright_black", "aborted": "magenta",
     "halted": "blue", "pending": "bright_black", "skipped": "bright_black",
-    "compensated": "magenta", "undone": "magenta",
+    "compensated": "magenta", "undone": "magenta", "waiting": "yellow",
 }
 
 
@@ -133,6 +135,7 @@ def show_run(run: Run, as_json: bool) -> None:
         click.echo(f"{name.ljust(width)}  {value if name == 'status' else clean(value)}")
     if run.steps:
         click.echo()
+        now = clock.now()
         rows = [[key, state.status.value, str(state.attempts), duration(state),
-                 state.error or ""] for key, state in run.steps.items()]
-        table(["STEP", "STATUS", "ATTEMPTS", "DURATION", "ERROR"], rows, coloured=1)
+                 step_note(state, now)] for key, state in run.steps.items()]
+        table(["STEP", "STATUS", "ATTEMPTS", "DURATION", "NOTE"], rows, coloured=1)

@@ -313,6 +313,7 @@ class InvalidSleep(ReactorflowError, TypeError):
 
     Attributes:
         value: A short description of what it returned.
+        problem: Why that is no deadline.
     """
 
     def __init__(self, run_id: str, step: str, value: str, problem: str) -> None:
@@ -323,6 +324,7 @@ class InvalidSleep(ReactorflowError, TypeError):
             step=step,
         )
         self.value = value
+        self.problem = problem
 
 
 class AsyncWaitTimeout(ReactorflowError, TimeoutError):

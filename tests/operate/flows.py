@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
 import msgspec
@@ -108,3 +109,27 @@ async def sign(payload: Signoff) -> Signoff:
 @signoffs.step
 async def record(sign: Signoff) -> str:
     return f"{'approved' if sign.approved else 'rejected'} by {sign.by}"
+
+
+class Shipment(msgspec.Struct):
+    order_id: str
+
+
+reminders = rf.Reactor("ops.reminders", inputs=Shipment)
+SLEEPS = timedelta(days=2, hours=3)
+"""How long `reminders` sleeps after shipping before it reminds."""
+
+
+@reminders.step
+async def dispatch_parcel(order_id: str) -> str:
+    return f"parcel-{order_id}"
+
+
+@reminders.sleep
+async def cool_off(dispatch_parcel: str) -> timedelta:
+    return SLEEPS
+
+
+@reminders.step
+async def remind(cool_off: datetime, order_id: str) -> str:
+    return f"reminded {order_id} at {cool_off.isoformat()}"

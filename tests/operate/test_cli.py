@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import anyio
@@ -15,8 +16,9 @@ import httpx
 import pytest
 
 import reactorflow as rf
+from reactorflow.cli.notes import moment_utc
 from tests.operate.conftest import ROOT, Shared, cli, environment
-from tests.operate.flows import approval, orders, signoffs
+from tests.operate.flows import approval, orders, reminders, signoffs
 
 pytestmark = pytest.mark.slow
 APP = ("--app", "tests.operate.flows")
@@ -62,6 +64,19 @@ async def test_human_output_is_an_aligned_table_without_colour_when_piped(
     assert "\x1b[" not in shown.out
     assert "step 'reserve' failed: ValueError: no stock for gin" in shown.out
     assert any(line.split()[:2] == ["reserve", "failed"] for line in shown.out.splitlines())
+
+
+async def test_runs_show_says_until_when_a_run_sleeps(shared: Shared) -> None:
+    run = await reminders.run(order_id="A1")  # sleeps 2 d 3 h on the real clock
+    wake = run.steps["cool_off"].wake_at
+    assert wake is not None
+    shown = cli(shared, "runs", "show", run.id)  # without --app: from the stored records
+    assert shown.code == 0, shown.err
+    row = next(line for line in shown.out.splitlines() if line.startswith("cool_off "))
+    assert row.split()[:3] == ["cool_off", "waiting", "1"]
+    assert row.rstrip().endswith(f"sleeping until {moment_utc(wake)} (in 2 d 3 h)")
+    as_json = json.loads(cli(shared, "runs", "show", run.id, "--json").out)
+    assert datetime.fromisoformat(as_json["steps"]["cool_off"]["wake_at"]) == wake
 
 
 async def test_continue_undo_cancel_and_retry(shared: Shared) -> None:

@@ -94,6 +94,38 @@
   const badge = (s) => el("span", { class: "status s-" + s, text: s });
   const pretty = (v) => (v === null || v === undefined ? "-" : JSON.stringify(v, null, 2));
 
+  // -- a step's note: its error, until when it sleeps, the gate it waits for. Phrased as the
+  // CLI's `runs show` phrases it (reactorflow/cli/notes.py): "sleeping until 2026-12-04 10:00
+  // UTC (in 2 d 3 h)".
+  const MINUTE = 60, HOUR = 3600, DAY = 86400;
+  const pair = (big, bigUnit, small, smallUnit) => (small ? `${big} ${bigUnit} ${small} ${smallUnit}` : `${big} ${bigUnit}`);
+  function inWords(seconds) { // two largest units, rounded to the smaller: "2 d 3 h", "4 min 10 s"
+    seconds = Math.abs(seconds);
+    const r = Math.round;
+    if (r(seconds / MINUTE) >= DAY / MINUTE) { const h = r(seconds / HOUR); return pair(Math.floor(h / 24), "d", h % 24, "h"); }
+    if (r(seconds) >= HOUR) { const m = r(seconds / MINUTE); return pair(Math.floor(m / 60), "h", m % 60, "min"); }
+    if (r(seconds) >= MINUTE) { const s = r(seconds); return pair(Math.floor(s / 60), "min", s % 60, "s"); }
+    return `${r(seconds)} s`;
+  }
+  function momentUtc(iso) { // "2026-12-04 10:00 UTC" (":SS" when its seconds are not 0)
+    const d = new Date(iso);
+    return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}` +
+      (d.getUTCSeconds() ? ":" + pad(d.getUTCSeconds()) : "") + " UTC";
+  }
+  function until(iso, now) {
+    const left = new Date(iso).getTime() / 1000 - now;
+    if (Math.round(left) === 0) return "due now";
+    return left > 0 ? "in " + inWords(left) : "due " + inWords(left) + " ago";
+  }
+  const sleeping = (at, now) => "sleeping until " + momentUtc(at) + " (" + until(at, now) + ")";
+  function stepNote(s, now) {
+    const notes = [];
+    if (s.wake_at && s.status === "waiting") notes.push(sleeping(s.wake_at, now));
+    if (s.gate) notes.push("waiting for " + s.gate);
+    if (s.error) notes.push(s.error);
+    return notes.join("; ");
+  }
+
   function show(id) {
     for (const s of ["login", "list-view", "run-view"]) $(s).hidden = s !== id;
     $("forget").hidden = !token();
@@ -204,7 +236,10 @@
       return [el("dt", { text: k }), dd];
     }));
     const terminal = ["completed", "failed", "cancelled", "aborted", "halted"].includes(run.status);
-    const allowed = { undo: ["completed", "paused", "aborted", "cancelled", "halted"].includes(run.status),
+    // a run that only sleeps is undone at once, as a paused one (the server refuses, saying why,
+    // when something else is also out)
+    const asleep = run.status === "running" && Object.values(run.steps).some((s) => s.status === "waiting" && s.wake_at);
+    const allowed = { undo: ["completed", "paused", "aborted", "cancelled", "halted"].includes(run.status) || asleep,
       cancel: ["running", "paused"].includes(run.status), retry: ["failed", "cancelled", "aborted"].includes(run.status) };
     for (const button of document.querySelectorAll("#actions button")) button.disabled = !allowed[button.dataset.action];
     renderError(run.error);
@@ -265,15 +300,19 @@
       const g = svg("g", { class: "node kind-" + s.kind + " s-" + state.status + (s.element_of ? " element" : ""), "data-step": s.key, transform: `translate(${pos[s.key].x},${pos[s.key].y})` });
       g.append(svg("rect", { width: W, height: H }));
       const text = svg("text", { x: 8, y: 21 });
-      text.textContent = s.key + " \u00b7 " + (s.element_of ? "each" : state.status);
+      const asleep = state.wake_at && state.status === "waiting" ? sleeping(state.wake_at, Date.now() / 1000) : "";
+      text.textContent = s.key + " \u00b7 " + (s.element_of ? "each" : asleep ? "sleeping" : state.status);
       const title = svg("title");
-      title.textContent = s.element_of ? s.key + ": run for each element of " + s.element_of + " (" + state.status + ")" : s.key + ": " + state.status;
+      const kind = s.kind === "step" ? "" : " (" + s.kind + ")";
+      title.textContent = s.element_of ? s.key + kind + ": run for each element of " + s.element_of + " (" + state.status + ")"
+        : s.key + kind + ": " + (asleep || state.status);
       g.append(text, title);
       graph.append(g);
     }
   }
 
   function renderSteps(run) {
+    const now = Date.now() / 1000;
     const times = Object.values(run.steps).flatMap((s) => [s.started_at, s.finished_at]).filter(Boolean);
     const start = Math.min(run.created_at, ...times), end = Math.max(run.updated_at, ...times);
     const span = Math.max(end - start, 1e-3);
@@ -289,7 +328,7 @@
       const duration = s.started_at && s.finished_at ? ((s.finished_at - s.started_at) * 1000).toFixed(0) + " ms" : "-";
       return el("tr", { "data-step": key }, el("td", { text: key }), el("td", {}, badge(s.status)),
         el("td", { text: s.attempts }), el("td", { text: duration }), el("td", { class: "wide" }, bar),
-        el("td", { text: s.error || "" }));
+        el("td", { class: "note", text: stepNote(s, now) }));
     }));
   }
 
@@ -462,5 +501,9 @@
   $("newest").addEventListener("click", () => { listState.cursors = [null]; loadList(); });
   for (const button of document.querySelectorAll("#actions button")) button.addEventListener("click", () => act(button.dataset.action));
   window.addEventListener("popstate", route);
+  // the browser tests read the notes through these (the same cases as the CLI's)
+  window.reactorflowNotes = Object.freeze({ inWords, stepNote });
+  // "in 2 d 3 h" counts down while the page is open, between the run's own updates
+  setInterval(() => { if (current && !$("run-view").hidden) { renderGraph(current); renderSteps(current); } }, 30000);
   route();
 })();
