@@ -29,6 +29,7 @@ replication may lose an acknowledged checkpoint).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -37,6 +38,9 @@ from typing import Any
 
 from chaos.ledger import Record
 
+TIMER_SLACK = 0.002
+"""Seconds a fire may seem early by: the ledger's clock and the workers' are the same machine's,
+read through two Redis servers' TIME (microseconds, rounded)."""
 PROCESS_FAULTS = ("fault.kill_worker", "fault.stop_worker", "fault.kill_sweeper",
                   "fault.kill_scheduler")
 STORAGE_FAULTS = ("fault.restart_redis", "fault.failover")
@@ -183,6 +187,7 @@ def check(records: Sequence[Record], runs: dict[str, StoredRun],
     _check_ordered(records, faults, report)
     _check_elements(runs, effects, faults, report)
     _check_ticks(runs, expect, report)
+    _check_timers(records, faults, report)
     return report
 
 
@@ -474,3 +479,31 @@ def _check_ticks(runs: dict[str, StoredRun], expect: Expectations, report: Repor
         if tick not in per_tick:
             report.violations.append(Violation("tick-missed", "", f"tick {tick} started no "
                                                "run"))
+
+
+def _check_timers(records: Sequence[Record], faults: _Faults, report: Report) -> None:
+    """Timers fire once, never early: each `timer.fire` record (the step after a sleep, as it
+    began) comes at or after its deadline by the ledger's clock; a second fire of one key
+    needs a fault between the two that could have cut off the first one's checkpoint (the
+    step after the sleep is then applied at least once, as any step is)."""
+    fires: dict[str, list[Record]] = defaultdict(list)
+    for record in records:
+        if record.kind == "timer.fire":
+            fires[record.key].append(record)
+    for key, seen in fires.items():
+        report.checked["timers"] += 1
+        first = seen[0]
+        deadline = float(first.note) if first.note else 0.0
+        if first.t + TIMER_SLACK < deadline:
+            report.violations.append(Violation(
+                "timer-early", first.run, f"{key}: fired at {first.t:.3f}, "
+                f"{deadline - first.t:.3f}s before its deadline {deadline:.3f}",
+                faults.before(first.seq)))
+        for earlier, later in itertools.pairwise(seen):
+            excuse = faults.between(earlier.seq, later.seq, (*PROCESS_FAULTS, *STORAGE_FAULTS))
+            if excuse is None:
+                report.violations.append(Violation(
+                    "timer-twice", later.run, f"{key}: fired again (seq {later.seq}) after "
+                    f"seq {earlier.seq} with no fault between", faults.before(later.seq)))
+            else:
+                report.reapplied += 1

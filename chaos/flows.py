@@ -295,12 +295,33 @@ async def tock(tick: str, ctx: rf.StepContext) -> str:
     return await apply("step", ctx)
 
 
-# ---- sleeps: NOT BUILT YET ----------------------------------------------------------------
-# When durable timers land (issue: sleeps/timers), declare here a reactor whose step sleeps
-# (e.g. `await ctx.sleep(2)` or a `timer` step) between two effects, add it to
-# `harness.MIX`, and add the checker's "timer fired once" invariant (a `timer.fire` record per
-# idempotency key, at most one after the timer's checkpoint). Until then the Guarantees page
-# marks timers "coming with timers".
+# ---- a sleep between two effects: the timer fires once, never early ------------------------
+
+
+class Nap(msgspec.Struct):
+    n: int
+    seconds: float = 1.0
+
+
+napper = rf.Reactor("chaos.napper", inputs=Nap)
+
+
+@napper.step
+async def doze(n: int, ctx: rf.StepContext) -> str:
+    return await apply("step", ctx)
+
+
+@napper.sleep
+async def nap(doze: str, seconds: float) -> float:
+    return seconds
+
+
+@napper.step
+async def woke(nap: datetime, ctx: rf.StepContext) -> str:
+    # the timer's fire, as the run saw it: its deadline beside the ledger's clock
+    ledger().record("timer.fire", ctx.idempotency_key, ctx.run_id, token=uuid.uuid4().hex,
+                    note=repr(nap.timestamp()))
+    return await apply("step", ctx)
 
 
 # ---- what the checker reads from storage -------------------------------------------------

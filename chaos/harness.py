@@ -62,6 +62,8 @@ def _inputs(reactor: str, index: int, rng: random.Random) -> dict[str, Any]:
         return {"items": items, "fail_item": rng.choice(items) if rng.random() < 0.25 else -1}
     if reactor == "chaos.survey":
         return {"items": list(range(rng.randint(3, 6)))}
+    if reactor == "chaos.napper":
+        return {"n": index, "seconds": round(rng.uniform(0.2, 3.0), 3)}
     return {"account": account, "n": index}
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 MIX: tuple[tuple[str, int], ...] = (
     ("chaos.saga", 24), ("chaos.fanout", 14), ("chaos.survey", 10), ("chaos.locked", 14),
     ("chaos.pooled", 10), ("chaos.rated", 8), ("chaos.ordered", 12), ("chaos.approval", 8),
+    ("chaos.napper", 8),
 )
 ACCOUNTS = ("a1", "a2", "a3")
 UNDONE_REACTORS = frozenset({"chaos.saga", "chaos.fanout"})

@@ -2,7 +2,8 @@
 management command, a Celery task). Each blocks until its async twin of `rf` returns.
 
 `rf.sync.get_run(run_id)` is `await rf.get_run(run_id)`, and so on for `list_runs`,
-`ordered_peek`, `ordered_skip`, `ordered_reset`, `schedule_once` and `sweep_once`; a reactor's
+`ordered_peek`, `ordered_skip`, `ordered_reset`, `schedule_once`, `sweep_once` and
+`fire_timers`; a reactor's
 own run methods are `reactor.sync.run(...)` and its siblings. The coroutines run on one
 private event-loop thread per process (anyio's blocking portal), started on first use, shut down
 at interpreter exit and started afresh in a forked child; they are safe from any number of
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from reactorflow.runtime.gates import operate
 from reactorflow.runtime.ops import lookup
-from reactorflow.runtime.services import portal, scheduler, sweeper
+from reactorflow.runtime.services import portal, scheduler, sweeper, timers
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["get_run", "list_runs", "ordered_peek", "ordered_reset", "ordered_skip",
-           "schedule_once", "sweep_once"]
+__all__ = ["fire_timers", "get_run", "list_runs", "ordered_peek", "ordered_reset",
+           "ordered_skip", "schedule_once", "sweep_once"]
 
 
 def _call(name: str, work: Callable[[], Awaitable[T]]) -> T:
@@ -142,3 +143,17 @@ def sweep_once(*, limit: int = sweeper.DEFAULT_LIMIT, records: int | None = None
         StorageConnectionError: the storage cannot be reached (nothing more is swept).
     """
     return _call("sweep_once", partial(sweeper.sweep_once, limit=limit, records=records))
+
+
+def fire_timers() -> list[Run]:
+    """`await rf.fire_timers()` from sync code: fire every timer due now (sleeps, long
+    backoffs, interrupt deadlines), resuming each run in this process.
+
+    Returns:
+        The runs it resumed, as they are afterwards.
+
+    Raises:
+        SyncInEventLoop: called inside a running event loop (await `rf.fire_timers`).
+        StorageError: the storage failed (the timers not yet fired fire later).
+    """
+    return _call("fire_timers", timers.fire_timers)

@@ -247,3 +247,22 @@ def test_a_map_element_without_an_outcome_is_reported() -> None:
     runs = {"r1": StoredRun("r1", "chaos.survey", "completed", elements=["e0", ""], items=3,
                             map_name="weigh", committed={"r1:weigh:0": "e0"})}
     assert _invariants(check(book.records, runs)) == ["element-unsettled"] * 2
+
+
+def test_a_timer_that_fires_early_or_twice_without_a_fault_is_reported() -> None:
+    early = Book()
+    early.add("timer.fire", "r1:woke", "r1", t=1_000.0, note=repr(1_001.0))
+    assert _invariants(check(early.records, {})) == ["timer-early"]
+    on_time = Book()
+    on_time.add("timer.fire", "r1:woke", "r1", t=1_001.0, note=repr(1_001.0))
+    assert check(on_time.records, {}).violations == []
+    twice = Book()
+    twice.add("timer.fire", "r1:woke", "r1", t=1_002.0, note=repr(1_001.0))
+    twice.add("timer.fire", "r1:woke", "r1", t=1_003.0, note=repr(1_001.0))
+    assert _invariants(check(twice.records, {})) == ["timer-twice"]
+    excused = Book()
+    excused.add("timer.fire", "r1:woke", "r1", t=1_002.0, note=repr(1_001.0))
+    excused.add("fault.kill_worker", "worker-0", pgid=1)
+    excused.add("timer.fire", "r1:woke", "r1", t=1_004.0, note=repr(1_001.0))
+    report = check(excused.records, {})
+    assert report.violations == [] and report.reapplied == 1

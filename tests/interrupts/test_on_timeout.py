@@ -80,6 +80,13 @@ def env(request: pytest.FixtureRequest) -> Environment:
     return found
 
 
+
+async def unfired(storage: rf.Storage, run: rf.Run) -> None:
+    """Void the run's timer: the deadline is then noticed only by whoever calls
+    `deadline_due` here, as the sweeper does when no firer ran (the timer's own firing is
+    tested in tests/timers)."""
+    await storage.disarm_timer(run.id)
+
 def _resumes(run: rf.Run) -> int:
     return kinds(run).count("interrupt.resumed:approve")
 
@@ -197,6 +204,7 @@ async def test_a_background_interrupt_is_resumed_by_a_worker(env: Environment) -
     log: list[str] = []
     flow = _flow(log, timeout=60, on_timeout=TIMED_OUT, resume="background")
     paused = await flow.run(order_id="A3")
+    await unfired(env.storage, paused)
     await env.clock.advance(60)
     settled = await deadline_due(flow, env.storage, paused.id)
     assert settled is not None and settled.status is rf.Status.RUNNING  # handed to a worker
@@ -259,6 +267,7 @@ async def test_a_raising_callable_fails_the_run_naming_the_interrupt(env: Enviro
 
     flow = _flow(log, timeout=60, on_timeout=decide)
     paused = await flow.run(order_id="A6")
+    await unfired(env.storage, paused)
     await env.clock.advance(60)
     settled = await deadline_due(flow, env.storage, paused.id)
     assert settled is not None and settled.status is rf.Status.FAILED
@@ -276,6 +285,7 @@ async def test_continue_after_the_deadline_wins_while_nothing_claimed_it(
     log: list[str] = []
     flow = _flow(log, timeout=0.2, on_timeout=TIMED_OUT)
     paused = await flow.run(order_id="B1")
+    await unfired(storage, paused)
     await until_past(paused.timeout_at)
     run = await flow.continue_(paused.id, step="approve", payload={"approved": True, "by": "ann"})
     assert run.status is rf.Status.COMPLETED and run.value == "B1: approved=True by ann"
@@ -287,6 +297,7 @@ async def test_continue_after_the_deadline_fired_is_already_resumed(storage: rf.
     log: list[str] = []
     flow = _flow(log, timeout=0.2, on_timeout=TIMED_OUT)
     paused = await flow.run(order_id="B2")
+    await unfired(storage, paused)
     await until_past(paused.timeout_at)
     settled = await deadline_due(flow, storage, paused.id)
     assert settled is not None and settled.status is rf.Status.COMPLETED
@@ -308,6 +319,8 @@ async def test_a_continue_racing_the_deadline_one_resume(storage: rf.Storage) ->
     log: list[str] = []
     flow = _flow(log, timeout=0.3, on_timeout=TIMED_OUT)
     runs = [await flow.run(order_id=f"R{i}") for i in range(8)]
+    for started in runs:
+        await unfired(storage, started)
     await until_past(max(run.timeout_at or 0.0 for run in runs))
     outcomes: dict[str, list[str]] = {run.id: [] for run in runs}
 
@@ -343,6 +356,7 @@ async def test_five_concurrent_deadline_callers_resume_once(storage: rf.Storage)
     log: list[str] = []
     flow = _flow(log, timeout=0.2, on_timeout=TIMED_OUT)
     paused = await flow.run(order_id="C1")
+    await unfired(storage, paused)
     await until_past(paused.timeout_at)
     settled: list[rf.Run | None] = []
 
@@ -363,6 +377,7 @@ async def test_five_concurrent_deadline_callers_fail_a_run_once(storage: rf.Stor
     log: list[str] = []
     flow = _flow(log, timeout=0.2)
     paused = await flow.run(order_id="C2")
+    await unfired(storage, paused)
     await until_past(paused.timeout_at)
 
     async def fire() -> None:
@@ -404,6 +419,7 @@ async def test_an_interrupt_in_a_composed_child_resumes_at_its_deadline(
         return Part(part_id=f"{order_id}-1")
 
     paused = await root.run(order_id="N1")
+    await unfired(env.storage, paused)
     assert paused.status is rf.Status.PAUSED and paused.waiting_on == [("part", "inspect")]
     await env.clock.advance(30)
     settled = await deadline_due(root, env.storage, paused.id)
@@ -432,6 +448,7 @@ async def test_a_worker_settling_the_deadline_parks_the_run_at_a_long_backoff(
         return f"told {approve.by}"
 
     paused = await flow.run()
+    await unfired(env.storage, paused)
     await env.clock.advance(60)
     settled = await deadline_due(flow, env.storage, paused.id, mode=WORKER)
     assert settled is not None and settled.status is rf.Status.RUNNING  # parked, not held

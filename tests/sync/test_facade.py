@@ -203,6 +203,7 @@ MODULE_CALLS: dict[str, Callable[[], Any]] = {
     "ordered_reset": lambda: rf.sync.ordered_reset("ledger:1"),
     "schedule_once": rf.sync.schedule_once,
     "sweep_once": rf.sync.sweep_once,
+    "fire_timers": rf.sync.fire_timers,
 }
 
 

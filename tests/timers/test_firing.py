@@ -75,3 +75,43 @@ async def test_a_timer_due_during_a_redis_outage_fires_late_once(
         nap = run.steps["nap"]
         assert nap.finished_at is not None and nap.result is not None
         assert nap.finished_at - nap.result.timestamp() >= 0.4  # late, never early
+
+
+class Approval(msgspec.Struct):
+    approved: bool
+    by: str
+
+
+async def test_a_continue_racing_an_interrupts_timer_either_wins_or_is_already_resumed(
+        storage: rf.Storage) -> None:
+    """The timer (this process's firing loop) and a `continue_` at the deadline: one resume per
+    run, whichever claims first."""
+    resumed: collections.Counter[str] = collections.Counter()
+    flow = rf.Reactor(f"timers.race.{uuid.uuid4().hex[:8]}", inputs=Nap)
+
+    @flow.interrupt(timeout=0.3, on_timeout=Approval(approved=False, by="timer"))
+    async def approve(payload: Approval, n: int) -> Approval:
+        resumed[f"{n}"] += 1
+        return payload
+
+    runs = [await flow.run(n=n) for n in range(10)]
+    await anyio.sleep(0.3)  # the deadlines fall due now
+    answers: dict[str, str] = {}
+
+    async def answer(run: rf.Run) -> None:
+        try:
+            await flow.continue_(run.id, step="approve", payload={"approved": True, "by": "ann"})
+            answers[run.id] = "ann"
+        except rf.AlreadyResumed:
+            answers[run.id] = "timer"
+
+    async with anyio.create_task_group() as tg:
+        for run in runs:
+            tg.start_soon(answer, run)
+    with anyio.fail_after(10):
+        while {(await flow.get(r.id)).status for r in runs} != {rf.Status.COMPLETED}:
+            await anyio.sleep(0.02)
+    assert resumed == dict.fromkeys([f"{n}" for n in range(10)], 1)
+    for run in runs:
+        value = (await flow.get(run.id)).steps["approve"].result
+        assert value.by == answers[run.id]

@@ -3,6 +3,8 @@ resumes it at its deadline (api.md §12), on both backends under the fake clock.
 
 from __future__ import annotations
 
+import math
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -50,8 +52,14 @@ def env(request: pytest.FixtureRequest) -> Environment:
     return request.getfixturevalue(request.param)  # type: ignore[no-any-return]
 
 
+async def _on_a_whole_second(env: Environment) -> float:
+    """Move the fake clock to a whole second (a deadline is kept to the microsecond)."""
+    await env.clock.advance_to(math.ceil(env.clock.now()))
+    return env.clock.now()
+
+
 async def test_a_sleep_parks_the_run_and_wakes_it_at_its_deadline(env: Environment) -> None:
-    begun = env.clock.now()
+    begun = await _on_a_whole_second(env)
     run = await flow.run(order_id="A1")
     assert run.status is rf.Status.RUNNING
     sleep = run.steps["cool_off"]
@@ -111,6 +119,7 @@ async def test_a_bad_deadline_fails_the_step_naming_it_and_what_it_returned(
 
 
 async def test_an_aware_datetime_or_seconds_name_the_deadline(env: Environment) -> None:
+    await _on_a_whole_second(env)
     run = await picky.run(kind="aware")
     assert run.steps["until"].wake_at == AT
     seconds = await picky.run(kind="seconds")
@@ -274,3 +283,52 @@ async def test_a_backoff_longer_than_park_after_parks_the_run_on_its_timer(
 async def test_park_after_must_be_positive_seconds() -> None:
     with pytest.raises(rf.ConfigurationError, match="park_after"):
         rf.configure(park_after=0)
+
+
+# -- interrupt deadlines fire through the timers ---------------------------------------------------
+
+class Approval(msgspec.Struct):
+    approved: bool
+    by: str
+
+
+def approvals(on_timeout: Approval | None) -> rf.Reactor:
+    approving = rf.Reactor(f"timers.approve.{on_timeout is not None}.{uuid.uuid4().hex[:6]}",
+                           inputs=Order)
+    options = {} if on_timeout is None else {"on_timeout": on_timeout}
+
+    @approving.interrupt(timeout=timedelta(hours=48), **options)
+    async def approve(payload: Approval, order_id: str) -> Approval:
+        return payload
+
+    @approving.step
+    async def decide(approve: Approval) -> str:
+        return f"approved={approve.approved} by {approve.by}"
+
+    return approving
+
+
+async def test_an_interrupt_deadline_fails_the_run_when_its_timer_fires(
+        env: Environment) -> None:
+    approving = approvals(None)
+    run = await approving.run(order_id="D1")
+    assert run.status is rf.Status.PAUSED
+    assert await env.storage.timer_of(run.id) == pytest.approx(env.clock.now() + 48 * 3600)
+    await env.clock.advance(48 * 3600)  # no sweep: the timer settles it
+    await env.drain()
+    failed = await approving.get(run.id)
+    assert failed.status is rf.Status.FAILED
+    assert failed.error is not None and failed.error.type == "InterruptExpired"
+
+
+async def test_an_on_timeout_payload_resumes_the_run_once_when_its_timer_fires(
+        env: Environment) -> None:
+    approving = approvals(Approval(approved=False, by="timeout"))
+    run = await approving.run(order_id="D2")
+    await env.clock.advance(48 * 3600)
+    await env.drain()
+    done = await approving.get(run.id)
+    assert done.status is rf.Status.COMPLETED and done.value == "approved=False by timeout"
+    with pytest.raises(rf.AlreadyResumed):  # a late continue_ loses to the timer
+        await approving.continue_(run.id, step="approve",
+                                  payload={"approved": True, "by": "ann"})

@@ -58,7 +58,7 @@ from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.forward import Forward
 from reactorflow.runtime.engine.lockkeeper import keeper
 from reactorflow.runtime.engine.mode import DriveMode
-from reactorflow.runtime.engine.parking import park
+from reactorflow.runtime.engine.parking import arm_timer, park
 from reactorflow.runtime.engine.rollback import collected_failures, roll_back
 from reactorflow.runtime.engine.runners import Ending, Verdict
 from reactorflow.runtime.gates import levels
@@ -233,6 +233,8 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
         case Ending.PAUSED:
             deadlines = {k: d for k in verdict.waiting
                          if (d := ex.records[k].deadline) is not None}
+            if deadlines:  # its timer settles the first deadline (`ops.deadlines`)
+                await arm_timer(ex, min(deadlines.values()))
             paused = event(EventKind.RUN_PAUSED, detail=", ".join(verdict.waiting))
             await ex.writer.save_state(Status.PAUSED, final=True, publish=True, events=[paused],
                                        waiting_on=verdict.waiting, deadlines=deadlines,

@@ -80,6 +80,15 @@ def _timer_due(ex: Execution, wake_at: float | None) -> float | None:
     return None
 
 
+async def arm_timer(ex: Execution, due_at: float) -> None:
+    """Arm the run's timer for `due_at` (before the save that parks or pauses the run: a timer
+    fired before it finds nothing due and writes nothing), and tell the job queue, whose
+    workers fire it (`services.timers`)."""
+    ex.timer_at = due_at
+    await ex.storage.arm_timer(ex.run_id, ex.reactor, due_at)
+    queue.timer_armed(due_at)
+
+
 def _due_times(ex: Execution, parked: dict[str, float], wake_at: float | None) -> list[float]:
     timeout = config.settings().async_wait_timeout
     units = _units(ex, parked)
@@ -121,9 +130,9 @@ async def park(ex: Execution, units: dict[str, float], wake_at: float | None) ->
     waits = [*units, *asleep, *(["retry"] if wake_at is not None and not asleep else [])]
     status = Status.ROLLING_BACK if ex.state.status is Status.ROLLING_BACK else Status.RUNNING
     await keep_while_parked(ex, hold_bound(ex, units, wake_at))
-    ex.timer_at = _timer_due(ex, wake_at)
-    if ex.timer_at is not None:  # before the save: a timer without its park finds nothing due
-        await ex.storage.arm_timer(ex.run_id, ex.reactor, ex.timer_at)
+    due_at = _timer_due(ex, wake_at)
+    if due_at is not None:  # before the save: a timer without its park finds nothing due
+        await arm_timer(ex, due_at)
     await ex.writer.save_state(status, final=True, parked_on=units, wake_at=wake_at,
                                waiting_on=[],
                                events=[event(EventKind.RUN_PARKED, detail=", ".join(waits))])
@@ -145,7 +154,6 @@ async def after_park(ex: Execution) -> None:
         queue.enqueue_run(ex.run_id, ex.reactor)
         return
     if ex.timer_at is not None:  # its timer wakes it (a unit's wait may still come first)
-        queue.timer_armed(ex.timer_at)
         times = _due_times(ex, ex.state.parked_on, None) if ex.state.parked_on else []
     else:
         times = _due_times(ex, ex.state.parked_on, ex.state.wake_at)

@@ -23,7 +23,8 @@ undone, failed elsewhere) closes it `skipped` (`Execution.close_waiting`).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import math
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from reactorflow import clock, records
@@ -65,10 +66,17 @@ def deadline_of(run_id: str, step: str, value: Any, now: float) -> float:
 
 
 def _exact(moment: float) -> float:
-    """`moment` as a datetime holds it (to the microsecond): the deadline stored, the timer's
-    time and `StepState.wake_at.timestamp()` are then one and the same number, so advancing a
-    fake clock to `wake_at` reaches it."""
-    return clock.utc(moment).timestamp()
+    """`moment` cut to the microsecond below it, as a datetime holds it: the deadline stored,
+    the timer's time and `StepState.wake_at.timestamp()` are then one and the same number (a
+    fake clock advanced to `wake_at`, or by the duration asked for, reaches it)."""
+    micros = math.floor(moment * 1_000_000)
+    exact = (_EPOCH + timedelta(microseconds=micros)).timestamp()
+    if exact > moment:  # (the product's rounding)
+        exact = (_EPOCH + timedelta(microseconds=micros - 1)).timestamp()
+    return exact
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 async def _sleep(drive: Forward, node: Node) -> None:

@@ -48,7 +48,8 @@ from reactorflow.runtime.gates.scope import GateHolds
 from reactorflow.runtime.gates.step_gates import call_gated
 from reactorflow.runtime.maps import element_job, undo_job
 from reactorflow.runtime.ops import operations
-from reactorflow.status import EventKind, StepStatus
+from reactorflow.runtime.ops.deadlines import deadline_due, due_interrupts
+from reactorflow.status import EventKind, Status, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
@@ -151,7 +152,9 @@ def unknown_reactor(name: str) -> str:
 
 
 async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
-    """The worker resume protocol: lock, then load, then act on the stored status.
+    """The worker resume protocol: lock, then load, then act on the stored status; then, for
+    a paused run whose interrupt deadline passed (its timer fired), settle that deadline
+    (`deadlines.deadline_due`: failed, or resumed with its `on_timeout`).
 
     Lock: if another execution holds the run for `RUN_LOCK_WAIT` seconds, re-enqueue this job
     `SNOOZE_DELAY` (+ jitter) later and end. Load: read the run while holding its lock. Act:
@@ -183,7 +186,11 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
                      reactor_name, snoozes)
         return
     try:
-        await operations.run_owned(reactor, storage, run_id, owner, mode=WORKER)
+        ex = await operations.run_owned(reactor, storage, run_id, owner, mode=WORKER)
+        if ex.state.status is Status.PAUSED and due_interrupts(ex.state, ex.claims,
+                                                                clock.now()):
+            # its timer fired (or a sweep found it): the deadline is settled here, lock free
+            await deadline_due(reactor, storage, run_id, mode=WORKER)
     except RunNotFound as exc:
         if exc.other_reactor is not None:  # storage is the truth: the job is wrong
             jobcheck.drop(job, exc.message)
