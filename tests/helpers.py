@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 import reactorflow as rf
+from reactorflow import config
 from reactorflow.runtime.engine.job_queue import Job
 
 RUN_NAMESPACE = f"rftest{uuid.uuid4().hex[:8]}"
@@ -171,3 +172,9 @@ class Captured:
 
     def enqueue(self, job: Job, *, delay: float | None = None) -> None:
         self.jobs.append(job)
+
+
+async def unfired(run: rf.Run) -> None:
+    """Void the run's timer (its interrupt deadline's): only a sweep then notices the deadline,
+    as when no firer ran (the timers' own firing is tested in tests/timers)."""
+    await config.current_storage().disarm_timer(run.id)

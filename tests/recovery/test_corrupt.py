@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 import reactorflow as rf
 from reactorflow import config, records
 from reactorflow.storage.redis.keys import RedisKeys
-from tests.helpers import redis_namespace, unique
+from tests.helpers import redis_namespace, unfired, unique
 
 VANDAL = "vandal"
 GARBAGE = b"\xc1 not msgpack"  # 0xc1 is never valid MessagePack
@@ -180,6 +180,7 @@ async def test_paused_run_with_corrupt_state_does_not_crash_the_sweep(
         return payload
 
     paused = await flow.run()
+    await unfired(paused)
     assert paused.status is rf.Status.PAUSED
     await _vandalise_state(storage, paused.id, "paused", GARBAGE)
     await anyio.sleep(0.1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import reactorflow as rf
-from tests.helpers import kinds, unique, until_past
+from tests.helpers import kinds, unfired, unique, until_past
 
 
 def _flow(log: list[str], timeout: float | None) -> rf.Reactor:
@@ -41,6 +41,7 @@ async def test_overdue_interrupt_is_expired_and_rolled_back(storage: rf.Storage)
     log: list[str] = []
     flow = _flow(log, timeout=2.0)  # the early sweep below has 2 s to happen before it
     paused = await flow.run()
+    await unfired(paused)
     assert paused.status is rf.Status.PAUSED and paused.timeout_at is not None
 
     early = await rf.sweep_once()  # before the deadline: left waiting
@@ -80,8 +81,11 @@ async def test_only_overdue_runs_are_expired(storage: rf.Storage) -> None:
     quick, patient = _flow(log, timeout=0.1), _flow(log, timeout=60)
     forever = _flow(log, timeout=None)
     overdue = await quick.run()
+    await unfired(overdue)
     waiting = await patient.run()
+    await unfired(waiting)
     untimed = await forever.run()
+    await unfired(untimed)
     await until_past(overdue.timeout_at)
 
     report = await rf.sweep_once()
@@ -98,6 +102,7 @@ async def test_paused_run_held_by_another_execution_is_not_expired(storage: rf.S
     log: list[str] = []
     flow = _flow(log, timeout=0.1)
     paused = await flow.run()
+    await unfired(paused)
     assert await storage.acquire_lock(paused.id, "someone-else", 60.0)
     await until_past(paused.timeout_at)
     report = await rf.sweep_once()
@@ -114,6 +119,7 @@ async def test_expired_interrupt_is_not_left_waiting(storage: rf.Storage) -> Non
     log: list[str] = []
     flow = _flow(log, timeout=0.05)
     paused = await flow.run()
+    await unfired(paused)
     await until_past(paused.timeout_at)
     assert (await rf.sweep_once()).expired == [paused.id]
     run = await flow.get(paused.id)

@@ -17,7 +17,7 @@ import reactorflow as rf
 from reactorflow import records
 from reactorflow.runtime.engine.execution import new_state
 from tests.conftest import ALL_BACKENDS, on_every
-from tests.helpers import unique
+from tests.helpers import unfired, unique
 from tests.recovery.test_corrupt import _hanging_flow, _stalled_run
 
 LIMIT = 3
@@ -94,6 +94,7 @@ async def test_an_overdue_interrupt_past_the_limit_expires_in_a_later_sweep(
         return payload
 
     paused = await flow.run()
+    await unfired(paused)
     assert paused.status is rf.Status.PAUSED
     await anyio.sleep(0.1)
 

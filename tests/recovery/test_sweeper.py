@@ -21,7 +21,7 @@ import reactorflow as rf
 from reactorflow import records
 from reactorflow.storage.contract.values import ClaimResult
 from tests.conftest import ALL_BACKENDS, on_every
-from tests.helpers import closed_port, kinds, unique, until_past
+from tests.helpers import closed_port, kinds, unfired, unique, until_past
 from tests.recovery.test_corrupt import _hanging_flow, _stalled_run, _untouched
 from tests.workflows import background as bg
 
@@ -222,6 +222,7 @@ async def test_an_async_child_whose_parent_was_never_told_is_relayed(
                 break
             await anyio.sleep(0.02)
     paused_child = await child.get(child_id)
+    await unfired(paused_child)  # its timer would fail it (and tell nobody either)
     await until_past(paused_child.timeout_at)
     rf.configure(stall_timeout=0.01)
     first = await rf.sweep_once()
