@@ -27,6 +27,20 @@ async def test_a_unit_is_listed_from_its_dispatch_until_it_reports(storage: Stor
     assert await _listed(storage, run_id) == []
 
 
+async def test_a_unit_parked_between_attempts_stays_listed_and_publishes_nothing(
+        storage: Storage) -> None:
+    run_id = await new_run(storage)
+    await storage.save_step(run_id, OWNER, "mail", b"marker", [b"dispatched"], unit=True)
+    async with storage.subscribe(run_id, "mail") as subscription:
+        assert await storage.save_unit(run_id, "mail", b"attempt 1 failed", [b"retried"],
+                                       settled=False) is True
+        assert await subscription.wait(0.2) is False  # nothing settled: no one is told
+    assert await storage.load_step(run_id, "mail") == b"attempt 1 failed"
+    assert await _listed(storage, run_id) == ["mail"]  # a lost next job is still found
+    assert await storage.save_unit(run_id, "mail", b"done", [b"finished"]) is True
+    assert await _listed(storage, run_id) == []
+
+
 async def test_a_refused_unit_marker_leaves_no_index_entry(storage: Storage) -> None:
     run_id = await new_run(storage)
     with pytest.raises(LockLost):

@@ -332,3 +332,40 @@ async def test_an_on_timeout_payload_resumes_the_run_once_when_its_timer_fires(
     with pytest.raises(rf.AlreadyResumed):  # a late continue_ loses to the timer
         await approving.continue_(run.id, step="approve",
                                   payload={"approved": True, "by": "ann"})
+
+
+# -- an async unit's long backoff parks the unit, not a worker ------------------------------------
+
+unit_flow = rf.Reactor("timers.unit_backoff", inputs=Order)
+unit_tries: list[int] = []
+
+
+@unit_flow.async_step(retries=rf.Retry(attempts=3, backoff=60.0, strategy="fixed"))
+async def supplier(order_id: str) -> str:
+    unit_tries.append(1)
+    if len(unit_tries) < 3:
+        raise ConnectionError("supplier down")
+    return f"ordered {order_id}"
+
+
+@unit_flow.step
+async def confirm(supplier: str) -> str:
+    return f"confirmed: {supplier}"
+
+
+async def test_an_async_units_long_backoff_parks_it_between_attempts(env: Environment) -> None:
+    rf.configure(async_wait_timeout=600)  # its reader waits through the two backoffs
+    unit_tries.clear()
+    run = await unit_flow.dispatch(order_id="U7")  # in a worker: the run parks on its unit
+    await env.drain()  # the first attempt fails; the unit parks: no job waits for the clock
+    parked = await unit_flow.get(run.id)
+    assert parked.steps["supplier"].status is rf.StepStatus.RUNNING
+    assert parked.steps["supplier"].attempts == 1 and len(unit_tries) == 1
+    await env.clock.advance(60)
+    await env.drain()
+    assert len(unit_tries) == 2 and (await unit_flow.get(run.id)).steps["supplier"].attempts == 2
+    await env.clock.advance(60)
+    await env.drain()
+    done = await unit_flow.get(run.id)
+    assert done.status is rf.Status.COMPLETED and done.value == "confirmed: ordered U7"
+    assert done.steps["supplier"].attempts == 3 and len(unit_tries) == 3

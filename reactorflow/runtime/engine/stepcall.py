@@ -358,15 +358,16 @@ async def call_step(ex: Execution, node: Node, payload: Any = MISSING, *,
 def parks_for(ex: Execution, delay: float) -> bool:
     """Whether a retry backoff of `delay` seconds parks the run (`RETRYING`) instead of being
     slept here: in a worker from `PARK_BACKOFF` on; anywhere past `park_after` (the run then
-    parks on its timer, `parking.park`). An async unit's own retries, and a map element's
-    child's, are slept in their job."""
+    parks on its timer, `parking.park`; an async unit parks between its attempts, its job put
+    back for the next one, `jobs._park_unit`). A map element's child's retries are slept in
+    its job."""
     if ex.mode.parks:
         return delay >= PARK_BACKOFF
     return _may_park(ex) and delay > config.settings().park_after
 
 
 def _may_park(ex: Execution) -> bool:
-    return not ex.mode.never_waits and not ex.mode.maps_inline
+    return not ex.mode.maps_inline
 
 
 async def _retry_due(ex: Execution, retry_at: float) -> bool:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, NamedTuple, assert_never
 
-from reactorflow import clock, config
+from reactorflow import clock, config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import plan_for
 from reactorflow.errors import (
@@ -333,11 +333,30 @@ async def _run_unit(ex: Execution, key: str, snoozes: int) -> None:
             events.append(event(EventKind.STEP_FAILED, key, detail=message))
         case StepEnd.SKIPPED:  # its period was used meanwhile (no when=: checked at dispatch)
             record = StepRecord(StepStatus.SKIPPED, 0, out.started_at, clock.now())
-        case StepEnd.RETRYING:  # never parks
-            raise AssertionError(f"unit {key!r} ended {out.status}")
+        case StepEnd.RETRYING:  # a backoff past `park_after`: parked until the next attempt
+            await _park_unit(ex, key, out, events)
+            return
         case _:
             assert_never(out.status)
     await report(ex.storage, ex.run_id, key, record, events)
+
+
+async def _park_unit(ex: Execution, key: str, out: Outcome, events: list[Any]) -> None:
+    """An attempt failed and the next is more than `park_after` away: write the unit's record
+    `running` with the attempts made and the next one's time (it stays in the unit index and
+    settles nothing: `save_unit(settled=False)`), and put its job back for then, holding no
+    worker thread meanwhile. A job that comes before its time (a duplicate, a sweep) is put
+    back again without writing."""
+    assert out.retry_at is not None
+    if out.error is not None:  # (else an early job of a unit parked already)
+        record = StepRecord(StepStatus.RUNNING, out.attempts, out.started_at,
+                            error=ErrorRecord.from_exception(out.error), retry_at=out.retry_at)
+        await ex.storage.save_unit(ex.run_id, key, records.encode(record),
+                                   [records.encode(e) for e in events], settled=False)
+    queue.current().enqueue(Job.unit(ex.run_id, ex.reactor, key),
+                            delay=max(0.0, out.retry_at - clock.now()))
+    log.info("reactorflow.async.parked run_id=%s step=%s attempts=%d next_in=%.1fs", ex.run_id,
+             key, out.attempts, out.retry_at - clock.now())
 
 
 def _snooze_unit(ex: Execution, key: str, out: Outcome, snoozes: int) -> bool:

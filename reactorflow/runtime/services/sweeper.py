@@ -369,6 +369,8 @@ async def _sweep_unit(storage: Storage, unit: UnitLiveness, report: SweepReport)
     record = records.decode_step(raw)
     if node is None or record.status != StepStatus.RUNNING:
         return
+    if record.retry_at is not None and record.retry_at > clock.now():
+        return  # parked between two attempts: its job is put back for the next one
     if node.kind is StepKind.ASYNC_REACTOR:
         if record.child_run:  # the child is a run of its own: swept as such; relay its end
             report_record = await child_report(storage, record.child_run, node, record)

@@ -190,11 +190,13 @@ class RunsContract(abc.ABC):
 
     @abc.abstractmethod
     async def save_unit(self, run_id: str, key: str, record: bytes,
-                        events: Sequence[bytes] = ()) -> bool:
+                        events: Sequence[bytes] = (), *, settled: bool = True) -> bool:
         """Write the record of an async unit (an `async_step` run by a worker), drop it from the
         unit index, then publish the record on the run's `key` topic. Unfenced: a unit never
         holds the run's lock, and the run's owner never writes a unit's record after
-        dispatching it.
+        dispatching it. With `settled=False` (a unit parked between two attempts) the unit stays
+        in the unit index (the sweeper still finds it if its next attempt's job is lost) and
+        nothing is published.
         Returns False (nothing written) when the run no longer exists.
 
         Args:
@@ -202,6 +204,7 @@ class RunsContract(abc.ABC):
             key: The async unit's step key.
             record: The unit's encoded record.
             events: Encoded history events to append.
+            settled: False for a record that does not settle the unit.
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).

@@ -506,7 +506,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Stor
         return False  # (as `scan_records`: nothing to repair)
 
     async def save_unit(self, run_id: str, key: str, record: bytes,
-                        events: Sequence[bytes] = ()) -> bool:
+                        events: Sequence[bytes] = (), *, settled: bool = True) -> bool:
         now = clock.monotonic()
         with self._mutex:
             run = self._live(run_id, now)
@@ -515,8 +515,10 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Stor
             run.steps[key] = record
             run.history.extend(events)
             self._touch(run, now)
-            self._units.pop((run_id, key), None)
-        await self.publish(run_id, key, record)
+            if settled:
+                self._units.pop((run_id, key), None)
+        if settled:
+            await self.publish(run_id, key, record)
         return True
 
     # -- notification --------------------------------------------------------------------------

@@ -635,11 +635,14 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         return await self._release_mapping(self._keys.idempotency(reactor, key), run_id)
 
     async def save_unit(self, run_id: str, key: str, record: bytes,
-                        events: Sequence[bytes] = ()) -> bool:
+                        events: Sequence[bytes] = (), *, settled: bool = True) -> bool:
         conn = await self._redis.get()
         args: Args = [_token(), key, record, _now(), self.history_limit,
-                      self._keys.channel(run_id, key), *events]
+                      self._keys.channel(run_id, key) if settled else "", *events]
         with self._errors():
+            if not settled:  # the unit stays indexed: only the record and its events
+                written = await conn.script("save_unit", self._keys.run_keys(run_id), args)
+                return bool(written == 1)
             member = unit_member(run_id, key)
             index = self._keys.units()
 
