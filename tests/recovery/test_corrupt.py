@@ -175,7 +175,7 @@ async def test_paused_run_with_corrupt_state_does_not_crash_the_sweep(
     async def first() -> int:
         return 1
 
-    @flow.interrupt(timeout=0.05)
+    @flow.interrupt(timeout=0.5)  # time enough to void its timer first, under load too
     async def gate(payload: str, first: int) -> str:
         return payload
 
@@ -183,7 +183,7 @@ async def test_paused_run_with_corrupt_state_does_not_crash_the_sweep(
     await unfired(paused)
     assert paused.status is rf.Status.PAUSED
     await _vandalise_state(storage, paused.id, "paused", GARBAGE)
-    await anyio.sleep(0.1)
+    await anyio.sleep(0.6)
 
     report = await rf.sweep_once()  # must not raise
     assert paused.id in report.failed

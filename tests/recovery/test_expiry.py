@@ -78,7 +78,7 @@ async def test_overdue_interrupt_is_expired_and_rolled_back(storage: rf.Storage)
 
 async def test_only_overdue_runs_are_expired(storage: rf.Storage) -> None:
     log: list[str] = []
-    quick, patient = _flow(log, timeout=0.1), _flow(log, timeout=60)
+    quick, patient = _flow(log, timeout=0.5), _flow(log, timeout=60)
     forever = _flow(log, timeout=None)
     overdue = await quick.run()
     await unfired(overdue)
@@ -100,7 +100,7 @@ async def test_only_overdue_runs_are_expired(storage: rf.Storage) -> None:
 
 async def test_paused_run_held_by_another_execution_is_not_expired(storage: rf.Storage) -> None:
     log: list[str] = []
-    flow = _flow(log, timeout=0.1)
+    flow = _flow(log, timeout=0.5)
     paused = await flow.run()
     await unfired(paused)
     assert await storage.acquire_lock(paused.id, "someone-else", 60.0)
@@ -117,7 +117,7 @@ async def test_paused_run_held_by_another_execution_is_not_expired(storage: rf.S
 
 async def test_expired_interrupt_is_not_left_waiting(storage: rf.Storage) -> None:
     log: list[str] = []
-    flow = _flow(log, timeout=0.05)
+    flow = _flow(log, timeout=0.5)
     paused = await flow.run()
     await unfired(paused)
     await until_past(paused.timeout_at)

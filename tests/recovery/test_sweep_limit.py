@@ -89,14 +89,14 @@ async def test_an_overdue_interrupt_past_the_limit_expires_in_a_later_sweep(
     async def first() -> int:
         return 1
 
-    @flow.interrupt(timeout=0.05)
+    @flow.interrupt(timeout=0.5)  # time enough to void its timer first, under load too
     async def approve(payload: int, first: int) -> int:
         return payload
 
     paused = await flow.run()
     await unfired(paused)
     assert paused.status is rf.Status.PAUSED
-    await anyio.sleep(0.1)
+    await anyio.sleep(0.6)
 
     for _ in range(SWEEPS):
         report = await rf.sweep_once(limit=LIMIT)
