@@ -49,7 +49,9 @@ log = logging.getLogger("reactorflow.timers")
 LEASE = 30.0
 """Seconds a firer has from its claim to its disarm (then another firer may take the timer)."""
 BATCH = 500
-"""Timers claimed in one go."""
+"""Timers claimed in one go..."""
+BATCHES_PER_PASS = 20
+"""...and claimed batches per firing pass at most (then disarmed, and the loop looks again)."""
 INTERVAL = 1.0
 """Seconds between two looks of a firing loop at most (a timer armed by another process is
 fired this late at worst)."""
@@ -57,22 +59,30 @@ BACKOFF_CAP = 30.0
 """Seconds a firing loop waits at most after a failed look (an outage), doubling from 0.5."""
 
 
-async def fire_due(storage: Storage, *, limit: int = BATCH) -> list[DueTimer]:
-    """Claim the timers due now, enqueue each run's resume, then disarm them (see the module,
-    steps 1-3); the timers fired.
+async def fire_due(storage: Storage, *, limit: int = BATCH,
+                   batches: int = BATCHES_PER_PASS) -> list[DueTimer]:
+    """Claim the timers due now and enqueue each run's resume, a batch of `limit` at a time
+    (at most `batches` of them), then disarm them all (see the module, steps 1-3): every due
+    timer is claimed and its resume sent before the first disarm's round trip, so a second
+    batch is not late by the first one's disarms. Returns the timers fired.
 
     Raises:
         StorageError: The storage failed (what was claimed and not disarmed fires again after
             its lease).
     """
-    claimed = await storage.claim_timers(clock.now(), LEASE, limit)
-    for timer in claimed:
-        queue.enqueue_run(timer.run_id, timer.reactor)
-    for timer in claimed:
+    fired: list[DueTimer] = []
+    for _ in range(batches):
+        claimed = await storage.claim_timers(clock.now(), LEASE, limit)
+        for timer in claimed:
+            queue.enqueue_run(timer.run_id, timer.reactor)
+        fired += claimed
+        if len(claimed) < limit:
+            break
+    for timer in fired:
         await storage.disarm_timer(timer.run_id, timer.leased_until)
-    if claimed:
-        log.debug("reactorflow.timers.fired count=%d", len(claimed))
-    return claimed
+    if fired:
+        log.debug("reactorflow.timers.fired count=%d", len(fired))
+    return fired
 
 
 async def fire_timers() -> list[Run]:
@@ -169,7 +179,7 @@ class Firer:
             try:
                 storage = config.current_storage()
                 fired = await fire_due(storage)
-                if len(fired) >= BATCH:
+                if len(fired) >= BATCH * BATCHES_PER_PASS:
                     continue
                 upcoming = await storage.next_timer()
                 now = clock.now()
