@@ -12,7 +12,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow.web import create_app
-from tests.helpers import unique, until_past
+from tests.helpers import unfired, unique, until_past
 from tests.operate.flows import Approval, Signoff, approval, orders, signoffs
 
 TOKEN = "check-token"
@@ -104,11 +104,12 @@ async def test_the_check_of_an_expired_interrupt_writes_nothing(
         client: httpx.AsyncClient) -> None:
     flow = rf.Reactor(unique("expiring"))
 
-    @flow.interrupt(timeout=0.2)
+    @flow.interrupt(timeout=0.5)
     async def approve(payload: bool) -> bool:
         return payload
 
     paused = await flow.run()
+    await unfired(paused)  # nothing else noticed the deadline: the check is the first
     await until_past(paused.timeout_at)
     refused = await client.post(f"/api/runs/{paused.id}/continue/check",
                                 json={"step": "approve", "payload": True})

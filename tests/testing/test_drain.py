@@ -74,8 +74,9 @@ async def test_a_fanned_out_map_returns_running_and_drains_on_both_lanes(
 
 async def test_an_async_step_in_retry_backoff_does_not_deadlock_the_clock(
         rf_env: Environment) -> None:
-    """The unit's job sleeps 60 fake seconds between attempts: drain names it, and
-    `clock.advance` wakes it (it used to wait for the queue to go idle: a deadlock)."""
+    """The unit's job sleeps 4 fake seconds between attempts (under `park_after`: a longer
+    backoff parks the unit and holds no job): drain names it, and `clock.advance` wakes it (it
+    used to wait for the queue to go idle: a deadlock)."""
     flow = rf.Reactor(unique("drain-mail"))
     attempts: list[int] = []
 
@@ -83,7 +84,7 @@ async def test_an_async_step_in_retry_backoff_does_not_deadlock_the_clock(
     async def order() -> str:
         return "o1"
 
-    @flow.async_step(retries=rf.Retry(attempts=2, backoff=60, jitter=False))
+    @flow.async_step(retries=rf.Retry(attempts=2, backoff=4, jitter=False))
     async def mail(order: str, ctx: rf.StepContext) -> str:
         attempts.append(ctx.attempt)
         if ctx.attempt == 1:
@@ -96,10 +97,10 @@ async def test_an_async_step_in_retry_backoff_does_not_deadlock_the_clock(
         await rf_env.drain()
     [(job, why)] = stuck.value.waiting.items()
     assert job.startswith(f"unit:{flow.name}:{run.id}:mail")
-    assert why == ["retry backoff of step 'mail' (attempt 2 of 2): since 0s ago, due in 60s"]
+    assert why == ["retry backoff of step 'mail' (attempt 2 of 2): since 0s ago, due in 4s"]
     assert f"job unit:{flow.name}:{run.id}:mail waits for retry backoff" in str(stuck.value)
     assert "env.clock.advance" in str(stuck.value)
-    await rf_env.clock.advance(60)
+    await rf_env.clock.advance(4)
     await rf_env.drain()
     assert attempts == [1, 2]
     assert (await flow.get(run.id)).steps["mail"].status == "completed"
