@@ -39,6 +39,7 @@ from reactorflow.errors import (
     InvalidSleep,
     LockLost,
     LockTimeout,
+    MigrationError,
     NotInLine,
     NotPaused,
     PayloadValidationError,
@@ -69,6 +70,7 @@ from reactorflow.retry import Retry
 from reactorflow.runtime.engine import job_queue as _queue
 from reactorflow.runtime.gates.operate import ordered_peek, ordered_reset, ordered_skip
 from reactorflow.runtime.ops.lookup import get_run, list_runs
+from reactorflow.runtime.ops.migrations import Migration
 from reactorflow.runtime.ops.payloads import validate_payload
 from reactorflow.runtime.ops.service import RUNTIME as _RUNTIME
 from reactorflow.runtime.services import portal as _portal
@@ -105,6 +107,8 @@ __all__ = [
     "CorrelationConflict",
     "CorruptRecord",
     "DefinitionChanged",
+    "Migration",
+    "MigrationError",
     "DefinitionError",
     "Event",
     "EventKind",

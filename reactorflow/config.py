@@ -47,6 +47,8 @@ class Settings:
             gate fails (`rf.GateBusy`).
         park_after: A retry backoff longer than this many seconds parks the run on a timer
             instead of sleeping in a process or a worker thread.
+        version_patience: Seconds a job for a version of its reactor that no worker declares
+            is handed back before its run fails with `rf.DefinitionChanged`.
     """
 
     storage: Storage | None = None
@@ -59,10 +61,11 @@ class Settings:
     gate_snooze: float = 1.0
     gate_snooze_limit: int = 600
     park_after: float = 5.0
+    version_patience: float = 600.0
 
 
 _NUMBERS = ("lock_ttl", "stall_timeout", "async_wait_timeout", "lock_wait", "gate_snooze",
-            "park_after")
+            "park_after", "version_patience")
 _OPTIONS = tuple(f.name for f in fields(Settings))
 _mutex = threading.Lock()
 _current = Settings()
@@ -88,6 +91,7 @@ def configure(
     gate_snooze: float = _UNSET,
     gate_snooze_limit: int = _UNSET,
     park_after: float = _UNSET,
+    version_patience: float = _UNSET,
     **unknown: Any,
 ) -> Settings:
     """Replace the named settings (others keep their values); returns the new `rf.Settings`.
@@ -114,6 +118,10 @@ def configure(
         park_after: A retry backoff (of a step or an async unit) longer than this many seconds
             parks the run on a timer instead of sleeping in a process or a worker thread
             (default 5; see [Timers](timers.md)).
+        version_patience: Seconds a job for a version of its reactor that this worker does not
+            declare (nor migrate from) is handed back to the queue for another worker, before
+            its run fails with `rf.DefinitionChanged` (default 600; see
+            [Deploying changes](deploying.md)).
 
     Raises:
         ConfigurationError: An unknown option or a bad value (naming the option).
@@ -128,7 +136,8 @@ def configure(
     changes: dict[str, Any] = {}
     for name, value in (("lock_ttl", lock_ttl), ("stall_timeout", stall_timeout),
                         ("async_wait_timeout", async_wait_timeout), ("lock_wait", lock_wait),
-                        ("gate_snooze", gate_snooze), ("park_after", park_after)):
+                        ("gate_snooze", gate_snooze), ("park_after", park_after),
+                        ("version_patience", version_patience)):
         if value is _UNSET:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:

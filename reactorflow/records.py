@@ -235,6 +235,7 @@ class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):
     # of the step's gates, built from the step's arguments (in the step's acquisition order)
     parent_reactor: str | None = None
     parent_gates: list[str] = msgspec.field(default_factory=list)
+    version: int = 1  # the version of its reactor the run is on (a migration moves it)
 
 
 class RunState(msgspec.Struct, omit_defaults=True):
@@ -300,6 +301,22 @@ decode_control = _control_decoder.decode
 decode_element = _element_decoder.decode
 decode_element_args = _args_decoder.decode
 decode_throw = _throw_decoder.decode
+
+
+class _VersionOnly(msgspec.Struct):
+    version: int = 1
+
+
+_version_decoder = msgspec.msgpack.Decoder(_VersionOnly)
+
+
+def meta_version(meta: bytes) -> int:
+    """The version field of an encoded `RunMeta`, read without decoding the rest (1 when the
+    bytes are not a meta: whoever acts on the run reports that)."""
+    try:
+        return _version_decoder.decode(meta).version
+    except (msgspec.DecodeError, TypeError):
+        return 1
 
 
 def raw(value: Any) -> msgspec.Raw:

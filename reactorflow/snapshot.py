@@ -97,6 +97,8 @@ class Run(msgspec.Struct, frozen=True):
         replayed: `True` only on what `run`/`dispatch` return for an idempotency key an earlier
             start holds (this call started nothing).
         retried_from: The run a `retry` started this one from, else `None`.
+        version: The version of its reactor the run is on (`rf.Reactor(version=)`; a
+            migration moves it to a newer one).
     """
 
     id: str
@@ -117,6 +119,7 @@ class Run(msgspec.Struct, frozen=True):
     """True when this is the snapshot of an earlier start with the same idempotency key (this
     call started nothing); False for the run this call started, and for every read."""
     retried_from: str | None = None  # a run started by `retry`: the id of the run it retries
+    version: int = 1
 
     @property
     def ok(self) -> bool:
@@ -135,6 +138,7 @@ class RunSummary(msgspec.Struct, frozen=True):
         updated_at: When it was last written (Unix time).
         error: An `rf.RunError` when the run failed, else `None`.
         waiting_on: The pending interrupts.
+        version: The version of its reactor the run is on.
     """
 
     id: str
@@ -144,6 +148,7 @@ class RunSummary(msgspec.Struct, frozen=True):
     updated_at: float
     error: RunError | None = None
     waiting_on: list[str | tuple[str, ...]] = msgspec.field(default_factory=list)
+    version: int = 1
 
 
 class RunPage(msgspec.Struct, frozen=True):

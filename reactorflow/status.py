@@ -114,14 +114,15 @@ class EventKind(StrEnum):
     "run.started"`): compare `event.kind` with a member or with its value. The families: `run`
     (the run started, paused, resumed, completed, halted, cancelled, rolled back, failed, was
     undone or aborted; `run.handed_off` at the `background` hand-off point, `run.parked` while
-    it waits for async units or a retry holding nothing, `run.snoozed` when a gate was busy in
-    a worker), `step` (an attempt started, completed, failed, was retried, skipped or halted;
-    `step.snoozed` when its gate was busy in a worker), `gate.acquired` (a step's gates were
-    taken), `interrupt` (waiting, resumed), `compose.started`, `async` (`async.dispatched`: a
-    unit was handed to a worker, for an async reactor with the child run id as detail;
-    `async.finished`: an async reactor's child reported its end), `undo` and `compensate`
-    (started, completed, failed), `undo_all.failed` (a map's bulk undo raised), and
-    `history.unreadable` (a stored event that could not be read back, in its place).
+    it waits for async units or a retry holding nothing, `run.snoozed` when a gate was busy in a
+    worker, `run.migrated` when a migration moved it onto a newer version), `step` (an attempt
+    started, completed, failed, was retried, skipped or halted; `step.snoozed` when its gate was
+    busy in a worker), `gate.acquired` (a step's gates were taken), `interrupt` (waiting,
+    resumed), `compose.started`, `async` (`async.dispatched`: a unit was handed to a worker, for
+    an async reactor with the child run id as detail; `async.finished`: an async reactor's child
+    reported its end), `undo` and `compensate` (started, completed, failed), `undo_all.failed`
+    (a map's bulk undo raised), and `history.unreadable` (a stored event that could not be read
+    back, in its place).
     """
 
     # the run
@@ -139,6 +140,7 @@ class EventKind(StrEnum):
     RUN_HANDED_OFF = "run.handed_off"
     RUN_PARKED = "run.parked"
     RUN_SNOOZED = "run.snoozed"
+    RUN_MIGRATED = "run.migrated"  # moved onto a newer version; detail: what the hooks did
     # a step
     STEP_STARTED = "step.started"
     STEP_COMPLETED = "step.completed"

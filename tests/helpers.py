@@ -89,10 +89,7 @@ def redeploy(old: rf.Reactor) -> None:
     collector)."""
     from reactorflow.definition import naming
 
-    with naming._lock:
-        if naming._reactors.get(old.name) is old:
-            del naming._reactors[old.name]
-    naming.bump()
+    naming.forget(old)
 
 
 def unique(name: str) -> str:

@@ -25,6 +25,18 @@ STEP_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 REACTOR_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]*$")
 
 
+def version(value: Any, where: str, reactor: str) -> int:
+    """A declared version: a whole number >= 1 (`bool` is not one).
+
+    Raises:
+        DefinitionError: anything else, naming `where`.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise DefinitionError(f"{where}={value!r} must be a whole number >= 1 (versions "
+                              "count up from 1)", reactor=reactor)
+    return value
+
+
 def input_fields(inputs: type | None, reactor: str) -> tuple[str, ...]:
     """The field names of an inputs type (msgspec.Struct, dataclass, TypedDict or pydantic
     model).

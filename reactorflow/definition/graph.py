@@ -106,7 +106,10 @@ class Plan:
         }
         for key, child in self.elements.items():
             self.fingerprint.update({join(key, k): [entry[0], *(join(key, d) for d in entry[1:])]
-                                     for k, entry in child.fingerprint.items()})
+                                     for k, entry in child.fingerprint.items()
+                                     if k != VERSION_ENTRY})
+        if reactor.version != 1:  # a version's graph is its own (version 1's stays as it was)
+            self.fingerprint[VERSION_ENTRY] = [str(reactor.version)]
         self.redactions = self._redactions()
         self.map_keys: tuple[str, ...] = tuple(  # its maps (in composed children too)
             key for key, node in self.nodes.items() if node.spec.map is not None)
@@ -240,11 +243,23 @@ def _kind_label(spec: StepSpec) -> str:
     return spec.kind.value
 
 
+VERSION_ENTRY = "@version"
+"""The fingerprint entry of a reactor version >= 2 (`[str(version)]`; no step is named so): a
+run's stored graph says which version made it, and the bytes of two versions' graphs differ
+even when their steps are the same (the `continue_` check finds them in a run's meta)."""
+
+
 def compare_fingerprints(stored: Mapping[str, Sequence[str]],
                          current: Mapping[str, Sequence[str]]) -> list[str]:
     """Incompatible differences between a run's stored graph and the current one."""
     differences: list[str] = []
+    mine = stored.get(VERSION_ENTRY, ["1"])[0]
+    theirs = current.get(VERSION_ENTRY, ["1"])[0]
+    if mine != theirs:
+        differences.append(f"the run is on version {mine}, the code is version {theirs}")
     for key, entry in stored.items():
+        if key == VERSION_ENTRY:
+            continue
         now = current.get(key)
         if now is None:
             differences.append(f"step {key!r} was removed or renamed")

@@ -4,10 +4,12 @@
 this module holds the names themselves, typed by what it reads of a reactor (`Named`), so
 the front registers itself here without this module knowing it.
 
-A name is declared in one place. Declaring it again from the same place — the same line of the
-same code (module and qualified name), as when a notebook cell or a reloaded module runs again —
-replaces the earlier reactor; declaring it from anywhere else (another line of that code too,
-such as two declarations at a module's top level or in two lambdas) is a clash.
+A name and version pair is declared in one place. Declaring it again from the same place — the
+same line of the same code (module and qualified name), as when a notebook cell or a reloaded
+module runs again — replaces the earlier reactor; declaring it from anywhere else (another line
+of that code too, such as two declarations at a module's top level or in two lambdas) is a
+clash. Versions of one name (`rf.Reactor(name, version=N)`) live side by side: `find(name)` is
+the newest, which starts new runs; a stored run finds its own with `find(name, version)`.
 """
 
 from __future__ import annotations
@@ -30,9 +32,13 @@ class Named(Protocol):
     @property
     def origin(self) -> Origin: ...
 
+    @property
+    def version(self) -> int: ...
+
 
 _lock = threading.Lock()
-_reactors: weakref.WeakValueDictionary[str, Named] = weakref.WeakValueDictionary()
+# name -> version -> reactor (weak: a reactor no module keeps is gone)
+_reactors: dict[str, weakref.WeakValueDictionary[int, Named]] = {}
 _generation = 0
 _PACKAGE = __name__.rpartition(".")[0] + "."  # reactorflow.definition.
 
@@ -68,37 +74,66 @@ def caller_origin() -> Origin:
 
 
 def register(reactor: Named) -> None:
-    """Record `reactor` under its name (replacing a reactor declared in the same place).
+    """Record `reactor` under its name and version (replacing a reactor declared in the same
+    place).
 
     Raises:
-        DefinitionError: another place declared a reactor of that name; both are named.
+        DefinitionError: another place declared a reactor of that name and version; both are
+            named.
     """
     with _lock:
-        existing = _reactors.get(reactor.name)
+        declared = _reactors.setdefault(reactor.name, weakref.WeakValueDictionary())
+        existing = declared.get(reactor.version)
         if existing is not None and existing is not reactor:
             old, new = existing.origin, reactor.origin
             if old.place != new.place:
+                at = "" if reactor.version == 1 else f" (version {reactor.version})"
                 raise DefinitionError(
-                    f"a reactor named {reactor.name!r} is declared in two places: {old} and "
-                    f"{new}. A reactor's name is its durable identity, so give each reactor "
-                    "its own name (a module imported twice, e.g. as __main__ and by its name, "
-                    "also causes this)",
+                    f"a reactor named {reactor.name!r}{at} is declared in two places: {old} "
+                    f"and {new}. A reactor's name and version are its durable identity, so "
+                    "give each reactor its own name, or a new version of a changed reactor "
+                    "its own version=N (a module imported twice, e.g. as __main__ and by its "
+                    "name, also causes this)",
                     reactor=reactor.name,
                 )
-        _reactors[reactor.name] = reactor
+        declared[reactor.version] = reactor
     bump()
 
 
-def find(name: str) -> Named | None:
-    """The reactor alive under `name`, or `None` (`registry.lookup` gives it its type)."""
+def forget(reactor: Named) -> None:
+    """Forget `reactor` (as a process that never imported its module would not know it): a
+    test of a deploy declares the next version, or the same version changed, in its place."""
     with _lock:
-        return _reactors.get(name)
+        declared = _reactors.get(reactor.name)
+        if declared is not None and declared.get(reactor.version) is reactor:
+            del declared[reactor.version]
+    bump()
+
+
+def find(name: str, version: int | None = None) -> Named | None:
+    """The reactor alive under `name` (at `version`; `None`: its newest version), or `None`
+    (`registry.lookup` gives it its type)."""
+    with _lock:
+        declared = _reactors.get(name)
+        if declared is None:
+            return None
+        if version is not None:
+            return declared.get(version)
+        alive = list(declared.keys())
+        return declared.get(max(alive)) if alive else None
+
+
+def versions(name: str) -> list[int]:
+    """The versions of `name` declared in this process, lowest first."""
+    with _lock:
+        declared = _reactors.get(name)
+        return sorted(declared.keys()) if declared is not None else []
 
 
 def names() -> list[str]:
     """The names of the reactors alive in this process, sorted."""
     with _lock:
-        return sorted(_reactors.keys())
+        return sorted(name for name, declared in _reactors.items() if len(declared))
 
 
 def bump() -> None:

@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from reactorflow import pydantic_types
-from reactorflow.definition import checks, declare, mermaid, naming
+from reactorflow.definition import checks, declare, mermaid, migrations, naming
 from reactorflow.definition.gate_secrets import input_masks
 from reactorflow.definition.gates import BoundGate, bind
 from reactorflow.definition.graph import plan_for
@@ -29,6 +29,9 @@ from reactorflow.status import HandlerKind
 
 if TYPE_CHECKING:
     from reactorflow.middleware import Middleware
+    from reactorflow.snapshot import Run
+
+MigrationFn = migrations.MigrationFn
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -72,10 +75,14 @@ class Reactor(RunMethods["Reactor"]):
             one raises `rf.GateBusy` with nothing stored); see [Gates](gates.md).
         schedules: `rf.Schedule`s that start dispatched runs of this reactor on their cron
             ticks (see [Schedules](schedules.md)).
+        version: The version of this declaration, a whole number >= 1 (see
+            [Deploying changes](deploying.md)): new runs start on the highest version declared
+            in the process, a stored run continues on its own (`run.version`), and a version
+            no module declares needs a migration (`@reactor.migrate(from_version=N)`).
 
     Raises:
-        DefinitionError: A bad name, `max_concurrency`, `returns` or schedule (naming the
-            field), or the name already declared from another place.
+        DefinitionError: A bad name, `max_concurrency`, `returns`, schedule or version (naming
+            the field), or the name and version already declared from another place.
     """
 
     def __init__(
@@ -89,6 +96,7 @@ class Reactor(RunMethods["Reactor"]):
         always_dispatch: bool = False,
         gates: Sequence[Any] = (),
         schedules: Sequence[Any] = (),
+        version: int = 1,
     ) -> None:
         if not isinstance(name, str) or not checks.REACTOR_NAME.match(name):
             raise DefinitionError(
@@ -107,6 +115,8 @@ class Reactor(RunMethods["Reactor"]):
         if returns is not None and not isinstance(returns, str):
             raise DefinitionError(f"reactor {name!r}: returns={returns!r} must be a step name",
                                   reactor=name)
+        self.version = checks.version(version, f"reactor {name!r}: version", name)
+        self.migrations: dict[int, migrations.MigrationHook] = {}
         self.table = StepTable(name, inputs, checks.input_fields(inputs, name), returns)
         self.max_concurrency = max_concurrency
         self.middleware = tuple(middleware)
@@ -185,7 +195,66 @@ class Reactor(RunMethods["Reactor"]):
         return pydantic_types.json_schema(spec.interrupt.payload_type)
 
     def __repr__(self) -> str:
-        return f"<Reactor {self.name!r} steps={list(self.steps)}>"
+        at = "" if self.version == 1 else f" version={self.version}"
+        return f"<Reactor {self.name!r}{at} steps={list(self.steps)}>"
+
+    # -- versions --------------------------------------------------------------------------------
+
+    @overload
+    def migrate(self, run_id: str, /) -> Coroutine[Any, Any, Run]: ...
+    @overload
+    def migrate(self, /, *, from_version: int) -> Callable[[MigrationFn], MigrationFn]: ...
+
+    def migrate(self, run_id: str | None = None, /, *,
+                from_version: int | None = None) -> Any:
+        """Two uses, by their arguments.
+
+        `@reactor.migrate(from_version=N)` declares how a stored run of version N moves onto
+        this reactor's version: the decorated function receives an `rf.Migration` (sync or
+        async) and edits the run's records through it. Migrations chain (1 -> 2 -> 3, each
+        declared on the version it leads to); see [Deploying changes](deploying.md).
+
+        `await reactor.migrate(run_id)` moves one in-flight run onto the newest version
+        declared, ahead of time, and returns its snapshot.
+
+        Args:
+            run_id: The run to migrate now (the coroutine form).
+            from_version: The version the hook migrates from: a whole number >= 1 below this
+                reactor's version (the decorator form).
+
+        Raises:
+            DefinitionError: `from_version` is not a whole number below this reactor's version,
+                or a migration from it is already declared elsewhere (both places named).
+            RunNotFound: No such run of this reactor (the coroutine form).
+            DefinitionChanged: No migration path leads from the run's version.
+            MigrationError: The hook raised, or the migrated run would not fit the new graph;
+                nothing was written.
+        """
+        if run_id is not None:
+            if from_version is not None:
+                raise DefinitionError(
+                    f"reactor {self.name!r}: migrate() takes a run id (to migrate a run now) or "
+                    "from_version= (to declare a migration), not both", reactor=self.name)
+            return self._migrate_run(run_id)
+        if from_version is None:
+            raise DefinitionError(
+                f"reactor {self.name!r}: @reactor.migrate needs from_version=N, the version "
+                "whose runs it moves onto this one", reactor=self.name)
+        source = checks.version(from_version, f"reactor {self.name!r}: migrate(from_version=)",
+                                self.name)
+        if source >= self.version:
+            raise DefinitionError(
+                f"reactor {self.name!r} version {self.version}: migrate(from_version={source}) "
+                f"must name a lower version than {self.version}; declare the migration on the "
+                "newer version's reactor", reactor=self.name)
+
+        def decorate(fn: MigrationFn) -> MigrationFn:
+            self.migrations[source] = migrations.hook(self.name, self.version, source, fn,
+                                                      self.migrations.get(source))
+            naming.bump()
+            return fn
+
+        return decorate
 
     # -- declaration ---------------------------------------------------------------------------
 

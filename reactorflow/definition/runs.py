@@ -43,6 +43,8 @@ class Runtime(Protocol[Front_contra]):
     async def continue_run(self, reactor: Front_contra, run_id: str, *, step: str | Sequence[str],
                            payload: Any) -> Run: ...
 
+    async def migrate(self, reactor: Front_contra, run_id: str) -> Run: ...
+
     async def continue_by_correlation(self, reactor: Front_contra, correlation_id: str, *,
                                       step: str | Sequence[str], payload: Any) -> Run: ...
 
@@ -118,6 +120,10 @@ class RunMethods(Generic[Front]):
         """
         return await _bound().start(self._self(), inputs, fields,
                                     idempotency_key=idempotency_key, dispatch=True)
+
+    async def _migrate_run(self, run_id: str) -> Run:
+        """`await reactor.migrate(run_id)` (documented there)."""
+        return await _bound().migrate(self._self(), run_id)
 
     async def get(self, run_id: str) -> Run:
         """The run's snapshot as stored.

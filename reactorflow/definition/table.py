@@ -33,6 +33,9 @@ class Declared(Protocol):
     def name(self) -> str: ...
 
     @property
+    def version(self) -> int: ...
+
+    @property
     def table(self) -> StepTable: ...
 
     @property

@@ -106,23 +106,69 @@ class ConfigurationError(ReactorflowError):
 
 
 class DefinitionChanged(ReactorflowError):
-    """A stored run was made by a graph that the current code changed incompatibly.
+    """A stored run was made by a graph that the current code changed incompatibly, or by a
+    version of its reactor that no module of this process declares (with no migration path).
 
     Attributes:
         reactor: The run's reactor.
-        differences: What the current graph changed (one line each).
+        differences: What the current graph changed (one line each; empty when the run's
+            version is not declared).
+        version: The stored run's version (`rf.Reactor(version=)`), or `None` when unknown.
     """
 
-    def __init__(self, run_id: str, reactor: str, differences: Sequence[str]) -> None:
-        listed = "; ".join(differences)
-        super().__init__(
-            f"run {run_id!r} of reactor {reactor!r} was started by a different graph and cannot "
-            f"be continued by this code: {listed}. Deploy code whose graph keeps every step the "
-            "run has, or undo/cancel the run with the old code.",
-            run_id=run_id,
-        )
+    def __init__(self, run_id: str, reactor: str, differences: Sequence[str], *,
+                 version: int | None = None, declared: Sequence[int] = ()) -> None:
+        if differences:
+            listed = "; ".join(differences)
+            at = "" if version is None else f" version {version}"
+            message = (
+                f"run {run_id!r} of reactor {reactor!r}{at} was started by a different graph "
+                f"and cannot be continued by this code: {listed}. Keep the graph of a version "
+                "compatible, or bump the version (rf.Reactor(..., version=N+1)) and keep the "
+                "old version's module loaded while its runs are in flight (or declare a "
+                "migration); else undo/cancel the run with the old code.")
+        else:
+            have = ", ".join(map(str, declared)) or "none"
+            message = (
+                f"run {run_id!r} of reactor {reactor!r} is on version {version}, which this "
+                f"process does not declare (it declares version {have}), and no migration "
+                f"leads from version {version}. Load the module that declares version "
+                f"{version}, or declare @reactor.migrate(from_version={version}) on a newer "
+                "version.")
+        super().__init__(message, run_id=run_id)
         self.reactor = reactor
         self.differences = list(differences)
+        self.version = version
+
+
+class MigrationError(ReactorflowError):
+    """A migration of a stored run onto a newer version was refused: the hook raised, or the
+    run's records would not fit the new graph. The run is left as it was.
+
+    Attributes:
+        reactor: The run's reactor.
+        from_version: The version the run is on.
+        to_version: The version the migration leads to.
+        misfits: Why the migrated run would not fit the new graph, one line each (empty when
+            the hook raised).
+    """
+
+    def __init__(self, run_id: str, reactor: str, from_version: int, to_version: int,
+                 misfits: Sequence[str], *, hook: str | None = None,
+                 cause: BaseException | None = None) -> None:
+        if misfits:
+            why = "its records would not fit the new graph: " + "; ".join(misfits)
+        else:
+            why = f"the migration hook {hook} raised {type(cause).__name__}: {cause}"
+        super().__init__(
+            f"run {run_id!r} of reactor {reactor!r} cannot migrate from version "
+            f"{from_version} to {to_version}: {why}. Nothing was written; fix the migration "
+            f"(or the graph) and try again.",
+            run_id=run_id, cause=cause)
+        self.reactor = reactor
+        self.from_version = from_version
+        self.to_version = to_version
+        self.misfits = list(misfits)
 
 
 class SerializationError(ReactorflowError):

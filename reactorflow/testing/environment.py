@@ -25,7 +25,7 @@ from typing import Any
 import reactorflow as rf
 from reactorflow import clock as rf_clock
 from reactorflow import config
-from reactorflow.definition import bodies, registry
+from reactorflow.definition import bodies, naming, registry
 from reactorflow.errors import ConfigurationError
 from reactorflow.runtime.engine import job_queue as rf_queue
 from reactorflow.runtime.engine.lockkeeper import keeper
@@ -178,6 +178,25 @@ class Environment:
             yield
         finally:
             bodies.swap_body(owner, name, previous)
+
+    @contextmanager
+    def undeclared(self, *reactors: rf.Reactor) -> Iterator[None]:
+        """Within the block, this process does not declare `reactors`, as a process deployed
+        without their module would not: a stored run of one's version is migrated along a
+        declared path (`@newer.migrate(from_version=N)`) or refused with
+        `rf.DefinitionChanged`. For testing a migration on a run the old version stored (see
+        [Deploying changes](deploying.md#testing-a-migration)).
+
+        Args:
+            reactors: the old versions to hide.
+        """
+        for reactor in reactors:
+            naming.forget(reactor)
+        try:
+            yield
+        finally:
+            for reactor in reactors:
+                naming.register(reactor)
 
     @contextmanager
     def crash(self, reactor: rf.Reactor, step: str, *, when: When = "after"

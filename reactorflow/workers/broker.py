@@ -183,49 +183,63 @@ def send(message: dramatiq.Message[Any], broker: dramatiq.Broker, delay_ms: int 
 
 
 def enqueue_run(run_id: str, reactor: str, *, delay: float | None = None,
-                snoozes: int = 0, headers: Mapping[str, str] | None = None) -> None:
+                snoozes: int = 0, headers: Mapping[str, str] | None = None, version: int = 1,
+                refused: float = 0.0) -> None:
     """Ask a worker to take the run on (the worker resume protocol decides what that means)."""
     broker = current_broker()
     actor = actors_for(broker).execute_run
     delay_ms = None if delay is None else int(delay * 1000)
-    send(actor.message(run_id, reactor, snoozes, **_extra(headers)), broker, delay_ms)
+    send(actor.message(run_id, reactor, snoozes, **_extra(headers, version, refused)), broker,
+         delay_ms)
     log.info("reactorflow.worker.enqueued run_id=%s reactor=%s delay=%s", run_id, reactor,
              delay)
 
 
 def enqueue_unit(run_id: str, reactor: str, key: str, *, delay: float | None = None,
-                 headers: Mapping[str, str] | None = None, snoozes: int = 0) -> None:
+                 headers: Mapping[str, str] | None = None, snoozes: int = 0, version: int = 1,
+                 refused: float = 0.0) -> None:
     """Ask a worker to run one async unit of a run (`snoozes`: how often it was put back for
     a busy gate; a keyword only when not 0, so a message reads as before)."""
     broker = current_broker()
     actor = actors_for(broker).execute_unit
     counted = {"snoozes": snoozes} if snoozes else {}
-    send(actor.message(run_id, reactor, key, **_extra(headers), **counted), broker,
+    send(actor.message(run_id, reactor, key, **_extra(headers, version, refused), **counted),
+         broker,
          None if delay is None else int(delay * 1000))
 
 
 def enqueue_element(run_id: str, reactor: str, key: str, index: int, *,
-                    delay: float | None = None, headers: Mapping[str, str] | None = None
-                    ) -> None:
+                    delay: float | None = None, headers: Mapping[str, str] | None = None,
+                    version: int = 1, refused: float = 0.0) -> None:
     """Ask a worker to run one element of a fanned-out map."""
     broker = current_broker()
     actor = actors_for(broker).execute_element
-    send(actor.message(run_id, reactor, key, index, **_extra(headers)), broker,
+    send(actor.message(run_id, reactor, key, index, **_extra(headers, version, refused)),
+         broker,
          None if delay is None else int(delay * 1000))
 
 
 def enqueue_undo(run_id: str, reactor: str, key: str, index: int, *,
-                 delay: float | None = None, headers: Mapping[str, str] | None = None) -> None:
+                 delay: float | None = None, headers: Mapping[str, str] | None = None,
+                 version: int = 1, refused: float = 0.0) -> None:
     """Ask a worker to undo one completed element of a fanned-out map."""
     broker = current_broker()
     actor = actors_for(broker).execute_undo
-    send(actor.message(run_id, reactor, key, index, **_extra(headers)), broker,
+    send(actor.message(run_id, reactor, key, index, **_extra(headers, version, refused)),
+         broker,
          None if delay is None else int(delay * 1000))
 
 
-def _extra(headers: Mapping[str, str] | None) -> dict[str, Any]:
-    """The job's middleware headers as the actor's keyword (none: a message as before)."""
-    return {"headers": dict(headers)} if headers else {}
+def _extra(headers: Mapping[str, str] | None, version: int = 1,
+           refused: float = 0.0) -> dict[str, Any]:
+    """The job's middleware headers, version and first refusal as the actor's keywords (each
+    left out at its default: a message as before)."""
+    extra: dict[str, Any] = {"headers": dict(headers)} if headers else {}
+    if version != 1:
+        extra["version"] = version
+    if refused:
+        extra["refused"] = refused
+    return extra
 
 
 def shutdown() -> None:

@@ -24,37 +24,46 @@ __all__ = ["PermanentFailure", "execute_element", "execute_run", "execute_undo",
 
 
 async def execute_run(run_id: str, reactor: str, snoozes: int = 0,
-                      headers: Mapping[str, str] | None = None) -> None:
-    """The run actor: `jobs.execute_run` in the context its message's headers carry."""
+                      headers: Mapping[str, str] | None = None, version: int = 1,
+                      refused: float = 0.0) -> None:
+    """The run actor: `jobs.execute_run` in the context its message's headers carry
+    (`version`, `refused`: keywords only when not their defaults, so a message of a run of
+    version 1 reads as before versions)."""
     with job_context(headers):
-        await jobs.execute_run(run_id, reactor, snoozes)
+        await jobs.execute_run(run_id, reactor, snoozes, version=version, refused=refused)
 
 
 async def execute_unit(run_id: str, reactor: str, key: str,
-                       headers: Mapping[str, str] | None = None, snoozes: int = 0) -> None:
+                       headers: Mapping[str, str] | None = None, snoozes: int = 0,
+                       version: int = 1, refused: float = 0.0) -> None:
     """The async-unit actor: `jobs.execute_unit` in its message's context."""
     with job_context(headers):
-        await jobs.execute_unit(run_id, reactor, key, snoozes)
+        await jobs.execute_unit(run_id, reactor, key, snoozes, version=version,
+                                refused=refused)
 
 
 def execute_element(run_id: str, reactor: str, key: str, index: int,
-                    headers: Mapping[str, str] | None = None) -> None:
+                    headers: Mapping[str, str] | None = None, version: int = 1,
+                    refused: float = 0.0) -> None:
     """The map-element actor: `jobs.execute_element` in its message's context, on the event
     loop thread; the jobs it enqueues are sent from this worker thread (`_off_the_loop`)."""
 
     async def body() -> None:
         with job_context(headers):
-            await jobs.execute_element(run_id, reactor, key, index)
+            await jobs.execute_element(run_id, reactor, key, index, version=version,
+                                       refused=refused)
 
     _off_the_loop(body())
 
 
 async def execute_undo(run_id: str, reactor: str, key: str, index: int,
-                       headers: Mapping[str, str] | None = None) -> None:
+                       headers: Mapping[str, str] | None = None, version: int = 1,
+                       refused: float = 0.0) -> None:
     """The element-undo actor: `jobs.execute_undo` in its message's context (on the loop: it
     sends the throw's next undo before it calls its own handler)."""
     with job_context(headers):
-        await jobs.execute_undo(run_id, reactor, key, index)
+        await jobs.execute_undo(run_id, reactor, key, index, version=version,
+                                refused=refused)
 
 
 def _off_the_loop(work: Coroutine[Any, Any, None]) -> None:
@@ -83,14 +92,15 @@ async def retries_exhausted(message: dict[str, Any], info: dict[str, Any]) -> No
     traceback = str(message.get("options", {}).get("traceback", "")).strip().splitlines()
     reason = (f"the worker job failed {info.get('retries', '?')} time(s) on infrastructure errors"
               f"{': ' + traceback[-1] if traceback else ''}")
+    version = (message.get("kwargs") or {}).get("version", 1)
     if message.get("actor_name") == "reactorflow.execute_unit" and len(args) >= 3:
         run_id, reactor, key = (str(a) for a in args[:3])
-        await give_up(Job.unit(run_id, reactor, key), reason)
+        await give_up(Job.unit(run_id, reactor, key, version=version), reason)
     elif message.get("actor_name") == "reactorflow.execute_element" and len(args) >= 4:
         run_id, reactor, key = (str(a) for a in args[:3])
-        await give_up(Job.element(run_id, reactor, key, args[3]), reason)
+        await give_up(Job.element(run_id, reactor, key, args[3], version=version), reason)
     elif message.get("actor_name") == "reactorflow.execute_undo" and len(args) >= 4:
         run_id, reactor, key = (str(a) for a in args[:3])
-        await give_up(Job.undo(run_id, reactor, key, args[3]), reason)
+        await give_up(Job.undo(run_id, reactor, key, args[3], version=version), reason)
     elif len(args) >= 2:
-        await give_up(Job.run(str(args[0]), str(args[1])), reason)
+        await give_up(Job.run(str(args[0]), str(args[1]), version=version), reason)

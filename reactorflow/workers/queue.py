@@ -35,16 +35,20 @@ class DramatiqQueue:
         match job.kind:
             case JobKind.RUN:
                 broker.enqueue_run(job.run_id, job.reactor, delay=delay, snoozes=job.snoozes,
-                                   headers=job.headers)
+                                   headers=job.headers, version=job.version,
+                                   refused=job.refused)
             case JobKind.UNIT:
                 broker.enqueue_unit(job.run_id, job.reactor, job.step, delay=delay,
-                                    headers=job.headers, snoozes=job.snoozes)
+                                    headers=job.headers, snoozes=job.snoozes,
+                                    version=job.version, refused=job.refused)
             case JobKind.ELEMENT:
                 broker.enqueue_element(job.run_id, job.reactor, job.step, job.index,
-                                       delay=delay, headers=job.headers)
+                                       delay=delay, headers=job.headers,
+                                       version=job.version, refused=job.refused)
             case JobKind.UNDO:
                 broker.enqueue_undo(job.run_id, job.reactor, job.step, job.index,
-                                    delay=delay, headers=job.headers)
+                                    delay=delay, headers=job.headers,
+                                    version=job.version, refused=job.refused)
             case _:
                 assert_never(job.kind)
 

@@ -232,7 +232,8 @@ async def test_an_undo_job_given_up_fails_that_undo_and_the_rollback_goes_on(
             while not recording.dropped or (await storage.lock_owner(run.id)) is not None or (
                     await flow.get(run.id)).history[-1].kind != "run.parked":
                 await anyio.sleep(0.02)
-        await jobs.give_up(Job.undo(run.id, flow.name, "each", 4), "the job failed 3 times")
+        await jobs.give_up(Job.undo(run.id, flow.name, "each", 4, version=1),
+                           "the job failed 3 times")
         done = await flow.wait(run.id, timeout=30)
     finally:
         queue.register(lambda: inner)

@@ -62,8 +62,8 @@ MUTATIONS = (
         "async unit enqueued before its marker is written", UNITS,
         "        await ex.writer.checkpoint(key, marker, [event(\"async.dispatched\", key)],"
         " unit=True)\n"
-        "        queue.enqueue_unit(ex.run_id, ex.reactor, key)\n",
-        "        queue.enqueue_unit(ex.run_id, ex.reactor, key)\n"
+        "        queue.enqueue_unit(ex.run_id, ex.reactor, key, version=ex.meta.version)\n",
+        "        queue.enqueue_unit(ex.run_id, ex.reactor, key, version=ex.meta.version)\n"
         "        await ex.writer.checkpoint(key, marker, [event(\"async.dispatched\", key)],"
         " unit=True)\n",
         (f"{SWEEPER_TESTS}::test_a_unit_marker_is_stored_before_its_job_is_enqueued",)),

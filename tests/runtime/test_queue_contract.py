@@ -131,8 +131,8 @@ async def test_jobs_may_be_enqueued_from_any_thread(jobs: JobQueue) -> None:
     assert done.status is rf.Status.COMPLETED
 
 async def test_a_job_for_a_run_that_does_not_exist_is_harmless(jobs: JobQueue) -> None:
-    jobs.enqueue(Job.run("no-such-run", flow.name))
-    jobs.enqueue(Job.unit("no-such-run", units.name, "unit"))
+    jobs.enqueue(Job.run("no-such-run", flow.name, version=1))
+    jobs.enqueue(Job.unit("no-such-run", units.name, "unit", version=1))
     done = await _second_run_done(jobs)
     assert done.status is rf.Status.COMPLETED
 
@@ -144,8 +144,8 @@ def test_the_dramatiq_queue_is_shared_once_a_broker_is_configured() -> None:
     assert DramatiqQueue().shared is True
 
 def test_a_job_names_its_work_by_identity() -> None:
-    assert Job.run("r1", "flow", snoozes=2) == Job(JobKind.RUN, "r1", "flow", snoozes=2)
-    assert Job.unit("r1", "flow", "a.b") == Job(JobKind.UNIT, "r1", "flow", "a.b")
+    assert Job.run("r1", "flow", snoozes=2, version=1) == Job(JobKind.RUN, "r1", "flow", snoozes=2)
+    assert Job.unit("r1", "flow", "a.b", version=1) == Job(JobKind.UNIT, "r1", "flow", "a.b")
 
 def test_an_unregistered_queue_is_a_clear_error() -> None:
     queue.register(None)

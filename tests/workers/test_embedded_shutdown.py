@@ -31,7 +31,7 @@ def test_a_job_enqueuing_while_the_embedded_worker_stops_starts_no_worker() -> N
     def straggle() -> None:
         started.set()
         go.wait(10)
-        queue.enqueue_run("no-such-run", "no.such.reactor", delay=60)
+        queue.enqueue_run("no-such-run", "no.such.reactor", delay=60, version=1)
         sent.set()
 
     actor = dramatiq.Actor(straggle, broker=embedded, actor_name="tests.straggle",

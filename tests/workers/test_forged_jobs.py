@@ -86,22 +86,24 @@ def _forged(run_id: str) -> dict[str, Job]:
     takes nothing.)"""
     huge = 2**53 + 2  # Lua's loop over it never advanced: it hung Redis for every client
     return {
-        "run of another reactor": Job.run(run_id, other.name),
-        "run of an undeclared reactor": Job.run(run_id, "no.such.reactor"),
-        "unit of another reactor": Job.unit(run_id, other.name, "gate"),
-        "unit of an undeclared reactor": Job.unit(run_id, "no.such.reactor", "gate"),
-        "element of an undeclared reactor": Job.element(run_id, "no.such.reactor", "double", 0),
-        "undo of an undeclared reactor": Job.undo(run_id, "no.such.reactor", "double", 0),
-        "element index 2**53 + 2": Job.element(run_id, healthy.name, "double", huge),
-        "undo index 2**53 + 2": Job.undo(run_id, healthy.name, "double", huge),
-        "element index -1": Job.element(run_id, healthy.name, "double", -1),
-        "element index past the map": Job.element(run_id, healthy.name, "double", 2),
+        "run of another reactor": Job.run(run_id, other.name, version=1),
+        "run of an undeclared reactor": Job.run(run_id, "no.such.reactor", version=1),
+        "unit of another reactor": Job.unit(run_id, other.name, "gate", version=1),
+        "unit of an undeclared reactor": Job.unit(run_id, "no.such.reactor", "gate", version=1),
+        "element of an undeclared reactor": Job.element(run_id, "no.such.reactor", "double", 0,
+                                                        version=1),
+        "undo of an undeclared reactor": Job.undo(run_id, "no.such.reactor", "double", 0,
+                                                  version=1),
+        "element index 2**53 + 2": Job.element(run_id, healthy.name, "double", huge, version=1),
+        "undo index 2**53 + 2": Job.undo(run_id, healthy.name, "double", huge, version=1),
+        "element index -1": Job.element(run_id, healthy.name, "double", -1, version=1),
+        "element index past the map": Job.element(run_id, healthy.name, "double", 2, version=1),
         "element index of text": Job(JobKind.ELEMENT, run_id, healthy.name, "double",
                                      index="0"),  # type: ignore[arg-type]
-        "run id with a brace": Job.run(run_id + "}", healthy.name),
+        "run id with a brace": Job.run(run_id + "}", healthy.name, version=1),
         "run id not text": Job(JobKind.RUN, [run_id], healthy.name),  # type: ignore[arg-type]
-        "step not a key": Job.unit(run_id, healthy.name, "gate\nrm -rf"),
-        "snoozes negative": Job.run(run_id, healthy.name, snoozes=-1),
+        "step not a key": Job.unit(run_id, healthy.name, "gate\nrm -rf", version=1),
+        "snoozes negative": Job.run(run_id, healthy.name, snoozes=-1, version=1),
     }
 
 
@@ -184,9 +186,9 @@ def test_every_job_field_is_checked() -> None:
     from reactorflow.runtime.engine.job_checks import malformed
 
     bad: dict[str, Any] = {"run_id": 1, "reactor": "a b", "step": "", "index": 2**31,
-                           "snoozes": "1", "headers": {"k": 1}}
+                           "snoozes": "1", "headers": {"k": 1}, "version": 0, "refused": "x"}
     assert set(bad) == set(Job.__struct_fields__) - {"kind"}
-    good = Job.element("r1", "flow", "m", 0)
+    good = Job.element("r1", "flow", "m", 0, version=1)
     assert malformed(good) is None
     for name, value in bad.items():
         problem = malformed(msgspec.structs.replace(good, **{name: value}))

@@ -66,7 +66,7 @@ async def test_a_parked_run_holds_no_lock_and_resumes_once_per_signal(
             assert (await bg.dispatched.wait(other.id, timeout=30)).value == 42
         # signals before the unit finished (duplicates, early): nothing is written
         for _ in range(3):
-            queue.enqueue_run(run.id, pk.gated.name)
+            queue.enqueue_run(run.id, pk.gated.name, version=1)
         probe = await bg.dispatched.dispatch()
         await bg.dispatched.wait(probe.id, timeout=30)
         assert (await pk.gated.get(run.id)).history == parked.history
@@ -74,7 +74,7 @@ async def test_a_parked_run_holds_no_lock_and_resumes_once_per_signal(
         done = await pk.gated.wait(run.id, timeout=30)
         assert done.status is rf.Status.COMPLETED and done.value == "read unit done"
         for _ in range(3):  # late duplicates: the run is done, nothing happens
-            queue.enqueue_run(run.id, pk.gated.name)
+            queue.enqueue_run(run.id, pk.gated.name, version=1)
         probe = await bg.dispatched.dispatch()
         await bg.dispatched.wait(probe.id, timeout=30)
     finally:

@@ -214,7 +214,7 @@ async def test_a_delayed_message_is_delivered_after_its_delay(shared: Shared,
     run = await bg.dispatched.dispatch()
     rf.configure(broker=broker)
     assert (await bg.dispatched.get(run.id)).status is rf.Status.RUNNING
-    queue.enqueue_run(run.id, bg.dispatched.name, delay=1.0)
+    queue.enqueue_run(run.id, bg.dispatched.name, delay=1.0, version=1)
     done = await bg.dispatched.wait(run.id, timeout=60)
     assert done.value == 42
     with anyio.fail_after(5):

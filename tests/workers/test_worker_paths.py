@@ -42,7 +42,7 @@ async def test_a_job_that_cannot_take_the_run_snoozes_and_comes_back(
     run_id = await _stalled_run(storage, flow, entered)  # running, nobody executing it
     assert await storage.acquire_lock(run_id, "someone-else", 60.0)
 
-    queue.enqueue_run(run_id, flow.name)
+    queue.enqueue_run(run_id, flow.name, version=1)
     with anyio.fail_after(30):  # the job waited for the lock, then re-enqueued itself
         while not any(f"reactorflow.resume.waiting run_id={run_id}" in r.getMessage()
                       and "snoozes=0" in r.getMessage() for r in caplog.records):
@@ -61,7 +61,7 @@ async def test_a_job_for_an_unknown_reactor_fails_its_run_once_and_is_not_retrie
     paused = await flow.run()
     redeploy(flow)
     broker = _embedded()
-    queue.enqueue_run(paused.id, flow.name)
+    queue.enqueue_run(paused.id, flow.name, version=1)
     await _processed(broker)
 
     (dead,) = broker.dead_letters  # PermanentFailure: dead-lettered on its first delivery
@@ -95,7 +95,7 @@ async def test_a_job_whose_retries_run_out_fails_its_run_and_publishes() -> None
         await until_lock_lapses(storage, paused.id)
         storage.run_id, storage.failures = paused.id, 1 + JOB_RETRIES  # every delivery fails
         async with storage.subscribe(paused.id) as subscription:
-            queue.enqueue_run(paused.id, bg.late.name)
+            queue.enqueue_run(paused.id, bg.late.name, version=1)
             with anyio.fail_after(60):  # Dramatiq's backoff: about 0.5 + 1 + 2 s
                 assert await subscription.wait(60)  # completion published: waiters wake
         await _processed(_embedded())

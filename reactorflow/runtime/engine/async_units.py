@@ -182,8 +182,8 @@ async def dispatch(ex: Execution, node: Node, child_inputs: Any = None,
     key = node.key
     now = clock.now()
     if node.kind is StepKind.ASYNC_REACTOR:
-        child = node.spec.child
-        assert child is not None
+        assert node.spec.child is not None
+        child = registry.newest(node.spec.child)  # a new run: on the newest version
         child_id = child_run_id(ex.run_id, key)
         await create_child_run(child, child_inputs, child_id, parent=(ex.run_id, key),
                                parent_gates=(ex.reactor, gate_keys) if gate_keys else None)
@@ -191,11 +191,11 @@ async def dispatch(ex: Execution, node: Node, child_inputs: Any = None,
         await ex.writer.checkpoint(key, marker,
                                    [event(EventKind.ASYNC_DISPATCHED, key, detail=child_id)],
                                    unit=True)
-        queue.enqueue_run(child_id, child.name)
+        queue.enqueue_run(child_id, child.name, version=child.version)
     else:
         marker = StepRecord(StepStatus.RUNNING, 1, now)
         await ex.writer.checkpoint(key, marker, [event(EventKind.ASYNC_DISPATCHED, key)], unit=True)
-        queue.enqueue_unit(ex.run_id, ex.reactor, key)
+        queue.enqueue_unit(ex.run_id, ex.reactor, key, version=ex.meta.version)
     log.info("reactorflow.async.dispatched run_id=%s reactor=%s step=%s", ex.run_id,
              ex.reactor, key)
 
@@ -234,7 +234,7 @@ async def wake_parked(storage: Storage, run_id: str, key: str) -> None:
     except msgspec.DecodeError:
         return  # the run's own execution reports it
     if key in parked:
-        queue.enqueue_run(run_id, head.reactor)
+        queue.enqueue_run(run_id, head.reactor, version=records.meta_version(head.meta))
 
 
 async def report_child_end(storage: Storage, ex: Execution) -> None:

@@ -172,10 +172,16 @@ class Execution:
             steps = {key: records.decode_step(raw) for key, raw in stored.steps.items()}
         except ValueError as exc:  # msgspec.DecodeError, or a value outside its enum
             raise CorruptRecord(head.run_id, str(exc)) from exc
+        if meta.version != plan.reactor.version:  # (callers pick the run's version's plan)
+            raise DefinitionChanged(head.run_id, head.reactor,
+                                    [f"the run is on version {meta.version}, the code given "
+                                     f"is version {plan.reactor.version}"],
+                                    version=meta.version)
         if check_graph:
             differences = compare_fingerprints(meta.fingerprint, plan.fingerprint)
             if differences:
-                raise DefinitionChanged(head.run_id, head.reactor, differences)
+                raise DefinitionChanged(head.run_id, head.reactor, differences,
+                                        version=meta.version)
         try:
             return cls(plan=plan, storage=storage, owner=owner, meta=meta, state=state,
                        steps=steps, claims=claims, hooks=hooks, gates=gates, mode=mode,

@@ -41,7 +41,18 @@ def malformed(job: Job) -> str | None:
     Needs no storage."""
     return (_run_id(job.run_id) or _text("reactor", job.reactor, REACTOR_NAME.match)
             or _step(job) or _whole("index", job.index, _index_limit(job.kind))
-            or _whole("snoozes", job.snoozes, MAX_SNOOZES) or bad_headers(job.headers))
+            or _whole("snoozes", job.snoozes, MAX_SNOOZES) or bad_headers(job.headers)
+            or _version(job))
+
+
+def _version(job: Job) -> str | None:
+    if isinstance(job.version, bool) or not isinstance(job.version, int) or not (
+            1 <= job.version < MAX_SNOOZES):
+        return f"version {job.version!r} is not a whole number >= 1"
+    if isinstance(job.refused, bool) or not isinstance(job.refused, int | float) or not (
+            0 <= job.refused < 1e12):
+        return f"refused {job.refused!r} is not a time"
+    return None
 
 
 def bad_headers(headers: object) -> str | None:

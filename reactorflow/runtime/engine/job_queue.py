@@ -49,26 +49,32 @@ class Job(msgspec.Struct, frozen=True, omit_defaults=True):
     index: int = 0  # ELEMENT, UNDO: the element's index
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     """Context for the worker from middleware (`Middleware.inject`), e.g. a trace parent."""
+    version: int = 1  # the version of its reactor the run was on when the job was sent
+    refused: float = 0.0  # when a worker first handed it back for want of that version
 
     @classmethod
-    def run(cls, run_id: str, reactor: str, *, snoozes: int = 0,
+    def run(cls, run_id: str, reactor: str, *, version: int, snoozes: int = 0,
             headers: dict[str, str] | None = None) -> Job:
-        return cls(JobKind.RUN, run_id, reactor, snoozes=snoozes, headers=headers or {})
+        return cls(JobKind.RUN, run_id, reactor, snoozes=snoozes, headers=headers or {},
+                   version=version)
 
     @classmethod
     def unit(cls, run_id: str, reactor: str, step: str,
-             headers: dict[str, str] | None = None, *, snoozes: int = 0) -> Job:
-        return cls(JobKind.UNIT, run_id, reactor, step, snoozes=snoozes, headers=headers or {})
+             headers: dict[str, str] | None = None, *, version: int, snoozes: int = 0) -> Job:
+        return cls(JobKind.UNIT, run_id, reactor, step, snoozes=snoozes, headers=headers or {},
+                   version=version)
 
     @classmethod
     def element(cls, run_id: str, reactor: str, step: str, index: int,
-                headers: dict[str, str] | None = None) -> Job:
-        return cls(JobKind.ELEMENT, run_id, reactor, step, index=index, headers=headers or {})
+                headers: dict[str, str] | None = None, *, version: int) -> Job:
+        return cls(JobKind.ELEMENT, run_id, reactor, step, index=index, headers=headers or {},
+                   version=version)
 
     @classmethod
     def undo(cls, run_id: str, reactor: str, step: str, index: int,
-             headers: dict[str, str] | None = None) -> Job:
-        return cls(JobKind.UNDO, run_id, reactor, step, index=index, headers=headers or {})
+             headers: dict[str, str] | None = None, *, version: int) -> Job:
+        return cls(JobKind.UNDO, run_id, reactor, step, index=index, headers=headers or {},
+                   version=version)
 
 
 class JobQueue(Protocol):
@@ -182,26 +188,33 @@ def timer_armed(due: float) -> None:
     current().timer_armed(due)
 
 
-def enqueue_run(run_id: str, reactor: str, *, delay: float | None = None,
+def enqueue(job: Job, *, delay: float | None = None) -> None:
+    """Send `job` as built (a job handed back, re-enqueued as it came)."""
+    _enqueue(job, delay)
+
+
+def enqueue_run(run_id: str, reactor: str, *, version: int, delay: float | None = None,
                 snoozes: int = 0) -> None:
-    """Ask a worker to take the run on (see `jobs.execute_run`)."""
-    _enqueue(Job.run(run_id, reactor, snoozes=snoozes, headers=_headers(run_id)), delay)
+    """Ask a worker to take the run on (see `jobs.execute_run`); `version`: the version of
+    its reactor the run is on (a worker without it hands the job back)."""
+    _enqueue(Job.run(run_id, reactor, version=version, snoozes=snoozes,
+                     headers=_headers(run_id)), delay)
 
 
-def enqueue_unit(run_id: str, reactor: str, step: str) -> None:
+def enqueue_unit(run_id: str, reactor: str, step: str, *, version: int) -> None:
     """Ask a worker to run one async unit of a run (see `jobs.execute_unit`)."""
-    _enqueue(Job.unit(run_id, reactor, step, _headers(run_id)))
+    _enqueue(Job.unit(run_id, reactor, step, _headers(run_id), version=version))
 
 
-def enqueue_element(run_id: str, reactor: str, step: str, index: int) -> None:
+def enqueue_element(run_id: str, reactor: str, step: str, index: int, *, version: int) -> None:
     """Ask a worker to run one element of a fanned-out map (see `jobs.execute_element`)."""
-    _enqueue(Job.element(run_id, reactor, step, index, _headers(run_id)))
+    _enqueue(Job.element(run_id, reactor, step, index, _headers(run_id), version=version))
 
 
-def enqueue_undo(run_id: str, reactor: str, step: str, index: int) -> None:
+def enqueue_undo(run_id: str, reactor: str, step: str, index: int, *, version: int) -> None:
     """Ask a worker to undo one completed element of a fanned-out map (see
     `jobs.execute_undo`)."""
-    _enqueue(Job.undo(run_id, reactor, step, index, _headers(run_id)))
+    _enqueue(Job.undo(run_id, reactor, step, index, _headers(run_id), version=version))
 
 
 def _headers(run_id: str) -> dict[str, str] | None:

@@ -85,7 +85,7 @@ async def arm_timer(ex: Execution, due_at: float) -> None:
     fired before it finds nothing due and writes nothing), and tell the job queue, whose
     workers fire it (`services.timers`)."""
     ex.timer_at = due_at
-    await ex.storage.arm_timer(ex.run_id, ex.reactor, due_at)
+    await ex.storage.arm_timer(ex.run_id, ex.reactor, due_at, ex.meta.version)
     queue.timer_armed(due_at)
 
 
@@ -146,19 +146,20 @@ async def after_park(ex: Execution) -> None:
     if ex.state.status is Status.ROLLING_BACK:  # a fanned-out map's elements or undos are out
         settled = [await _parked_check(ex, key, rolling_back=True) for key in ex.state.parked_on]
         delay = None if any(settled) else config.settings().async_wait_timeout
-        queue.enqueue_run(ex.run_id, ex.reactor, delay=delay)
+        queue.enqueue_run(ex.run_id, ex.reactor, delay=delay, version=ex.meta.version)
         return
     for key in _units(ex):
         await unit_finished(ex, key)
     if due(ex) or await _settled_at_kind(ex):
-        queue.enqueue_run(ex.run_id, ex.reactor)
+        queue.enqueue_run(ex.run_id, ex.reactor, version=ex.meta.version)
         return
     if ex.timer_at is not None:  # its timer wakes it (a unit's wait may still come first)
         times = _due_times(ex, ex.state.parked_on, None) if ex.state.parked_on else []
     else:
         times = _due_times(ex, ex.state.parked_on, ex.state.wake_at)
     if times:
-        queue.enqueue_run(ex.run_id, ex.reactor, delay=max(0.0, min(times) - clock.now()))
+        queue.enqueue_run(ex.run_id, ex.reactor, version=ex.meta.version,
+                          delay=max(0.0, min(times) - clock.now()))
 
 
 async def _parked_check(ex: Execution, key: str, *, rolling_back: bool) -> bool:

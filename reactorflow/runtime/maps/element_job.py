@@ -92,7 +92,7 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
     # the outcome; the owner looks for lost jobs among elements without one)
     async with keep_alive(storage, lock, owner, settings.lock_ttl, release=False) as hold:
         (own,), (shared_raw,), (item_raw,) = found.reads
-        job = Job.element(run_id, reactor.name, key, index)
+        job = Job.element(run_id, reactor.name, key, index, version=reactor.version)
         problem = None if shared_raw is None else foreign_element(
             job, records.decode_element_args(shared_raw))
         if problem is not None:  # a forged job: the genuine one must find the lock free
@@ -138,7 +138,7 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
                             "the element stops, its outcome is left to whoever holds it",
                             run_id, key, index)
                 return
-        await settle(storage, run_id, reactor.name, key, index, record,
+        await settle(storage, run_id, reactor.name, key, index, record, version=reactor.version,
                      atomic=options.atomic, total=shared.count)
 
 
@@ -150,7 +150,8 @@ async def shared_args(storage: Storage, run_id: str, key: str) -> ElementArgs | 
 
 
 async def settle(storage: Storage, run_id: str, reactor: str, key: str, index: int,
-                 record: ElementRecord, *, atomic: bool, total: int | None) -> None:
+                 record: ElementRecord, *, atomic: bool, total: int | None,
+                 version: int) -> None:
     """Store an element's outcome, then enqueue the next element of its chain, and signal the
     owner when this one settled the map (steps 2-4 of `fanout`'s docstring)."""
     stop = STOP if atomic and record.status is StepStatus.FAILED else None
@@ -160,12 +161,14 @@ async def settle(storage: Storage, run_id: str, reactor: str, key: str, index: i
         return  # the run is gone, or a duplicate stored first
     if written.closed:  # the run ended or rolls back: its rollback may wait for this element
         await storage.publish(run_id, settled_topic(key))  # an owner waiting in its process
-        queue.enqueue_run(run_id, reactor)  # a parked one (a job for an ended run does nothing)
+        # a parked one (a job for an ended run does nothing)
+        queue.enqueue_run(run_id, reactor, version=version)
         return
     if total is None:
-        queue.enqueue_run(run_id, reactor)  # let the owner look (its stall re-check dispatches
-        return  # what this element claimed)
+        # let the owner look (its stall re-check dispatches what this element claimed)
+        queue.enqueue_run(run_id, reactor, version=version)
+        return
     if written.following is not None and written.following < total:
-        queue.enqueue_element(run_id, reactor, key, written.following)
+        queue.enqueue_element(run_id, reactor, key, written.following, version=version)
     if written.stored >= total:
-        queue.enqueue_run(run_id, reactor)
+        queue.enqueue_run(run_id, reactor, version=version)

@@ -101,7 +101,7 @@ async def start(ex: Execution, node: Node, kwargs: dict[str, Any],
                                                           NEXT: str(first).encode()},
                                 owner=ex.owner)  # fenced: a zombie enqueues nothing
     for index in range(first):
-        queue.enqueue_element(ex.run_id, ex.reactor, key, index)
+        queue.enqueue_element(ex.run_id, ex.reactor, key, index, version=ex.meta.version)
 
 
 async def started(ex: Execution, node: Node) -> bool:
@@ -175,4 +175,4 @@ async def _redispatch_lost(ex: Execution, node: Node, count: int) -> None:
             await ensure_live(ex.lease)  # a lost lock dispatches nothing
             log.info("reactorflow.map.redispatch run_id=%s step=%s index=%d", ex.run_id,
                      node.key, index)
-            queue.enqueue_element(ex.run_id, ex.reactor, node.key, index)
+            queue.enqueue_element(ex.run_id, ex.reactor, node.key, index, version=ex.meta.version)

@@ -103,4 +103,4 @@ async def _redispatch_cut_off(ex: Execution, node: Node, left: list[int]) -> Non
             await ensure_live(ex.lease)  # a lost lock dispatches nothing
             log.info("reactorflow.map.redispatch run_id=%s step=%s index=%d", ex.run_id,
                      node.key, index)
-            queue.enqueue_element(ex.run_id, ex.reactor, node.key, index)
+            queue.enqueue_element(ex.run_id, ex.reactor, node.key, index, version=ex.meta.version)

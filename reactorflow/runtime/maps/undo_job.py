@@ -66,7 +66,7 @@ async def run_undo(storage: Storage, reactor: Reactor, run_id: str, key: str,
         return  # a duplicate of this undo is running right now
     async with keep_alive(storage, lock, owner, settings.lock_ttl) as hold:
         (own,), (shared_raw, _stop, throw_raw), (item_raw,) = found
-        job = Job.undo(run_id, reactor.name, key, index)
+        job = Job.undo(run_id, reactor.name, key, index, version=reactor.version)
         problem = None if shared_raw is None else foreign_element(
             job, records.decode_element_args(shared_raw))
         if problem is not None:
@@ -92,7 +92,8 @@ async def run_undo(storage: Storage, reactor: Reactor, run_id: str, key: str,
             try:
                 await ensure_live(hold)  # a lost lock starts no undo
                 for successor in following:  # started highest index first
-                    queue.enqueue_undo(run_id, reactor.name, key, successor)
+                    queue.enqueue_undo(run_id, reactor.name, key, successor,
+                                       version=reactor.version)
                 await undo_element(scope, node, base, item, index, record)
             except LockLost:  # its lock lapsed: a duplicate may be undoing it now
                 log.warning("reactorflow.map.undo_lock_lost run_id=%s step=%s index=%d: the "
@@ -103,20 +104,22 @@ async def run_undo(storage: Storage, reactor: Reactor, run_id: str, key: str,
                                         replace=True)
         else:
             for successor in following:
-                queue.enqueue_undo(run_id, reactor.name, key, successor)
-    await _acknowledge(storage, run_id, reactor.name, key, index, throw)
+                queue.enqueue_undo(run_id, reactor.name, key, successor,
+                                   version=reactor.version)
+    await _acknowledge(storage, run_id, reactor.name, key, index, throw,
+                      version=reactor.version)
 
 
 async def _acknowledge(storage: Storage, run_id: str, reactor: str, key: str, index: int,
-                       throw: UndoThrow) -> None:
+                       throw: UndoThrow, *, version: int) -> None:
     written = await storage.save_elements(run_id, acks_key(key), {index: ACKED})
     if written is not None and written.written and written.stored == throw.end:
         await storage.publish(run_id, undo_topic(key))  # an owner waiting in its process
-        queue.enqueue_run(run_id, reactor)  # a parked owner
+        queue.enqueue_run(run_id, reactor, version=version)  # a parked owner
 
 
 async def give_up(storage: Storage, run_id: str, reactor: str, key: str, index: int,
-                  kind: str, reason: str) -> None:
+                  kind: str, reason: str, *, version: int) -> None:
     """An undo job that can never run (its reactor unknown here, its retries used up): its
     element's undo is failed with the reason, and acknowledged. Nothing is written for an
     element the map's current throw does not undo (a late duplicate, or a forged job)."""
@@ -131,5 +134,5 @@ async def give_up(storage: Storage, run_id: str, reactor: str, key: str, index: 
     if undoable(record):
         record = msgspec.structs.replace(record, rollback_error=ErrorRecord(kind, reason))
         await storage.save_elements(run_id, key, {index: records.encode(record)}, replace=True)
-    await _acknowledge(storage, run_id, reactor, key, index, throw)
+    await _acknowledge(storage, run_id, reactor, key, index, throw, version=version)
 

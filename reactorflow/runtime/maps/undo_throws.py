@@ -117,7 +117,7 @@ async def roll_back_fanned(ex: Execution, node: Node, count: int) -> float | Non
         await storage.save_elements(ex.run_id, job_key(key), {THROW: records.encode(following)},
                                     replace=True, owner=ex.owner)  # before any job goes out
         ex.parked_since[key] = clock.now()
-        queue.enqueue_undo(ex.run_id, ex.reactor, key, indices[0])
+        queue.enqueue_undo(ex.run_id, ex.reactor, key, indices[0], version=ex.meta.version)
         if not ex.mode.waits_for_throws:
             return ex.parked_since[key]
 
@@ -169,5 +169,5 @@ async def _redispatch_lost(ex: Execution, node: Node, left: list[int]) -> None:
             await ensure_live(ex.lease)  # a lost lock dispatches nothing
             log.info("reactorflow.map.undo_redispatch run_id=%s step=%s index=%d", ex.run_id,
                      node.key, index)
-            queue.enqueue_undo(ex.run_id, ex.reactor, node.key, index)
+            queue.enqueue_undo(ex.run_id, ex.reactor, node.key, index, version=ex.meta.version)
             return

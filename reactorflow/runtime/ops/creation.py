@@ -46,7 +46,8 @@ def new_run(reactor: Declared, plan: Plan, run_id: str, value: Any, owner: str, 
                    redacted_inputs=plan.redactions.inputs,
                    redacted_results=plan.redactions.results,
                    parent_reactor=parent_gates[0] if parent_gates else None,
-                   parent_gates=parent_gates[1] if parent_gates else [])
+                   parent_gates=parent_gates[1] if parent_gates else [],
+                   version=reactor.version)
     state = new_state(Status.RUNNING)
     state.handed_off = handed_off
     started = event(EventKind.RUN_STARTED)

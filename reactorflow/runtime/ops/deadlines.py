@@ -55,7 +55,7 @@ from reactorflow.records import RunError, RunState, summary
 from reactorflow.runtime.engine.mode import CALLER, DriveMode
 from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.engine.stepcall import arguments
-from reactorflow.runtime.ops import operations
+from reactorflow.runtime.ops import migrating, operations
 from reactorflow.runtime.ops.payloads import interrupt_node
 from reactorflow.runtime.ops.resume import after_claim, fail_run, resumption, roll_back
 from reactorflow.runtime.ops.snapshots import read_head
@@ -105,6 +105,10 @@ async def deadline_due(reactor: Reactor, storage: Storage, run_id: str, *,
         CorruptRecord: The run's record cannot be read.
         StorageError: The storage failed.
     """
+    head = await storage.load_head(run_id)
+    if head is None or head.reactor != reactor.name:
+        return None
+    reactor = await migrating.own_reactor(reactor, run_id, head.meta)
     plan = plan_for(reactor)
     settled: Run | None = None
     for _ in range(len(plan.nodes)):  # each pass claims another interrupt or fails the run
@@ -138,7 +142,7 @@ async def _settle_earliest(reactor: Reactor, plan: Plan, storage: Storage, run_i
         return None
     differences = compare_fingerprints(meta.fingerprint, plan.fingerprint)
     if differences:  # (only once something is due: a paused run of another graph may wait)
-        raise DefinitionChanged(run_id, reactor.name, differences)
+        raise DefinitionChanged(run_id, reactor.name, differences, version=meta.version)
     node = interrupt_node(plan, due[0])
     if node is None:
         return None

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 
-from reactorflow import clock, config
+from reactorflow import clock, config, records
 from reactorflow.errors import LockTimeout
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.status import Status
@@ -115,7 +115,7 @@ async def repair(storage: Storage, reactor: str, run_id: str) -> None:
     if await storage.lock_owner(run_id) is not None:  # its lock lapses: the sweeper's then
         log.warning("reactorflow.idempotency.reindexed reactor=%s run_id=%s", reactor, run_id)
         return
-    queue.enqueue_run(run_id, reactor)
+    queue.enqueue_run(run_id, reactor, version=records.meta_version(head.meta))
     log.warning("reactorflow.idempotency.reindexed reactor=%s run_id=%s enqueued=1: the start "
                 "that stored it was cut off before its index entries and its hand-over",
                 reactor, run_id)

@@ -12,6 +12,7 @@ import anyio
 import msgspec
 
 from reactorflow import clock, config, records
+from reactorflow.definition import registry
 from reactorflow.definition.graph import Plan, plan_for
 from reactorflow.errors import (
     GateBusy,
@@ -38,7 +39,7 @@ from reactorflow.runtime.gates import run_gates
 from reactorflow.runtime.gates.parked import release_stopped
 from reactorflow.runtime.gates.scope import Entry, GateHolds
 from reactorflow.runtime.maps.fanout import parks_on_map, untaken_map
-from reactorflow.runtime.ops import idempotency, lookup
+from reactorflow.runtime.ops import idempotency, lookup, migrations
 from reactorflow.runtime.ops.creation import NewRun, new_run, release, store_run
 from reactorflow.runtime.ops.snapshots import (
     assemble,
@@ -69,6 +70,7 @@ def new_run_id() -> str:
 async def start(reactor: Reactor, inputs: Any, fields: Mapping[str, Any], *,
                 idempotency_key: str | None = None, dispatch: bool = False,
                 retried_from: str | None = None) -> Run:
+    reactor = registry.newest(reactor)  # new runs start on the newest version declared
     if inputs is not None and fields:
         raise ReactorflowError(
             f"reactor {reactor.name!r}: pass the inputs either as one {_inputs_name(reactor)} or "
@@ -137,7 +139,8 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
     meta, state, started = run.meta, run.state, run.started
     if dispatch:
         await release(storage, run_id, owner)  # save before release: the run is stored
-        queue.enqueue_run(run_id, reactor.name)  # first: a worker can start meanwhile
+        # first: a worker can start meanwhile
+        queue.enqueue_run(run_id, reactor.name, version=reactor.version)
         return assemble(plan, run_id, reactor.name, Status.RUNNING, meta, state, {},
                         [started], meta.created_at)  # as handed over (from what it stored)
     ex = Execution(plan=plan, storage=storage, owner=owner, meta=meta, state=state, steps={},
@@ -218,10 +221,19 @@ def runnable_claims(ex: Execution) -> bool:
 
 
 async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str) -> Execution:
-    """Lock, then load: read the run (with its claims) only while holding its lock."""
+    """Lock, then load: read the run (with its claims) only while holding its lock; a run on
+    another version of the reactor is executed by that version's reactor, or migrated first
+    when this process does not declare it (`migrations.on_version`).
+
+    Raises:
+        RunNotFound: no such run of the reactor.
+        DefinitionChanged: the run's version is not declared here, with no migration from it.
+        MigrationError: its migration was refused (nothing was written).
+    """
     stored = await storage.load_run(run_id, history=True, claims=True)
     own_head(reactor, run_id, None if stored is None else stored.head)  # storage is the truth
     assert stored is not None
+    reactor, stored = await migrations.on_version(reactor, storage, stored, owner)
     return owned_execution(reactor, storage, stored, owner)
 
 
@@ -307,7 +319,7 @@ async def after_release(reactor: Reactor, storage: Storage, ex: Execution) -> No
     if ex.enqueue_after_release:
         ex.enqueue_after_release = False
         delay, ex.enqueue_delay = ex.enqueue_delay, None
-        queue.enqueue_run(ex.run_id, reactor.name, delay=delay)
+        queue.enqueue_run(ex.run_id, reactor.name, version=ex.meta.version, delay=delay)
     if is_parked(ex):
         await after_park(ex)
     if ex.meta.parent_run is not None:
@@ -339,7 +351,7 @@ async def get(reactor: Reactor, run_id: str) -> Run:
         raise RunNotFound(run_id, reactor.name)
     if stored.head.reactor != reactor.name:
         raise RunNotFound(run_id, reactor.name, other_reactor=stored.head.reactor)
-    plan = lookup.plan_or_none(reactor)
+    plan = lookup.plan_or_none(migrations.declared_for(reactor, stored.head.meta))
     return await with_map_value(build_run(plan, stored, stored.history or []), plan, storage)
 
 

@@ -61,7 +61,7 @@ from reactorflow.runtime.engine.execution import Execution, event
 from reactorflow.runtime.engine.mode import CALLER, WAITS_FOR_THROWS, DriveMode
 from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.gates.levels import has_gates
-from reactorflow.runtime.ops import operations
+from reactorflow.runtime.ops import migrating, operations
 from reactorflow.runtime.ops.payloads import checked_payload, interrupt_node, step_key
 from reactorflow.runtime.ops.snapshots import read_head
 from reactorflow.snapshot import Run
@@ -111,6 +111,10 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     else:
         found = await storage.load_head(run_id)
     head = operations.own_head(reactor, run_id, found)
+    own = await migrating.own_reactor(reactor, run_id, head.meta)
+    if own is not reactor or records.meta_version(head.meta) != own.version:
+        # a run of another version (or just migrated): its own version's reactor continues it
+        return await continue_run(own, run_id, step=step, payload=payload)
     node, state = await _checked(reactor, storage, plan, run_id, key, head)
     if encoded is None:
         encoded = await _validated(reactor, storage, run_id, node, payload)
@@ -135,9 +139,10 @@ async def check_continue(reactor: Reactor, run_id: str, *, step: str | Sequence[
         PayloadValidationError: the payload does not conform (`counted` False).
     """
     storage = config.current_storage()
-    plan = plan_for(reactor)
     key = step_key(step)
     head = operations.own_head(reactor, run_id, await storage.load_head(run_id))
+    reactor = await migrating.own_reactor(reactor, run_id, head.meta, migrate_now=False)
+    plan = plan_for(reactor)
     node, _ = await _checked(reactor, storage, plan, run_id, key, head, expire=False)
     return checked_payload(node, payload, run_id=run_id, reactor=reactor.name)
 
@@ -153,7 +158,7 @@ async def _checked(reactor: Reactor, storage: Storage, plan: Plan, run_id: str, 
         await _refuse_ended(storage, run_id, key, status, state)
     differences = compare_fingerprints(meta.fingerprint, plan.fingerprint)
     if differences:  # before anything is claimed or counted
-        raise DefinitionChanged(run_id, reactor.name, differences)
+        raise DefinitionChanged(run_id, reactor.name, differences, version=meta.version)
     node = plan.nodes.get(key)
     if key not in state.waiting_on or node is None or node.kind is not StepKind.INTERRUPT:
         if node is not None and key in await storage.claims(run_id):
@@ -212,7 +217,7 @@ async def after_claim(reactor: Reactor, plan: Plan, storage: Storage, run_id: st
         # Another execution holds the run: it applies the claim once free, and a worker is
         # asked too (it waits for the lock; a duplicate finds nothing left to apply).
         log.info("reactorflow.resume.deferred run_id=%s step=%s reason=run_busy", run_id, key)
-        queue.enqueue_run(run_id, reactor.name)
+        queue.enqueue_run(run_id, reactor.name, version=reactor.version)
         claimed = set(await storage.claims(run_id)) | {key}
         return accepted(await operations.get(reactor, run_id), claimed)
     # (the graph was checked before the claim: by storage's check, or by `_checked`)
@@ -294,7 +299,7 @@ async def _hand_to_worker(reactor: Reactor, storage: Storage, ex: Execution, key
             await ex.writer.save_state(Status.RUNNING,
                                        events=[event(EventKind.RUN_RESUMED, detail=key)])
     log.info("reactorflow.resume.deferred run_id=%s step=%s reason=background", run_id, key)
-    queue.enqueue_run(run_id, reactor.name)
+    queue.enqueue_run(run_id, reactor.name, version=ex.meta.version)
 
 
 async def _validated(reactor: Reactor, storage: Storage, run_id: str, node: Node,

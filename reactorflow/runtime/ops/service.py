@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from reactorflow.runtime.ops import operations, resume, retrying
+from reactorflow.runtime.ops import migrating, operations, resume, retrying
 
 
 class RuntimeService:
@@ -16,6 +16,7 @@ class RuntimeService:
     cancel = staticmethod(operations.cancel)
     list_runs = staticmethod(operations.list_runs)
     retry = staticmethod(retrying.retry)
+    migrate = staticmethod(migrating.migrate)
     continue_run = staticmethod(resume.continue_run)
     continue_by_correlation = staticmethod(resume.continue_by_correlation)
 

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from reactorflow import clock, records
-from reactorflow.definition.graph import Plan, waiting_label
+from reactorflow.definition.graph import VERSION_ENTRY, Plan, waiting_label
 from reactorflow.definition.redaction import NONE, Redactions
 from reactorflow.errors import CorruptRecord
 from reactorflow.records import Event, RunError, RunMeta, RunState, StepRecord
@@ -227,6 +227,7 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
         timeout_at=earliest_deadline(state, waiting), halt_reason=state.halt_reason,
         cancel_reason=state.cancel_reason, inputs=inputs,
         retried_from=meta.retried_from if meta is not None else None,
+        version=meta.version if meta is not None else 1,
     )
 
 
@@ -236,8 +237,8 @@ def run_steps(fingerprint: Mapping[str, Sequence[str]]) -> list[str]:
     the steps of its element reactors under `<map>.`, which are no steps of the run's own)."""
     element_maps = [f"{key}." for key, entry in fingerprint.items()
                     if entry and entry[0].startswith("map:")]
-    return [key for key in fingerprint
-            if not any(key.startswith(prefix) for prefix in element_maps)]
+    return [key for key in fingerprint if key != VERSION_ENTRY
+            and not any(key.startswith(prefix) for prefix in element_maps)]
 
 
 def earliest_deadline(state: RunState, waiting: Iterable[str]) -> float | None:
@@ -275,4 +276,5 @@ def build_summary(head: RunHead) -> RunSummary:
         updated_at=state.updated_at, error=state.error,
         waiting_on=[waiting_label(k) for k in state.waiting_on] if head.status in (
             Status.PAUSED, Status.RUNNING) else [],
+        version=meta.version if meta is not None else 1,
     )

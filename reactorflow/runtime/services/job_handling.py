@@ -29,6 +29,7 @@ from reactorflow.errors import (
     CorruptRecord,
     DefinitionChanged,
     GateBusy,
+    MigrationError,
     ReactorflowError,
     RunNotFound,
 )
@@ -47,8 +48,9 @@ from reactorflow.runtime.engine.stepcall import Outcome, StepEnd, call_step, hal
 from reactorflow.runtime.gates.scope import GateHolds
 from reactorflow.runtime.gates.step_gates import call_gated
 from reactorflow.runtime.maps import element_job, undo_job
-from reactorflow.runtime.ops import operations
+from reactorflow.runtime.ops import migrations, operations
 from reactorflow.runtime.ops.deadlines import deadline_due, due_interrupts
+from reactorflow.runtime.services import version_gate
 from reactorflow.status import EventKind, Status, StepStatus
 
 if TYPE_CHECKING:
@@ -74,13 +76,17 @@ async def execute(job: Job) -> None:
     with job_context(job.headers):
         match job.kind:
             case JobKind.RUN:
-                await execute_run(job.run_id, job.reactor, job.snoozes)
+                await execute_run(job.run_id, job.reactor, job.snoozes, version=job.version,
+                                  refused=job.refused)
             case JobKind.UNIT:
-                await execute_unit(job.run_id, job.reactor, job.step, job.snoozes)
+                await execute_unit(job.run_id, job.reactor, job.step, job.snoozes,
+                                   version=job.version, refused=job.refused)
             case JobKind.ELEMENT:
-                await execute_element(job.run_id, job.reactor, job.step, job.index)
+                await execute_element(job.run_id, job.reactor, job.step, job.index,
+                                      version=job.version, refused=job.refused)
             case JobKind.UNDO:
-                await execute_undo(job.run_id, job.reactor, job.step, job.index)
+                await execute_undo(job.run_id, job.reactor, job.step, job.index,
+                                   version=job.version, refused=job.refused)
             case _:
                 assert_never(job.kind)
 
@@ -99,12 +105,10 @@ def job_context(headers: Mapping[str, str] | None) -> AbstractContextManager[obj
 
 
 async def _admitted(job: Job, *, unknown: bool = False) -> bool:
-    """Whether a worker may act on `job`: its fields are well-formed (else it is dropped and
-    logged, before any storage call), and, when its reactor is not declared here (`unknown`:
-    the worker would fail what the job is for), its run's record agrees with it."""
-    problem = jobcheck.malformed(job)
-    if problem is None and unknown:
-        problem = await jobcheck.disowned(config.current_storage(), job)
+    """Whether a worker may act on a well-formed `job`: when its reactor is not declared here
+    (`unknown`: the worker would fail what the job is for), its run's record must agree with it
+    (else it is dropped and logged)."""
+    problem = await jobcheck.disowned(config.current_storage(), job) if unknown else None
     if problem is not None:
         jobcheck.drop(job, problem)
         return False
@@ -119,14 +123,26 @@ class _Admission(NamedTuple):
     storage: Storage
 
 
-async def _admit(job: Job) -> _Admission | None:
-    """The job's reactor and the storage when a worker may act on `job` (`_admitted`), else
-    None (the job was dropped and logged)."""
-    name = job.reactor
-    reactor = registry.lookup(name) if isinstance(name, str) else None
+async def _admit(job: Job) -> tuple[Job, _Admission] | None:
+    """The job (its version as `version_gate.admit` found it) with its reactor and the
+    storage when a worker may act on it (its fields well-formed, checked before any storage
+    call, then `_admitted`), else None (the job was dropped and logged, or handed back for want
+    of its version). The reactor is the job's version's; for a
+    run job whose version is not declared here, the newest (the run migrates under its lock)."""
+    problem = jobcheck.malformed(job)
+    if problem is not None:
+        jobcheck.drop(job, problem)
+        return None
+    found = await version_gate.admit(job)
+    if found is None:
+        return None
+    job, name = found, found.reactor
+    reactor = registry.lookup(name, job.version)
+    if reactor is None and job.kind is JobKind.RUN:
+        reactor = registry.lookup(name)
     if not await _admitted(job, unknown=reactor is None):
         return None
-    return _Admission(reactor, config.current_storage())
+    return job, _Admission(reactor, config.current_storage())
 
 
 class PermanentFailure(ReactorflowError):
@@ -151,7 +167,8 @@ def unknown_reactor(name: str) -> str:
             "the module that declares it before its runs reach the worker")
 
 
-async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
+async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0, *, version: int = 1,
+                      refused: float = 0.0) -> None:
     """The worker resume protocol: lock, then load, then act on the stored status; then, for
     a paused run whose interrupt deadline passed (its timer fired), settle that deadline
     (`deadlines.deadline_due`: failed, or resumed with its `on_timeout`).
@@ -167,11 +184,12 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
         PermanentFailure: the run can never be executed here (unknown reactor, unreadable
             record, incompatible graph); it was marked failed.
     """
-    job = Job.run(run_id, reactor_name, snoozes=snoozes)
-    admitted = await _admit(job)
-    if admitted is None:
+    job = Job(JobKind.RUN, run_id, reactor_name, snoozes=snoozes, version=version,
+              refused=refused)
+    found = await _admit(job)
+    if found is None:
         return
-    reactor, storage = admitted
+    job, (reactor, storage) = found
     if reactor is None:
         reason = unknown_reactor(reactor_name)
         await operations.mark_unrecoverable(storage, run_id, "UnknownReactor", reason)
@@ -180,7 +198,8 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
     owner = new_owner()
     if not await acquire(storage, run_id, owner, settings.lock_ttl, RUN_LOCK_WAIT):
         delay = SNOOZE_DELAY + random.random() * SNOOZE_DELAY
-        queue.enqueue_run(run_id, reactor_name, delay=delay, snoozes=snoozes + 1)
+        queue.enqueue_run(run_id, reactor_name, version=job.version, delay=delay,
+                          snoozes=snoozes + 1)
         if snoozes in (0, 10, 100):
             log.info("reactorflow.resume.waiting run_id=%s reactor=%s snoozes=%d", run_id,
                      reactor_name, snoozes)
@@ -196,12 +215,19 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
             jobcheck.drop(job, exc.message)
         else:
             log.info("reactorflow.worker.stray run_id=%s: no such run (expired?)", run_id)
-    except (CorruptRecord, DefinitionChanged) as exc:
+    except DefinitionChanged as exc:
+        if exc.version is not None and not exc.differences:  # moved to a version not here
+            await version_gate.hand_back(job, exc.version)
+            return
+        await operations.mark_unrecoverable(storage, run_id, type(exc).__name__, exc.message)
+        raise PermanentFailure(exc.message, run_id=run_id) from exc
+    except (CorruptRecord, MigrationError) as exc:
         await operations.mark_unrecoverable(storage, run_id, type(exc).__name__, exc.message)
         raise PermanentFailure(exc.message, run_id=run_id) from exc
 
 
-async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 0) -> None:
+async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 0, *,
+                       version: int = 1, refused: float = 0.0) -> None:
     """Run one async unit of a run and write its record into the run (see
     `runtime.engine.async_units`).
     `snoozes`: how often the unit was put back because its gate was busy (capped by
@@ -211,11 +237,12 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
         PermanentFailure: the unit can never run here (unknown reactor, unreadable record);
             its failure was reported to the run.
     """
-    job = Job.unit(run_id, reactor_name, key, snoozes=snoozes)
-    admitted = await _admit(job)
-    if admitted is None:
+    job = Job(JobKind.UNIT, run_id, reactor_name, key, snoozes=snoozes, version=version,
+              refused=refused)
+    found = await _admit(job)
+    if found is None:
         return
-    reactor, storage = admitted
+    job, (reactor, storage) = found
     if reactor is None:
         reason = unknown_reactor(reactor_name)
         record = StepRecord(StepStatus.FAILED, 0, clock.now(), clock.now(),
@@ -235,6 +262,11 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
         if stored.head.reactor != reactor_name:  # storage is the truth: the job is wrong
             jobcheck.drop(job, f"the run belongs to reactor {stored.head.reactor!r}")
             return
+        own = migrations.declared_for(reactor, stored.head.meta)
+        if own is None:  # its run moved, since the job was sent, to a version not here
+            await version_gate.hand_back(job, records.meta_version(stored.head.meta))
+            return
+        reactor = own
         try:
             hooks = hooks_for(reactor)  # its gate places are held as the unit's own lock
             ex = Execution.from_stored(stored, plan=plan_for(reactor), storage=storage,
@@ -254,38 +286,41 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
         await _run_unit(ex, key, snoozes)
 
 
-async def execute_element(run_id: str, reactor_name: str, key: str, index: int) -> None:
+async def execute_element(run_id: str, reactor_name: str, key: str, index: int, *,
+                          version: int = 1, refused: float = 0.0) -> None:
     """Run one element of a fanned-out map (see `runtime.maps.fanout`); an element whose
     reactor is not declared here fails (and its run is told)."""
-    job = Job.element(run_id, reactor_name, key, index)
-    admitted = await _admit(job)
-    if admitted is None:
+    job = Job(JobKind.ELEMENT, run_id, reactor_name, key, index=index, version=version,
+              refused=refused)
+    found = await _admit(job)
+    if found is None:
         return
-    reactor, storage = admitted
+    job, (reactor, storage) = found
     if reactor is None:
-        await _fail_element(storage, Job.element(run_id, reactor_name, key, index),
-                            "UnknownReactor",
+        await _fail_element(storage, job, "UnknownReactor",
                             f"reactor {reactor_name!r} is not declared in this worker")
         raise PermanentFailure(f"unknown reactor {reactor_name!r}", run_id=run_id, step=key)
     await element_job.run_element(storage, reactor, run_id, key, index)
 
 
-async def execute_undo(run_id: str, reactor_name: str, key: str, index: int) -> None:
+async def execute_undo(run_id: str, reactor_name: str, key: str, index: int, *,
+                       version: int = 1, refused: float = 0.0) -> None:
     """Undo one completed element of a fanned-out map (see `runtime.maps.undo_throws`); an element
     whose reactor is not declared here records that as its undo's failure.
 
     Raises:
         PermanentFailure: the reactor is not declared in this worker.
     """
-    job = Job.undo(run_id, reactor_name, key, index)
-    admitted = await _admit(job)
-    if admitted is None:
+    job = Job(JobKind.UNDO, run_id, reactor_name, key, index=index, version=version,
+              refused=refused)
+    found = await _admit(job)
+    if found is None:
         return
-    reactor, storage = admitted
+    job, (reactor, storage) = found
     if reactor is None:
         reason = unknown_reactor(reactor_name)
         await undo_job.give_up(storage, run_id, reactor_name, key, index, "UnknownReactor",
-                               reason)
+                               reason, version=job.version)
         raise PermanentFailure(reason, run_id=run_id, step=key)
     await undo_job.run_undo(storage, reactor, run_id, key, index)
 
@@ -301,7 +336,7 @@ async def _fail_element(storage: Storage, job: Job, kind: str, reason: str) -> N
         return
     record = ElementRecord(StepStatus.FAILED, error=ErrorRecord(kind, reason))
     await element_job.settle(storage, job.run_id, job.reactor, job.step, job.index, record,
-                        atomic=True, total=None)
+                             atomic=True, total=None, version=job.version)
 
 
 async def _run_unit(ex: Execution, key: str, snoozes: int) -> None:
@@ -353,7 +388,7 @@ async def _park_unit(ex: Execution, key: str, out: Outcome, events: list[Any]) -
                             error=ErrorRecord.from_exception(out.error), retry_at=out.retry_at)
         await ex.storage.save_unit(ex.run_id, key, records.encode(record),
                                    [records.encode(e) for e in events], settled=False)
-    queue.current().enqueue(Job.unit(ex.run_id, ex.reactor, key),
+    queue.current().enqueue(Job.unit(ex.run_id, ex.reactor, key, version=ex.meta.version),
                             delay=max(0.0, out.retry_at - clock.now()))
     log.info("reactorflow.async.parked run_id=%s step=%s attempts=%d next_in=%.1fs", ex.run_id,
              key, out.attempts, out.retry_at - clock.now())
@@ -366,7 +401,8 @@ def _snooze_unit(ex: Execution, key: str, out: Outcome, snoozes: int) -> bool:
     if snoozes + 1 > settings.gate_snooze_limit:
         return True
     delay = settings.gate_snooze * (0.5 + random.random() / 2)
-    queue.current().enqueue(Job.unit(ex.run_id, ex.reactor, key, snoozes=snoozes + 1),
+    queue.current().enqueue(Job.unit(ex.run_id, ex.reactor, key, version=ex.meta.version,
+                                     snoozes=snoozes + 1),
                             delay=delay)
     log.info("reactorflow.gate.snoozed run_id=%s step=%s snoozes=%d error=%s", ex.run_id, key,
              snoozes + 1, summary(out.error) if out.error is not None else "-")
@@ -400,6 +436,10 @@ async def give_up(job: Job, reason: str) -> None:
     """The queue gave up on a job after infrastructure errors: fail what it was for (the unit,
     or the run) with `reason`, and publish it (waiters wake at once). A job that is malformed
     or disagrees with its run's record is dropped instead (logged): it fails nothing."""
+    problem = jobcheck.malformed(job)
+    if problem is not None:
+        jobcheck.drop(job, problem)
+        return
     if not await _admitted(job, unknown=True):
         return
     storage = config.current_storage()
@@ -416,6 +456,6 @@ async def give_up(job: Job, reason: str) -> None:
             await _fail_element(storage, job, "JobRetriesExhausted", reason)
         case JobKind.UNDO:
             await undo_job.give_up(storage, job.run_id, job.reactor, job.step, job.index,
-                                   "JobRetriesExhausted", reason)
+                                   "JobRetriesExhausted", reason, version=job.version)
         case _:
             assert_never(job.kind)

@@ -314,7 +314,9 @@ async def _recover(storage: Storage, live: Liveness, report: SweepReport) -> Non
         log.warning("reactorflow.sweep.unknown_reactor run_id=%s reactor=%s (import the module "
                     "that declares it in the sweeping process)", live.run_id, live.reactor)
         return
-    await _hand_over(Job.run(live.run_id, live.reactor), reactor, report)
+    head = await storage.load_head(live.run_id)  # the job carries the run's version
+    version = records.meta_version(head.meta) if head is not None else 1
+    await _hand_over(Job.run(live.run_id, live.reactor, version=version), reactor, report)
 
 
 async def _hand_over(job: Job, reactor: Reactor, report: SweepReport) -> None:
@@ -327,7 +329,7 @@ async def _hand_over(job: Job, reactor: Reactor, report: SweepReport) -> None:
         report.enqueued.append(label)
         return
     if job.kind is JobKind.UNIT:
-        await jobs.execute_unit(job.run_id, job.reactor, job.step)
+        await jobs.execute_unit(job.run_id, job.reactor, job.step, version=job.version)
         report.recovered.append(label)
         return
     storage = config.current_storage()
@@ -361,7 +363,8 @@ async def _sweep_units(storage: Storage, report: SweepReport, limit: int) -> Non
 
 async def _sweep_unit(storage: Storage, unit: UnitLiveness, report: SweepReport) -> None:
     head = await storage.load_head(unit.run_id)
-    reactor = registry.lookup(head.reactor) if head is not None else None
+    version = records.meta_version(head.meta) if head is not None else 1
+    reactor = registry.lookup(head.reactor, version) if head is not None else None
     raw = await storage.load_step(unit.run_id, unit.key)
     if reactor is None or raw is None:
         return
@@ -377,5 +380,6 @@ async def _sweep_unit(storage: Storage, unit: UnitLiveness, report: SweepReport)
             if report_record is not None:
                 await report_unit(storage, unit.run_id, unit.key, report_record, [])
         return
-    await _hand_over(Job.unit(unit.run_id, reactor.name, unit.key), reactor, report)
+    await _hand_over(Job.unit(unit.run_id, reactor.name, unit.key, version=version), reactor,
+                     report)
     log.info("reactorflow.sweep.unit run_id=%s step=%s", unit.run_id, unit.key)

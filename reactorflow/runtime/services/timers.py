@@ -74,7 +74,7 @@ async def fire_due(storage: Storage, *, limit: int = BATCH,
     for _ in range(batches):
         claimed = await storage.claim_timers(clock.now(), LEASE, limit)
         for timer in claimed:
-            queue.enqueue_run(timer.run_id, timer.reactor)
+            queue.enqueue_run(timer.run_id, timer.reactor, version=timer.version)
         fired += claimed
         if len(claimed) < limit:
             break
@@ -101,7 +101,7 @@ async def fire_timers() -> list[Run]:
     while True:
         claimed = await storage.claim_timers(clock.now(), LEASE, BATCH)
         for timer in claimed:
-            await jobs.execute_run(timer.run_id, timer.reactor)
+            await jobs.execute_run(timer.run_id, timer.reactor, version=timer.version)
             await storage.disarm_timer(timer.run_id, timer.leased_until)
             reactor = registry.lookup(timer.reactor)
             if reactor is not None:

@@ -175,6 +175,34 @@ class RunsContract(abc.ABC):
         """
 
     @abc.abstractmethod
+    async def migrate_run(
+        self, run_id: str, owner: str, *, expected_meta: bytes, meta: bytes, state: bytes,
+        steps: Mapping[str, bytes], removed: Sequence[str], events: Sequence[bytes] = (),
+    ) -> bool:
+        """Fenced rewrite of a run onto another version of its reactor (a migration): its meta
+        (the one write of a meta after `create_run`), its state, the step records written and
+        the step records removed, and the events that record it, in one atomic write. The
+        status, the claims, the control request and the indexes do not change. Refused with
+        `LockLost` (nothing written) unless `owner` holds the run's lock; returns False, with
+        nothing written, when the stored meta is no longer `expected_meta` (another migration
+        landed first: read the run again). A retry of an applied write returns True.
+
+        Args:
+            run_id: The run's id.
+            owner: The lock owner making the write (fenced: it must hold the run's lock).
+            expected_meta: The encoded meta the migration was computed from.
+            meta: The new encoded meta.
+            state: The new encoded state.
+            steps: Step records (key -> record) written.
+            removed: Step keys whose records are removed (written ones are not removed).
+            events: Encoded history events to append.
+
+        Raises:
+            LockLost: `owner` does not hold the run's lock (nothing was written).
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
     async def history(self, run_id: str) -> list[bytes]:
         """The run's events, oldest first (at most `history_limit`, the newest kept).
 

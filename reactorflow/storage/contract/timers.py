@@ -26,7 +26,7 @@ class TimersContract(abc.ABC):
     """One timer per run: when to look at it again."""
 
     @abc.abstractmethod
-    async def arm_timer(self, run_id: str, reactor: str, due: float) -> None:
+    async def arm_timer(self, run_id: str, reactor: str, due: float, version: int = 1) -> None:
         """Set the timer of run `run_id` (of `reactor`) to `due`, replacing the one it had
         (atomic; idempotent). Not fenced: a stale arm only makes a firer look at the run once
         more, which writes nothing when nothing is due. No expiry.
@@ -35,6 +35,7 @@ class TimersContract(abc.ABC):
             run_id: The run.
             reactor: Its reactor's name (what a firer enqueues the resume with).
             due: When it falls due (Unix time, seconds).
+            version: The version of its reactor the run is on (the resume carries it).
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).

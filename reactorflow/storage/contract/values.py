@@ -301,9 +301,11 @@ class DueTimer:
         reactor: Its reactor's name.
         due: When it fell due (as armed; Unix time).
         leased_until: The time the claim set on it: the firer's disarm names it.
+        version: The version of its reactor the run was on when it armed the timer.
     """
 
     run_id: str
     reactor: str
     due: float
     leased_until: float
+    version: int = 1

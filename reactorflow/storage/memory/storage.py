@@ -321,6 +321,24 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Stor
             self._notify(run_id, "", b"1")
         return control
 
+    async def migrate_run(self, run_id: str, owner: str, *, expected_meta: bytes, meta: bytes,
+                          state: bytes, steps: Mapping[str, bytes], removed: Sequence[str],
+                          events: Sequence[bytes] = ()) -> bool:
+        now = clock.monotonic()
+        with self._mutex:
+            run = self._fenced(run_id, owner, now)
+            if run.meta != expected_meta:
+                return False
+            run.meta = meta
+            run.state = state
+            for key in removed:
+                if key not in steps:
+                    run.steps.pop(key, None)
+            run.steps.update(steps)
+            run.history.extend(events)
+            self._touch(run, now)
+        return True
+
     async def history(self, run_id: str) -> list[bytes]:
         with self._mutex:
             run = self._live(run_id, clock.monotonic())

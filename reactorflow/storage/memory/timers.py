@@ -20,12 +20,14 @@ class MemoryTimers:
     _mutex: threading.Lock
 
     def _init_timers(self) -> None:
-        self._timers: dict[str, tuple[float, str, float]] = {}  # run -> (time, reactor, due)
+        # run -> (time, reactor, due, version)
+        self._timers: dict[str, tuple[float, str, float, int]] = {}
         self._timer_heap: list[tuple[float, int, str]] = []
         self._timer_seq = itertools.count()
 
-    def _set_timer(self, run_id: str, time: float, reactor: str, due: float) -> None:
-        self._timers[run_id] = (time, reactor, due)
+    def _set_timer(self, run_id: str, time: float, reactor: str, due: float,
+                   version: int) -> None:
+        self._timers[run_id] = (time, reactor, due, version)
         heapq.heappush(self._timer_heap, (time, next(self._timer_seq), run_id))
 
     def _timer_top(self) -> tuple[float, str] | None:
@@ -38,9 +40,9 @@ class MemoryTimers:
             heapq.heappop(heap)
         return None
 
-    async def arm_timer(self, run_id: str, reactor: str, due: float) -> None:
+    async def arm_timer(self, run_id: str, reactor: str, due: float, version: int = 1) -> None:
         with self._mutex:
-            self._set_timer(run_id, float(due), reactor, float(due))
+            self._set_timer(run_id, float(due), reactor, float(due), version)
 
     async def disarm_timer(self, run_id: str, due: float | None = None) -> bool:
         with self._mutex:
@@ -59,10 +61,10 @@ class MemoryTimers:
                 if top is None or top[0] > now:
                     break
                 _, run_id = top
-                _, reactor, due = self._timers[run_id]
+                _, reactor, due, version = self._timers[run_id]
                 heapq.heappop(self._timer_heap)
-                self._set_timer(run_id, leased_until, reactor, due)
-                claimed.append(DueTimer(run_id, reactor, due, leased_until))
+                self._set_timer(run_id, leased_until, reactor, due, version)
+                claimed.append(DueTimer(run_id, reactor, due, leased_until, version))
         return claimed
 
     async def next_timer(self) -> float | None:

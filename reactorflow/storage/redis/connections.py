@@ -108,10 +108,11 @@ SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock",
            "ordered_peek", "ordered_reset",
            "load_run", "schedule_load", "schedule_advance", "schedule_record",
            "schedule_relet", "schedule_pause", "claim_lock_load", "lock_load_elements",
-           "index_done", "start_element", "unit_indexed", "idem_follow", "idem_done",
+           "index_done", "start_element", "unit_indexed", "idem_follow", "idem_done", "migrate_run",
            "timer_arm", "timer_disarm", "timer_claim")
 RUN_WRITES = frozenset({"create_run", "save_step", "save_state", "save_unit", "claim",
-                        "request_control", "incr_counter", "claim_lock_load", "unit_indexed"})
+                        "request_control", "incr_counter", "claim_lock_load", "unit_indexed",
+                        "migrate_run"})
 """The scripts that write a run: `scripts/lib/run_write.lua` (retry tokens) and
 `scripts/lib/expiry.lua` (the retention rule) are prepended to each."""
 LOCK_TAKERS = frozenset({"acquire_lock", "lock_load_elements", "start_element"})

@@ -351,6 +351,22 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
             value = await conn.client.hget(self._keys.steps(run_id), key)
         return None if value is None else _bytes(value)
 
+    async def migrate_run(self, run_id: str, owner: str, *, expected_meta: bytes, meta: bytes,
+                          state: bytes, steps: Mapping[str, bytes], removed: Sequence[str],
+                          events: Sequence[bytes] = ()) -> bool:
+        gone = [key for key in removed if key not in steps]
+        pairs = [part for key, record in steps.items() for part in (key, record)]
+        args: Args = [_token(), owner, expected_meta, meta, state, _now(), self.history_limit,
+                      len(steps), len(gone), *pairs, *gone, *events]
+        conn = await self._redis.get()
+        with self._errors():
+            reply = await conn.script("migrate_run", self._keys.run_keys(run_id), args)
+        if reply[0] == 2:
+            return False
+        if reply[0] != 1:
+            raise _refusal(reply[0], run_id, owner)
+        return True
+
     async def save_state(self, run_id: str, owner: str, *, status: str, previous_status: str,
                          state: bytes, steps: Mapping[str, bytes] | None = None,
                          events: Sequence[bytes] = (), clear_control: bool = False,

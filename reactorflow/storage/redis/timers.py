@@ -2,7 +2,8 @@
 
 Two keys in one hash slot (`{timers}`), so each script is atomic on a cluster too: the sorted
 set `<ns>:{timers}:due` (member: the run id, score: when it falls due, seconds) and the hash
-`<ns>:{timers}:run` (run id -> "<due as armed>|<reactor>"). No TTL: a timer lives until it is
+`<ns>:{timers}:run` (run id -> "<due as armed>|<reactor>|<version>"; a timer armed before
+versions has no version: 1). No TTL: a timer lives until it is
 fired or disarmed (api.md §13). Each operation is one script (`scripts/timer_*.lua`); claiming
 reads only the due members (`ZRANGEBYSCORE ... LIMIT`).
 """
@@ -34,8 +35,8 @@ class RedisTimers:
         with self._redis.errors():
             return await conn.script(script, self._timer_keys(), args)
 
-    async def arm_timer(self, run_id: str, reactor: str, due: float) -> None:
-        await self._timer_script("timer_arm", [run_id, repr(float(due)), reactor])
+    async def arm_timer(self, run_id: str, reactor: str, due: float, version: int = 1) -> None:
+        await self._timer_script("timer_arm", [run_id, repr(float(due)), f"{reactor}|{version}"])
 
     async def disarm_timer(self, run_id: str, due: float | None = None) -> bool:
         removed = await self._timer_script("timer_disarm",
@@ -48,9 +49,10 @@ class RedisTimers:
                                         [repr(float(now)), repr(leased_until), int(limit)])
         claimed = []
         for run, details in zip(flat[::2], flat[1::2], strict=True):
-            due, _, reactor = _text(details).partition("|") if details else ("", "", "")
+            due, _, rest = _text(details).partition("|") if details else ("", "", "")
+            reactor, _, version = rest.partition("|")
             claimed.append(DueTimer(_text(run), reactor, float(due) if due else now,
-                                    leased_until))
+                                    leased_until, int(version) if version.isdigit() else 1))
         return claimed
 
     async def next_timer(self) -> float | None:

@@ -4,7 +4,7 @@
 --
 -- KEYS: 1 the timers' due times (sorted set)  2 the timers' details (hash)
 -- ARGV: 1 now (seconds)  2 the lease's end (seconds, as text)  3 limit
--- Returns: a flat array: run id, details ("<due as armed>|<reactor>"; false when missing), ...
+-- Returns: a flat array: run id, details ("<due as armed>|<reactor>|<version>"; false when missing), ...
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {}
 for _, run in ipairs(due) do
