@@ -257,6 +257,7 @@ class RunState(msgspec.Struct, omit_defaults=True):
     gate_waits: dict[str, str] = msgspec.field(default_factory=dict)  # step key -> busy gate
     # step key -> since when its rollback handler waits, parked, for its lock or semaphore
     rollback_waits: dict[str, float] = msgspec.field(default_factory=dict)
+    hold_until: float | None = None  # held with a hold_timeout: when it rolls back by itself
 
 
 class Control(msgspec.Struct, frozen=True, omit_defaults=True):

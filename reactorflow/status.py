@@ -11,10 +11,12 @@ class Status(StrEnum):
     """The status of a run.
 
     A `StrEnum`: `RUNNING`, `PAUSED`, `COMPLETED`, `FAILED`, `HALTED`, `CANCELLED`, `ABORTED`,
-    `ROLLING_BACK`, whose values are the names in lower case (a member compares equal to its
-    value). Properties: `is_terminal` (completed, failed, halted, cancelled, aborted),
-    `is_ended` (terminal, aborted excepted: retention applies) and `is_settled` (terminal or
-    paused). See [Concepts](concepts.md#statuses).
+    `ROLLING_BACK`, `HELD`, whose values are the names in lower case (a member compares equal
+    to its value). Properties: `is_terminal` (completed, failed, halted, cancelled, aborted),
+    `is_ended` (terminal, aborted excepted: retention applies) and `is_settled` (terminal,
+    paused or held). `HELD`: a step failed under `on_failure="hold"` and the run waits for an
+    operator, its completed work in effect (see [Repairing runs](repairing.md)). See
+    [Concepts](concepts.md#statuses).
     """
 
     RUNNING = "running"
@@ -25,6 +27,7 @@ class Status(StrEnum):
     CANCELLED = "cancelled"
     ABORTED = "aborted"
     ROLLING_BACK = "rolling_back"
+    HELD = "held"
 
     @property
     def is_terminal(self) -> bool:
@@ -39,8 +42,8 @@ class Status(StrEnum):
 
     @property
     def is_settled(self) -> bool:
-        """Terminal or paused: what `wait` waits for."""
-        return self in _TERMINAL or self is Status.PAUSED
+        """Terminal, paused or held: what `wait` waits for."""
+        return self in _TERMINAL or self is Status.PAUSED or self is Status.HELD
 
 
 _TERMINAL = frozenset(
@@ -141,6 +144,9 @@ class EventKind(StrEnum):
     RUN_PARKED = "run.parked"
     RUN_SNOOZED = "run.snoozed"
     RUN_MIGRATED = "run.migrated"  # moved onto a newer version; detail: what the hooks did
+    RUN_HELD = "run.held"  # a step failed under on_failure="hold": the run waits, nothing undone
+    RUN_REPAIRED = "run.repaired"  # an operator's retry_step or skip_step took a held run on
+    RUN_HOLD_EXPIRED = "run.hold_expired"  # its hold_timeout passed: it rolls back by itself
     # a step
     STEP_STARTED = "step.started"
     STEP_COMPLETED = "step.completed"

@@ -16,6 +16,8 @@ def cli_calls(run_id: str) -> dict[str, str]:
         "wait": f"'reactorflow runs watch {run_id}'",
         "continue": f"'reactorflow continue {run_id} STEP --payload JSON'",
         "get": f"'reactorflow runs show {run_id}'",
+        "retry_step": f"'reactorflow runs retry-step {run_id} STEP'",
+        "skip_step": f"'reactorflow runs skip-step {run_id} STEP --result JSON'",
     }
 
 

@@ -14,7 +14,7 @@ import msgspec
 from reactorflow import pydantic_types
 from reactorflow.definition.conformance import Rejected, conform
 from reactorflow.definition.params import Param, Source, wire_subset
-from reactorflow.definition.specs import InterruptOptions, OnTimeout
+from reactorflow.definition.specs import FailurePolicy, InterruptOptions, OnTimeout
 from reactorflow.errors import DefinitionError
 from reactorflow.retry import Retry
 
@@ -35,6 +35,22 @@ def version(value: Any, where: str, reactor: str) -> int:
         raise DefinitionError(f"{where}={value!r} must be a whole number >= 1 (versions "
                               "count up from 1)", reactor=reactor)
     return value
+
+
+def failure_policy(value: Any, where: str, reactor: str,
+                   step: str | None = None) -> FailurePolicy:
+    """An `on_failure=` option: "rollback" or "hold".
+
+    Raises:
+        DefinitionError: anything else, naming `where`.
+    """
+    try:
+        return FailurePolicy(value)
+    except ValueError:
+        raise DefinitionError(f"{where}: on_failure={value!r} must be \"rollback\" (undo what "
+                              "completed and end failed) or \"hold\" (keep it and end held, for "
+                              "an operator to retry_step, skip_step or undo)", reactor=reactor,
+                              step=step) from None
 
 
 def input_fields(inputs: type | None, reactor: str) -> tuple[str, ...]:

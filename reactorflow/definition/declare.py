@@ -33,7 +33,7 @@ def record_step(reactor: StepTable, fn: Any, kind: StepKind, *, name: str | None
                 interrupt: dict[str, Any] | None = None,
                 child: Declared | None = None,
                 mapping: dict[str, Any] | None = None,
-                gates: Sequence[Any] = ()) -> StepSpec:
+                gates: Sequence[Any] = (), on_failure: str | None = None) -> StepSpec:
     """Validate and record one step in `reactor`'s table; its record.
 
     Args:
@@ -49,6 +49,7 @@ def record_step(reactor: StepTable, fn: Any, kind: StepKind, *, name: str | None
         child: The composed, async or element child reactor.
         mapping: A map's raw options.
         gates: The step's gates.
+        on_failure: What its failure does to the run (`None`: the reactor's policy).
 
     Raises:
         DefinitionError: A bad name or option, naming the reactor, the step and the field.
@@ -110,7 +111,8 @@ def record_step(reactor: StepTable, fn: Any, kind: StepKind, *, name: str | None
         return_type=return_type, deps=deps,
         after=after_names, retry=retries, timeout=seconds, when=when,
         when_names=when_names, interrupt=options, child=child, map=map_options,
-        gates=bound,
+        gates=bound, on_failure=None if on_failure is None else checks.failure_policy(
+            on_failure, where, reactor.name, step_name),
     )
     reactor.put(spec)
     naming.bump()

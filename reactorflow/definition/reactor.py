@@ -79,6 +79,12 @@ class Reactor(RunMethods["Reactor"]):
             [Deploying changes](deploying.md)): new runs start on the highest version declared
             in the process, a stored run continues on its own (`run.version`), and a version
             no module declares needs a migration (`@reactor.migrate(from_version=N)`).
+        on_failure: What a step's failure (after its last attempt) does to the run:
+            `"rollback"` (the saga: undo what completed, end `failed`) or `"hold"` (keep what
+            completed and end `held`, for an operator to `retry_step`, `skip_step` or `undo`;
+            see [Repairing runs](repairing.md)). A step's own `on_failure=` wins.
+        hold_timeout: Seconds (or a `timedelta`) a held run waits for an operator before it
+            rolls back by itself (`None`: it waits until one acts).
 
     Raises:
         DefinitionError: A bad name, `max_concurrency`, `returns`, schedule or version (naming
@@ -97,6 +103,8 @@ class Reactor(RunMethods["Reactor"]):
         gates: Sequence[Any] = (),
         schedules: Sequence[Any] = (),
         version: int = 1,
+        on_failure: str = "rollback",
+        hold_timeout: float | timedelta | None = None,
     ) -> None:
         if not isinstance(name, str) or not checks.REACTOR_NAME.match(name):
             raise DefinitionError(
@@ -116,6 +124,9 @@ class Reactor(RunMethods["Reactor"]):
             raise DefinitionError(f"reactor {name!r}: returns={returns!r} must be a step name",
                                   reactor=name)
         self.version = checks.version(version, f"reactor {name!r}: version", name)
+        self.on_failure = checks.failure_policy(on_failure, f"reactor {name!r}", name)
+        self.hold_timeout = checks.check_seconds(hold_timeout, "hold_timeout",
+                                                 f"reactor {name!r}", name, "")
         self.migrations: dict[int, migrations.MigrationHook] = {}
         self.table = StepTable(name, inputs, checks.input_fields(inputs, name), returns)
         self.max_concurrency = max_concurrency
@@ -264,11 +275,12 @@ class Reactor(RunMethods["Reactor"]):
     def step(self, fn: None = None, /, *, name: str | None = None,
              retries: Retry | None = None, timeout: float | None = None,
              when: Callable[..., Any] | None = None, after: After = (),
-             gates: Sequence[Any] = ()) -> StepDecorator: ...
+             gates: Sequence[Any] = (), on_failure: str | None = None) -> StepDecorator: ...
 
     def step(self, fn: Any = None, /, *, name: str | None = None, retries: Retry | None = None,
              timeout: float | None = None, when: Callable[..., Any] | None = None,
-             after: After = (), gates: Sequence[Any] = ()) -> Any:
+             after: After = (), gates: Sequence[Any] = (),
+             on_failure: str | None = None) -> Any:
         """Declare a step: `@flow.step` or `@flow.step(...)`.
 
         The function's parameters name the inputs and earlier steps it needs (see
@@ -285,6 +297,8 @@ class Reactor(RunMethods["Reactor"]):
             after: Ordering-only dependencies: step names or `rf.Step` handles.
             gates: Gates the step holds while it runs (`rf.Lock`, `rf.Semaphore`,
                 `rf.RateLimit`, `rf.Period`, `rf.OrderedLock`); see [Gates](gates.md).
+            on_failure: `"rollback"` or `"hold"`: what this step's failure (after its last
+                attempt) does to the run (`None`: the reactor's `on_failure`).
 
         Raises:
             DefinitionError: A bad name or option, a parameter that names no input or earlier
@@ -293,7 +307,7 @@ class Reactor(RunMethods["Reactor"]):
 
         def decorate(f: Any) -> Any:
             return self._record(f, StepKind.STEP, name=name, retries=retries, timeout=timeout,
-                                when=when, after=after, gates=gates)
+                                when=when, after=after, gates=gates, on_failure=on_failure)
 
         return decorate(fn) if fn is not None else decorate
 

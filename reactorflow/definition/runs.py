@@ -45,6 +45,12 @@ class Runtime(Protocol[Front_contra]):
 
     async def migrate(self, reactor: Front_contra, run_id: str) -> Run: ...
 
+    async def retry_step(self, reactor: Front_contra, run_id: str,
+                         step: str | Sequence[str]) -> Run: ...
+
+    async def skip_step(self, reactor: Front_contra, run_id: str, step: str | Sequence[str], *,
+                        result: Any) -> Run: ...
+
     async def continue_by_correlation(self, reactor: Front_contra, correlation_id: str, *,
                                       step: str | Sequence[str], payload: Any) -> Run: ...
 
@@ -180,6 +186,44 @@ class RunMethods(Generic[Front]):
             ReactorflowError: A non-`str` `reason` (nothing changes).
         """
         return await _bound().cancel(self._self(), run_id, reason=reason)
+
+    async def retry_step(self, run_id: str, step: str | Sequence[str]) -> Run:
+        """Run the failed step of a held run again, with the code now deployed, then go on
+        (see [Repairing runs](repairing.md)). Runs here, as `continue_` does (in a worker for an
+        `always_dispatch` reactor); the step keeps its `ctx.idempotency_key`.
+
+        Args:
+            run_id: The id of a `held` run of this reactor.
+            step: The failed step: its name, or its path inside composed children.
+
+        Raises:
+            RunNotFound: No such run of this reactor.
+            RunStateError: The run is not held (the message says what its status allows).
+            StepNotFailed: `step` is not the run's failed step (nothing is written).
+            LockTimeout: Another process held the run for longer than `lock_wait`.
+        """
+        return await _bound().retry_step(self._self(), run_id, step)
+
+    async def skip_step(self, run_id: str, step: str | Sequence[str], *, result: Any) -> Run:
+        """Record `result` as what the failed step of a held run returned, then go on (see
+        [Repairing runs](repairing.md)). The step's compensate never runs; on a later rollback
+        the step is undone like any completed step.
+
+        Args:
+            run_id: The id of a `held` run of this reactor.
+            step: The failed step: its name, or its path inside composed children.
+            result: The step's result: a value of its return type (or one that converts to it,
+                such as a dict for a record type).
+
+        Raises:
+            RunNotFound: No such run of this reactor.
+            RunStateError: The run is not held.
+            StepNotFailed: `step` is not the run's failed step.
+            ResultValidationError: `result` does not fit the step's return type (nothing is
+                written).
+            LockTimeout: Another process held the run for longer than `lock_wait`.
+        """
+        return await _bound().skip_step(self._self(), run_id, step, result=result)
 
     async def retry(self, run_id: str) -> Run:
         """Start a new run with the inputs of a failed, cancelled or aborted run.

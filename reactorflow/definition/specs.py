@@ -11,6 +11,14 @@ from typing import Any, Literal
 from reactorflow.definition.params import HandlerSignature
 
 
+class FailurePolicy(StrEnum):
+    """What a step's failure (after its last attempt) does to its run: `ROLLBACK`, the saga
+    (undo what completed, end `failed`), or `HOLD` (keep it, end `held` for an operator)."""
+
+    ROLLBACK = "rollback"
+    HOLD = "hold"
+
+
 class StepKind(StrEnum):
     STEP = "step"
     INTERRUPT = "interrupt"

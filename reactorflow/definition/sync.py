@@ -163,6 +163,34 @@ class SyncRunMethods:
         """
         return self._call("cancel", partial(self._reactor.cancel, run_id, reason=reason))
 
+    def retry_step(self, run_id: str, step: str | Sequence[str]) -> Run:
+        """`await reactor.retry_step(...)`, blocking (see `Reactor.retry_step`).
+
+        Args:
+            run_id: The id of a held run of this reactor.
+            step: Its failed step.
+
+        Raises:
+            RunStateError: The run is not held.
+            StepNotFailed: `step` is not its failed step.
+        """
+        return self._call("retry_step", partial(self._reactor.retry_step, run_id, step))
+
+    def skip_step(self, run_id: str, step: str | Sequence[str], *, result: Any) -> Run:
+        """`await reactor.skip_step(...)`, blocking (see `Reactor.skip_step`).
+
+        Args:
+            run_id: The id of a held run of this reactor.
+            step: Its failed step.
+            result: The step's result.
+
+        Raises:
+            RunStateError: The run is not held.
+            ResultValidationError: `result` does not fit the step's return type.
+        """
+        return self._call("skip_step", partial(self._reactor.skip_step, run_id, step,
+                                               result=result))
+
     def retry(self, run_id: str) -> Run:
         """`await reactor.retry(run_id)` from sync code: a new run with the old run's inputs.
 

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from reactorflow.definition.gates import BoundGate
 from reactorflow.definition.params import HandlerSignature, Param
-from reactorflow.definition.specs import UNIT_KINDS, InterruptOptions, MapOptions, StepKind
+from reactorflow.definition.specs import (
+    UNIT_KINDS,
+    FailurePolicy,
+    InterruptOptions,
+    MapOptions,
+    StepKind,
+)
 from reactorflow.retry import Retry
 
 if TYPE_CHECKING:
@@ -34,6 +40,12 @@ class Declared(Protocol):
 
     @property
     def version(self) -> int: ...
+
+    @property
+    def on_failure(self) -> FailurePolicy: ...
+
+    @property
+    def hold_timeout(self) -> float | None: ...
 
     @property
     def table(self) -> StepTable: ...
@@ -84,6 +96,7 @@ class StepSpec:
     child: Declared | None = field(default=None, compare=False)
     map: MapOptions | None = None
     gates: tuple[BoundGate, ...] = ()
+    on_failure: FailurePolicy | None = None  # None: the run's reactor's policy
 
 
 class StepTable:

@@ -37,6 +37,7 @@ from reactorflow.errors.gates import (
 from reactorflow.errors.inputs import (
     InputValidationError,
     PayloadValidationError,
+    ResultValidationError,
     UnknownInterrupt,
 )
 from reactorflow.errors.runs import (
@@ -53,6 +54,7 @@ from reactorflow.errors.runs import (
     RunExists,
     RunNotFound,
     RunStateError,
+    StepNotFailed,
     StepTimeout,
     WaitTimeout,
     refusal_advice,
@@ -101,6 +103,8 @@ __all__ = [
     "RunRecordGone",
     "RunNotFound",
     "RunStateError",
+    "ResultValidationError",
+    "StepNotFailed",
     "SHOWN_ID_LIMIT",
     "SerializationError",
     "StepLabel",

@@ -113,3 +113,21 @@ class UnknownInterrupt(ReactorflowError):
         self.reactor = reactor
         self.label = step
         self.interrupts = list(interrupts)
+
+
+class ResultValidationError(ValidationFailed):
+    """A result given by hand (`skip_step(..., result=)`) does not fit the step's return type:
+    nothing was written.
+
+    Attributes:
+        field: The field at fault (a dotted path; `$` for the value itself).
+        reason: Why it was refused.
+    """
+
+    def __init__(self, run_id: str, step: str, field: str, reason: str) -> None:
+        super().__init__(
+            f"cannot skip step {step!r} of run {run_id!r} with that result: {field}: {reason}. "
+            "Give a result of the step's return type (nothing was written).",
+            run_id=run_id, step=step)
+        self.field = field
+        self.reason = reason

@@ -117,12 +117,34 @@ _ADVICE: dict[tuple[str, str], str] = {
                          "steps and ends it cancelled, and a cancelled run can be retried.",
     ("retry", "rolling_back"): "It is being rolled back and ends failed or cancelled by itself; "
                                "{wait} for that, then retry it.",
+    ("retry", "held"): "A step failed and the run is held, its completed work kept: "
+                       "{retry_step} runs the failed step again, {skip_step} supplies its "
+                       "result, or {undo} rolls it back.",
+    ("continue", "held"): "A step failed and the run is held: it waits for an operator, not a "
+                          "payload. {retry_step} runs the failed step again, {skip_step} "
+                          "supplies its result, or {undo} rolls it back.",
+    ("retry_step", "running"): "Only a held run's failed step can be retried; this run is "
+                               "still going: {wait} for it.",
+    ("retry_step", "paused"): "Only a held run's failed step can be retried; this run waits "
+                              "for a payload: {continue} resumes it.",
+    ("retry_step", "failed"): "Only a held run's failed step can be retried; this run was "
+                              "rolled back already. {retry} starts a new run with the same "
+                              "inputs.",
+    ("retry_step", "completed"): "Only a held run's failed step can be retried; this run "
+                                 "completed.",
+    ("skip_step", "running"): "Only a held run's failed step can be skipped; this run is still "
+                              "going: {wait} for it.",
+    ("skip_step", "failed"): "Only a held run's failed step can be skipped; this run was rolled "
+                             "back already. {retry} starts a new run with the same inputs.",
+    ("skip_step", "completed"): "Only a held run's failed step can be skipped; this run "
+                                "completed.",
 }
 
 
 PYTHON_CALLS: Mapping[str, str] = {
     "undo": "undo(run_id)", "cancel": "cancel(run_id)", "retry": "retry(run_id)",
     "wait": "wait(run_id)", "continue": "continue_(run_id, ...)", "get": "get(run_id)",
+    "retry_step": "retry_step(run_id, step)", "skip_step": "skip_step(run_id, step, result=...)",
 }
 """How advice names the operations by default: the `Reactor` methods to call. A front end
 (the CLI) passes its own phrasing to `refusal_advice` / `RunStateError.phrased`."""
@@ -177,6 +199,26 @@ class RunStateError(Refused):
         """
         hint = refusal_advice(self.operation, self.status, calls) if self.advised else self.hint
         return f"cannot {self.operation} run {self.run_id!r}: it is {self.status}. {hint}"
+
+
+class StepNotFailed(Refused):
+    """`retry_step` or `skip_step` named a step of a held run that is not its failed step:
+    nothing was written.
+
+    Attributes:
+        step_status: The named step's status (`pending` when it never ran).
+        failed: The held run's failed step, or `None`.
+    """
+
+    def __init__(self, run_id: str, step: str, step_status: str, operation: str,
+                 failed: str | None) -> None:
+        which = f"its failed step is {failed!r}" if failed else "it has no failed step"
+        super().__init__(
+            f"cannot {operation} step {step!r} of run {run_id!r}: that step is {step_status}, "
+            f"and only the failed step of a held run can be retried or skipped ({which})",
+            run_id=run_id, step=step)
+        self.step_status = step_status
+        self.failed = failed
 
 
 class NotPaused(RunStateError):

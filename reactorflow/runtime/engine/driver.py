@@ -50,9 +50,10 @@ import anyio
 import msgspec
 
 from reactorflow import clock, config, records
+from reactorflow.definition.specs import FailurePolicy
 from reactorflow.errors import GateBusy, LockLost, RecordedError, StorageError
 from reactorflow.middleware import GateEvent, Hook, RunEvent
-from reactorflow.records import ErrorRecord, RollbackFailure, RunError, StepRecord
+from reactorflow.records import ErrorRecord, Event, RollbackFailure, RunError, RunState, StepRecord
 from reactorflow.runtime.engine import kinds
 from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.forward import Forward
@@ -97,6 +98,10 @@ async def drive(ex: Execution, mode: DriveMode) -> None:
         if ex.state.status == Status.ROLLING_BACK:
             ex.parked_since, ex.state.parked_on = ex.state.parked_on, {}
             await finish_rollback(ex)
+        elif ex.state.status == Status.HELD:  # its hold_timeout passed, or an `undo` of it
+            expired = hold_due(ex.state, clock.now())
+            await roll_back_held(ex, [event(EventKind.RUN_HOLD_EXPIRED if expired
+                                            else EventKind.RUN_UNDO_REQUESTED)])
         else:
             if ex.state.status == Status.PAUSED:  # applying a claimed payload: visible at once
                 resumed = [k for k in ex.state.waiting_on if k in ex.claims]
@@ -270,6 +275,10 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
             if verdict.failed:
                 first = verdict.failed[0]
                 error = run_error(first, verdict.errors[first])
+                if holds(ex, first):
+                    await hold(ex, error)
+                    _log_end(ex)
+                    return
             else:
                 assert ex.writer.control is not None and ex.writer.control.error is not None
                 error = ex.writer.control.error
@@ -280,16 +289,57 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
     _log_end(ex)
 
 
+def holds(ex: Execution, key: str) -> bool:
+    """Whether the failure of step `key` holds the run (`on_failure="hold"`: the step's own
+    policy, else its run's reactor's) instead of rolling it back."""
+    policy = ex.plan.nodes[key].spec.on_failure or ex.plan.reactor.on_failure
+    return policy is FailurePolicy.HOLD
+
+
+async def hold(ex: Execution, error: RunError) -> None:
+    """Save the run `held` (its last write: the lock goes with it): its completed work stays
+    in effect, nothing is undone, and the failed step's compensate stays pending (an `undo`
+    runs it first). Steps parked between retry attempts fail with it. With a `hold_timeout`,
+    the run's timer is armed for when it rolls back by itself (`hold_due`)."""
+    retrying, failed = ex.close_retrying("the run is held")
+    timeout = ex.plan.reactor.hold_timeout
+    until = None if timeout is None else clock.now() + timeout
+    if until is not None:
+        await arm_timer(ex, until)
+    await ex.writer.save_state(Status.HELD, final=True, publish=True, steps=retrying,
+                               events=[*failed, event(EventKind.RUN_HELD, error.step or "",
+                                                      detail=f"{error.type}: {error.message}")],
+                               error=error, waiting_on=[], deadlines={}, timeout_at=None,
+                               hold_until=until)
+    log.warning("reactorflow.run.held run_id=%s reactor=%s step=%s error=%s: %s", ex.run_id,
+                ex.reactor, error.step, error.type, error.message)
+
+
+def hold_due(state: RunState, now: float) -> bool:
+    """A held run whose `hold_timeout` has passed: it rolls back by itself."""
+    return (state.status == Status.HELD and state.hold_until is not None
+            and state.hold_until <= now)
+
+
+async def roll_back_held(ex: Execution, events: list[Event]) -> None:
+    """Roll a held run back (an operator's `undo`, or its `hold_timeout`), to `failed` with the
+    step's failure as its error; the held step's compensate runs first, as in any rollback."""
+    error = ex.state.error or RunError(None, "Held", "the run was held")
+    await fail_with_rollback(ex, error, events=events)
+
+
 async def fail_with_rollback(ex: Execution, error: RunError,
-                             live_errors: dict[str, BaseException] | None = None) -> None:
+                             live_errors: dict[str, BaseException] | None = None, *,
+                             events: list[Event] | None = None) -> None:
     """Save `rolling_back`, roll everything back, save `failed` with every rollback failure.
-    Steps parked between retry attempts fail with the run (`close_retrying`): compensated."""
+    Steps parked between retry attempts fail with the run (`close_retrying`): compensated.
+    `events`: what to record first (why the rollback starts, when not a step's failure)."""
     retrying, failed = ex.close_retrying("the run failed")
     await ex.writer.save_state(Status.ROLLING_BACK, steps=retrying,
-                               events=[*failed,
+                               events=[*(events or ()), *failed,
                                        event(EventKind.RUN_ROLLING_BACK, detail=str(error))],
                                error=error, rollback_trigger=RollbackTrigger.FAILURE, waiting_on=[],
-                               deadlines={})
+                               deadlines={}, hold_until=None)
     await _roll_back_or_park(ex, live_errors)
 
 

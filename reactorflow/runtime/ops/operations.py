@@ -28,7 +28,7 @@ from reactorflow.errors import (
 from reactorflow.records import Control, RunError, RunState
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.async_units import report_child_end
-from reactorflow.runtime.engine.driver import drive
+from reactorflow.runtime.engine.driver import drive, hold_due
 from reactorflow.runtime.engine.execution import Execution, event, hooks_for
 from reactorflow.runtime.engine.inputs import validate_inputs
 from reactorflow.runtime.engine.map_reads import with_map_value
@@ -255,6 +255,8 @@ def needs_execution(ex: Execution) -> bool:
         return not is_parked(ex) or due(ex) or parks_on_map(ex)
     if status is Status.ROLLING_BACK:
         return True
+    if status is Status.HELD:  # only once its hold_timeout passed: it rolls back by itself
+        return hold_due(ex.state, clock.now())
     return status == Status.PAUSED and (runnable_claims(ex) or ex.writer.control is not None)
 
 
@@ -421,7 +423,7 @@ async def list_runs(reactor: Reactor, *, status: str | None, limit: int,
 # -- undo and cancel -----------------------------------------------------------------------------
 
 _UNDOABLE = frozenset({Status.COMPLETED, Status.PAUSED, Status.ABORTED, Status.CANCELLED,
-                       Status.HALTED})
+                       Status.HALTED, Status.HELD})
 
 
 async def undo(reactor: Reactor, run_id: str) -> Run:
@@ -439,6 +441,10 @@ async def undo(reactor: Reactor, run_id: str) -> Run:
         status = ex.state.status
         if status not in _UNDOABLE and not only_sleeping(ex):
             raise RunStateError(run_id, status, "undo")
+        if status is Status.HELD:  # the usual rollback of its failure (`drive`), to failed
+            await storage.disarm_timer(run_id)  # a hold_timeout's: void
+            await drive(ex, WAITS_FOR_THROWS)
+            return await get(reactor, run_id)
         await ex.writer.save_state(Status.ROLLING_BACK,
                                    events=[event(EventKind.RUN_UNDO_REQUESTED)],
                                    steps=ex.close_waiting(), rollback_trigger=RollbackTrigger.UNDO,
@@ -479,7 +485,7 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
     if await acquire(storage, run_id, owner, settings.lock_ttl, 0.0):
         async with keep_alive(storage, run_id, owner, settings.lock_ttl):
             ex = await load_owned(reactor, storage, run_id, owner)
-            if ex.state.status in (Status.PAUSED, Status.RUNNING):
+            if ex.state.status in (Status.PAUSED, Status.RUNNING, Status.HELD):
                 retrying, failed = ex.close_retrying("the run was cancelled")
                 await ex.writer.save_state(Status.CANCELLED,
                                            events=[*failed, event(EventKind.RUN_CANCELLED,
@@ -487,7 +493,7 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
                                            steps=ex.close_waiting() + retrying, publish=True,
                                            clear_control=True, wake_at=None,
                                            cancel_reason=reason, waiting_on=[], deadlines={},
-                                           timeout_at=None)
+                                           timeout_at=None, hold_until=None)
                 await release_stopped(ex)  # what a parked run kept, a paused run's turn
                 await storage.disarm_timer(run_id)  # a sleep's or a deadline's: void
                 log.info("reactorflow.run.cancelled run_id=%s reactor=%s", run_id, reactor.name)

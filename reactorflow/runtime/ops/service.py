@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from reactorflow.runtime.ops import migrating, operations, resume, retrying
+from reactorflow.runtime.ops import migrating, operations, repair, resume, retrying
 
 
 class RuntimeService:
@@ -17,6 +17,8 @@ class RuntimeService:
     list_runs = staticmethod(operations.list_runs)
     retry = staticmethod(retrying.retry)
     migrate = staticmethod(migrating.migrate)
+    retry_step = staticmethod(repair.retry_step)
+    skip_step = staticmethod(repair.skip_step)
     continue_run = staticmethod(resume.continue_run)
     continue_by_correlation = staticmethod(resume.continue_by_correlation)
 
