@@ -258,6 +258,18 @@ class RunState(msgspec.Struct, omit_defaults=True):
     # step key -> since when its rollback handler waits, parked, for its lock or semaphore
     rollback_waits: dict[str, float] = msgspec.field(default_factory=dict)
     hold_until: float | None = None  # held with a hold_timeout: when it rolls back by itself
+    rewind: RewindPlan | None = None  # set while a rewind rolls back its steps
+    rewinds: dict[str, int] = msgspec.field(default_factory=dict)  # step key -> times rewound
+
+
+class RewindPlan(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A rewind under way (`RunState.rewind`): the step it goes back to, the steps it undoes
+    and runs again (that step and its dependents, in graph order; a composed step's child
+    steps with it), and the changed inputs (the whole inputs, encoded; nil: unchanged)."""
+
+    to: str
+    steps: list[str]
+    inputs: msgspec.Raw = NIL
 
 
 class Control(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -96,10 +96,12 @@ class ControlKind(StrEnum):
 
 
 class RollbackTrigger(StrEnum):
-    """Why a run is rolling back: a failure (it ends `failed`) or `undo` (it ends `cancelled`)."""
+    """Why a run is rolling back: a failure (it ends `failed`), `undo` (it ends `cancelled`), or
+    a `rewind` (the steps it undoes then run again: it goes on `running`)."""
 
     FAILURE = "failure"
     UNDO = "undo"
+    REWIND = "rewind"
 
 
 class HaltReason(StrEnum):
@@ -147,6 +149,8 @@ class EventKind(StrEnum):
     RUN_HELD = "run.held"  # a step failed under on_failure="hold": the run waits, nothing undone
     RUN_REPAIRED = "run.repaired"  # an operator's retry_step or skip_step took a held run on
     RUN_HOLD_EXPIRED = "run.hold_expired"  # its hold_timeout passed: it rolls back by itself
+    RUN_REWINDING = "run.rewinding"  # an operator's rewind: its steps are undone, newest first
+    RUN_REWOUND = "run.rewound"  # the rewound steps were undone: they run again from here
     # a step
     STEP_STARTED = "step.started"
     STEP_COMPLETED = "step.completed"

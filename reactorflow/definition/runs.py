@@ -51,6 +51,9 @@ class Runtime(Protocol[Front_contra]):
     async def skip_step(self, reactor: Front_contra, run_id: str, step: str | Sequence[str], *,
                         result: Any) -> Run: ...
 
+    async def rewind(self, reactor: Front_contra, run_id: str, *, to: str,
+                     inputs: Mapping[str, Any] | None = None) -> Run: ...
+
     async def continue_by_correlation(self, reactor: Front_contra, correlation_id: str, *,
                                       step: str | Sequence[str], payload: Any) -> Run: ...
 
@@ -224,6 +227,31 @@ class RunMethods(Generic[Front]):
             LockTimeout: Another process held the run for longer than `lock_wait`.
         """
         return await _bound().skip_step(self._self(), run_id, step, result=result)
+
+    async def rewind(self, run_id: str, *, to: str,
+                     inputs: Mapping[str, Any] | None = None) -> Run:
+        """Undo step `to` and every step that depends on it, newest first (their undo handlers
+        run), then run them again, in the same run (see [Repairing runs](repairing.md)). Steps
+        that do not depend on `to` keep their results; an interrupt among the rewound steps
+        waits for a new payload; each rewound step gets a new `ctx.idempotency_key`. Runs here
+        (in a worker for an `always_dispatch` reactor); a crash mid-way is resumed by the
+        sweeper to the same end.
+
+        Args:
+            run_id: The id of a `completed`, `paused`, `held`, `cancelled` or `aborted` run.
+            to: The step to go back to (a step of the run's own graph).
+            inputs: Changed input fields, merged into the run's inputs and validated (`None`:
+                the inputs stay).
+
+        Raises:
+            RunNotFound: No such run of this reactor.
+            RunStateError: The run's status does not allow it (running, rolling back, failed),
+                or a fanned-out map or async reactor would have to run again.
+            StepNotFound: `to` is not a step of the run.
+            InputValidationError: The merged inputs do not fit (nothing is written).
+            LockTimeout: Another process held the run for longer than `lock_wait`.
+        """
+        return await _bound().rewind(self._self(), run_id, to=to, inputs=inputs)
 
     async def retry(self, run_id: str) -> Run:
         """Start a new run with the inputs of a failed, cancelled or aborted run.

@@ -8,7 +8,7 @@ runtime, so the declaration layer never starts a thread or imports the runtime.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -190,6 +190,20 @@ class SyncRunMethods:
         """
         return self._call("skip_step", partial(self._reactor.skip_step, run_id, step,
                                                result=result))
+
+    def rewind(self, run_id: str, *, to: str, inputs: Mapping[str, Any] | None = None) -> Run:
+        """`await reactor.rewind(...)`, blocking (see `Reactor.rewind`).
+
+        Args:
+            run_id: The run to rewind.
+            to: The step to go back to.
+            inputs: Changed input fields.
+
+        Raises:
+            RunStateError: The run's status does not allow it.
+            StepNotFound: `to` is not a step of the run.
+        """
+        return self._call("rewind", partial(self._reactor.rewind, run_id, to=to, inputs=inputs))
 
     def retry(self, run_id: str) -> Run:
         """`await reactor.retry(run_id)` from sync code: a new run with the old run's inputs.

@@ -114,6 +114,10 @@ class DefinitionChanged(ReactorflowError):
         differences: What the current graph changed (one line each; empty when the run's
             version is not declared).
         version: The stored run's version (`rf.Reactor(version=)`), or `None` when unknown.
+
+    Args:
+        declared: The versions this process declares (named in the message when the run's
+            version is not among them).
     """
 
     def __init__(self, run_id: str, reactor: str, differences: Sequence[str], *,
@@ -151,6 +155,9 @@ class MigrationError(ReactorflowError):
         to_version: The version the migration leads to.
         misfits: Why the migrated run would not fit the new graph, one line each (empty when
             the hook raised).
+
+    Args:
+        hook: The hook that raised (its function and where it was declared), if one did.
     """
 
     def __init__(self, run_id: str, reactor: str, from_version: int, to_version: int,

@@ -132,6 +132,11 @@ _ADVICE: dict[tuple[str, str], str] = {
                               "inputs.",
     ("retry_step", "completed"): "Only a held run's failed step can be retried; this run "
                                  "completed.",
+    ("rewind", "running"): "A rewind takes back a run whose work is in effect; this one is "
+                           "still going: {wait} for it, or {cancel} it first.",
+    ("rewind", "failed"): "It was rolled back already: nothing of it is in effect to go back "
+                          "to. {retry} starts a new run with the same inputs.",
+    ("rewind", "rolling_back"): "It is being rolled back; {wait} for it to end.",
     ("skip_step", "running"): "Only a held run's failed step can be skipped; this run is still "
                               "going: {wait} for it.",
     ("skip_step", "failed"): "Only a held run's failed step can be skipped; this run was rolled "
@@ -201,6 +206,20 @@ class RunStateError(Refused):
         return f"cannot {self.operation} run {self.run_id!r}: it is {self.status}. {hint}"
 
 
+class StepNotFound(ReactorflowError):
+    """An operation named a step the run's graph does not have: nothing was written.
+
+    Attributes:
+        steps: The steps it could have named.
+    """
+
+    def __init__(self, run_id: str, step: str, steps: Sequence[str]) -> None:
+        listed = ", ".join(repr(s) for s in steps) or "none"
+        super().__init__(f"run {run_id!r} has no step {step!r} to go back to; its steps: "
+                         f"{listed}", run_id=run_id, step=step)
+        self.steps = list(steps)
+
+
 class StepNotFailed(Refused):
     """`retry_step` or `skip_step` named a step of a held run that is not its failed step:
     nothing was written.
@@ -208,6 +227,9 @@ class StepNotFailed(Refused):
     Attributes:
         step_status: The named step's status (`pending` when it never ran).
         failed: The held run's failed step, or `None`.
+
+    Args:
+        operation: The refused operation (`retry_step` or `skip_step`).
     """
 
     def __init__(self, run_id: str, step: str, step_status: str, operation: str,

@@ -260,3 +260,15 @@ def test_bad_on_failure_and_hold_timeout_are_definition_errors() -> None:
         async def one() -> int:
             return 1
     assert "on_failure" in step_info.value.message and step_info.value.step == "one"
+
+
+async def test_rewind_of_a_held_run_compensates_the_failed_step_and_reruns(
+        storage: rf.Storage) -> None:
+    ledger = Ledger()
+    flow = _billing(ledger)
+    run = await _held(flow, ledger)
+    ledger.fixed = True
+    done = await flow.rewind(run.id, to="invoice")
+    assert done.status is rf.Status.COMPLETED and done.error is None
+    assert ledger.log == ["reserve", "invoice", "charge", "compensate charge (ConnectionError)",
+                          "void I1", "invoice", "charge", "receipt C1"]

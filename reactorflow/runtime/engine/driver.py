@@ -60,6 +60,7 @@ from reactorflow.runtime.engine.forward import Forward
 from reactorflow.runtime.engine.lockkeeper import keeper
 from reactorflow.runtime.engine.mode import DriveMode
 from reactorflow.runtime.engine.parking import arm_timer, park
+from reactorflow.runtime.engine.rewinding import finish_rewind
 from reactorflow.runtime.engine.rollback import collected_failures, roll_back
 from reactorflow.runtime.engine.runners import Ending, Verdict
 from reactorflow.runtime.gates import levels
@@ -97,12 +98,12 @@ async def drive(ex: Execution, mode: DriveMode) -> None:
             return
         if ex.state.status == Status.ROLLING_BACK:
             ex.parked_since, ex.state.parked_on = ex.state.parked_on, {}
-            await finish_rollback(ex)
+            await finish_rollback(ex)  # a rewind's then goes on forward, `running`
         elif ex.state.status == Status.HELD:  # its hold_timeout passed, or an `undo` of it
-            expired = hold_due(ex.state, clock.now())
-            await roll_back_held(ex, [event(EventKind.RUN_HOLD_EXPIRED if expired
-                                            else EventKind.RUN_UNDO_REQUESTED)])
-        else:
+            why = (event(EventKind.RUN_HOLD_EXPIRED) if hold_due(ex.state, clock.now())
+                   else event(EventKind.RUN_UNDO_REQUESTED))
+            await roll_back_held(ex, [why])
+        if ex.state.status in (Status.RUNNING, Status.PAUSED):
             if ex.state.status == Status.PAUSED:  # applying a claimed payload: visible at once
                 resumed = [k for k in ex.state.waiting_on if k in ex.claims]
                 still = [k for k in ex.state.waiting_on if k not in ex.claims]
@@ -397,6 +398,9 @@ async def _settle_rollback(ex: Execution, failures: list[RollbackFailure]) -> No
                          f"{len(all_failures)} undo/compensate handler(s) failed",
                          rollback_failures=all_failures)
     ex.state.rollback_waits = {}
+    if trigger is RollbackTrigger.REWIND:
+        await finish_rewind(ex, all_failures)
+        return
     if trigger is RollbackTrigger.UNDO:
         await ex.writer.save_state(Status.CANCELLED, final=True, publish=True, clear_control=True,
                                    events=[event(EventKind.RUN_UNDONE)], error=error,

@@ -82,6 +82,9 @@ def plan_rollback(ex: Execution, level: str = "") -> list[Action]:
     """Every rollback action still to do, in order (see the module docstring)."""
     plan = ex.plan
     keys = plan.levels[level].node_keys
+    rewind = ex.state.rewind
+    if rewind is not None and not level:  # a rewind undoes its own steps only
+        keys = tuple(k for k in keys if k in rewind.steps)
     records = ex.records
     actions: list[Action] = []
     failed = [k for k in keys if k in records and records[k].status == StepStatus.FAILED

@@ -193,7 +193,9 @@ def skip_reason(ex: Execution, node: Node) -> str | None:
 def context_for(ex: Execution, node: Node, attempt: int) -> StepContext:
     reactor = ex.plan.levels[node.level].reactor.name
     key = ex.step_prefix + node.key
-    return StepContext(ex.run_id, reactor, key, attempt, f"{ex.run_id}:{key}")
+    rewound = ex.state.rewinds.get(key)  # a rewound step's effects were undone: a new key
+    return StepContext(ex.run_id, reactor, key, attempt,
+                       f"{ex.run_id}:{key}" if not rewound else f"{ex.run_id}:{key}:{rewound}")
 
 
 async def evaluate_when(ex: Execution, node: Node, kwargs: dict[str, Any]) -> bool:

@@ -80,6 +80,11 @@ class Migration:
         reactor: The reactor's name.
         from_version: The version the run is on.
         to_version: The version this hook moves it onto.
+
+    Args:
+        steps: The run's step records by key (the migration edits them in place).
+        inputs: The run's inputs, as plain data.
+        kinds: Each step's kind label in the run's stored graph.
     """
 
     def __init__(self, run_id: str, reactor: str, from_version: int, to_version: int,
@@ -116,6 +121,10 @@ class Migration:
         """The step the run knows as `old` is the new version's `new` (its record moves; a
         composed step's child steps move with it, `old.x` to `new.x`).
 
+        Args:
+            old: The step's key in the run (its old version's).
+            new: Its key in the new version.
+
         Raises:
             ArgumentError: the run has no step `old`, has a step `new` already, or `old` is a
                 map step the run has started (its elements are stored under its key).
@@ -137,6 +146,10 @@ class Migration:
         """Mark `step` completed with `result`, as if it had run (a new step the old version
         never had). On a rollback its undo handler runs as any completed step's would.
 
+        Args:
+            step: The step's key in the new version.
+            result: Its result (of its return type, or plain data that converts to it).
+
         Raises:
             ArgumentError: `result` cannot be stored (msgspec cannot encode it).
         """
@@ -151,7 +164,11 @@ class Migration:
         self.actions.append(f"completed {step}")
 
     def skip(self, step: str) -> None:
-        """Mark `step` skipped (its dependents follow the skip rules of a `when=` step)."""
+        """Mark `step` skipped (its dependents follow the skip rules of a `when=` step).
+
+        Args:
+            step: The step's key in the new version.
+        """
         now = clock.now()
         self._records[step] = StepRecord(StepStatus.SKIPPED, 0, now, now)
         self.actions.append(f"skipped {step}")
@@ -159,6 +176,9 @@ class Migration:
     def drop(self, step: str) -> None:
         """Forget the record of `step`, a step the new version no longer has; a completed one's
         undo is given up (listed in the run's history).
+
+        Args:
+            step: The step's key in the run.
 
         Raises:
             ArgumentError: the run has no step `step`.

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from reactorflow.runtime.ops import migrating, operations, repair, resume, retrying
+from reactorflow.runtime.ops import migrating, operations, repair, resume, retrying, rewind
 
 
 class RuntimeService:
@@ -19,6 +19,7 @@ class RuntimeService:
     migrate = staticmethod(migrating.migrate)
     retry_step = staticmethod(repair.retry_step)
     skip_step = staticmethod(repair.skip_step)
+    rewind = staticmethod(rewind.rewind)
     continue_run = staticmethod(resume.continue_run)
     continue_by_correlation = staticmethod(resume.continue_by_correlation)
 

@@ -4,6 +4,7 @@ claims and counters (part of `Storage`; see `storage/contract/storage.py`)."""
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 
 from reactorflow.storage.contract.locks import LocksContract
 from reactorflow.storage.contract.runs import RunsContract
@@ -112,6 +113,23 @@ class ClaimsContract(RunsContract, LocksContract, abc.ABC):
             run_id: The run's id.
 
         Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def forget_claims(self, run_id: str, owner: str, names: Sequence[str]) -> None:
+        """Fenced removal of the claims and counters named `names` (interrupts a rewind makes
+        wait again: a new payload is accepted, and its attempts count from zero); atomic, and
+        idempotent (a name without a claim or counter is fine). Refused with `LockLost`
+        (nothing removed) unless `owner` holds the run's lock.
+
+        Args:
+            run_id: The run's id.
+            owner: The lock owner making the write.
+            names: The interrupt keys whose claims and counters go.
+
+        Raises:
+            LockLost: `owner` does not hold the run's lock (nothing was removed).
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
 

@@ -418,6 +418,14 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Stor
             run = self._live(run_id, clock.monotonic())
             return {} if run is None else dict(run.claims)
 
+    async def forget_claims(self, run_id: str, owner: str, names: Sequence[str]) -> None:
+        now = clock.monotonic()
+        with self._mutex:
+            run = self._fenced(run_id, owner, now)
+            for name in names:
+                run.claims.pop(name, None)
+                run.counters.pop(name, None)
+
     async def incr_counter(self, run_id: str, name: str) -> int:
         now = clock.monotonic()
         with self._mutex:

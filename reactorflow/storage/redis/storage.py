@@ -581,6 +581,16 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
             found = await conn.client.hgetall(self._keys.claims(run_id))
         return {_text(k): _bytes(v) for k, v in found.items()}
 
+    async def forget_claims(self, run_id: str, owner: str, names: Sequence[str]) -> None:
+        if not names:
+            return
+        conn = await self._redis.get()
+        with self._errors():
+            reply = await conn.script("forget_claims", self._keys.run_keys(run_id),
+                                      [owner, *names])
+        if reply != 1:
+            raise _refusal(int(reply), run_id, owner)
+
     async def incr_counter(self, run_id: str, name: str) -> int:
         conn = await self._redis.get()
         with self._errors():
