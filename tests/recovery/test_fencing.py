@@ -52,6 +52,10 @@ async def test_expired_owner_cannot_write_after_takeover(storage: rf.Storage) ->
                                  previous_status="running", state=b"a-state",
                                  steps={"s1": b"a-s1-again", "s3": b"a-s3"},
                                  events=[b"a-done"], clear_control=True, publish=True)
+    with pytest.raises(rf.LockLost):
+        await storage.migrate_run(run_id, "owner-a", expected_meta=b"meta", meta=b"a-meta",
+                                  state=b"a-state", steps={"s3": b"a-s3"}, removed=["s2"],
+                                  events=[b"a-migrated"])
     assert not await storage.extend_lock(run_id, "owner-a", 5.0)
     assert await storage.release_lock(run_id, "owner-a") == -1
     assert not await storage.acquire_lock(run_id, "owner-a", 5.0)
@@ -144,13 +148,17 @@ async def test_a_fenced_write_that_finds_the_record_gone_says_so(storage: rf.Sto
     await _create(storage, run_id, "owner-a", ttl=30.0)
     await _delete_record(storage, run_id)
 
-    for write in ("save_step", "save_state"):
+    for write in ("save_step", "save_state", "migrate_run"):
         with pytest.raises(rf.RunRecordGone) as gone:
             if write == "save_step":
                 await storage.save_step(run_id, "owner-a", "s1", b"rec")
-            else:
+            elif write == "save_state":
                 await storage.save_state(run_id, "owner-a", status="completed",
                                          previous_status="running", state=b"s")
+            else:
+                await storage.migrate_run(run_id, "owner-a", expected_meta=b"meta",
+                                          meta=b"meta-v2", state=b"s", steps={"s1": b"rec"},
+                                          removed=[])
         assert isinstance(gone.value, rf.LockLost)  # the execution stops as for a lost lock
         assert gone.value.run_id == run_id and gone.value.owner == "owner-a"
         message = str(gone.value)

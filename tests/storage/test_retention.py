@@ -204,6 +204,22 @@ async def test_a_run_created_ended_expires_in_retention(rig: tuple[Storage, Life
     await lifetimes.assert_expires_in_retention(run_id, parts=5)  # run steps hist tok slots
 
 
+async def test_a_migration_that_recreates_an_ended_runs_steps_keeps_its_expiry(
+        rig: tuple[Storage, Lifetimes]) -> None:
+    """`migrate_run` removes every step record (the steps hash goes) and writes another (a
+    new hash): the new one takes the run's expiry, as every key a status-less write creates."""
+    storage, lifetimes = rig
+    run_id = await new_run(storage, reactor=REACTOR, status="completed", events=[b"e"],
+                           meta=b"meta-v1", lock_ttl=RETENTION * 2)
+    await storage.save_step(run_id, OWNER, "old", b"old-rec")
+    assert await storage.save_elements(run_id, MAP, {0: b"e0"}) is not None
+    assert await storage.migrate_run(run_id, OWNER, expected_meta=b"meta-v1", meta=b"meta-v2",
+                                     state=b"s", steps={"a": b"rec"}, removed=["old"],
+                                     events=[b"migrated"])
+
+    await lifetimes.assert_expires_in_retention(run_id, parts=5)  # run steps hist tok slots
+
+
 async def test_a_run_live_again_after_it_ended_never_expires(
         rig: tuple[Storage, Lifetimes]) -> None:
     """A failed run retried (or a completed one undone) is live again: the retention its end

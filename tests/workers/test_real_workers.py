@@ -39,6 +39,7 @@ class Workers:
                       bg.LOCK_TTL_ENV: str(lock_ttl), bg.NAMESPACE_ENV: lane.namespace},
                    **(env or {}))
         log = lane.log
+        self.terminated = False
         self.stderr = log.with_suffix(".stderr").open("a")  # the workers' logs, for debugging
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "reactorflow", "-v", "worker", module,
@@ -53,9 +54,17 @@ class Workers:
             self.proc.wait(10)
         self.stderr.close()
 
+    def terminate(self) -> None:
+        """Ask the master to stop its workers, once (a second SIGTERM kills them at once)."""
+        if self.proc.poll() is None and not self.terminated:
+            self.proc.send_signal(signal.SIGTERM)
+            self.terminated = True
+
     def stop(self) -> None:
+        """Stop gracefully (`terminate`, then wait), else kill; several workers stop at once
+        when each is terminated first."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)  # the master stops its workers
+            self.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(15)
         self.kill()

@@ -38,6 +38,9 @@ local first_event = first_removed + gone
 for i = first_removed, first_event - 1 do
   redis.call('HDEL', KEYS[2], ARGV[i])
 end
+if gone > 0 and steps_kept then  -- removing the last record deletes the hash: a write recreates it
+  steps_kept = redis.call('EXISTS', KEYS[2]) == 1
+end
 for i = 10, first_removed - 1, 512 do
   redis.call('HSET', KEYS[2], unpack(ARGV, i, math.min(i + 511, first_removed - 1)))
   if not steps_kept then
