@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
     from reactorflow.storage.contract.values import StoredRun
 
-IN_FLIGHT = frozenset({Status.RUNNING, Status.PAUSED, Status.ROLLING_BACK})
-"""The statuses of a run that code will still execute: the runs a migration moves."""
+IN_FLIGHT = frozenset({Status.RUNNING, Status.PAUSED, Status.ROLLING_BACK, Status.HELD})
+"""The statuses of a run that code will still execute: the runs a migration moves (a held run
+waits for an operator's `retry_step`, which runs its failed step with the code deployed)."""
 
 
 async def migrate(reactor: Reactor, run_id: str) -> Run:

@@ -189,15 +189,17 @@ async def _abort_stored(storage: Storage, holds: GateHolds, run: NewRun,
         log.exception("reactorflow.run.abort_save_failed run_id=%s", run.creation.run_id)
 
 
-async def mark_unrecoverable(storage: Storage, run_id: str, kind: str, reason: str) -> None:
-    """Mark a run that can never continue `failed` with the reason, and publish it."""
+async def mark_unrecoverable(storage: Storage, run_id: str, kind: str, reason: str) -> bool:
+    """Mark a run that can never continue `failed` with the reason, and publish it. False when
+    another execution held the run for `lock_wait` (nothing written: the caller may try again
+    later); True when it is marked, or gone, or already ended."""
     settings = config.settings()
     owner = new_owner()
     head = await storage.load_head(run_id)
     if head is None or head.status in TERMINAL:  # (an unknown status is marked too)
-        return
+        return True
     if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
-        return
+        return False
     async with keep_alive(storage, run_id, owner, settings.lock_ttl):
         state = RunState(status=Status.FAILED, updated_at=clock.now(),
                          error=RunError(None, kind, reason))
@@ -207,6 +209,7 @@ async def mark_unrecoverable(storage: Storage, run_id: str, kind: str, reason: s
                                                               detail=reason))],
                                  clear_control=True, publish=True)
     log.error("reactorflow.run.unrecoverable run_id=%s kind=%s reason=%s", run_id, kind, reason)
+    return True
 
 
 def _inputs_name(reactor: Reactor) -> str:

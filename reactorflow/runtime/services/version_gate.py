@@ -70,9 +70,9 @@ async def hand_back(job: Job, version: int) -> None:
     refused = job.refused or now
     if now - refused >= config.settings().version_patience:
         error = migrations.unmigratable(job.run_id, job.reactor, version)
-        await operations.mark_unrecoverable(config.current_storage(), job.run_id,
-                                            "DefinitionChanged", error.message)
-        return
+        if await operations.mark_unrecoverable(config.current_storage(), job.run_id,
+                                               "DefinitionChanged", error.message):
+            return  # (else its lock was busy: handed back again, to fail it then)
     queue.enqueue(msgspec.structs.replace(job, refused=refused, version=version),
                   delay=HANDBACK_DELAY * (1.0 + random.random()))
     if not job.refused:
