@@ -272,3 +272,29 @@ async def test_rewind_of_a_held_run_compensates_the_failed_step_and_reruns(
     assert done.status is rf.Status.COMPLETED and done.error is None
     assert ledger.log == ["reserve", "invoice", "charge", "compensate charge (ConnectionError)",
                           "void I1", "invoice", "charge", "receipt C1"]
+
+
+class Account(msgspec.Struct):
+    account_id: str
+
+
+async def test_a_held_run_holds_no_gate(storage: rf.Storage) -> None:
+    """A gate around the held step, and one around the whole run, are free while it is held:
+    another run takes them at once (wait=0 would refuse a busy one)."""
+    tries: list[str] = []
+    flow = rf.Reactor(unique("gated-hold"), inputs=Account, on_failure="hold",
+                      gates=[rf.Lock("run:{account_id}", wait=0)])
+
+    @flow.step(gates=[rf.Lock("acct:{account_id}", wait=0)])
+    async def debit(account_id: str) -> str:
+        tries.append(account_id)
+        if len(tries) == 1:
+            raise RuntimeError("the first debit fails")
+        return f"debited {account_id}"
+
+    held = await flow.run(account_id="A1")
+    assert held.status is rf.Status.HELD
+    other = await flow.run(account_id="A1")  # both gates are free
+    assert other.status is rf.Status.COMPLETED
+    done = await flow.retry_step(held.id, "debit")  # and the retry takes them again
+    assert done.status is rf.Status.COMPLETED and tries == ["A1", "A1", "A1"]
