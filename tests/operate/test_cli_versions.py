@@ -47,3 +47,18 @@ async def test_runs_show_says_the_version_and_the_migration(shared: Shared) -> N
         "version"] == 2
     assert json.loads(cli(shared, "runs", "show", deployed.v1_run, "--json").out)[
         "version"] == 1
+
+
+def test_graph_prints_the_graph_of_a_declared_version(shared: Shared) -> None:
+    app = ("--app", "tests.versions.deployed")
+    newest = cli(shared, "graph", "cli.ver.checkout", *app)
+    assert newest.code == 0, newest.err
+    assert "fraud_check" in newest.out and "charge" in newest.out
+    first = cli(shared, "graph", "cli.ver.checkout", "--version", "1", *app)
+    assert first.code == 0, first.err
+    assert "bill" in first.out and "fraud_check" not in first.out
+    missing = cli(shared, "graph", "cli.ver.checkout", "--version", "3", *app)
+    assert missing.code != 0 and "Traceback" not in missing.err
+    assert "no version 3" in missing.err and "version(s) 1, 2" in missing.err
+    bad = cli(shared, "graph", "cli.ver.checkout", "--version", "0", *app)
+    assert bad.code == 2 and "--version" in bad.err
