@@ -13,6 +13,7 @@ from reactorflow.cli.notes import step_note
 from reactorflow.jsonforms import dumps, page_form, run_form
 from reactorflow.records import Event
 from reactorflow.snapshot import Run, RunPage, StepState
+from reactorflow.status import EventKind
 
 STATUS_COLOURS = {
     "completed": "green", "failed": "red", "paused": "yellow", "running": "cyan",
@@ -104,9 +105,10 @@ def show_page(page: RunPage, as_json: bool) -> None:
     for run in page.runs:
         note = (f"waiting on {', '.join(label(w) for w in run.waiting_on)}" if run.waiting_on
                 else str(run.error) if run.error is not None else "")
-        rows.append([run.id, run.reactor, run.status.value, when(run.created_at),
-                     when(run.updated_at), note])
-    table(["RUN", "REACTOR", "STATUS", "CREATED", "UPDATED", "NOTE"], rows, coloured=2)
+        rows.append([run.id, run.reactor, str(run.version), run.status.value,
+                     when(run.created_at), when(run.updated_at), note])
+    table(["RUN", "REACTOR", "VERSION", "STATUS", "CREATED", "UPDATED", "NOTE"], rows,
+          coloured=3)
     if page.next_cursor:
         click.echo(f"\nmore: --cursor {page.next_cursor}", err=True)
 
@@ -115,8 +117,11 @@ def show_run(run: Run, as_json: bool) -> None:
     if as_json:
         emit_json(run_form(run))
         return
-    facts = [("run", run.id), ("reactor", run.reactor), ("status", status_text(run.status.value)),
-             ("created", when(run.created_at)), ("updated", when(run.updated_at))]
+    facts = [("run", run.id), ("reactor", run.reactor), ("version", str(run.version)),
+             ("status", status_text(run.status.value)), ("created", when(run.created_at)),
+             ("updated", when(run.updated_at))]
+    facts += [("migrated", f"{event.detail} (at {when(event.at)})") for event in run.history
+              if event.kind == EventKind.RUN_MIGRATED]  # "1 -> 2: completed fraud_check"
     if run.retried_from:
         facts.append(("retried from", run.retried_from))
     if run.waiting_on:

@@ -17,7 +17,7 @@ from reactorflow.errors import ReactorflowError
 from reactorflow.jsonforms import page_form, run_form
 from reactorflow.runtime.ops import lookup, resume
 from reactorflow.runtime.services import scheduler
-from reactorflow.web.responses import JSON, BadRequest
+from reactorflow.web.responses import JSON, BadRequest, NoSuchReactor
 
 
 def page_limit(text: str | None) -> int:
@@ -112,12 +112,15 @@ def steering(action: str) -> Callable[[Request], Awaitable[JSON]]:
 
 
 def reactor_form(reactor: Reactor) -> dict[str, Any]:
-    """A reactor's graph (steps with kind and dependencies) and its interrupts' JSON Schemas."""
+    """A reactor's graph (steps with kind and dependencies) and its interrupts' JSON Schemas,
+    of its version (`version`), with every version of its name this process declares
+    (`versions`, lowest first)."""
+    identity = {"name": reactor.name, "version": reactor.version,
+                "versions": registry.versions(reactor.name)}
     try:
         plan: Plan | None = plan_for(reactor)
     except ReactorflowError as exc:
-        return {"name": reactor.name, "error": str(exc), "steps": [], "interrupts": {},
-                "mermaid": ""}
+        return {**identity, "error": str(exc), "steps": [], "interrupts": {}, "mermaid": ""}
     assert plan is not None
     steps = [{"key": key, "kind": node.kind.value, "deps": list(node.deps),
               "level": node.level} for key, node in plan.nodes.items()]
@@ -125,7 +128,7 @@ def reactor_form(reactor: Reactor) -> dict[str, Any]:
     interrupts = {key: pydantic_types.json_schema(node.spec.interrupt.payload_type)
                   for key, node in plan.nodes.items()
                   if node.kind is StepKind.INTERRUPT and node.spec.interrupt is not None}
-    return {"name": reactor.name, "steps": steps, "interrupts": interrupts,
+    return {**identity, "steps": steps, "interrupts": interrupts,
             "mermaid": reactor.to_mermaid()}
 
 
@@ -146,8 +149,31 @@ def _element_steps(plan: Plan, outer: str) -> list[dict[str, Any]]:
 
 
 async def list_reactors(request: Request) -> JSON:
+    """Every reactor declared in this process, each with the graph of its newest version (the
+    one that starts runs) and the versions declared (`GET /api/reactors/{name}?version=N` gives
+    another version's graph)."""
     found = [registry.lookup(name) for name in registry.names()]
     return JSON({"reactors": [reactor_form(r) for r in found if r is not None]})
+
+
+def version_wanted(text: str | None) -> int | None:
+    """The `version` query parameter: a whole number >= 1, or absent (None: the newest)."""
+    if text is None or text == "":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise BadRequest(f"version={text!r}: use a whole number >= 1 (versions count up "
+                         "from 1), or leave it out for the newest")
+    return int(text)
+
+
+async def get_reactor(request: Request) -> JSON:
+    """One reactor's graph, of `?version=N` (default: the newest declared)."""
+    name = request.path_params["name"]
+    version = version_wanted(request.query_params.get("version"))
+    reactor = registry.lookup(name, version)
+    if reactor is None:
+        raise NoSuchReactor(name, version, registry.versions(name))
+    return JSON(reactor_form(reactor))
 
 
 async def list_schedules(request: Request) -> JSON:

@@ -73,6 +73,7 @@ def build(token: str | None) -> Starlette:
         Route("/api/runs", read(api.list_runs)),
         Route("/api/events", read(events.list_events)),
         Route("/api/reactors", read(api.list_reactors)),
+        Route("/api/reactors/{name}", read(api.get_reactor)),
         Route("/api/schedules", read(api.list_schedules)),
         Route("/api/schedules/{target}/pause", write(api.schedule_toggle(True)),
               methods=["POST"]),

@@ -27,9 +27,35 @@ from reactorflow.web.auth import Unauthorized
 
 log = logging.getLogger("reactorflow.web")
 
+
+class NoSuchReactor(ReactorflowError):
+    """`GET /api/reactors/{name}` names a reactor, or a version of one, that this process does
+    not declare (HTTP 404).
+
+    Attributes:
+        reactor: The name asked for.
+        version: The version asked for (`None`: the newest).
+        declared: The versions of that name this process declares (empty: none).
+    """
+
+    def __init__(self, reactor: str, version: int | None, declared: list[int]) -> None:
+        if not declared:
+            message = (f"no reactor named {reactor!r} is declared in this process; import the "
+                       "module that declares it (the dashboard's --app, or REACTORFLOW_APP)")
+        else:
+            listed = ", ".join(str(v) for v in declared)
+            message = (f"reactor {reactor!r} has no version {version} in this process (it "
+                       f"declares version(s) {listed}); import the module that declares "
+                       f"version {version}, or ask for one of these")
+        super().__init__(message)
+        self.reactor = reactor
+        self.version = version
+        self.declared = declared
+
+
 STATUS_OF: tuple[tuple[type[Exception], int], ...] = (
     (Unauthorized, 401),
-    (RunNotFound, 404),
+    (RunNotFound, 404), (NoSuchReactor, 404),
     (RunStateError, 409), (AlreadyResumed, 409), (InterruptNotPending, 409),
     (InterruptExpired, 409), (LockTimeout, 409), (CorrelationConflict, 409),
     (ReactorNotDeclared, 409), (LockLost, 409),

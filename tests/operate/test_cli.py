@@ -56,7 +56,8 @@ async def test_human_output_is_an_aligned_table_without_colour_when_piped(
     listed = cli(shared, "runs", "list")
     assert listed.code == 0 and "\x1b[" not in listed.out
     header, *rows = listed.out.splitlines()
-    assert header.split() == ["RUN", "REACTOR", "STATUS", "CREATED", "UPDATED", "NOTE"]
+    assert header.split() == ["RUN", "REACTOR", "VERSION", "STATUS", "CREATED", "UPDATED",
+                              "NOTE"]
     status_at = header.index("STATUS")
     assert [row[status_at:].split()[0] for row in rows] == ["failed", "paused"]
     assert rows[1].rstrip().endswith("waiting on approve")

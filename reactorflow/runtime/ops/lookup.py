@@ -1,16 +1,17 @@
 """Reading runs without their `Reactor` object: `rf.get_run` and `rf.list_runs`.
 
-A run's reactor is named in its stored head. When that reactor is declared in this process its
-plan decodes the inputs and the value into their declared types; otherwise the snapshot is built
-from the records alone (inputs as plain data, every stored step listed, no value), so any run
-stays readable by tools that do not import the application's modules.
+A run's reactor is named in its stored head, its version in its meta. When that version of the
+reactor is declared in this process its plan decodes the inputs and the value into their
+declared types; otherwise the snapshot is built from the records alone (inputs as plain data,
+every step of the graph stored with the run listed, no value), so any run stays readable by
+tools that do not import the application's modules, or not that version's.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reactorflow import config
+from reactorflow import config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import Plan, plan_for
 from reactorflow.errors import ReactorflowError, ReactorNotDeclared, RunNotFound
@@ -35,6 +36,13 @@ def plan_or_none(reactor: Reactor | None) -> Plan | None:
         return None
 
 
+def run_reactor(name: str, meta: bytes) -> Reactor | None:
+    """The reactor of the version a stored run is on (its `meta`'s), when this process declares
+    that version: a run is read with its own version's graph and types, never the newest's (a
+    version no module declares is read from the graph stored with the run)."""
+    return registry.lookup(name, records.meta_version(meta))
+
+
 async def get_run(run_id: str) -> Run:
     """The snapshot of any run, whatever its reactor.
 
@@ -51,7 +59,7 @@ async def get_run(run_id: str) -> Run:
     stored = await storage.load_run(run_id, history=True)
     if stored is None:
         raise RunNotFound(run_id)
-    plan = plan_or_none(registry.lookup(stored.head.reactor))
+    plan = plan_or_none(run_reactor(stored.head.reactor, stored.head.meta))
     return await with_map_value(build_run(plan, stored, stored.history or []), plan, storage)
 
 

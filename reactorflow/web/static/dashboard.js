@@ -5,7 +5,8 @@
   const TOKEN_KEY = "reactorflow-token";
   const $ = (id) => document.getElementById(id);
   const api = (path) => new URL(path, document.baseURI).toString();
-  let reactors = {};
+  let reactors = {}; // name -> the newest version's graph (GET api/reactors)
+  const versionGraphs = {}; // "name@version" -> that version's graph, or null: not declared here
   let fieldCount = 0; // radio groups need a name unique on the page
   let stream = null;
 
@@ -93,6 +94,10 @@
   const label = (l) => (Array.isArray(l) ? l.join("/") : l);
   const badge = (s) => el("span", { class: "status s-" + s, text: s });
   const pretty = (v) => (v === null || v === undefined ? "-" : JSON.stringify(v, null, 2));
+  // a run.migrated event's detail, "1 -> 2: completed fraud_check; undo given up: bill" (what
+  // the hooks did, hop by hop), reads "version 1 → 2: completed fraud_check; undo given up: bill"
+  const MIGRATED = "run.migrated";
+  const migration = (detail) => (detail || "").replace(/(^|; )(\d+) -> (\d+): /g, "$1version $2 \u2192 $3: ");
 
   // -- a step's note: its error, until when it sleeps, the gate it waits for. Phrased as the
   // CLI's `runs show` phrases it (reactorflow/cli/notes.py): "sleeping until 2026-12-04 10:00
@@ -159,7 +164,7 @@
       const note = run.waiting_on.length ? "waiting on " + run.waiting_on.map(label).join(", ")
         : run.error ? (run.error.step ? run.error.step + ": " : "") + run.error.type + ": " + run.error.message : "";
       body.append(el("tr", { "data-run": run.id }, el("td", {}, link), el("td", { text: run.reactor }),
-        el("td", {}, badge(run.status)), el("td", { class: "nowrap", text: when(run.created_at) }),
+        el("td", { class: "version", text: run.version }), el("td", {}, badge(run.status)), el("td", { class: "nowrap", text: when(run.created_at) }),
         el("td", { class: "nowrap", text: when(run.updated_at) }), el("td", { text: note })));
       addReactorOption(run.reactor);
     }
@@ -224,14 +229,15 @@
     current = run;
     $("run-id").textContent = run.id;
     $("run-status").replaceChildren(badge(run.status));
-    const facts = [["Reactor", run.reactor], ["Created", when(run.created_at)], ["Updated", when(run.updated_at)]];
+    const facts = [["Reactor", run.reactor], ["Version", String(run.version)], ["Created", when(run.created_at)], ["Updated", when(run.updated_at)]];
+    for (const e of run.history) if (e.kind === MIGRATED) facts.push(["Migrated", migration(e.detail) + " (" + when(e.at) + ")"]);
     if (run.retried_from) facts.push(["Retried from", run.retried_from]);
     if (run.waiting_on.length) facts.push(["Waiting on", run.waiting_on.map(label).join(", ")]);
     if (run.timeout_at) facts.push(["Times out", when(run.timeout_at)]);
     if (run.cancel_reason) facts.push(["Cancel reason", run.cancel_reason]);
     if (run.halt_reason) facts.push(["Halt reason", run.halt_reason]);
     $("facts").replaceChildren(...facts.flatMap(([k, v]) => {
-      const dd = el("dd", { text: v });
+      const dd = el("dd", { text: v, "data-fact": k.toLowerCase().replace(/ /g, "-") });
       if (k === "Retried from") dd.replaceChildren(el("a", { href: "?run=" + encodeURIComponent(v), text: v }));
       return [el("dt", { text: k }), dd];
     }));
@@ -248,9 +254,29 @@
     renderSteps(run);
     $("inputs").textContent = pretty(run.inputs);
     $("value").textContent = run.status === "completed" ? pretty(run.value) : (terminal ? "-" : "(not finished)");
-    $("history").tBodies[0].replaceChildren(...run.history.map((e) => el("tr", {},
+    $("history").tBodies[0].replaceChildren(...run.history.map((e) => el("tr", { "data-kind": e.kind, class: e.kind === MIGRATED ? "migrated" : "" },
       el("td", { class: "nowrap", text: clock(e.at) }), el("td", { text: e.kind }), el("td", { text: e.step }),
-      el("td", { text: e.attempt || "" }), el("td", { text: e.detail }))));
+      el("td", { text: e.attempt || "" }), el("td", { text: e.kind === MIGRATED ? migration(e.detail) : e.detail }))));
+  }
+
+  // -- versions: a run is drawn with the graph of its own version, fetched when it is not the
+  // newest; a version this server does not declare is drawn from the steps stored with the run
+
+  function versionOf(run) { // the run's version's graph; undefined while it is being fetched
+    const newest = reactors[run.reactor];
+    if (!newest) return null;
+    if (newest.version === run.version) return newest;
+    const key = run.reactor + "@" + run.version;
+    if (!(key in versionGraphs)) {
+      if (!(newest.versions || []).includes(run.version)) versionGraphs[key] = null;
+      else {
+        versionGraphs[key] = undefined;
+        const path = "api/reactors/" + encodeURIComponent(run.reactor) + "?version=" + run.version;
+        call(path).then((form) => { versionGraphs[key] = form; }, () => { versionGraphs[key] = null; })
+          .then(() => { if (current && current.reactor === run.reactor && current.version === run.version) renderRun(current); });
+      }
+    }
+    return versionGraphs[key];
   }
 
   function renderError(error) {
@@ -262,14 +288,19 @@
     $("traceback").textContent = error.traceback || "(none recorded)";
   }
 
-  function graphOf(run) {
-    const reactor = reactors[run.reactor];
+  function graphOf(reactor, run) {
     if (reactor && reactor.steps.length) return reactor.steps;
     return Object.keys(run.steps).map((key) => ({ key, kind: "step", deps: [], level: "" }));
   }
 
   function renderGraph(run) {
-    const steps = graphOf(run);
+    const reactor = versionOf(run);
+    const graph = $("graph");
+    if (reactor === undefined) { graph.replaceChildren(); return; } // drawn once it arrives
+    const steps = graphOf(reactor, run);
+    // which graph is drawn: the declared one of the run's version, or the one stored with it
+    graph.dataset.version = String(run.version);
+    graph.dataset.source = reactor && reactor.steps.length ? "declared" : "stored";
     const byKey = Object.fromEntries(steps.map((s) => [s.key, s]));
     const depth = {};
     const depthOf = (key, seen) => {
@@ -284,7 +315,6 @@
     for (const s of steps) { const d = depthOf(s.key, new Set()); (columns[d] = columns[d] || []).push(s.key); }
     const W = 160, H = 34, GX = 50, GY = 18, pos = {};
     columns.forEach((keys, x) => keys.forEach((key, y) => { pos[key] = { x: 10 + x * (W + GX), y: 10 + y * (H + GY) }; }));
-    const graph = $("graph");
     graph.replaceChildren();
     const rows = Math.max(1, ...columns.map((c) => (c ? c.length : 0)));
     graph.setAttribute("width", 20 + columns.length * (W + GX));
@@ -421,11 +451,15 @@
   function renderInterrupts(run) {
     const box = $("interrupts");
     const pending = run.status === "paused" || run.status === "running" ? run.waiting_on : [];
-    const keys = pending.map(label).join("|");
-    if (box.dataset.keys === keys + "@" + run.id) return; // keep what the user is typing
-    box.dataset.keys = keys + "@" + run.id;
+    // the interrupts' schemas of the run's version (a version not declared here: the newest's,
+    // which continuing would migrate it onto; the server refuses, saying why, when it cannot)
+    const own = versionOf(run);
+    if (own === undefined) return; // drawn once its version's graph arrives
+    const reactor = own || reactors[run.reactor];
+    const keys = pending.map(label).join("|") + "@" + run.id + "@" + (reactor ? reactor.version : "-");
+    if (box.dataset.keys === keys) return; // keep what the user is typing
+    box.dataset.keys = keys;
     box.replaceChildren();
-    const reactor = reactors[run.reactor];
     for (const waiting of pending) {
       const key = Array.isArray(waiting) ? waiting.join(".") : waiting;
       const schema = reactor && reactor.interrupts[key];
