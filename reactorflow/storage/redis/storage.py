@@ -66,6 +66,9 @@ FOLLOW_ATTEMPTS = 3
 """Times a cluster's `follow_idempotency` sets a claim's expiry while the run keeps changing
 (then the sweeper's record pass finishes it)."""
 
+LOAD_BATCH = 500
+"""Runs `load_runs` reads a round trip."""
+
 HEADS_CACHE_SIZE = 1024
 """Runs whose packed save_step head (`_save_step_head`) this process keeps (all are dropped
 when it is full)."""
@@ -249,18 +252,70 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
                 replies = await self._load_run_script(conn, run_id, history, claims)
             else:
                 pipe = conn.client.pipeline(transaction=True)  # one slot: a MULTI/EXEC snapshot
-                pipe.hmget(self._keys.run(run_id), HEAD_FIELDS)
-                pipe.hgetall(self._keys.steps(run_id))
-                if history:
-                    pipe.lrange(self._keys.hist(run_id), 0, -1)
-                if claims:
-                    pipe.hgetall(self._keys.claims(run_id))
+                self._queue_load(pipe, run_id, history, claims)
+                replies = self._load_replies(run_id, await pipe.execute(raise_on_error=False),
+                                             history, claims)
+        return self._stored_run(run_id, replies, history, claims)
+
+    async def load_runs(self, run_ids: Sequence[str], *, history: bool = False,
+                        claims: bool = False) -> list[StoredRun | None]:
+        # LOAD_BATCH runs a round trip: on one node one MULTI/EXEC (each run read atomically,
+        # the batch too); on a cluster a pipeline of the `load_run` script (by source: a
+        # cluster pipeline takes no EVALSHA), split per node by the client
+        conn = await self._redis.get()
+        found: list[StoredRun | None] = []
+        flags = ["1" if history else "0", "1" if claims else "0"]
+        with self._errors():
+            for start in range(0, len(run_ids), LOAD_BATCH):
+                batch = run_ids[start:start + LOAD_BATCH]
+                pipe = conn.client.pipeline(transaction=not conn.cluster)
+                for run_id in batch:
+                    if conn.cluster:
+                        pipe.eval(SOURCES["load_run"], 4, *self._load_keys(run_id), *flags)
+                    else:
+                        self._queue_load(pipe, run_id, history, claims)
                 replies = await pipe.execute(raise_on_error=False)
-                read = [self._keys.run(run_id), self._keys.steps(run_id)]
-                read += [self._keys.hist(run_id)] * history + [self._keys.claims(run_id)] * claims
-                for key, reply in zip(read, replies, strict=True):
-                    if isinstance(reply, Exception):  # one bad key: that run only
-                        raise wrong_type(run_id, key, reply) or reply
+                width = 1 if conn.cluster else 2 + history + claims
+                for index, run_id in enumerate(batch):
+                    own = replies[index * width:(index + 1) * width]
+                    if conn.cluster:
+                        if isinstance(own[0], Exception):
+                            raise (wrong_type(run_id, self._keys.run(run_id), own[0])
+                                   or own[0])
+                        own = self._script_replies(own[0], history, claims)
+                    else:
+                        own = self._load_replies(run_id, own, history, claims)
+                    found.append(self._stored_run(run_id, own, history, claims))
+        return found
+
+    def _load_keys(self, run_id: str) -> list[str]:
+        """The keys `load_run` reads, in the order its script takes them."""
+        keys = self._keys
+        return [keys.run(run_id), keys.steps(run_id), keys.hist(run_id), keys.claims(run_id)]
+
+    def _queue_load(self, pipe: Pipeline, run_id: str, history: bool, claims: bool) -> None:
+        """Queue the commands of one `load_run` read (head, steps[, history][, claims])."""
+        pipe.hmget(self._keys.run(run_id), HEAD_FIELDS)
+        pipe.hgetall(self._keys.steps(run_id))
+        if history:
+            pipe.lrange(self._keys.hist(run_id), 0, -1)
+        if claims:
+            pipe.hgetall(self._keys.claims(run_id))
+
+    def _load_replies(self, run_id: str, replies: Sequence[Any], history: bool,
+                      claims: bool) -> Sequence[Any]:
+        """The replies of `_queue_load`'s commands, an error reply raised naming its key (one
+        bad key fails its run only)."""
+        read = [self._keys.run(run_id), self._keys.steps(run_id)]
+        read += [self._keys.hist(run_id)] * history + [self._keys.claims(run_id)] * claims
+        for key, reply in zip(read, replies, strict=True):
+            if isinstance(reply, Exception):
+                raise wrong_type(run_id, key, reply) or reply
+        return replies
+
+    def _stored_run(self, run_id: str, replies: Sequence[Any], history: bool,
+                    claims: bool) -> StoredRun | None:
+        """The run from a `load_run` read's replies (head, steps[, history][, claims])."""
         head = self._head(run_id, replies[0])
         if head is None:
             return None
@@ -273,14 +328,17 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
     async def _load_run_script(self, conn: LoopClient, run_id: str, history: bool,
                                claims: bool) -> list[Any]:
         """`load_run`'s replies (head, steps[, history][, claims]) read by one script."""
-        keys = self._keys
         try:
-            head, steps, events, found = await conn.script(
-                "load_run", [keys.run(run_id), keys.steps(run_id), keys.hist(run_id),
-                             keys.claims(run_id)],
-                ["1" if history else "0", "1" if claims else "0"])
+            reply = await conn.script("load_run", self._load_keys(run_id),
+                                      ["1" if history else "0", "1" if claims else "0"])
         except ResponseError as exc:  # (the script's reply names no key: the run's is named)
-            raise wrong_type(run_id, keys.run(run_id), exc) or exc from exc
+            raise wrong_type(run_id, self._keys.run(run_id), exc) or exc from exc
+        return self._script_replies(reply, history, claims)
+
+    @staticmethod
+    def _script_replies(reply: Sequence[Any], history: bool, claims: bool) -> list[Any]:
+        """The `load_run` script's reply as the pipelined read's replies."""
+        head, steps, events, found = reply
         replies: list[Any] = [head, _pairs(steps)]
         if history:
             replies.append(events)
