@@ -247,6 +247,7 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
     async def load_run(self, run_id: str, *, history: bool = False,
                        claims: bool = False) -> StoredRun | None:
         conn = await self._redis.get()
+        replies: Sequence[Any]
         with self._errors():
             if conn.cluster:  # a cluster client pipelines no MULTI/EXEC: one read script
                 replies = await self._load_run_script(conn, run_id, history, claims)
