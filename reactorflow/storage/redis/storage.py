@@ -204,10 +204,14 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         reactor, status, meta, state, created, touched = values
         if reactor is None:
             return None
-        key = self._keys.run(run_id)
+        try:  # (the common case without `number`'s error context: a bulk read reads many)
+            created_at, touched_at = float(created), float(touched)
+        except (TypeError, ValueError):
+            key = self._keys.run(run_id)
+            created_at = number(run_id, "created", created, key)
+            touched_at = number(run_id, "touched", touched, key)
         head = RunHead(run_id, _text(reactor), _text(status), _bytes(meta or b""),
-                       _bytes(state or b""), number(run_id, "created", created, key),
-                       number(run_id, "touched", touched, key))
+                       _bytes(state or b""), created_at, touched_at)
         self._remember(run_id, head.reactor, head.created_at)
         return head
 
@@ -260,34 +264,42 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
 
     async def load_runs(self, run_ids: Sequence[str], *, history: bool = False,
                         claims: bool = False) -> list[StoredRun | None]:
-        # LOAD_BATCH runs a round trip: on one node one MULTI/EXEC (each run read atomically,
-        # the batch too); on a cluster a pipeline of the `load_run` script (by source: a
-        # cluster pipeline takes no EVALSHA), split per node by the client
+        # LOAD_BATCH runs a round trip, each read by the `load_run` script (atomic per run):
+        # on one node EVALSHA pipelined (`script_batch`: the wire path where it serves, one
+        # reply per run parsed by hiredis); on a cluster EVAL in a pipeline (a cluster pipeline
+        # takes no EVALSHA), split per node by the client
         conn = await self._redis.get()
         found: list[StoredRun | None] = []
         flags = ["1" if history else "0", "1" if claims else "0"]
         with self._errors():
             for start in range(0, len(run_ids), LOAD_BATCH):
                 batch = run_ids[start:start + LOAD_BATCH]
-                pipe = conn.client.pipeline(transaction=not conn.cluster)
-                for run_id in batch:
-                    if conn.cluster:
-                        pipe.eval(SOURCES["load_run"], 4, *self._load_keys(run_id), *flags)
-                    else:
-                        self._queue_load(pipe, run_id, history, claims)
-                replies = await pipe.execute(raise_on_error=False)
-                width = 1 if conn.cluster else 2 + history + claims
-                for index, run_id in enumerate(batch):
-                    own = replies[index * width:(index + 1) * width]
-                    if conn.cluster:
-                        if isinstance(own[0], Exception):
-                            raise (wrong_type(run_id, self._keys.run(run_id), own[0])
-                                   or own[0])
-                        own = self._script_replies(own[0], history, claims)
-                    else:
-                        own = self._load_replies(run_id, own, history, claims)
-                    found.append(self._stored_run(run_id, own, history, claims))
+                try:
+                    replies = await self._load_batch(conn, batch, flags)
+                except ResponseError:  # (a key of the wrong type, in some run of the batch)
+                    found += [await self.load_run(run_id, history=history, claims=claims)
+                              for run_id in batch]  # (raises naming that run)
+                    continue
+                found += [self._stored_run(run_id, self._script_replies(reply, history, claims),
+                                           history, claims)
+                          for run_id, reply in zip(batch, replies, strict=True)]
         return found
+
+    async def _load_batch(self, conn: LoopClient, run_ids: Sequence[str],
+                          flags: list[str]) -> list[Any]:
+        """The `load_run` script's reply for each run, in one round trip (per node); an error
+        reply raised."""
+        if not conn.cluster:
+            return await conn.script_batch([("load_run", self._load_keys(run_id), flags)
+                                            for run_id in run_ids])
+        pipe = conn.client.pipeline(transaction=False)
+        for run_id in run_ids:
+            pipe.eval(SOURCES["load_run"], 4, *self._load_keys(run_id), *flags)
+        replies: list[Any] = await pipe.execute(raise_on_error=False)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return replies
 
     def _load_keys(self, run_id: str) -> list[str]:
         """The keys `load_run` reads, in the order its script takes them."""
