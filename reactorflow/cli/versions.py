@@ -93,7 +93,7 @@ def finish(found: bool) -> NoReturn:
 def versions_command(as_json: bool, apps: tuple[str, ...], redis_url: str | None,
                      namespace: str | None) -> None:
     """Per reactor, the versions the --app modules declare and the in-flight runs (running,
-    paused or sleeping, rolling back) of each stored version; versions no loaded module
+    paused or sleeping, rolling back, held) of each stored version; versions no loaded module
     declares are marked stranded (exit status 1 if any run is on one)."""
     with checking():
         prepare(apps, redis_url, namespace)

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 PAGE = 1000
 """Runs a call of `list_runs` (and of `load_runs`) reads."""
 STATUSES = tuple(s.value for s in Status if s in migrating.IN_FLIGHT)
-"""The statuses of an in-flight run: running, paused (a sleeping run too), rolling back."""
+"""The statuses of an in-flight run (`migrating.IN_FLIGHT`): running, paused (a sleeping run
+too), rolling back, held."""
 MIGRATE_WORKERS = 8
 """Runs `migrate_runs` migrates at a time."""
 
