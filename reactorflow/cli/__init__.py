@@ -1,7 +1,8 @@
 """The `reactorflow` command (also `python -m reactorflow`), built on Click.
 
 Subcommands live in `runs` (reading and steering runs), `services` (worker, sweep, dashboard,
-demo), `schedules` (the scheduler, schedules list/pause/resume) and `graph`; `context`
+demo), `schedules` (the scheduler, schedules list/pause/resume), `versions` (`versions`,
+`deploy-check`, `runs migrate`) and `graph`; `context`
 resolves the app modules, the storage and a run's reactor;
 `output` renders tables and JSON; `settle` waits (`--wait`, `runs watch`); `phrasing` says
 refusals as commands. Errors are one line on stderr with a non-zero exit status (1 an error,
@@ -19,10 +20,10 @@ from collections.abc import Sequence
 import click
 
 from reactorflow import __version__
-from reactorflow.cli import graph, runs, schedules, services
-from reactorflow.cli.phrasing import cli_message
+from reactorflow.cli import graph, runs, schedules, services, versions
+from reactorflow.cli.phrasing import one_line
 from reactorflow.cli.settle import EXIT_TIMED_OUT
-from reactorflow.errors import ReactorflowError, WaitTimeout
+from reactorflow.errors import WaitTimeout
 
 VERBOSE_FLAGS = ("-v", "--verbose")
 EXIT_ERROR = 1
@@ -43,11 +44,13 @@ def cli(verbose: bool) -> None:
 
 
 cli.add_command(runs.runs_group)
+runs.runs_group.add_command(versions.migrate_command)
 cli.add_command(schedules.schedules_group)
 for command in (runs.continue_command, runs.undo_command, runs.cancel_command,
                 runs.retry_command, graph.graph_command, services.worker_command,
                 services.sweep_command, services.dashboard_command, services.demo_command,
-                schedules.scheduler_command):
+                schedules.scheduler_command, versions.versions_command,
+                versions.deploy_check_command):
     cli.add_command(command)
 
 
@@ -95,11 +98,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             click.echo("(run again with -v for the traceback)", err=True)
         return EXIT_ERROR
     return result if isinstance(result, int) else 0
-
-
-def one_line(exc: BaseException) -> str:
-    """The error as one line: reactorflow errors by their message, others with their type."""
-    if isinstance(exc, ReactorflowError):
-        return " ".join(cli_message(exc).split())
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

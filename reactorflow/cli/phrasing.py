@@ -26,3 +26,11 @@ def cli_message(exc: ReactorflowError) -> str:
     if isinstance(exc, RunStateError) and exc.run_id is not None:
         return exc.phrased(cli_calls(exc.run_id))
     return str(exc)
+
+
+def one_line(exc: BaseException) -> str:
+    """The error as one line: reactorflow errors by their message, others with their type."""
+    if isinstance(exc, ReactorflowError):
+        return " ".join(cli_message(exc).split())
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -72,6 +72,26 @@ class RunsContract(abc.ABC):
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
 
+    async def load_runs(self, run_ids: Sequence[str], *, history: bool = False,
+                        claims: bool = False) -> list[StoredRun | None]:
+        """`load_run` of each id, in order (None where there is no such run), in as few round
+        trips as the backend can: a read of many runs (`reactorflow deploy-check` reads every
+        run in flight). Each run is read atomically, as `load_run` reads it; the runs are not
+        read as one snapshot. Writes nothing. The base class reads them one by one; a backend
+        overrides it (Redis: pipelined, a batch of runs per round trip).
+
+        Args:
+            run_ids: The runs' ids.
+            history: Read each run's history too.
+            claims: Read each run's interrupt claims too.
+
+        Raises:
+            CorruptRecord: a run's keys hold a value of the wrong type (that run is named).
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+        return [await self.load_run(run_id, history=history, claims=claims)
+                for run_id in run_ids]
+
     @abc.abstractmethod
     async def load_head(self, run_id: str) -> RunHead | None:
         """The run's head without its steps.

@@ -223,12 +223,22 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Stor
     async def load_run(self, run_id: str, *, history: bool = False,
                        claims: bool = False) -> StoredRun | None:
         with self._mutex:
-            run = self._live(run_id, clock.monotonic())
-            if run is None:
-                return None
-            return StoredRun(run.head(), dict(run.steps),
-                             list(run.history) if history else None,
-                             dict(run.claims) if claims else None)
+            return self._stored(run_id, clock.monotonic(), history, claims)
+
+    async def load_runs(self, run_ids: Sequence[str], *, history: bool = False,
+                        claims: bool = False) -> list[StoredRun | None]:
+        now = clock.monotonic()
+        with self._mutex:  # (every run of the batch in one hold: one snapshot)
+            return [self._stored(run_id, now, history, claims) for run_id in run_ids]
+
+    def _stored(self, run_id: str, now: float, history: bool, claims: bool
+                ) -> StoredRun | None:
+        """`load_run` under the mutex."""
+        run = self._live(run_id, now)
+        if run is None:
+            return None
+        return StoredRun(run.head(), dict(run.steps), list(run.history) if history else None,
+                         dict(run.claims) if claims else None)
 
     async def load_head(self, run_id: str) -> RunHead | None:
         with self._mutex:

@@ -66,6 +66,9 @@ FOLLOW_ATTEMPTS = 3
 """Times a cluster's `follow_idempotency` sets a claim's expiry while the run keeps changing
 (then the sweeper's record pass finishes it)."""
 
+LOAD_BATCH = 500
+"""Runs `load_runs` reads a round trip."""
+
 HEADS_CACHE_SIZE = 1024
 """Runs whose packed save_step head (`_save_step_head`) this process keeps (all are dropped
 when it is full)."""
@@ -201,10 +204,14 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         reactor, status, meta, state, created, touched = values
         if reactor is None:
             return None
-        key = self._keys.run(run_id)
+        try:  # (the common case without `number`'s error context: a bulk read reads many)
+            created_at, touched_at = float(created), float(touched)
+        except (TypeError, ValueError):
+            key = self._keys.run(run_id)
+            created_at = number(run_id, "created", created, key)
+            touched_at = number(run_id, "touched", touched, key)
         head = RunHead(run_id, _text(reactor), _text(status), _bytes(meta or b""),
-                       _bytes(state or b""), number(run_id, "created", created, key),
-                       number(run_id, "touched", touched, key))
+                       _bytes(state or b""), created_at, touched_at)
         self._remember(run_id, head.reactor, head.created_at)
         return head
 
@@ -244,23 +251,84 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
     async def load_run(self, run_id: str, *, history: bool = False,
                        claims: bool = False) -> StoredRun | None:
         conn = await self._redis.get()
+        replies: Sequence[Any]
         with self._errors():
             if conn.cluster:  # a cluster client pipelines no MULTI/EXEC: one read script
                 replies = await self._load_run_script(conn, run_id, history, claims)
             else:
                 pipe = conn.client.pipeline(transaction=True)  # one slot: a MULTI/EXEC snapshot
-                pipe.hmget(self._keys.run(run_id), HEAD_FIELDS)
-                pipe.hgetall(self._keys.steps(run_id))
-                if history:
-                    pipe.lrange(self._keys.hist(run_id), 0, -1)
-                if claims:
-                    pipe.hgetall(self._keys.claims(run_id))
-                replies = await pipe.execute(raise_on_error=False)
-                read = [self._keys.run(run_id), self._keys.steps(run_id)]
-                read += [self._keys.hist(run_id)] * history + [self._keys.claims(run_id)] * claims
-                for key, reply in zip(read, replies, strict=True):
-                    if isinstance(reply, Exception):  # one bad key: that run only
-                        raise wrong_type(run_id, key, reply) or reply
+                self._queue_load(pipe, run_id, history, claims)
+                replies = self._load_replies(run_id, await pipe.execute(raise_on_error=False),
+                                             history, claims)
+        return self._stored_run(run_id, replies, history, claims)
+
+    async def load_runs(self, run_ids: Sequence[str], *, history: bool = False,
+                        claims: bool = False) -> list[StoredRun | None]:
+        # LOAD_BATCH runs a round trip, each read by the `load_run` script (atomic per run):
+        # on one node EVALSHA pipelined (`script_batch`: the wire path where it serves, one
+        # reply per run parsed by hiredis); on a cluster EVAL in a pipeline (a cluster pipeline
+        # takes no EVALSHA), split per node by the client
+        conn = await self._redis.get()
+        found: list[StoredRun | None] = []
+        flags = ["1" if history else "0", "1" if claims else "0"]
+        with self._errors():
+            for start in range(0, len(run_ids), LOAD_BATCH):
+                batch = run_ids[start:start + LOAD_BATCH]
+                try:
+                    replies = await self._load_batch(conn, batch, flags)
+                except ResponseError:  # (a key of the wrong type, in some run of the batch)
+                    found += [await self.load_run(run_id, history=history, claims=claims)
+                              for run_id in batch]  # (raises naming that run)
+                    continue
+                found += [self._stored_run(run_id, self._script_replies(reply, history, claims),
+                                           history, claims)
+                          for run_id, reply in zip(batch, replies, strict=True)]
+        return found
+
+    async def _load_batch(self, conn: LoopClient, run_ids: Sequence[str],
+                          flags: list[str]) -> list[Any]:
+        """The `load_run` script's reply for each run, in one round trip (per node); an error
+        reply raised."""
+        if not conn.cluster:
+            return await conn.script_batch([("load_run", self._load_keys(run_id), flags)
+                                            for run_id in run_ids])
+        pipe = conn.client.pipeline(transaction=False)
+        for run_id in run_ids:
+            pipe.eval(SOURCES["load_run"], 4, *self._load_keys(run_id), *flags)
+        replies: list[Any] = await pipe.execute(raise_on_error=False)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return replies
+
+    def _load_keys(self, run_id: str) -> list[str]:
+        """The keys `load_run` reads, in the order its script takes them."""
+        keys = self._keys
+        return [keys.run(run_id), keys.steps(run_id), keys.hist(run_id), keys.claims(run_id)]
+
+    def _queue_load(self, pipe: Pipeline, run_id: str, history: bool, claims: bool) -> None:
+        """Queue the commands of one `load_run` read (head, steps[, history][, claims])."""
+        pipe.hmget(self._keys.run(run_id), HEAD_FIELDS)
+        pipe.hgetall(self._keys.steps(run_id))
+        if history:
+            pipe.lrange(self._keys.hist(run_id), 0, -1)
+        if claims:
+            pipe.hgetall(self._keys.claims(run_id))
+
+    def _load_replies(self, run_id: str, replies: Sequence[Any], history: bool,
+                      claims: bool) -> Sequence[Any]:
+        """The replies of `_queue_load`'s commands, an error reply raised naming its key (one
+        bad key fails its run only)."""
+        read = [self._keys.run(run_id), self._keys.steps(run_id)]
+        read += [self._keys.hist(run_id)] * history + [self._keys.claims(run_id)] * claims
+        for key, reply in zip(read, replies, strict=True):
+            if isinstance(reply, Exception):
+                raise wrong_type(run_id, key, reply) or reply
+        return replies
+
+    def _stored_run(self, run_id: str, replies: Sequence[Any], history: bool,
+                    claims: bool) -> StoredRun | None:
+        """The run from a `load_run` read's replies (head, steps[, history][, claims])."""
         head = self._head(run_id, replies[0])
         if head is None:
             return None
@@ -273,14 +341,17 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
     async def _load_run_script(self, conn: LoopClient, run_id: str, history: bool,
                                claims: bool) -> list[Any]:
         """`load_run`'s replies (head, steps[, history][, claims]) read by one script."""
-        keys = self._keys
         try:
-            head, steps, events, found = await conn.script(
-                "load_run", [keys.run(run_id), keys.steps(run_id), keys.hist(run_id),
-                             keys.claims(run_id)],
-                ["1" if history else "0", "1" if claims else "0"])
+            reply = await conn.script("load_run", self._load_keys(run_id),
+                                      ["1" if history else "0", "1" if claims else "0"])
         except ResponseError as exc:  # (the script's reply names no key: the run's is named)
-            raise wrong_type(run_id, keys.run(run_id), exc) or exc from exc
+            raise wrong_type(run_id, self._keys.run(run_id), exc) or exc from exc
+        return self._script_replies(reply, history, claims)
+
+    @staticmethod
+    def _script_replies(reply: Sequence[Any], history: bool, claims: bool) -> list[Any]:
+        """The `load_run` script's reply as the pipelined read's replies."""
+        head, steps, events, found = reply
         replies: list[Any] = [head, _pairs(steps)]
         if history:
             replies.append(events)
