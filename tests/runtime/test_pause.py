@@ -5,6 +5,7 @@ concurrent operator actions on one run, each applied once or refused."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 from datetime import datetime, timedelta
@@ -29,6 +30,9 @@ def env(request: pytest.FixtureRequest) -> Environment:
 
 class Approval(msgspec.Struct):
     ok: bool
+
+
+SEED = 27
 
 
 def paused_events(run: rf.Run) -> list[str]:
@@ -69,31 +73,26 @@ def _two_in_flight() -> tuple[rf.Reactor, dict[str, anyio.Event], list[str]]:
 
 async def test_pause_with_steps_in_flight_lets_them_finish_and_starts_nothing_more(
         storage: rf.Storage) -> None:
+    rf.configure(lock_wait=0.2)  # the pause leaves its request and returns while steps run
     flow, events, ran = _two_in_flight()
     outcome: dict[str, rf.Run] = {}
 
     async def drive() -> None:
         outcome["run"] = await flow.run()
 
-    async def pause(run_id: str) -> None:
-        outcome["pause"] = await flow.pause(run_id, reason="supplier outage", by="ops@test")
-
     async with anyio.create_task_group() as tg:
         tg.start_soon(drive)
         await events["entered_left"].wait()
         await events["entered_right"].wait()
         run_id = (await flow.list_runs()).runs[0].id
-        tg.start_soon(pause, run_id)
-        with anyio.fail_after(10):
-            while "run" not in outcome:  # the request is left while both steps are in flight
-                if kinds(await flow.get(run_id), "run.paused"):
-                    break
-                events["left"].set()
-                await anyio.sleep(0.05)
-                events["right"].set()
-    paused = outcome["pause"]
+        asked = await flow.pause(run_id, reason="supplier outage", by="ops@test")
+        assert asked.status is rf.Status.RUNNING  # requested: both steps are still in flight
+        with pytest.raises(rf.RunStateError, match="Another request"):
+            await flow.pause(run_id, by="someone else")  # one request at a time
+        events["left"].set()  # the first completion reads the request back: nothing new starts
+        events["right"].set()
+    paused = outcome["run"]  # the caller's drive stopped at the boundary
     assert paused.status is rf.Status.PAUSED
-    assert outcome["run"].status is rf.Status.PAUSED  # the caller's drive stopped there
     assert sorted(ran) == ["left", "right"]  # both in flight finished; `after` never started
     assert paused.steps["left"].status is rf.StepStatus.COMPLETED
     assert paused.steps["right"].status is rf.StepStatus.COMPLETED
@@ -102,18 +101,56 @@ async def test_pause_with_steps_in_flight_lets_them_finish_and_starts_nothing_mo
     assert paused.paused_by is not None
     assert (paused.paused_by.by, paused.paused_by.reason) == ("ops@test", "supplier outage")
     assert paused_events(paused) == ["paused by ops@test: supplier outage"]
+    assert await flow.get(run_id) == paused
     assert await storage.lock_owner(run_id) is None  # it holds nothing
     assert (await flow.wait(run_id, timeout=5)).status is rf.Status.PAUSED  # wait returns
 
-    with pytest.raises(rf.RunStateError, match="resume"):  # continue_ points to resume
+    with pytest.raises(rf.RunStateError, match=r"resume\(run_id\)"):  # not continue_
         await flow.continue_(run_id, step="after", payload=None)
 
     done = await flow.resume(run_id)
     assert done.status is rf.Status.COMPLETED
     assert done.value == 3
-    assert ran == [*ran[:2], "after"]
+    assert ran[2:] == ["after"]
     assert done.paused_by is None
     assert kinds(done, "run.")[-3:] == ["run.paused", "run.resumed", "run.completed"]
+
+
+async def test_a_pause_that_waits_for_the_boundary_returns_the_run_paused(
+        storage: rf.Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `lock_wait` to spare, `pause` waits for the execution to stop and returns the
+    run paused; the steps in flight finished."""
+    flow, events, ran = _two_in_flight()
+    outcome: dict[str, rf.Run] = {}
+    requested = anyio.Event()
+    request_control = storage.request_control
+
+    async def noted(run_id: str, control: bytes) -> bool:  # the real call, then a note
+        left = await request_control(run_id, control)
+        requested.set()
+        return left
+
+    monkeypatch.setattr(storage, "request_control", noted)
+
+    async def drive() -> None:
+        outcome["run"] = await flow.run()
+
+    async def pause(run_id: str) -> None:
+        outcome["pause"] = await flow.pause(run_id, by="ops")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drive)
+        await events["entered_left"].wait()
+        await events["entered_right"].wait()
+        run_id = (await flow.list_runs()).runs[0].id
+        tg.start_soon(pause, run_id)
+        await requested.wait()  # left while both steps are in flight
+        events["left"].set()
+        events["right"].set()
+    assert outcome["pause"].status is rf.Status.PAUSED
+    assert outcome["run"].status is rf.Status.PAUSED
+    assert outcome["pause"].steps["after"].status is rf.StepStatus.PENDING
+    assert sorted(ran) == ["left", "right"]
 
 
 # -- a run no execution holds: paused without waking it ------------------------------------------
@@ -326,11 +363,11 @@ async def test_twenty_concurrent_operator_actions_each_apply_once_or_are_refused
     run = await flow.run()
     assert run.status is rf.Status.RUNNING  # asleep: every action acts under the lock itself
     actions = ["pause"] * 9 + ["resume"] * 8 + ["cancel"] * 3
-    random.Random(27).shuffle(actions)
+    random.Random(SEED).shuffle(actions)
     outcomes: list[tuple[str, str, rf.Run | None]] = []
 
     async def act(index: int, action: str) -> None:
-        await anyio.sleep(random.Random(index).random() / 100)
+        await anyio.sleep(random.Random(SEED + index).random() / 100)
         name = f"op{index}"
         try:
             if action == "pause":
@@ -369,7 +406,30 @@ async def test_twenty_concurrent_operator_actions_each_apply_once_or_are_refused
             status = rf.Status.CANCELLED
     assert final.status is status
     assert (final.paused_by is not None) == (status is rf.Status.PAUSED)
-    if cancelled:
-        assert all(r is None or r.status is rf.Status.CANCELLED
-                   for a, _, r in outcomes if a == "cancel")
+    if any(a == "cancel" and r is not None for a, _, r in outcomes):  # accepted: applied
+        assert cancelled and final.status is rf.Status.CANCELLED
     assert await env.storage.lock_owner(run.id) is None
+
+
+async def test_a_cancel_racing_a_pause_is_never_lost(env: Environment) -> None:
+    """A cancel whose request was left while a pause held the run (the pause does not read
+    requests back) still ends the run cancelled: it waits its turn for the lock."""
+    flow, _ = _sleeper()
+    runs = [await flow.run() for _ in range(12)]
+    cancels: dict[str, rf.Run] = {}
+
+    async def pause(run_id: str) -> None:
+        with contextlib.suppress(rf.RunStateError):
+            await flow.pause(run_id)
+
+    async def cancel(run_id: str) -> None:
+        cancels[run_id] = await flow.cancel(run_id, reason="race")
+
+    async with anyio.create_task_group() as tg:
+        for run in runs:
+            tg.start_soon(pause, run.id)
+            tg.start_soon(cancel, run.id)
+    for run in runs:
+        final = await flow.get(run.id)
+        assert final.status is rf.Status.CANCELLED, kinds(final)
+        assert cancels[run.id].status is rf.Status.CANCELLED

@@ -252,3 +252,35 @@ async def test_a_worker_thread_of_a_running_loop_may_use_the_facade(memory: rf.S
     run = await anyio.to_thread.run_sync(lambda: flow.sync.run(item="b", qty=2))
     assert run.status is rf.Status.COMPLETED and run.value == "b*2"
     assert (await flow.get(run.id)).value == "b*2"  # the same storage, read from this loop
+
+
+def test_pause_and_resume_from_sync_code(storage: rf.Storage) -> None:
+    """`reactor.sync.pause` / `.resume`: an operator's pause of a run asleep (held by no
+    execution), and its resume, from sync code."""
+    from datetime import datetime, timedelta
+
+    flow = rf.Reactor(unique("sync-pause"))
+
+    @flow.step
+    async def ship() -> str:
+        return "parcel"
+
+    @flow.sleep
+    async def cool_off(ship: str) -> timedelta:
+        return timedelta(hours=1)
+
+    @flow.step
+    async def remind(cool_off: datetime) -> str:
+        return "reminded"
+
+    asleep = flow.sync.run()
+    assert asleep.status is rf.Status.RUNNING
+    paused = flow.sync.pause(asleep.id, reason="audit", by="ops")
+    assert paused.status is rf.Status.PAUSED
+    assert paused.paused_by is not None and paused.paused_by.reason == "audit"
+    with pytest.raises(rf.RunStateError, match="ops paused it already"):
+        flow.sync.pause(asleep.id)
+    resumed = flow.sync.resume(asleep.id)
+    assert resumed.status is rf.Status.RUNNING  # asleep again until its deadline
+    assert resumed.paused_by is None
+    assert flow.sync.cancel(asleep.id).status is rf.Status.CANCELLED

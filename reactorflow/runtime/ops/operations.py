@@ -33,7 +33,12 @@ from reactorflow.runtime.engine.execution import Execution, event, hooks_for
 from reactorflow.runtime.engine.inputs import validate_inputs
 from reactorflow.runtime.engine.map_reads import with_map_value
 from reactorflow.runtime.engine.mode import CALLER, WAITS_FOR_THROWS, DriveMode
-from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
+from reactorflow.runtime.engine.ownership import (
+    acquire,
+    held_by_operator,
+    keep_alive,
+    new_owner,
+)
 from reactorflow.runtime.engine.parking import after_park, due, is_parked, sleeping
 from reactorflow.runtime.engine.pausing import requester, take_up
 from reactorflow.runtime.gates import run_gates
@@ -514,9 +519,11 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
     requested = await storage.request_control(run_id,
                                               records.encode(Control(ControlKind.CANCEL, reason)))
     owner = new_owner()
-    # another request pending (a pause, a failure): this cancel waits its turn for the lock
-    if await acquire(storage, run_id, owner, settings.lock_ttl,
-                     0.0 if requested else settings.lock_wait):
+    wait = settings.lock_wait  # another request is pending: this cancel waits its turn
+    if requested and not held_by_operator(await storage.lock_owner(run_id)):
+        wait = 0.0  # an execution that drives it honours the request at its next boundary;
+        # an operator's action (pause, resume) reads none back: its turn ends in moments
+    if await acquire(storage, run_id, owner, settings.lock_ttl, wait):
         async with keep_alive(storage, run_id, owner, settings.lock_ttl):
             ex = await load_owned(reactor, storage, run_id, owner)
             if ex.state.status in (Status.PAUSED, Status.RUNNING, Status.HELD):

@@ -39,7 +39,7 @@ from reactorflow.errors import LockTimeout, ReactorflowError, RunStateError
 from reactorflow.records import Control, PausedBy, RunState
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.execution import Execution, event
-from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
+from reactorflow.runtime.engine.ownership import acquire, keep_alive, operator_owner
 from reactorflow.runtime.engine.parking import arm_timer
 from reactorflow.runtime.engine.pausing import pause_unheld, take_up
 from reactorflow.runtime.ops import operations
@@ -81,7 +81,7 @@ async def pause(reactor: Reactor, run_id: str, *, reason: str = "",
     if status is not Status.RUNNING:
         raise pause_refused(run_id, status, state)
     paused_by = PausedBy(by or operator(), clock.now(), reason)
-    owner = new_owner()
+    owner = operator_owner()
     ttl = settings.lock_ttl
     if await acquire(storage, run_id, owner, ttl, 0.0):  # nobody drives it: pause it here
         async with keep_alive(storage, run_id, owner, ttl):
@@ -142,7 +142,7 @@ async def resume(reactor: Reactor, run_id: str) -> Run:
     refusal = resume_refusal(run_id, status, state)
     if refusal is not None:
         raise refusal  # waiting for its lock cannot help
-    owner = new_owner()
+    owner = operator_owner()
     if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
         raise LockTimeout(run_id, settings.lock_wait, "resume")
     try:
