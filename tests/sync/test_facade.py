@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
@@ -257,8 +258,6 @@ async def test_a_worker_thread_of_a_running_loop_may_use_the_facade(memory: rf.S
 def test_pause_and_resume_from_sync_code(storage: rf.Storage) -> None:
     """`reactor.sync.pause` / `.resume`: an operator's pause of a run asleep (held by no
     execution), and its resume, from sync code."""
-    from datetime import datetime, timedelta
-
     flow = rf.Reactor(unique("sync-pause"))
 
     @flow.step
