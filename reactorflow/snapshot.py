@@ -77,7 +77,7 @@ class Run(msgspec.Struct, frozen=True):
     """A snapshot of a run. Read it again with `reactor.get(run.id)` to see later progress.
 
     The immutable snapshot (a `msgspec.Struct`) returned by `run`, `get`, `wait`, `continue_`,
-    `undo`, `cancel` and `retry`. Property `ok`: the run completed.
+    `undo`, `cancel`, `retry`, `pause` and `resume`. Property `ok`: the run completed.
 
     Attributes:
         id: The run's id.

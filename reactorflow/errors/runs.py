@@ -155,6 +155,12 @@ _ADVICE: dict[tuple[str, str], str] = {
                           "{undo} rolls back the steps it completed.",
     ("pause", "rolling_back"): "It is being rolled back and ends failed or cancelled by itself; "
                                "{wait} for that.",
+    ("pause", "held"): "A step failed and the run is held: nothing runs until an operator "
+                       "acts. {retry_step} runs the failed step again, {skip_step} supplies "
+                       "its result, or {undo} rolls it back.",
+    ("resume", "held"): "A step failed and the run is held, not paused: {retry_step} runs the "
+                        "failed step again, {skip_step} supplies its result, or {undo} rolls "
+                        "it back.",
     ("resume", "running"): "It is not paused: it runs already. {pause} stops it at its next "
                            "step boundary.",
     ("resume", "completed"): "It finished: there is nothing to resume. {undo} rolls back its "

@@ -194,6 +194,11 @@ REACTOR_CALLS: dict[str, Callable[[rf.Reactor], Any]] = {
     "continue_by_correlation_id": lambda flow: flow.sync.continue_by_correlation_id(
         "c-1", step="approve", payload=True),
     "ready_interrupts": lambda flow: flow.sync.ready_interrupts("run-1"),
+    "pause": lambda flow: flow.sync.pause("run-1", reason="audit"),
+    "resume": lambda flow: flow.sync.resume("run-1"),
+    "retry_step": lambda flow: flow.sync.retry_step("run-1", "reserve"),
+    "skip_step": lambda flow: flow.sync.skip_step("run-1", "reserve", result="r"),
+    "rewind": lambda flow: flow.sync.rewind("run-1", to="reserve"),
 }
 
 MODULE_CALLS: dict[str, Callable[[], Any]] = {
