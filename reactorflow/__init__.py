@@ -68,7 +68,7 @@ from reactorflow.errors import (
 from reactorflow.mapresults import MapResults
 from reactorflow.markers import Input, Outcome, Redacted, Result, StepContext
 from reactorflow.middleware import GateEvent, Middleware, RunEvent, StepEvent
-from reactorflow.records import Event, RollbackFailure, RunError
+from reactorflow.records import Event, PausedBy, RollbackFailure, RunError
 from reactorflow.retry import Retry
 from reactorflow.runtime.engine import job_queue as _queue
 from reactorflow.runtime.gates.operate import ordered_peek, ordered_reset, ordered_skip
@@ -139,6 +139,7 @@ __all__ = [
     "OrderedLine",
     "OrderedLock",
     "Outcome",
+    "PausedBy",
     "PayloadValidationError",
     "Period",
     "RateLimit",

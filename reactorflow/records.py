@@ -216,6 +216,21 @@ class UndoThrow(msgspec.Struct, frozen=True):
     indices: list[int]
 
 
+class PausedBy(msgspec.Struct, frozen=True):
+    """Who paused a run with `reactor.pause`, when, and why (`rf.Run.paused_by`).
+
+    Attributes:
+        by: Who paused it: the `by=` given to `pause`, else the operator process's user and
+            host (`user@host`).
+        at: When (Unix time).
+        reason: The `reason=` given to `pause` (`""` when none was given).
+    """
+
+    by: str
+    at: float
+    reason: str = ""
+
+
 class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):
     """What a run was started with; written once."""
 
@@ -260,6 +275,7 @@ class RunState(msgspec.Struct, omit_defaults=True):
     hold_until: float | None = None  # held with a hold_timeout: when it rolls back by itself
     rewind: RewindPlan | None = None  # set while a rewind rolls back its steps
     rewinds: dict[str, int] = msgspec.field(default_factory=dict)  # step key -> times rewound
+    paused_by: PausedBy | None = None  # paused by an operator (`pause`) until `resume`
 
 
 class RewindPlan(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -278,6 +294,7 @@ class Control(msgspec.Struct, frozen=True, omit_defaults=True):
     kind: ControlKind
     reason: str = ""
     error: RunError | None = None
+    paused_by: PausedBy | None = None  # PAUSE: who asked, when and why
 
 
 _encoder = msgspec.msgpack.Encoder(enc_hook=enc_hook)  # (pydantic models: their JSON form)

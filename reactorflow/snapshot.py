@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from reactorflow.records import Event, RunError
+from reactorflow.records import Event, PausedBy, RunError
 from reactorflow.status import Status, StepStatus
 
 _UNSET: Any = object()
@@ -77,7 +77,7 @@ class Run(msgspec.Struct, frozen=True):
     """A snapshot of a run. Read it again with `reactor.get(run.id)` to see later progress.
 
     The immutable snapshot (a `msgspec.Struct`) returned by `run`, `get`, `wait`, `continue_`,
-    `undo`, `cancel` and `retry`. Property `ok`: the run completed.
+    `undo`, `cancel`, `retry`, `pause` and `resume`. Property `ok`: the run completed.
 
     Attributes:
         id: The run's id.
@@ -99,6 +99,8 @@ class Run(msgspec.Struct, frozen=True):
         retried_from: The run a `retry` started this one from, else `None`.
         version: The version of its reactor the run is on (`rf.Reactor(version=)`; a
             migration moves it to a newer one).
+        paused_by: An `rf.PausedBy` (who, when, why) while an operator's `pause` holds the run
+            `paused` (until `resume`), else `None` (also for a run paused at an interrupt).
     """
 
     id: str
@@ -120,6 +122,7 @@ class Run(msgspec.Struct, frozen=True):
     call started nothing); False for the run this call started, and for every read."""
     retried_from: str | None = None  # a run started by `retry`: the id of the run it retries
     version: int = 1
+    paused_by: PausedBy | None = None
 
     @property
     def ok(self) -> bool:

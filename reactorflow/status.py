@@ -89,10 +89,12 @@ class HandlerKind(StrEnum):
 
 
 class ControlKind(StrEnum):
-    """A request left for the execution that owns a run."""
+    """A request left for the execution that owns a run: cancel it, fail it (with a
+    rollback), or pause it (an operator's `pause`), at its next step boundary."""
 
     CANCEL = "cancel"
     FAIL = "fail"
+    PAUSE = "pause"
 
 
 class RollbackTrigger(StrEnum):

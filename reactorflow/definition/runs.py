@@ -37,6 +37,11 @@ class Runtime(Protocol[Front_contra]):
 
     async def retry(self, reactor: Front_contra, run_id: str) -> Run: ...
 
+    async def pause(self, reactor: Front_contra, run_id: str, *, reason: str = "",
+                    by: str | None = None) -> Run: ...
+
+    async def resume(self, reactor: Front_contra, run_id: str) -> Run: ...
+
     async def list_runs(self, reactor: Front_contra, *, status: str | None, limit: int,
                         cursor: str | None) -> RunPage: ...
 
@@ -252,6 +257,52 @@ class RunMethods(Generic[Front]):
             LockTimeout: Another process held the run for longer than `lock_wait`.
         """
         return await _bound().rewind(self._self(), run_id, to=to, inputs=inputs)
+
+    async def pause(self, run_id: str, *, reason: str = "", by: str | None = None) -> Run:
+        """Stop a running run at its next step boundary: it ends `paused`, waiting on nothing,
+        with `run.paused_by` set, until `resume`.
+
+        Steps in flight finish (and are checkpointed); nothing new starts. A run no execution
+        holds (parked at a sleep, an async unit or a fanned-out map, waiting for a gate or a
+        worker) is paused at once without being woken: a sleep's timer stays armed, finds the
+        run paused and does nothing; the sleep is honoured after `resume`. When an execution
+        holds the run, this waits up to `lock_wait` seconds for it to stop, then returns the
+        run as it is (still `running` if its steps in flight take longer; it pauses at its
+        next step boundary, and `wait` returns then). See [Repairing runs](repairing.md).
+
+        Args:
+            run_id: The id of a run of this reactor.
+            reason: Why, recorded in `run.paused_by` and the history (a `str`).
+            by: Who pauses it, recorded likewise (default: this process's `user@host`).
+
+        Raises:
+            RunNotFound: No such run of this reactor.
+            RunStateError: The run is not running (ended, rolling back, paused already, or
+                paused at an interrupt), or another request for it is pending; nothing is
+                written.
+            ReactorflowError: A non-`str` or blank `reason` or `by` (nothing changes).
+        """
+        return await _bound().pause(self._self(), run_id, reason=reason, by=by)
+
+    async def resume(self, run_id: str) -> Run:
+        """Take on again a run an operator paused (`pause`): it is `running` again.
+
+        A run whose work was handed to workers (dispatched, `always_dispatch`, past its
+        `background` point, an async reactor's child run) is enqueued for a worker and this
+        returns it `running`; any other is driven here, as `continue_` drives it, and this
+        returns it as it settles (a sleep still to come leaves it `running` for its timer; a
+        sleep whose deadline passed while paused completes now).
+
+        Args:
+            run_id: The id of a run of this reactor.
+
+        Raises:
+            RunNotFound: No such run of this reactor.
+            RunStateError: The run is not paused by an operator (a run paused at an interrupt
+                is taken on by `continue_`); nothing is written.
+            LockTimeout: Another process held the run for longer than `lock_wait`.
+        """
+        return await _bound().resume(self._self(), run_id)
 
     async def retry(self, run_id: str) -> Run:
         """Start a new run with the inputs of a failed, cancelled or aborted run.

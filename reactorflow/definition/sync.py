@@ -205,6 +205,37 @@ class SyncRunMethods:
         """
         return self._call("rewind", partial(self._reactor.rewind, run_id, to=to, inputs=inputs))
 
+    def pause(self, run_id: str, *, reason: str = "", by: str | None = None) -> Run:
+        """`await reactor.pause(run_id)` from sync code: stop a running run at its next step
+        boundary, `paused` until `resume`.
+
+        Args:
+            run_id: The id of a run of this reactor.
+            reason: Why, recorded in `run.paused_by` and the history (a `str`).
+            by: Who pauses it (default: this process's `user@host`).
+
+        Raises:
+            SyncInEventLoop: Called inside a running event loop (await `reactor.pause`).
+            RunNotFound: No such run of this reactor.
+            RunStateError: The run is not running.
+        """
+        return self._call("pause", partial(self._reactor.pause, run_id, reason=reason, by=by))
+
+    def resume(self, run_id: str) -> Run:
+        """`await reactor.resume(run_id)` from sync code: take an operator-paused run on.
+
+        Args:
+            run_id: The id of a run of this reactor.
+
+        Raises:
+            SyncInEventLoop: Called inside a running event loop (await `reactor.resume`).
+            RunNotFound: No such run of this reactor.
+            RunStateError: The run is not paused by an operator (one paused at an interrupt
+                is continued with `continue_`).
+            LockTimeout: Another process held the run for longer than `lock_wait`.
+        """
+        return self._call("resume", partial(self._reactor.resume, run_id))
+
     def retry(self, run_id: str) -> Run:
         """`await reactor.retry(run_id)` from sync code: a new run with the old run's inputs.
 

@@ -143,6 +143,37 @@ _ADVICE: dict[tuple[str, str], str] = {
                              "back already. {retry} starts a new run with the same inputs.",
     ("skip_step", "completed"): "Only a held run's failed step can be skipped; this run "
                                 "completed.",
+    # an operator's pause and resume (api.md §15): pause stops a running run only
+    ("pause", "completed"): "It finished: there is nothing left to pause. {undo} rolls back "
+                            "its completed steps.",
+    ("pause", "failed"): _ROLLED_BACK,
+    ("pause", "halted"): "A step halted it: nothing runs any more. {undo} rolls back its "
+                         "completed steps.",
+    ("pause", "cancelled"): "It was cancelled: nothing runs any more. {undo} rolls back what "
+                            "it completed (if it was not undone already).",
+    ("pause", "aborted"): "Its process stopped it mid-way and nothing will run it again; "
+                          "{undo} rolls back the steps it completed.",
+    ("pause", "rolling_back"): "It is being rolled back and ends failed or cancelled by itself; "
+                               "{wait} for that.",
+    ("pause", "held"): "A step failed and the run is held: nothing runs until an operator "
+                       "acts. {retry_step} runs the failed step again, {skip_step} supplies "
+                       "its result, or {undo} rolls it back.",
+    ("resume", "held"): "A step failed and the run is held, not paused: {retry_step} runs the "
+                        "failed step again, {skip_step} supplies its result, or {undo} rolls "
+                        "it back.",
+    ("resume", "running"): "It is not paused: it runs already. {pause} stops it at its next "
+                           "step boundary.",
+    ("resume", "completed"): "It finished: there is nothing to resume. {undo} rolls back its "
+                             "completed steps.",
+    ("resume", "failed"): _ROLLED_BACK,
+    ("resume", "halted"): "A step halted it on purpose: it does not go on. {undo} rolls back "
+                          "its completed steps.",
+    ("resume", "cancelled"): "It was cancelled: it does not go on. {retry} starts a new run "
+                             "with the same inputs.",
+    ("resume", "aborted"): "Its process stopped it mid-way: {undo} rolls back the steps it "
+                           "completed; {retry} starts a new run with the same inputs.",
+    ("resume", "rolling_back"): "It is being rolled back and ends failed or cancelled by "
+                                "itself; {wait} for that.",
 }
 
 
@@ -150,6 +181,7 @@ PYTHON_CALLS: Mapping[str, str] = {
     "undo": "undo(run_id)", "cancel": "cancel(run_id)", "retry": "retry(run_id)",
     "wait": "wait(run_id)", "continue": "continue_(run_id, ...)", "get": "get(run_id)",
     "retry_step": "retry_step(run_id, step)", "skip_step": "skip_step(run_id, step, result=...)",
+    "pause": "pause(run_id)", "resume": "resume(run_id)",
 }
 """How advice names the operations by default: the `Reactor` methods to call. A front end
 (the CLI) passes its own phrasing to `refusal_advice` / `RunStateError.phrased`."""
@@ -160,14 +192,17 @@ def refusal_advice(operation: str, status: str,
     """What is still possible for a run of `status` when `operation` is refused on it.
 
     Args:
-        operation: The refused operation (`cancel`, `undo`, `continue`, `retry`).
+        operation: The refused operation (`cancel`, `undo`, `continue`, `retry`, `pause`,
+            `resume`).
         status: The run's status.
         calls: How to name each operation the advice suggests (keys `undo`, `cancel`,
-            `retry`, `wait`, `continue`, `get`); default the Python calls.
+            `retry`, `wait`, `continue`, `get`, `pause`, `resume`); default the Python calls,
+            which also name any key `calls` leaves out.
     """
     template = _ADVICE.get((operation, str(status)),
                            "Read it with {get} to see what it is doing.")
-    return template.format_map(calls)
+    # an operation `calls` does not phrase is named by its Python call
+    return template.format_map({**PYTHON_CALLS, **calls})
 
 
 class RunStateError(Refused):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
@@ -193,6 +194,11 @@ REACTOR_CALLS: dict[str, Callable[[rf.Reactor], Any]] = {
     "continue_by_correlation_id": lambda flow: flow.sync.continue_by_correlation_id(
         "c-1", step="approve", payload=True),
     "ready_interrupts": lambda flow: flow.sync.ready_interrupts("run-1"),
+    "pause": lambda flow: flow.sync.pause("run-1", reason="audit"),
+    "resume": lambda flow: flow.sync.resume("run-1"),
+    "retry_step": lambda flow: flow.sync.retry_step("run-1", "reserve"),
+    "skip_step": lambda flow: flow.sync.skip_step("run-1", "reserve", result="r"),
+    "rewind": lambda flow: flow.sync.rewind("run-1", to="reserve"),
 }
 
 MODULE_CALLS: dict[str, Callable[[], Any]] = {
@@ -252,3 +258,33 @@ async def test_a_worker_thread_of_a_running_loop_may_use_the_facade(memory: rf.S
     run = await anyio.to_thread.run_sync(lambda: flow.sync.run(item="b", qty=2))
     assert run.status is rf.Status.COMPLETED and run.value == "b*2"
     assert (await flow.get(run.id)).value == "b*2"  # the same storage, read from this loop
+
+
+def test_pause_and_resume_from_sync_code(storage: rf.Storage) -> None:
+    """`reactor.sync.pause` / `.resume`: an operator's pause of a run asleep (held by no
+    execution), and its resume, from sync code."""
+    flow = rf.Reactor(unique("sync-pause"))
+
+    @flow.step
+    async def ship() -> str:
+        return "parcel"
+
+    @flow.sleep
+    async def cool_off(ship: str) -> timedelta:
+        return timedelta(hours=1)
+
+    @flow.step
+    async def remind(cool_off: datetime) -> str:
+        return "reminded"
+
+    asleep = flow.sync.run()
+    assert asleep.status is rf.Status.RUNNING
+    paused = flow.sync.pause(asleep.id, reason="audit", by="ops")
+    assert paused.status is rf.Status.PAUSED
+    assert paused.paused_by is not None and paused.paused_by.reason == "audit"
+    with pytest.raises(rf.RunStateError, match="ops paused it already"):
+        flow.sync.pause(asleep.id)
+    resumed = flow.sync.resume(asleep.id)
+    assert resumed.status is rf.Status.RUNNING  # asleep again until its deadline
+    assert resumed.paused_by is None
+    assert flow.sync.cancel(asleep.id).status is rf.Status.CANCELLED

@@ -22,12 +22,13 @@ The execution, step by step:
       a halt, a control request read back from a checkpoint, or the hand-off point stops new
       starts, and the steps in flight finish;
    d. the drive ends with a `Verdict`: completed, paused, parked, snoozed, failed, halted,
-      cancelled, or handed off.
+      cancelled, handed off, or stopped (an operator's pause request, `engine.pausing`).
 6. Paused, but payloads arrived meanwhile (`_claims_arrived`): apply them and go back to 5.
 7. Conclude (`conclude`) by the verdict: completed -> the final save (the last completion
    folded in, the lock released in the same write); paused -> save waiting; parked -> `park`
    (save, release, re-enqueue on a signal or a timer); snoozed -> `snooze`; handed off ->
-   save and enqueue for a worker; halted -> save without rollback; failed or cancelled ->
+   save and enqueue for a worker; halted -> save without rollback; stopped -> save paused with
+   `paused_by`, waiting on nothing (until `resume`); failed or cancelled ->
    roll back (`rollback.roll_back`: compensate the failed steps, undo the completed ones newest
    first, each kind's own rollback from the table), parking while a fanned-out map's undo
    jobs are out, then save `failed`/`cancelled` with every rollback failure collected.
@@ -60,15 +61,15 @@ from reactorflow.runtime.engine.forward import Forward
 from reactorflow.runtime.engine.lockkeeper import keeper
 from reactorflow.runtime.engine.mode import DriveMode
 from reactorflow.runtime.engine.parking import arm_timer, park
+from reactorflow.runtime.engine.pausing import paused_event, requester
 from reactorflow.runtime.engine.rewinding import finish_rewind
 from reactorflow.runtime.engine.rollback import collected_failures, roll_back
-from reactorflow.runtime.engine.runners import Ending, Verdict
+from reactorflow.runtime.engine.runners import Ending, Verdict, ending_for
 from reactorflow.runtime.gates import levels
 from reactorflow.runtime.gates import run_gates as gates
 from reactorflow.runtime.gates.parked import keep_while_parked
 from reactorflow.runtime.gates.step_gates import GateWait
 from reactorflow.status import (
-    ControlKind,
     EventKind,
     HaltReason,
     RollbackTrigger,
@@ -232,9 +233,7 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
                 # a request came while the last step ran (its completion, which this save
                 # carried, is checkpointed now): honoured as at any step boundary
                 assert ex.writer.control is not None
-                await conclude(ex, Verdict(Ending.CANCELLED
-                                           if ex.writer.control.kind is ControlKind.CANCEL
-                                           else Ending.FAILED))
+                await conclude(ex, Verdict(ending_for(ex.writer.control)))
                 return
         case Ending.PAUSED:
             deadlines = {k: d for k in verdict.waiting
@@ -244,7 +243,15 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
             paused = event(EventKind.RUN_PAUSED, detail=", ".join(verdict.waiting))
             await ex.writer.save_state(Status.PAUSED, final=True, publish=True, events=[paused],
                                        waiting_on=verdict.waiting, deadlines=deadlines,
-                                       timeout_at=min(deadlines.values()) if deadlines else None)
+                                       timeout_at=min(deadlines.values()) if deadlines else None,
+                                       paused_by=None)  # (an operator's pause is no more)
+        case Ending.STOPPED:  # an operator's pause, read back at a step boundary
+            assert ex.writer.control is not None
+            paused_by = requester(ex.writer.control)
+            await ex.writer.save_state(Status.PAUSED, final=True, publish=True,
+                                       clear_control=True, events=[paused_event(paused_by)],
+                                       paused_by=paused_by, waiting_on=[], deadlines={},
+                                       timeout_at=None, parked_on={}, wake_at=None)
         case Ending.PARKED:
             await park(ex, verdict.parked, verdict.wake_at)
             return

@@ -19,6 +19,22 @@ def new_owner() -> str:
     return secrets.token_hex(12)
 
 
+OPERATOR_MARK = "op-"
+"""How the lock owner token of an operator's action (`pause`, `resume`) begins: such a holder
+reads no control request back, and lets go of the run within moments, so another operator's
+action waits its turn for the lock instead of leaving a request behind (see `cancel`)."""
+
+
+def operator_owner() -> str:
+    """A lock owner token for an operator's action (see `OPERATOR_MARK`)."""
+    return OPERATOR_MARK + new_owner()
+
+
+def held_by_operator(owner: str | None) -> bool:
+    """Whether the lock owner `owner` (None: no holder) is an operator's action."""
+    return owner is not None and owner.startswith(OPERATOR_MARK)
+
+
 async def acquire(storage: Storage, run_id: str, owner: str, ttl: float, wait: float) -> bool:
     """Take the run's lock, retrying with a short back-off for up to `wait` seconds.
 

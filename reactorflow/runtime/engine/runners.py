@@ -11,8 +11,8 @@ once two are ready at once, the run's task group opens and the spares are tasks 
 `max_concurrency` caps the number of runners.
 
 When a step fails, nothing new starts; steps in flight finish (and are checkpointed), then the
-caller rolls back. A halt stops the same way without rollback. A cancel request read back from
-a checkpoint stops at the next step boundary.
+caller rolls back. A halt stops the same way without rollback. A control request read back
+from a checkpoint (cancel, fail, an operator's pause) stops at the next step boundary.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 
 import anyio
 import anyio.lowlevel
 
 from reactorflow.definition.specs import UNIT_KINDS, StepKind
 from reactorflow.errors import GateBusy
-from reactorflow.records import summary
+from reactorflow.records import Control, summary
 from reactorflow.runtime.engine.lockkeeper import ensure_live
 from reactorflow.runtime.engine.stepcall import scope_cancelled
 from reactorflow.runtime.engine.trampoline import in_copy
@@ -54,6 +54,20 @@ class Ending(StrEnum):
     HALTED = "halted"
     CANCELLED = "cancelled"
     HANDOFF = "handoff"  # the background cut point: a worker takes the rest
+    STOPPED = "stopped"  # an operator's pause request: paused until `resume`
+
+
+def ending_for(control: Control) -> Ending:
+    """How a drive stopped at a step boundary by the control request `control` ends."""
+    match control.kind:
+        case ControlKind.CANCEL:
+            return Ending.CANCELLED
+        case ControlKind.FAIL:
+            return Ending.FAILED
+        case ControlKind.PAUSE:
+            return Ending.STOPPED
+        case _:
+            assert_never(control.kind)
 
 
 @dataclass(slots=True)
@@ -128,8 +142,7 @@ class Runners:
         control = writer.control
         if verdict.status is Ending.COMPLETED:
             if control is not None and self.stopping:
-                verdict.status = (Ending.CANCELLED if control.kind is ControlKind.CANCEL
-                                  else Ending.FAILED)
+                verdict.status = ending_for(control)
             elif self.handing_off:
                 verdict.status = Ending.HANDOFF
             elif verdict.snoozed:

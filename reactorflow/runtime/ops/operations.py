@@ -25,7 +25,7 @@ from reactorflow.errors import (
     StorageConnectionError,
     WaitTimeout,
 )
-from reactorflow.records import Control, RunError, RunState
+from reactorflow.records import Control, PausedBy, RunError, RunState
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.async_units import report_child_end
 from reactorflow.runtime.engine.driver import drive, hold_due
@@ -33,8 +33,14 @@ from reactorflow.runtime.engine.execution import Execution, event, hooks_for
 from reactorflow.runtime.engine.inputs import validate_inputs
 from reactorflow.runtime.engine.map_reads import with_map_value
 from reactorflow.runtime.engine.mode import CALLER, WAITS_FOR_THROWS, DriveMode
-from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
+from reactorflow.runtime.engine.ownership import (
+    acquire,
+    held_by_operator,
+    keep_alive,
+    new_owner,
+)
 from reactorflow.runtime.engine.parking import after_park, due, is_parked, sleeping
+from reactorflow.runtime.engine.pausing import requester, take_up
 from reactorflow.runtime.gates import run_gates
 from reactorflow.runtime.gates.parked import release_stopped
 from reactorflow.runtime.gates.scope import Entry, GateHolds
@@ -276,7 +282,8 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
 
     After releasing a paused run, check for a claim that arrived while the lock was held: its
     `continue_` could not take the lock, so the holder applies it (an accepted resume is never
-    stranded).
+    stranded); likewise a pause request its last write read back without stopping at it
+    (`pause_left`) is settled under the lock taken again.
     """
     ttl = config.settings().lock_ttl
     while True:
@@ -291,6 +298,9 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
             ex.writer.hold = ex.lease = None
             waiting = list(ex.state.waiting_on) if ex.state.status == Status.PAUSED else []
         await after_release(reactor, storage, ex)
+        paused_by = pause_left(ex)
+        if paused_by is not None:
+            return await _take_up_left(reactor, storage, ex, paused_by)
         if not waiting:
             return ex
         claims = await storage.claims(run_id)
@@ -299,6 +309,29 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
         if not await storage.acquire_lock(run_id, owner, ttl):
             return ex  # another execution holds it and will apply the claim
         ex = None
+
+
+def pause_left(ex: Execution) -> PausedBy | None:
+    """Who asked for the pause request the execution's last write read back without stopping
+    at it (it parked, handed off, snoozed, paused at an interrupt or halted), else None."""
+    control = ex.writer.control
+    if control is None or control.kind is not ControlKind.PAUSE:
+        return None
+    return requester(control)
+
+
+async def _take_up_left(reactor: Reactor, storage: Storage, ex: Execution,
+                        paused_by: PausedBy) -> Execution:
+    """Settle a pause request the execution's last write read back (`pausing.take_up`),
+    under the lock taken again: never stranded. Another execution that took the run
+    meanwhile reads the request back itself."""
+    ttl = config.settings().lock_ttl
+    if not await storage.acquire_lock(ex.run_id, ex.owner, ttl):
+        return ex
+    async with keep_alive(storage, ex.run_id, ex.owner, ttl):
+        fresh = await load_owned(reactor, storage, ex.run_id, ex.owner)
+        await take_up(fresh, paused_by)
+    return fresh
 
 
 async def snapshot(ex: Execution) -> Run:
@@ -483,9 +516,14 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
         return await get(reactor, run_id)
     if status.is_terminal or status is Status.ROLLING_BACK:
         raise RunStateError(run_id, status, "cancel")
-    await storage.request_control(run_id, records.encode(Control(ControlKind.CANCEL, reason)))
+    requested = await storage.request_control(run_id,
+                                              records.encode(Control(ControlKind.CANCEL, reason)))
     owner = new_owner()
-    if await acquire(storage, run_id, owner, settings.lock_ttl, 0.0):
+    wait = settings.lock_wait  # another request is pending: this cancel waits its turn
+    if requested and not held_by_operator(await storage.lock_owner(run_id)):
+        wait = 0.0  # an execution that drives it honours the request at its next boundary;
+        # an operator's action (pause, resume) reads none back: its turn ends in moments
+    if await acquire(storage, run_id, owner, settings.lock_ttl, wait):
         async with keep_alive(storage, run_id, owner, settings.lock_ttl):
             ex = await load_owned(reactor, storage, run_id, owner)
             if ex.state.status in (Status.PAUSED, Status.RUNNING, Status.HELD):
@@ -502,4 +540,6 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
                 log.info("reactorflow.run.cancelled run_id=%s reactor=%s", run_id, reactor.name)
             else:
                 await ex.writer.save_state(Status(ex.state.status), clear_control=True)
+    elif not requested:  # its request was not left, and the run is still held
+        raise LockTimeout(run_id, settings.lock_wait, "cancel")
     return await get(reactor, run_id)

@@ -53,6 +53,7 @@ from reactorflow.errors import (
     NotPaused,
     PayloadValidationError,
     RunNotFound,
+    RunStateError,
 )
 from reactorflow.records import Control, RunError, RunState
 from reactorflow.runtime.engine import job_queue as queue
@@ -156,6 +157,11 @@ async def _checked(reactor: Reactor, storage: Storage, plan: Plan, run_id: str, 
     status, meta, state = read_head(head)
     if status not in (Status.PAUSED, Status.RUNNING):
         await _refuse_ended(storage, run_id, key, status, state)
+    if status is Status.PAUSED and state.paused_by is not None:
+        raise RunStateError(run_id, status, "continue", hint=(
+            f"An operator paused it ({state.paused_by.by}): it waits for resume(run_id), not "
+            "for a payload. Once resumed, an interrupt it reaches waits again and continue_ "
+            "delivers its payload."))
     differences = compare_fingerprints(meta.fingerprint, plan.fingerprint)
     if differences:  # before anything is claimed or counted
         raise DefinitionChanged(run_id, reactor.name, differences, version=meta.version)

@@ -3,7 +3,15 @@
 
 from __future__ import annotations
 
-from reactorflow.runtime.ops import migrating, operations, repair, resume, retrying, rewind
+from reactorflow.runtime.ops import (
+    migrating,
+    operations,
+    pausing,
+    repair,
+    resume,
+    retrying,
+    rewind,
+)
 
 
 class RuntimeService:
@@ -22,6 +30,8 @@ class RuntimeService:
     rewind = staticmethod(rewind.rewind)
     continue_run = staticmethod(resume.continue_run)
     continue_by_correlation = staticmethod(resume.continue_by_correlation)
+    pause = staticmethod(pausing.pause)
+    resume = staticmethod(pausing.resume)  # (last: the name `resume` is the module above)
 
 
 RUNTIME = RuntimeService()

@@ -228,6 +228,7 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
         cancel_reason=state.cancel_reason, inputs=inputs,
         retried_from=meta.retried_from if meta is not None else None,
         version=meta.version if meta is not None else 1,
+        paused_by=state.paused_by if status is Status.PAUSED else None,
     )
 
 
