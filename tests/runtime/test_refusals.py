@@ -51,6 +51,12 @@ class Scenario:
                 raise rf.Halt("stop here")
             return "second"
 
+        @flow.step(on_failure="hold")
+        async def third(first: str, mode: str) -> str:
+            if mode == "held":
+                raise RuntimeError("third failed: the run is held")
+            return "third"
+
         @flow.interrupt(when=lambda mode: mode in ("paused", "cancelled"))
         async def approve(second: str, mode: str, payload: bool) -> bool:
             return payload
@@ -127,6 +133,7 @@ async def test_every_refusal_says_what_its_status_allows(storage: rf.Storage) ->
     assert allowed == {
         (rf.Status.RUNNING, "cancel"), (rf.Status.PAUSED, "cancel"),
         (rf.Status.CANCELLED, "cancel"),  # a no-op
+        (rf.Status.HELD, "cancel"), (rf.Status.HELD, "undo"),
         (rf.Status.PAUSED, "continue"),
         *((status, "undo") for status in (rf.Status.COMPLETED, rf.Status.PAUSED,
                                           rf.Status.HALTED, rf.Status.CANCELLED,
