@@ -12,6 +12,7 @@ release; reach its public names through `reactorflow`.
 """
 
 from reactorflow import sync
+from reactorflow.blockers import Blocker, BlockerKind
 from reactorflow.config import Settings, configure
 from reactorflow.definition import runs as _runs
 from reactorflow.definition import sync as _sync
@@ -72,6 +73,7 @@ from reactorflow.records import Event, PausedBy, RollbackFailure, RunError
 from reactorflow.retry import Retry
 from reactorflow.runtime.engine import job_queue as _queue
 from reactorflow.runtime.gates.operate import ordered_peek, ordered_reset, ordered_skip
+from reactorflow.runtime.ops.explain import explain
 from reactorflow.runtime.ops.lookup import get_run, list_runs
 from reactorflow.runtime.ops.migrations import Migration
 from reactorflow.runtime.ops.payloads import validate_payload
@@ -106,6 +108,8 @@ __all__ = [
     "ArgumentError",
     "AsyncUnitFailed",
     "AsyncWaitTimeout",
+    "Blocker",
+    "BlockerKind",
     "ConfigurationError",
     "CorrelationConflict",
     "CorruptRecord",
@@ -188,6 +192,7 @@ __all__ = [
     "WaitTimeout",
     "__version__",
     "configure",
+    "explain",
     "get_run",
     "list_runs",
     "ordered_peek",

@@ -276,6 +276,19 @@ class RunState(msgspec.Struct, omit_defaults=True):
     rewind: RewindPlan | None = None  # set while a rewind rolls back its steps
     rewinds: dict[str, int] = msgspec.field(default_factory=dict)  # step key -> times rewound
     paused_by: PausedBy | None = None  # paused by an operator (`pause`) until `resume`
+    # step key ("" for the run's own gates) -> the busy gate a worker snoozed the run for
+    gate_blocks: dict[str, GateBlock] = msgspec.field(default_factory=dict)
+
+
+class GateBlock(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A busy gate a worker put the run back for (`RunState.gate_blocks`), as `rf.explain`
+    reads it: the gate's kind (a `GateKind` value), its key as rendered, since when the run
+    has been snoozed for it (the first snooze), and, for a rate limit, when its window frees."""
+
+    gate: str
+    key: str
+    since: float
+    until: float | None = None
 
 
 class RewindPlan(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -1,7 +1,7 @@
 """`rf.sync`: reactorflow's top-level coroutines for sync code (a Flask or Django view, a
 management command, a Celery task). Each blocks until its async twin of `rf` returns.
 
-`rf.sync.get_run(run_id)` is `await rf.get_run(run_id)`, and so on for `list_runs`,
+`rf.sync.get_run(run_id)` is `await rf.get_run(run_id)`, and so on for `explain`, `list_runs`,
 `ordered_peek`, `ordered_skip`, `ordered_reset`, `schedule_once`, `sweep_once` and
 `fire_timers`; a reactor's
 own run methods are `reactor.sync.run(...)` and its siblings. The coroutines run on one
@@ -18,10 +18,12 @@ from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 from reactorflow.runtime.gates import operate
+from reactorflow.runtime.ops import explain as explaining
 from reactorflow.runtime.ops import lookup
 from reactorflow.runtime.services import portal, scheduler, sweeper, timers
 
 if TYPE_CHECKING:
+    from reactorflow.blockers import Blocker
     from reactorflow.definition.reactor import Reactor
     from reactorflow.runtime.services.sweeper import SweepReport
     from reactorflow.snapshot import Run, RunPage
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["fire_timers", "get_run", "list_runs", "ordered_peek", "ordered_reset",
+__all__ = ["explain", "fire_timers", "get_run", "list_runs", "ordered_peek", "ordered_reset",
            "ordered_skip", "schedule_once", "sweep_once"]
 
 
@@ -50,6 +52,20 @@ def get_run(run_id: str) -> Run:
         CorruptRecord: the run's stored state cannot be decoded.
     """
     return _call("get_run", partial(lookup.get_run, run_id))
+
+
+def explain(run_id: str) -> list[Blocker]:
+    """`await rf.explain(run_id)` from sync code: what the run waits on, and since when.
+
+    Args:
+        run_id: the run's id (`run.id`).
+
+    Raises:
+        SyncInEventLoop: called inside a running event loop (await `rf.explain`).
+        RunNotFound: no such run (a wrong id, or it expired after its retention period).
+        CorruptRecord: the run's stored state cannot be decoded.
+    """
+    return _call("explain", partial(explaining.explain, run_id))
 
 
 def list_runs(*, reactor: str | None = None, status: str | Status | None = None,

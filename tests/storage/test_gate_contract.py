@@ -445,3 +445,18 @@ async def test_a_hand_over_keeps_create_run_s_refusals(storage: Storage) -> None
     head = await storage.load_head(run.run_id)
     assert head is not None and head.meta == b"x"
     assert await storage.gate_withdraw(key, run.run_id) is GateTake.HELD
+
+
+async def test_an_ordered_peek_tells_how_many_places_are_before_a_ticket(storage: Storage) -> None:
+    key = gate()
+    for ticket in ("a", "b", "c", "d"):
+        await storage.ordered_enter(key, ticket)
+    await storage.ordered_leave(key, "b")  # finished out of turn: no longer ahead of anyone
+    assert [(await storage.ordered_peek(key, t)).ahead for t in ("a", "c", "d")] == [0, 1, 2]
+    line = await storage.ordered_peek(key, "d")
+    assert (line.turn, line.waiting, line.ahead) == ("a", 2, 2)
+    assert (await storage.ordered_peek(key, "nobody")).ahead is None
+    assert (await storage.ordered_peek(key)).ahead is None  # no ticket asked about
+    assert await storage.ordered_skip(key, "a") is True  # passed over: out of the line
+    assert (await storage.ordered_peek(key, "a")).ahead is None
+    assert (await storage.ordered_peek(key, "d")).ahead == 1

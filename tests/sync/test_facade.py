@@ -202,6 +202,7 @@ REACTOR_CALLS: dict[str, Callable[[rf.Reactor], Any]] = {
 }
 
 MODULE_CALLS: dict[str, Callable[[], Any]] = {
+    "explain": lambda: rf.sync.explain("run-1"),
     "get_run": lambda: rf.sync.get_run("run-1"),
     "list_runs": rf.sync.list_runs,
     "ordered_peek": lambda: rf.sync.ordered_peek("ledger:1"),

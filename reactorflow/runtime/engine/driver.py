@@ -54,7 +54,15 @@ from reactorflow import clock, config, records
 from reactorflow.definition.specs import FailurePolicy
 from reactorflow.errors import GateBusy, LockLost, RecordedError, StorageError
 from reactorflow.middleware import GateEvent, Hook, RunEvent
-from reactorflow.records import ErrorRecord, Event, RollbackFailure, RunError, RunState, StepRecord
+from reactorflow.records import (
+    ErrorRecord,
+    Event,
+    GateBlock,
+    RollbackFailure,
+    RunError,
+    RunState,
+    StepRecord,
+)
 from reactorflow.runtime.engine import kinds
 from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.forward import Forward
@@ -149,7 +157,7 @@ async def _admitted(ex: Execution) -> bool:
     worker while a gate is busy) and return False. A fresh run of a reactor without gates
     (none of its own, none from a parent, no child started yet) is admitted at once."""
     if not ex.records and not ex.plan.reactor.gates and not ex.meta.parent_gates:
-        ex.state.gate_waits = {}
+        ex.state.gate_waits, ex.state.gate_blocks = {}, {}
         return True
     admission, error = await gates.admit(ex)
     if admission is gates.Admission.ADMITTED and ex.state.status != Status.ROLLING_BACK:
@@ -158,7 +166,7 @@ async def _admitted(ex: Execution) -> bool:
             admission, error = gates.Admission.BUSY, refused.busy
     match admission:
         case gates.Admission.ADMITTED:
-            ex.state.gate_waits = {}
+            ex.state.gate_waits, ex.state.gate_blocks = {}, {}
             return True
         case gates.Admission.PERIOD:
             await conclude(ex, Verdict(Ending.HALTED, halt_reason=HaltReason.PERIOD))
@@ -201,6 +209,7 @@ async def snooze(ex: Execution, busy: GateBusy, step: str | None = None) -> None
     if step is not None:
         waits[step] = f"{busy.gate} {busy.key!r}"
     await ex.writer.save_state(status, final=True, gate_snoozes=count, gate_waits=waits,
+                               gate_blocks=gate_blocks(ex.state.gate_blocks, busy, step),
                                events=[event(EventKind.RUN_SNOOZED, step or "",
                                              detail=busy.message)])
     ex.enqueue_after_release = True
@@ -210,6 +219,20 @@ async def snooze(ex: Execution, busy: GateBusy, step: str | None = None) -> None
                                            busy.key, "snoozed"))
     log.info("reactorflow.gate.snoozed run_id=%s reactor=%s gate=%s key=%s step=%s snoozes=%d",
              ex.run_id, ex.reactor, busy.gate, busy.key, step or "-", count)
+
+
+def gate_blocks(blocks: dict[str, GateBlock], busy: GateBusy,
+                step: str | None) -> dict[str, GateBlock]:
+    """`blocks` with the gate `busy` noted for `step` ("" for the run's own gates): since the
+    first snooze for that same gate, and for a rate limit until its window frees."""
+    now = clock.now()
+    slot = step or ""
+    before = blocks.get(slot)
+    since = (before.since if before is not None and (before.gate, before.key) == (busy.gate,
+                                                                                   busy.key)
+             else now)
+    until = now + busy.retry_after if busy.retry_after is not None else None
+    return {**blocks, slot: GateBlock(busy.gate, busy.key, since, until)}
 
 
 def run_error(key: str, error: BaseException) -> RunError:

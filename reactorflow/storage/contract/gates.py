@@ -240,12 +240,15 @@ class GatesContract(abc.ABC):
         """
 
     @abc.abstractmethod
-    async def ordered_peek(self, key: str) -> OrderedLine:
-        """Ordered lock `key`'s line as it stands (read only): whose turn it is (the first
-        unfinished place), its last stamp, and how many tickets wait behind it.
+    async def ordered_peek(self, key: str, ticket: str | None = None) -> OrderedLine:
+        """Ordered lock `key`'s line as it stands (read only, one atomic read): whose turn it
+        is (the first unfinished place), its last stamp, and how many tickets wait behind it;
+        with `ticket`, also how many unfinished places are before that ticket's (`ahead`;
+        None when it is not in line, or was passed over).
 
         Args:
             key: The ordered lock's key.
+            ticket: A ticket whose place to tell (None: none).
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).

@@ -248,12 +248,16 @@ class OrderedLine:
             storage's clock); None when the line is empty. A holder quiet for longer than the
             lock's `poison_pill_timeout` is passed over by the next ticket that asks.
         waiting: How many tickets wait behind the turn.
+        ahead: Asked for one ticket (`Storage.ordered_peek(key, ticket)`): how many unfinished
+            places are before it (0: it has the turn); None when it is not in line, or when
+            no ticket was asked about.
     """
 
     key: str
     turn: str | None = None
     turn_stamp: float | None = None
     waiting: int = 0
+    ahead: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -286,7 +286,7 @@ class MemoryGates:
         return True
 
 
-    async def ordered_peek(self, key: str) -> OrderedLine:
+    async def ordered_peek(self, key: str, ticket: str | None = None) -> OrderedLine:
         with self._mutex:
             line = self._line(key)
             if line is None:
@@ -299,7 +299,11 @@ class MemoryGates:
             if turn is None:
                 return OrderedLine(key)
             waiting = sum(1 for n in line.tickets.values() if n > first and n not in line.done)
-            return OrderedLine(key, turn, line.stamps.get(first), waiting)
+            mine = line.tickets.get(ticket) if ticket is not None else None
+            ahead = (None if mine is None or passed_over(line, mine) else
+                     sum(1 for n in line.tickets.values()
+                         if first <= n < mine and n not in line.done))
+            return OrderedLine(key, turn, line.stamps.get(first), waiting, ahead)
 
     async def ordered_reset(self, key: str) -> int:
         with self._mutex:

@@ -211,13 +211,14 @@ class RedisGates:
         left = await self._run("ordered_leave", self._line_keys(key), [ticket, self._gate(key)])
         return bool(left == 1)
 
-    async def ordered_peek(self, key: str) -> OrderedLine:
-        turn, stamp, waiting = await self._run("ordered_peek", self._line_keys(key), [])
-        ticket = turn.decode() if isinstance(turn, bytes) else str(turn)
-        if not ticket:
+    async def ordered_peek(self, key: str, ticket: str | None = None) -> OrderedLine:
+        turn, stamp, waiting, ahead = await self._run("ordered_peek", self._line_keys(key),
+                                                      [ticket or ""])
+        head = turn.decode() if isinstance(turn, bytes) else str(turn)
+        if not head:
             return OrderedLine(key)
-        return OrderedLine(key, ticket, int(stamp) / 1000 if int(stamp) >= 0 else None,
-                           int(waiting))
+        return OrderedLine(key, head, int(stamp) / 1000 if int(stamp) >= 0 else None,
+                           int(waiting), int(ahead) if int(ahead) >= 0 else None)
 
     async def ordered_reset(self, key: str) -> int:
         return int(await self._run("ordered_reset", self._line_keys(key), [self._gate(key)]))

@@ -1,9 +1,10 @@
 -- ordered_peek: an ordered lock's line as it stands (read only).
 --
 -- KEYS: 1 line  2 tickets  3 stamps  4 done (as in ordered_enter)
--- ARGV: (none)
--- Returns: {turn ticket or '', its stamp in ms or -1, tickets waiting behind it}. The turn is
---          the first number after the cursor that is not finished.
+-- ARGV: 1 a ticket whose place to tell ('' for none)
+-- Returns: {turn ticket or '', its stamp in ms or -1, tickets waiting behind it, unfinished
+--          places before ARGV[1]'s or -1 when it is not in line or was passed over}. The turn
+--          is the first number after the cursor that is not finished.
 local cursor = tonumber(redis.call('HGET', KEYS[1], 'cursor')) or 0
 for _ = 1, redis.call('SCARD', KEYS[4]) do  -- bounded: at most one pass per finished number
   if redis.call('SISMEMBER', KEYS[4], cursor + 1) == 0 then
@@ -13,17 +14,32 @@ for _ = 1, redis.call('SCARD', KEYS[4]) do  -- bounded: at most one pass per fin
 end
 local first = cursor + 1
 local turn, waiting = '', 0
+local mine = nil
+if ARGV[1] and ARGV[1] ~= '' then
+  mine = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
+  if mine and (mine < first or redis.call('SISMEMBER', KEYS[4], mine) == 1) then
+    mine = nil  -- passed over (or finished): not in line any more
+  end
+end
+local ahead = -1
+if mine then
+  ahead = 0
+end
 local all = redis.call('HGETALL', KEYS[2])
 for i = 1, #all, 2 do
   local number = tonumber(all[i + 1])
+  local unfinished = number >= first and redis.call('SISMEMBER', KEYS[4], number) == 0
   if number == first then
     turn = all[i]
-  elseif number > first and redis.call('SISMEMBER', KEYS[4], number) == 0 then
+  elseif unfinished and number > first then
     waiting = waiting + 1
+  end
+  if mine and unfinished and number < mine then
+    ahead = ahead + 1
   end
 end
 local stamp = -1
 if turn ~= '' then
   stamp = tonumber(redis.call('HGET', KEYS[3], first)) or -1
 end
-return {turn, stamp, waiting}
+return {turn, stamp, waiting, ahead}
