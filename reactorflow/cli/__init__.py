@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import click
 
 from reactorflow import __version__
-from reactorflow.cli import graph, runs, schedules, services, versions
+from reactorflow.cli import graph, runs, schedules, services, versions, why
 from reactorflow.cli.phrasing import one_line
 from reactorflow.cli.settle import EXIT_TIMED_OUT
 from reactorflow.errors import WaitTimeout
@@ -43,6 +43,7 @@ def cli(verbose: bool) -> None:
     """
 
 
+runs.runs_group.add_command(why.why_command)
 cli.add_command(runs.runs_group)
 runs.runs_group.add_command(versions.migrate_command)
 cli.add_command(schedules.schedules_group)

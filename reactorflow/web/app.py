@@ -15,7 +15,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from reactorflow.errors import ConfigurationError
-from reactorflow.web import api, events
+from reactorflow.web import api, events, why
 from reactorflow.web.auth import check
 from reactorflow.web.responses import JSON, error_response
 from reactorflow.web.token import TOKEN_ENV
@@ -81,6 +81,7 @@ def build(token: str | None) -> Starlette:
               methods=["POST"]),
         Route("/api/runs/{run_id}", read(api.get_run)),
         Route("/api/runs/{run_id}/events", read(events.run_events)),
+        Route("/api/runs/{run_id}/why", read(why.explain_run)),
         Route("/api/runs/{run_id}/continue", write(api.continue_run), methods=["POST"]),
         Route("/api/runs/{run_id}/continue/check", read(api.check_continue), methods=["POST"]),
         *(Route(f"/api/runs/{{run_id}}/{action}", write(api.steering(action)), methods=["POST"])
