@@ -249,6 +249,7 @@
       cancel: ["running", "paused"].includes(run.status), retry: ["failed", "cancelled", "aborted"].includes(run.status) };
     for (const button of document.querySelectorAll("#actions button")) button.disabled = !allowed[button.dataset.action];
     renderError(run.error);
+    renderWhy(run);
     renderInterrupts(run);
     renderGraph(run);
     renderSteps(run);
@@ -277,6 +278,29 @@
       }
     }
     return versionGraphs[key];
+  }
+
+  // what the run waits on, and since when (GET api/runs/{id}/why: rf.explain), or that it moves
+  const utc = (iso) => new Date(iso).toISOString().slice(0, 19).replace("T", " ") + " UTC";
+  const ago = (iso) => inWords(Date.now() / 1000 - Date.parse(iso) / 1000);
+  async function renderWhy(run) {
+    const banner = $("why-banner");
+    let blockers = [];
+    try { blockers = await call("api/runs/" + encodeURIComponent(run.id) + "/why"); } catch (e) { blockers = []; }
+    if (!current || current.id !== run.id) return;
+    const ended = ["completed", "failed", "cancelled", "aborted", "halted"].includes(run.status);
+    banner.hidden = ended && !blockers.length;
+    banner.classList.toggle("moving", !blockers.length);
+    if (!blockers.length) {
+      const steps = Object.values(run.steps);
+      const done = steps.filter((s) => s.status === "completed").length;
+      banner.replaceChildren(el("p", { "data-kind": "moving", text: `Moving: ${done} of ${steps.length} steps done; last change ${utc(run.updated_at * 1000)}.` }));
+      return;
+    }
+    banner.replaceChildren(...blockers.map((b) => el("p", { "data-kind": b.kind },
+      el("span", { class: "why-kind", text: "Waiting on " + b.kind.replace("_", " ") + (b.step ? " (step " + b.step + ")" : "") }),
+      el("span", { text: (b.since ? " since " + utc(b.since) + " (" + ago(b.since) + " ago)" : "") +
+        (b.until ? ", until " + utc(b.until) : "") + ": " + b.detail }))));
   }
 
   function renderError(error) {
