@@ -361,3 +361,20 @@ async def test_an_owner_that_holds_the_lock_but_does_not_move_is_stale(env: Envi
         assert blocker.kind is rf.BlockerKind.OWNER and owner is not None
         assert owner in blocker.detail and "stale" in blocker.detail
         release.set()
+
+
+async def test_a_run_an_operator_paused_waits_for_resume(env: Environment) -> None:
+    flow = rf.Reactor(unique("why_paused"))
+
+    @flow.sleep
+    async def nap() -> timedelta:
+        return timedelta(hours=2)
+
+    run = await flow.run()
+    await flow.pause(run.id, reason="bad deploy", by="ops@example")
+    [blocker] = await rf.explain(run.id)
+    _aware(blocker)
+    assert (blocker.kind, blocker.until) == (rf.BlockerKind.PAUSED, None)
+    assert "ops@example" in blocker.detail and "bad deploy" in blocker.detail
+    await flow.resume(run.id)
+    assert [b.kind for b in await rf.explain(run.id)] == [rf.BlockerKind.SLEEP]

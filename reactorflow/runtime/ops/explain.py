@@ -60,6 +60,8 @@ async def explain(run_id: str) -> list[Blocker]:
             return [held(state)]
         case Status.ROLLING_BACK:
             return [*rolling_back(state), *await async_units(storage, run_id, state, steps)]
+        case Status.RUNNING | Status.PAUSED if state.paused_by is not None:
+            return [paused(state)]
         case Status.RUNNING | Status.PAUSED:
             owner = await storage.lock_owner(run_id)
             found = [*interrupts(state, steps), *sleeps(steps), *backoffs(steps),
@@ -96,6 +98,15 @@ def held(state: RunState) -> Blocker:
              if state.hold_until is not None else "; retry, skip, rewind or undo it")
     return Blocker(BlockerKind.HELD, step, _utc(state.updated_at), _utc(state.hold_until),
                    f"held: {what}{until}")
+
+
+def paused(state: RunState) -> Blocker:
+    """A run an operator paused (`reactor.pause`): only `resume` moves it."""
+    by = state.paused_by
+    assert by is not None
+    why = f" ({by.reason})" if by.reason else ""
+    return Blocker(BlockerKind.PAUSED, None, _utc(by.at), None,
+                   f"paused by {by.by}{why}; resume it to go on")
 
 
 def rolling_back(state: RunState) -> list[Blocker]:
