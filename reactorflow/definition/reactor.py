@@ -538,7 +538,8 @@ class Reactor(RunMethods["Reactor"]):
                       gates: Sequence[Any] = (), **unsupported: Any) -> StepDecorator:
         """Declare a step that starts `child` as a run of its own in a worker.
 
-        The child run has the id `<run id>-<step>`, is linked to this run and never rolled back
+        The child run has the id `<run id>-<step>` (`-r<n>` once the step was rewound n times),
+        is linked to this run and never rolled back
         with it; the function returns the child's inputs (validated at dispatch), the step's
         result is the child's value. See [Workers](workers.md#async-child-reactors). (Inside an
         element reactor its child runs in the element instead, with no run of its own: see

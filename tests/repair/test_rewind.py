@@ -201,3 +201,81 @@ async def test_a_crash_mid_rewind_is_recovered_to_the_same_end(env: Environment)
     assert done.status is rf.Status.COMPLETED and done.steps["invoice"].result == "invoice 7.5"
     assert calls.undos == ["void invoice 5.0", "price 5.0"]  # never undone twice
     assert calls.bodies["price"] == 2 and calls.bodies["reserve"] == 1
+
+
+class Batch(msgspec.Struct):
+    n: int
+
+
+async def test_rewind_through_a_map_runs_it_again_from_nothing(storage: rf.Storage) -> None:
+    await _rewind_through_a_map(fan_out=False)
+
+
+async def test_rewind_through_a_fanned_out_map_is_refused_for_now(storage: rf.Storage) -> None:
+    with pytest.raises(rf.RunStateError) as info:
+        await _rewind_through_a_map(fan_out=True)
+    assert "fanned-out map" in info.value.message and info.value.operation == "rewind"
+
+
+async def _rewind_through_a_map(*, fan_out: bool) -> None:
+    undone: list[int] = []
+    ran: list[int] = []
+    flow = rf.Reactor(unique("maps"), inputs=Batch)
+
+    @flow.step
+    async def items(n: int) -> list[int]:
+        return list(range(1, n + 1))
+
+    @flow.map_step(over="items", fan_out=fan_out, batch_size=2)
+    async def double(item: int) -> int:
+        ran.append(item)
+        return item * 2
+
+    @double.undo
+    async def halve(result: int, item: int) -> None:
+        undone.append(item)
+
+    @flow.step
+    async def total(double: list[int]) -> int:
+        return sum(double)
+
+    run = await flow.run(n=2)
+    if fan_out:
+        run = await flow.wait(run.id, timeout=30)
+    assert run.steps["total"].result == 6
+    again = await flow.rewind(run.id, to="items", inputs={"n": 3})
+    if fan_out:
+        again = await flow.wait(run.id, timeout=30)
+    assert again.status is rf.Status.COMPLETED and again.steps["total"].result == 12
+    assert sorted(undone) == [1, 2]  # every element of the first pass undone once
+    assert sorted(ran) == [1, 1, 2, 2, 3]
+
+
+async def test_rewind_of_an_async_reactor_step_starts_a_new_child_run(
+        storage: rf.Storage) -> None:
+    child = rf.Reactor(unique("report"))
+    made: list[str] = []
+
+    @child.step
+    async def build(ctx: rf.StepContext) -> str:
+        made.append(ctx.run_id)
+        return f"report {len(made)}"
+
+    flow = rf.Reactor(unique("parent"))
+    flow.async_reactor(child, name="report")(_no_inputs)
+
+    @flow.step
+    async def publish(report: str) -> str:
+        return f"published {report}"
+
+    run = await flow.run()
+    done = await flow.wait(run.id, timeout=30)
+    assert done.status is rf.Status.COMPLETED and done.value == "published report 1"
+    again = await flow.rewind(run.id, to="report")
+    again = await flow.wait(run.id, timeout=30)
+    assert again.status is rf.Status.COMPLETED and again.value == "published report 2"
+    assert made == [f"{run.id}-report", f"{run.id}-report-r1"]  # a new child run
+
+
+async def _no_inputs() -> None:
+    return None

@@ -48,8 +48,11 @@ def unit_lock(run_id: str, key: str) -> str:
     return f"{run_id}:{key}"
 
 
-def child_run_id(run_id: str, key: str) -> str:
-    return f"{run_id}-{key.replace('.', '-')}"
+def child_run_id(run_id: str, key: str, rewound: int = 0) -> str:
+    """The id of the child run an async_reactor step starts (one per step of a run; a rewound
+    step starts a new one: its earlier child was undone)."""
+    base = f"{run_id}-{key.replace('.', '-')}"
+    return f"{base}-r{rewound}" if rewound else base
 
 
 def recheck_interval(timeout: float) -> float:
@@ -184,7 +187,7 @@ async def dispatch(ex: Execution, node: Node, child_inputs: Any = None,
     if node.kind is StepKind.ASYNC_REACTOR:
         assert node.spec.child is not None
         child = registry.newest(node.spec.child)  # a new run: on the newest version
-        child_id = child_run_id(ex.run_id, key)
+        child_id = child_run_id(ex.run_id, key, ex.state.rewinds.get(key, 0))
         await create_child_run(child, child_inputs, child_id, parent=(ex.run_id, key),
                                parent_gates=(ex.reactor, gate_keys) if gate_keys else None)
         marker = StepRecord(StepStatus.RUNNING, 1, now, child_run=child_id)

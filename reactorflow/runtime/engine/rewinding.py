@@ -10,7 +10,8 @@ the sweeper to the same end (the run is still `rolling_back` with its plan until
    may persist: running the steps again could repeat them); an operator undoes or cancels it.
 2. The changed inputs, if any, are written into the run's meta (`Storage.migrate_run`).
 3. The claims and payload counters of the interrupts among the steps are removed: each waits
-   again for a new payload.
+   again for a new payload; the element slots of the maps among them are removed: each fans out
+   again from nothing (an async reactor's step starts a new child run, `child_run_id`).
 4. One write: the steps' records (and their composed children's) pending again, each step's
    rewind count one more (its `ctx.idempotency_key` is new), status `running`, event
    `run.rewound`. The drive then goes forward from there.
@@ -29,6 +30,7 @@ from reactorflow.definition.specs import StepKind
 from reactorflow.errors import MigrationError
 from reactorflow.records import NIL, RollbackFailure, RunError, StepRecord
 from reactorflow.runtime.engine.execution import event
+from reactorflow.runtime.engine.map_slot_keys import slot_keys
 from reactorflow.status import EventKind, Status, StepStatus
 
 if TYPE_CHECKING:
@@ -58,6 +60,10 @@ async def finish_rewind(ex: Execution, failures: list[RollbackFailure]) -> None:
     keys = rewound_keys(ex, plan.steps)
     waiting = [key for key in keys if ex.plan.nodes[key].kind is StepKind.INTERRUPT]
     await ex.storage.forget_claims(ex.run_id, ex.owner, waiting)
+    maps = [key for key in keys if ex.plan.nodes[key].kind is StepKind.MAP]
+    await ex.storage.clear_elements(ex.run_id, ex.owner,
+                                    [slot for key in maps for slot in slot_keys(key)])
+    ex.map_lists = {read: items for read, items in ex.map_lists.items() if read[0] not in maps}
     for key in keys:
         ex.records[key] = StepRecord(StepStatus.PENDING, 0)
         ex.values.pop(key, None)

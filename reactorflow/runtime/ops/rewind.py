@@ -8,10 +8,10 @@ The protocol, in order:
 2. Take the run's lock (waiting up to `lock_wait`) and read the run under it (a run of a
    version this process does not declare is migrated first).
 3. Check, before anything is written: `to` is a step of the run's own graph
-   (`rf.StepNotFound` lists them); the steps to rewind (`to` and its dependents) hold no
-   fanned-out map or async reactor (their elements and child runs are keyed by the step: not
-   supported yet, `rf.RunStateError` says what to do instead); `inputs` is a partial mapping of
-   input fields, merged into the run's inputs and validated (`rf.InputValidationError`).
+   (`rf.StepNotFound` lists them); no fanned-out map is among the steps to rewind (its element
+   jobs' locks outlive their outcomes: not supported yet, `rf.RunStateError` says what to do
+   instead; an inline map is rewound, its element slots cleared); `inputs` is a partial mapping
+   of input fields, merged into the run's inputs and validated (`rf.InputValidationError`).
 4. One write: `rolling_back` with trigger `REWIND` and the rewind's plan
    (`RunState.rewind`), event `run.rewinding`; a paused run's deadline timer and a held run's
    hold timer are disarmed.
@@ -31,7 +31,6 @@ import msgspec
 from reactorflow import config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import SEP, Plan
-from reactorflow.definition.specs import StepKind
 from reactorflow.errors import InputValidationError, LockTimeout, RunStateError, StepNotFound
 from reactorflow.records import NIL, RewindPlan
 from reactorflow.runtime.engine import job_queue as queue
@@ -51,7 +50,6 @@ log = logging.getLogger("reactorflow.run")
 REWINDABLE = frozenset({Status.COMPLETED, Status.PAUSED, Status.HELD, Status.CANCELLED,
                         Status.ABORTED})
 """The statuses of a run whose work is in effect: the runs a rewind takes back."""
-_NOT_REWOUND = frozenset({StepKind.MAP, StepKind.ASYNC_REACTOR})
 
 
 async def rewind(reactor: Reactor, run_id: str, *, to: str,
@@ -102,7 +100,7 @@ def _planned(ex: Execution, to: str, inputs: Mapping[str, Any] | None) -> Rewind
 
     Raises:
         StepNotFound: `to` is not a step of the run's own graph.
-        RunStateError: a step to rewind is a fanned-out map or an async reactor.
+        RunStateError: a fanned-out map is among the steps to rewind.
         InputValidationError: the merged inputs do not fit the inputs type.
     """
     plan = ex.plan
@@ -111,13 +109,13 @@ def _planned(ex: Execution, to: str, inputs: Mapping[str, Any] | None) -> Rewind
         raise StepNotFound(ex.run_id, str(to), [k for k in plan.nodes if SEP not in k])
     steps = _with_dependents(plan, to)
     for key in steps:
-        if plan.nodes[key].kind in _NOT_REWOUND:
+        options = plan.nodes[key].spec.map
+        if options is not None and options.fan_out:
             raise RunStateError(
                 ex.run_id, ex.state.status, "rewind",
-                f"Step {key!r} ({plan.nodes[key].kind}) would run again, and a rewind does not "
-                "yet take back a fanned-out map or an async reactor (their elements and child "
-                f"runs are stored by the step): rewind to a step after {key!r}, or undo the "
-                "run and retry it.")
+                f"Step {key!r} is a fanned-out map, which would run again, and a rewind does not "
+                "yet take one back (its element jobs' locks outlive their outcomes): rewind to a "
+                f"step after {key!r}, or undo the run and retry it.")
     encoded = NIL
     if inputs:
         merged = {**(msgspec.msgpack.decode(ex.meta.inputs) or {}), **inputs}

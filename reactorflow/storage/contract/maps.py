@@ -250,6 +250,22 @@ class MapSlotsContract(abc.ABC):
         """
 
     @abc.abstractmethod
+    async def clear_elements(self, run_id: str, owner: str, keys: Sequence[str]) -> None:
+        """Fenced removal of the element slot maps `keys` of the run (a rewind runs their map
+        again from nothing); atomic, idempotent. Refused with `LockLost` (nothing removed)
+        unless `owner` holds the run's lock.
+
+        Args:
+            run_id: The run's id.
+            owner: The lock owner making the write.
+            keys: The slot maps to remove (`map_slot_keys.slot_keys` of each map step).
+
+        Raises:
+            LockLost: `owner` does not hold the run's lock (nothing was removed).
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
     async def count_elements(self, run_id: str, key: str) -> int:
         """How many elements of map `key` hold an outcome.
 

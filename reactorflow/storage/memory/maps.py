@@ -90,6 +90,13 @@ class MemoryMaps:
     async def refresh_elements(self, run_id: str, keys: Sequence[str]) -> None:
         return  # slots live on the run's record: they expire with it (never while it lives)
 
+    async def clear_elements(self, run_id: str, owner: str, keys: Sequence[str]) -> None:
+        now = clock.monotonic()
+        with self._mutex:
+            run = self._fenced(run_id, owner, now)
+            for key in keys:
+                run.maps.pop(key, None)
+
     async def load_elements(self, run_id: str, key: str, start: int,
                             count: int) -> list[bytes | None]:
         with self._mutex:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from reactorflow.errors import LockLost
+from reactorflow.errors import LockLost, RunRecordGone
 from reactorflow.storage.contract.maps import check_ranges
 from reactorflow.storage.contract.values import CLOSES_MAPS, ElementStart, SlotWrite
 from reactorflow.storage.redis.retry_tokens import token as _token
@@ -101,6 +101,20 @@ class RedisMaps:
             await conn.script("refresh_elements",  # the run's expiry (lib/expiry.lua)
                               [self._keys.run(run_id),
                                *(self._keys.elements(run_id, key) for key in keys)], [])
+
+    async def clear_elements(self, run_id: str, owner: str, keys: Sequence[str]) -> None:
+        if not keys:
+            return
+        conn = await self._redis.get()
+        with self._errors():
+            reply = await conn.script("clear_elements",
+                                      [self._keys.run(run_id), self._keys.lock(run_id),
+                                       *(self._keys.elements(run_id, key) for key in keys)],
+                                      [owner])
+        if reply == 0:
+            raise LockLost(run_id, owner)
+        if reply == -1:
+            raise RunRecordGone(run_id, owner)
 
     async def load_elements(self, run_id: str, key: str, start: int,
                             count: int) -> list[bytes | None]:

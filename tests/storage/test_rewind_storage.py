@@ -1,5 +1,6 @@
-"""`Storage.forget_claims` (a rewind's interrupts wait again): fenced, atomic, idempotent, on
-every backend (the cluster lane too)."""
+"""What a rewind asks of storage, on every backend (the cluster lane too): `forget_claims` (its
+interrupts wait again) and `clear_elements` (its maps run again from nothing), each fenced,
+atomic and idempotent."""
 
 from __future__ import annotations
 
@@ -45,3 +46,18 @@ async def test_forget_claims_is_fenced(storage: Storage) -> None:
     with pytest.raises(LockLost):
         await storage.forget_claims(run_id, OTHER, ["approve"])
     assert await storage.claims(run_id) == {"approve": b"yes", "sign": b"ok"}
+
+
+async def test_clear_elements_removes_the_named_slot_maps_only(storage: Storage) -> None:
+    run_id = await new_run(storage)
+    await storage.save_elements(run_id, "double", {0: b"a", 1: b"b"})
+    await storage.save_elements(run_id, "double#job", {0: b"args"})
+    await storage.save_elements(run_id, "other", {0: b"kept"})
+    with pytest.raises(LockLost):
+        await storage.clear_elements(run_id, OTHER, ["double"])
+    assert await storage.count_elements(run_id, "double") == 2
+    await storage.clear_elements(run_id, OWNER, ["double", "double#job", "never-written"])
+    await storage.clear_elements(run_id, OWNER, ["double"])  # idempotent
+    assert await storage.count_elements(run_id, "double") == 0
+    assert await storage.load_elements(run_id, "double#job", 0, 1) == [None]
+    assert await storage.load_elements(run_id, "other", 0, 1) == [b"kept"]
