@@ -68,7 +68,7 @@ from reactorflow.errors import (
 )
 from reactorflow.mapresults import MapResults
 from reactorflow.markers import Input, Outcome, Redacted, Result, StepContext
-from reactorflow.middleware import GateEvent, Middleware, RunEvent, StepEvent
+from reactorflow.middleware import GateEvent, Middleware, RunEvent, StepEvent, TimerEvent
 from reactorflow.records import Event, PausedBy, RollbackFailure, RunError
 from reactorflow.retry import Retry
 from reactorflow.runtime.engine import job_queue as _queue
@@ -187,6 +187,7 @@ __all__ = [
     "StorageReplyError",
     "SweepReport",
     "SyncInEventLoop",
+    "TimerEvent",
     "UnknownInterrupt",
     "ValidationFailed",
     "WaitTimeout",

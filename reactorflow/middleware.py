@@ -41,12 +41,15 @@ class RunEvent:
         reactor: The reactor's name.
         status: The run's status.
         error: An `rf.RunError` when the run failed, else `None`.
+        first: `before_run` of the run's first execution (its start: no step of it has run
+            yet; an execution cut off before its first step is counted again).
     """
 
     run_id: str
     reactor: str
     status: str = "running"
     error: Any = None  # rf.RunError when the run failed
+    first: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +91,8 @@ class GateEvent:
             `"ordered_lock"`.
         key: The gate's key as built.
         action: `"acquired"`, `"busy"`, `"snoozed"` or `"released"`.
+        waited: `"acquired"`: seconds the taking waited for the gate in this process (0 when
+            it was free; a worker that snoozed on it counts each try on its own).
     """
 
     run_id: str
@@ -96,6 +101,31 @@ class GateEvent:
     gate: str  # "lock", "semaphore", "rate_limit", "period", "ordered_lock"
     key: str
     action: str  # "acquired", "busy", "snoozed", "released"
+    waited: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TimerEvent:
+    """A run's timer fired (a sleep's deadline, a parked retry, an interrupt's deadline): what
+    `on_timer` receives, in the process that fired it (a worker's firing loop, the embedded
+    worker's, `rf.fire_timers()` or the test kit).
+
+    Attributes:
+        run_id: The run the timer woke.
+        reactor: Its reactor's name.
+        due: When the timer fell due (Unix time).
+        fired: When it was fired (Unix time; never before `due`).
+    """
+
+    run_id: str
+    reactor: str
+    due: float
+    fired: float
+
+    @property
+    def lateness(self) -> float:
+        """Seconds from `due` to `fired`."""
+        return max(0.0, self.fired - self.due)
 
 
 class Middleware:
@@ -184,6 +214,13 @@ class Middleware:
             event: The gate and what happened to it.
         """
 
+    def on_timer(self, event: TimerEvent) -> None:
+        """Called when a timer of a run fires, before the run's resume is sent.
+
+        Args:
+            event: The timer, when it was due and when it fired.
+        """
+
     def inject(self, run_id: str, headers: dict[str, str]) -> None:
         """Called when a job for a worker is enqueued, in the enqueuer's context: add string
         entries to the job's headers (tracing adds the W3C trace context).
@@ -219,6 +256,7 @@ class Hook(StrEnum):
     BEFORE_RETRY = "before_retry"
     AFTER_RETRY = "after_retry"
     ON_GATE = "on_gate"
+    ON_TIMER = "on_timer"
 
 
 class Hooks:
@@ -254,7 +292,7 @@ class Hooks:
                               type(middleware).__name__)
         return stack
 
-    def call(self, hook: Hook, event: RunEvent | StepEvent | GateEvent) -> None:
+    def call(self, hook: Hook, event: RunEvent | StepEvent | GateEvent | TimerEvent) -> None:
         if isinstance(event, StepEvent) and event.error is not None:
             event = scrubbed(event)
         for middleware in self._chain:

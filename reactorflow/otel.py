@@ -14,6 +14,10 @@
 Worker jobs (a dispatch, a hand-off, an async step, a map element) carry the W3C trace context
 of the code that enqueued them (else of the run's last execution span, for a hand-off made after
 it ended): the worker's execution continues the same trace.
+
+With `metrics=True` it also records OpenTelemetry metrics (runs started and ended, step
+durations, retries, gate waits, timer lateness, jobs waiting per queue: see
+`reactorflow.otel_metrics`), through the global meter provider or `meter_provider=`.
 """
 
 from __future__ import annotations
@@ -28,12 +32,15 @@ from typing import Any
 try:
     from opentelemetry import context as otel_context
     from opentelemetry import propagate, trace
+    from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import Span, SpanContext, Status, StatusCode
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError("reactorflow.otel needs OpenTelemetry: pip install 'reactorflow[otel]'"
                       ) from exc
 
-from reactorflow.middleware import Middleware, RunEvent, StepEvent
+from reactorflow.errors import ReactorflowError
+from reactorflow.middleware import GateEvent, Middleware, RunEvent, StepEvent, TimerEvent
+from reactorflow.otel_metrics import RunMetrics
 
 log = logging.getLogger("reactorflow.otel")
 
@@ -48,13 +55,25 @@ class _Open:
 
 
 class OpenTelemetryMiddleware(Middleware):
-    """Spans for runs, step attempts and rollback actions (see the module)."""
+    """Spans for runs, step attempts and rollback actions, and with `metrics=True` metrics
+    (see the module)."""
 
-    def __init__(self, tracer_provider: trace.TracerProvider | None = None) -> None:
+    def __init__(self, tracer_provider: trace.TracerProvider | None = None, *,
+                 metrics: bool = False, meter_provider: MeterProvider | None = None) -> None:
         """Args:
             tracer_provider: where spans go (default: the global provider).
+            metrics: also record metrics (`reactorflow.otel_metrics`); off by default.
+            meter_provider: where metrics go (default: the global provider); an
+                `opentelemetry.metrics.MeterProvider` (an SDK one with your readers).
+
+        Raises:
+            ReactorflowError: `meter_provider` given without `metrics=True`.
         """
+        if meter_provider is not None and not metrics:
+            raise ReactorflowError("OpenTelemetryMiddleware(meter_provider=...) records "
+                                   "nothing without metrics=True: pass metrics=True too")
         self._tracer = trace.get_tracer("reactorflow", tracer_provider=tracer_provider)
+        self._metrics = RunMetrics(meter_provider) if metrics else None
         self._runs: dict[str, _Open] = {}
         self._steps: dict[tuple[str, str, str], _Open] = {}
         self._last: OrderedDict[str, SpanContext] = OrderedDict()
@@ -62,6 +81,8 @@ class OpenTelemetryMiddleware(Middleware):
     # -- runs ----------------------------------------------------------------------------------
 
     def before_run(self, event: RunEvent) -> None:
+        if self._metrics is not None:
+            self._metrics.run_began(event)
         span = self._tracer.start_span(f"reactorflow.run {event.reactor}", attributes={
             "reactorflow.run_id": event.run_id, "reactorflow.reactor": event.reactor})
         self._runs[event.run_id] = _Open(span, _attach(span))
@@ -71,6 +92,8 @@ class OpenTelemetryMiddleware(Middleware):
             self._last.popitem(last=False)
 
     def after_run(self, event: RunEvent) -> None:
+        if self._metrics is not None:
+            self._metrics.run_settled(event)
         for key in [k for k in self._steps if k[0] == event.run_id]:  # cut off (halt, abort)
             self._end(self._steps.pop(key), None, "")
         opened = self._runs.pop(event.run_id, None)
@@ -85,13 +108,27 @@ class OpenTelemetryMiddleware(Middleware):
     # -- steps and rollback actions ------------------------------------------------------------
 
     def before_step(self, event: StepEvent) -> None:
+        if self._metrics is not None:
+            self._metrics.step_began(event)
         self._open("step", event)
 
     def after_step(self, event: StepEvent) -> None:
+        if self._metrics is not None:
+            self._metrics.step_ended(event, str(event.status))
         self._close("step", event)
 
     def before_retry(self, event: StepEvent) -> None:
+        if self._metrics is not None:
+            self._metrics.retried(event)
         self._close("step", event, status="retrying")
+
+    def on_gate(self, event: GateEvent) -> None:
+        if self._metrics is not None:
+            self._metrics.gate(event)
+
+    def on_timer(self, event: TimerEvent) -> None:
+        if self._metrics is not None:
+            self._metrics.timer(event)
 
     def before_undo(self, event: StepEvent) -> None:
         self._open("undo", event)

@@ -15,7 +15,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from reactorflow.errors import ConfigurationError
-from reactorflow.web import api, events, why
+from reactorflow.web import api, events, prometheus, stats, why
 from reactorflow.web.auth import check
 from reactorflow.web.responses import JSON, error_response
 from reactorflow.web.token import TOKEN_ENV
@@ -75,6 +75,8 @@ def build(token: str | None) -> Starlette:
         Route("/api/reactors", read(api.list_reactors)),
         Route("/api/reactors/{name}", read(api.get_reactor)),
         Route("/api/schedules", read(api.list_schedules)),
+        Route("/api/stats/hour", read(stats.hour)),
+        Route("/metrics", read(prometheus.metrics)),
         Route("/api/schedules/{target}/pause", write(api.schedule_toggle(True)),
               methods=["POST"]),
         Route("/api/schedules/{target}/resume", write(api.schedule_toggle(False)),

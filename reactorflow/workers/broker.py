@@ -119,6 +119,18 @@ def current_broker() -> dramatiq.Broker:
         return _embedded_broker()
 
 
+def broker_in_use() -> dramatiq.Broker | None:
+    """The broker this process sends jobs to, if it has one already (configured, or made
+    from the environment or embedded by an earlier enqueue); None makes none."""
+    configured = config.settings().broker
+    if configured is not None:
+        return configured  # type: ignore[no-any-return]
+    with _runtime.mutex:
+        if os.environ.get(config.REDIS_URL_ENV):
+            return _runtime.env_broker
+        return _runtime.embedded
+
+
 def is_embedded(broker: dramatiq.Broker) -> bool:
     return broker is _runtime.embedded
 

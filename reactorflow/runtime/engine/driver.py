@@ -98,7 +98,7 @@ async def drive(ex: Execution, mode: DriveMode) -> None:
     ex.mode = mode
     hooks = ex.hooks
     if hooks:
-        hooks.call(Hook.BEFORE_RUN, RunEvent(ex.run_id, ex.reactor))
+        hooks.call(Hook.BEFORE_RUN, RunEvent(ex.run_id, ex.reactor, first=_first(ex)))
     forward: Forward | None = None
     if ex.writer.hold is not None:
         keeper.attach(ex.writer.hold, ex.gates)  # the gate places are renewed with the run's lock
@@ -140,6 +140,14 @@ async def drive(ex: Execution, mode: DriveMode) -> None:
         if hooks:
             hooks.call(Hook.AFTER_RUN, RunEvent(ex.run_id, ex.reactor, ex.state.status,
                                              ex.state.error))
+
+
+def _first(ex: Execution) -> bool:
+    """Whether this is the run's first execution: running, with no step record, never
+    snoozed on a gate and not yet handed off (what `RunEvent.first` says)."""
+    state = ex.state
+    return (state.status == Status.RUNNING and not ex.records and not state.gate_snoozes
+            and not state.handed_off)
 
 
 async def _claims_arrived(ex: Execution, verdict: Verdict) -> bool:

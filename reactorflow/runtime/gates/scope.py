@@ -103,15 +103,16 @@ class GateHolds:
         with self._mutex:
             return min([*self._places.values(), *self._tickets.values()], default=None)
 
-    def tell(self, action: str, need: Need, step: str | None) -> None:
-        """Middleware `on_gate` hooks, and the log line of `action`."""
+    def tell(self, action: str, need: Need, step: str | None, waited: float = 0.0) -> None:
+        """Middleware `on_gate` hooks, and the log line of `action` (`waited`: seconds an
+        acquisition waited)."""
         level = logging.INFO if action in ("busy", "snoozed") else logging.DEBUG
         if log.isEnabledFor(level):
             log.log(level, "reactorflow.gate.%s run_id=%s gate=%s key=%s step=%s", action,
                     self.run_id, need.kind.value, need.key, step or "-")
         if self.hooks:
             self.hooks.call(Hook.ON_GATE, GateEvent(self.run_id, self.reactor, step or "",
-                                                 need.kind.value, need.key, action))
+                                                 need.kind.value, need.key, action, waited))
 
     def holds_exclusively(self, key: str) -> bool:
         return self.exclusive.get(key, 0) > 0
@@ -221,6 +222,7 @@ async def _take_all(holds: GateHolds, needs: Sequence[Need], entry: Entry, *, wa
         if holds.borrows and isinstance(gate, Lock):
             await _borrow(holds, need, gate)
         holder = holder_of(holds, need, scope, element)
+        began = clock.now()
         if isinstance(gate, OrderedLock):
             entry.tickets.append((need, holder))
             holds.track_ticket(need.key, holder, gate.poison_pill_timeout, True)
@@ -228,7 +230,7 @@ async def _take_all(holds: GateHolds, needs: Sequence[Need], entry: Entry, *, wa
                                    poison_pill_timeout=gate.poison_pill_timeout, wait=patience):
                 entry.busy = _busy(holds, need, patience, step)
             else:
-                holds.tell("acquired", need, step)
+                holds.tell("acquired", need, step, clock.now() - began)
         elif isinstance(gate, Period):
             if not check_period:
                 continue
@@ -245,13 +247,13 @@ async def _take_all(holds: GateHolds, needs: Sequence[Need], entry: Entry, *, wa
             if retry_after is not None:
                 entry.busy = _busy(holds, need, patience, step, retry_after)
             else:
-                holds.tell("acquired", need, step)
+                holds.tell("acquired", need, step, clock.now() - began)
         elif not await _take(holds, need, holder, patience,
                              folded if need is needs[-1] else None, queue_for=queue_for):
             entry.busy = _busy(holds, need, patience, step)
         else:
             entry.taken.append((need, holder))
-            holds.tell("acquired", need, step)
+            holds.tell("acquired", need, step, clock.now() - began)
         if not entry.admitted:
             break
     if entry.admitted and entry.taken:

@@ -35,7 +35,9 @@ import anyio
 
 from reactorflow import clock, config
 from reactorflow.definition import registry
+from reactorflow.middleware import Hook, Hooks, TimerEvent
 from reactorflow.runtime.engine import job_queue as queue
+from reactorflow.runtime.engine.execution import hooks_for
 from reactorflow.runtime.ops import operations
 from reactorflow.runtime.services import job_handling as jobs
 from reactorflow.storage.contract.values import DueTimer
@@ -74,6 +76,7 @@ async def fire_due(storage: Storage, *, limit: int = BATCH,
     for _ in range(batches):
         claimed = await storage.claim_timers(clock.now(), LEASE, limit)
         for timer in claimed:
+            tell_fired(timer)
             queue.enqueue_run(timer.run_id, timer.reactor, version=timer.version)
         fired += claimed
         if len(claimed) < limit:
@@ -101,6 +104,7 @@ async def fire_timers() -> list[Run]:
     while True:
         claimed = await storage.claim_timers(clock.now(), LEASE, BATCH)
         for timer in claimed:
+            tell_fired(timer)
             await jobs.execute_run(timer.run_id, timer.reactor, version=timer.version)
             await storage.disarm_timer(timer.run_id, timer.leased_until)
             reactor = registry.lookup(timer.reactor)
@@ -108,6 +112,16 @@ async def fire_timers() -> list[Run]:
                 resumed.append(await operations.get(reactor, timer.run_id))
         if len(claimed) < BATCH:
             return resumed
+
+
+def tell_fired(timer: DueTimer) -> None:
+    """The middleware `on_timer` hooks of a timer fired now (the configured middleware, then
+    its reactor's own where it is declared here): how late it fired."""
+    reactor = registry.lookup(timer.reactor)
+    hooks = hooks_for(reactor) if reactor is not None else Hooks(config.settings().middleware)
+    if hooks:
+        hooks.call(Hook.ON_TIMER, TimerEvent(timer.run_id, timer.reactor, timer.due,
+                                             max(clock.now(), timer.due)))
 
 
 class Firer:

@@ -35,6 +35,18 @@ class IndexesContract(abc.ABC):
         """
 
     @abc.abstractmethod
+    async def count_runs(self) -> dict[tuple[str, str], int]:
+        """How many runs each reactor has in each status, keyed `(reactor, status)`, read from
+        the status indexes (never a keyspace scan; on Redis one ZCARD per reactor and status,
+        in one round trip). Counts are hints as the indexes are: a run that expired or moved
+        may still be counted until a read or the sweeper drops its entry. A pair with no run
+        may be left out.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
     async def scan_units(self, limit: int) -> list[UnitLiveness]:
         """Dispatched async units not yet reported (from the unit index, oldest first), with
         the holder of each unit's lock ("<run id>:<key>"). One whose lock cannot be read is

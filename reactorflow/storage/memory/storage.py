@@ -505,6 +505,17 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Stor
         next_cursor = encode_cursor(heads[-1].created_at, heads[-1].run_id) if more else None
         return RunPageData(heads, next_cursor)
 
+    async def count_runs(self) -> dict[tuple[str, str], int]:
+        now = clock.monotonic()
+        counts: dict[tuple[str, str], int] = {}
+        with self._mutex:
+            for run_id in list(self._runs):
+                run = self._live(run_id, now)
+                if run is not None:
+                    pair = (run.reactor, str(run.status))
+                    counts[pair] = counts.get(pair, 0) + 1
+        return counts
+
     async def scan_units(self, limit: int) -> list[UnitLiveness]:
         now = clock.monotonic()
         found: list[UnitLiveness] = []

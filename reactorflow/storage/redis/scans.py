@@ -88,6 +88,17 @@ class RedisScans:
         next_cursor = encode_cursor(heads[-1].created_at, heads[-1].run_id) if more else None
         return RunPageData(heads, next_cursor, tuple(unreadable))
 
+    async def count_runs(self) -> dict[tuple[str, str], int]:
+        conn = await self._redis.get()
+        with self._errors():
+            reactors = sorted(_text(r) for r in await conn.client.smembers(self._keys.reactors()))
+            pairs = [(reactor, status) for reactor in reactors for status in sorted(_STATUSES)]
+            pipe = conn.client.pipeline(transaction=False)
+            for reactor, status in pairs:
+                pipe.zcard(self._keys.by_status(reactor, status))
+            replies = await pipe.execute() if pairs else []
+        return {pair: int(count) for pair, count in zip(pairs, replies, strict=True) if count}
+
     async def _verified(self, conn: LoopClient, taken: list[Taken], status: str | None,
                         stale: _Stale, unreadable: list[str]) -> list[RunHead]:
         """The heads of the taken index members whose record matches the index; the others go
