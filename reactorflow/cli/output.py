@@ -20,6 +20,7 @@ STATUS_COLOURS = {
     "rolling_back": "magenta", "cancelled": "bright_black", "aborted": "magenta",
     "halted": "blue", "pending": "bright_black", "skipped": "bright_black",
     "compensated": "magenta", "undone": "magenta", "waiting": "yellow",
+    "held": "bright_red",
 }
 
 

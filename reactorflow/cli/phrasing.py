@@ -34,3 +34,10 @@ def one_line(exc: BaseException) -> str:
         return " ".join(cli_message(exc).split())
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def held_advice(run_id: str) -> str:
+    """What an operator can do with held run `run_id`, as commands to type."""
+    calls = cli_calls(run_id)
+    return (f"{calls['retry_step']} runs the failed step again, {calls['skip_step']} supplies "
+            f"its result, {calls['undo']} rolls it back")

@@ -1,0 +1,83 @@
+"""Repairing runs on the command line (api.md §15): `runs retry-step` and `runs skip-step` on a
+held run. Each finds the run's reactor (declared by `--app`), asks it, and prints the run as the
+operation left it (with `--wait`, once it settled), as `continue` does; a refusal is one line
+naming the run's status and the commands it allows."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from reactorflow.cli.context import app_options, prepare, run_async
+from reactorflow.cli.output import show_run
+from reactorflow.cli.runs import json_option
+from reactorflow.cli.settle import check_wait, settled, wait_options
+from reactorflow.cli.values import json_value, step_path
+from reactorflow.runtime.ops.lookup import declared_reactor
+from reactorflow.snapshot import Run
+
+if TYPE_CHECKING:
+    from reactorflow.definition.reactor import Reactor
+
+WAIT_NOTE = (" With --wait, a run that goes on in a worker is waited for until it settles "
+             "(or exit 3 after --timeout).")
+
+
+def operate(run_id: str, wait: bool, timeout: float | None,
+            operation: Callable[[Reactor], Awaitable[Run]]) -> Run:
+    """Run `operation` on the reactor of run `run_id` (declared here), then, with `wait`,
+    wait for the run to settle; returns the run as it was left."""
+
+    async def go() -> Run:
+        reactor = await declared_reactor(run_id)
+        run = await operation(reactor)
+        return await settled(reactor, run, wait, timeout)
+
+    return run_async(go)
+
+
+@click.command("retry-step")
+@click.argument("run_id")
+@click.argument("step", metavar="STEP")
+@wait_options
+@json_option
+@app_options
+def retry_step_command(run_id: str, step: str, wait: bool, timeout: float | None,
+                       as_json: bool, apps: tuple[str, ...], redis_url: str | None,
+                       namespace: str | None) -> None:
+    """Run the failed STEP of held run RUN_ID again with the code now deployed (a nested step
+    as a/b), then go on; the step keeps its idempotency key."""
+    check_wait(wait, timeout)
+    prepare(apps, redis_url, namespace)
+    path = step_path(step)
+    show_run(operate(run_id, wait, timeout, lambda r: r.retry_step(run_id, path)), as_json)
+
+
+@click.command("skip-step")
+@click.argument("run_id")
+@click.argument("step", metavar="STEP")
+@click.option("--result", required=True, metavar="JSON|@FILE",
+              help="The step's result as JSON, or @path of a JSON file (validated against "
+                   "its return type).")
+@wait_options
+@json_option
+@app_options
+def skip_step_command(run_id: str, step: str, result: str, wait: bool, timeout: float | None,
+                      as_json: bool, apps: tuple[str, ...], redis_url: str | None,
+                      namespace: str | None) -> None:
+    """Record --result as what the failed STEP of held run RUN_ID returned (a nested step as
+    a/b), then go on; a result that does not fit the step's return type writes nothing."""
+    check_wait(wait, timeout)
+    value: Any = json_value(result, "--result")
+    prepare(apps, redis_url, namespace)
+    path = step_path(step)
+    show_run(operate(run_id, wait, timeout,
+                     lambda r: r.skip_step(run_id, path, result=value)), as_json)
+
+
+for _command in (retry_step_command, skip_step_command):
+    _command.help = (_command.help or "") + WAIT_NOTE
+COMMANDS: tuple[click.Command, ...] = (retry_step_command, skip_step_command)
+"""The commands of this module, added to the `runs` group by `reactorflow.cli`."""

@@ -1,0 +1,99 @@
+"""The repair routes of the HTTP API (api.md §15): `POST /api/runs/{id}/retry-step` and
+`/skip-step` on a held run, and `GET /api/runs/{id}/steps/{step}/schema`, the JSON Schema of a
+step's return type (what `skip-step`'s `result` must fit; the dashboard's form is generated
+from it)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+
+from reactorflow import config, pydantic_types, records
+from reactorflow.definition import registry
+from reactorflow.definition.graph import plan_for
+from reactorflow.definition.reactor import Reactor
+from reactorflow.errors import ReactorNotDeclared, RunNotFound
+from reactorflow.jsonforms import run_form
+from reactorflow.runtime.ops import lookup
+from reactorflow.runtime.ops.payloads import step_key
+from reactorflow.snapshot import Run
+from reactorflow.web.api import body_of
+from reactorflow.web.responses import JSON, BadRequest, NoSuchStep
+
+StepLabel = str | tuple[str, ...]
+
+
+def step_label(body: dict[str, Any], name: str = "step") -> StepLabel:
+    """Field `name` of a request body: a step's name, or its path as a list of names.
+
+    Raises:
+        BadRequest: the field is missing or neither (naming the field).
+    """
+    value = body.get(name)
+    if isinstance(value, list) and value and all(isinstance(p, str) and p for p in value):
+        return tuple(value)
+    if isinstance(value, str) and value:
+        return value
+    raise BadRequest(f'give "{name}": a step\'s name, or its path as a list of names')
+
+
+def repairing(operation: str) -> Callable[[Request], Awaitable[JSON]]:
+    """The handler of `POST /api/runs/{id}/<operation>` for `retry-step` (body `{"step"}`)
+    and `skip-step` (body `{"step", "result"}`): answers with the run as the operation left
+    it."""
+
+    async def handler(request: Request) -> JSON:
+        run_id = request.path_params["run_id"]
+        body = await body_of(request)
+        step = step_label(body)
+        reactor = await lookup.declared_reactor(run_id)
+        run: Run
+        if operation == "retry-step":
+            run = await reactor.retry_step(run_id, step)
+        else:
+            if "result" not in body:
+                raise BadRequest('give "result": the value the step would have returned (see '
+                                 f"GET /api/runs/{run_id}/steps/{step_key(step)}/schema)")
+            run = await reactor.skip_step(run_id, step, result=body["result"])
+        return JSON(run_form(run))
+
+    return handler
+
+
+REPAIRS = ("retry-step", "skip-step")
+
+
+async def run_reactor(run_id: str) -> Reactor:
+    """The reactor that would execute run `run_id` here: its own version when this process
+    declares it, else the newest (which migrates the run first).
+
+    Raises:
+        RunNotFound: no such run.
+        ReactorNotDeclared: no version of the run's reactor is declared in this process.
+    """
+    head = await config.current_storage().load_head(run_id)
+    if head is None:
+        raise RunNotFound(run_id)
+    reactor = (registry.lookup(head.reactor, records.meta_version(head.meta))
+               or registry.lookup(head.reactor))
+    if reactor is None:
+        raise ReactorNotDeclared(run_id, head.reactor)
+    return reactor
+
+
+async def step_schema(request: Request) -> JSON:
+    """`{"run_id", "step", "schema"}`: the JSON Schema of the return type of step `{step}` (a
+    nested step by its key, `outer.inner`) of run `{run_id}`, as its reactor declares it (`{}`,
+    any JSON, for a type JSON Schema cannot describe)."""
+    run_id, key = request.path_params["run_id"], request.path_params["step"]
+    reactor = await run_reactor(run_id)
+    node = plan_for(reactor).nodes.get(key)
+    if node is None:
+        raise NoSuchStep(run_id, key, reactor.name)
+    try:
+        schema = pydantic_types.json_schema(node.result_type)
+    except TypeError:  # a type with no JSON Schema: any JSON, checked by skip-step itself
+        schema = {}
+    return JSON({"run_id": run_id, "step": key, "schema": schema})

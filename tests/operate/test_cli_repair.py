@@ -1,0 +1,101 @@
+"""Held runs on the command line, as a subprocess against the suite's real Redis: listed by
+`runs list --status held`, repaired by `runs retry-step` (after the fix is "deployed": the
+subprocess's environment) and `runs skip-step --result JSON|@file` (validated), each refusal one
+line naming the run's status and the commands it allows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import reactorflow as rf
+from tests.operate.conftest import Shared, cli
+from tests.operate.flows import BILLING_FIXED_ENV, Bill, invoices, orders
+
+pytestmark = pytest.mark.slow
+APP = ("--app", "tests.operate.flows")
+
+
+async def _held(customer: str = "ACME") -> rf.Run:
+    run = await invoices.run(customer=customer)
+    assert run.status is rf.Status.HELD and run.error is not None
+    assert run.error.step == "bill"
+    return run
+
+
+async def test_held_runs_are_listed_by_status_and_retried_after_the_fix(
+        shared: Shared, monkeypatch: pytest.MonkeyPatch) -> None:
+    held = await _held()
+    other = await orders.run(item="tea")  # paused: not held
+    listed = cli(shared, "runs", "list", "--status", "held", "--json")
+    assert listed.code == 0, listed.err
+    assert [r["id"] for r in json.loads(listed.out)["runs"]] == [held.id]
+    table = cli(shared, "runs", "list", "--status", "held")
+    assert held.id in table.out and other.id not in table.out
+    assert "bill" in table.out and "rejected the request format" in table.out
+
+    again = cli(shared, "runs", "retry-step", held.id, "bill", *APP, "--json")  # not fixed yet
+    assert again.code == 0, again.err
+    assert json.loads(again.out)["status"] == "held"  # it failed again: held again
+
+    monkeypatch.setenv(BILLING_FIXED_ENV, "1")  # the fix is deployed (in the CLI's process)
+    done = cli(shared, "runs", "retry-step", held.id, "bill", "--wait", "--timeout", "30",
+               *APP, "--json")
+    assert done.code == 0, done.err
+    run = json.loads(done.out)
+    assert run["id"] == held.id and run["status"] == "completed"
+    assert run["value"] == "receipt B-1 for 12.5"
+    assert (await invoices.get(held.id)).steps["draft"].attempts == 1  # kept, not re-run
+
+
+async def test_skip_step_validates_the_result_and_reads_it_from_a_file(
+        shared: Shared, tmp_path: Path) -> None:
+    held = await _held()
+    wrong = cli(shared, "runs", "skip-step", held.id, "bill", "--result", '{"ref": "M-7"}', *APP)
+    assert wrong.code == 1 and "Traceback" not in wrong.err
+    first = wrong.err.splitlines()[0]
+    assert first.startswith(f"error: cannot skip step 'bill' of run '{held.id}' with that "
+                            "result: ") and "amount" in first
+    assert (await invoices.get(held.id)).status is rf.Status.HELD  # nothing written
+    not_json = cli(shared, "runs", "skip-step", held.id, "bill", "--result", "{nope", *APP)
+    assert not_json.code == 2 and "--result" in not_json.err and "not JSON" in not_json.err
+
+    result = tmp_path / "bill.json"
+    result.write_text(json.dumps({"ref": "M-7", "amount": 12.5, "paid": False}))
+    done = cli(shared, "runs", "skip-step", held.id, "bill", "--result", f"@{result}", *APP)
+    assert done.code == 0, done.err
+    assert "completed" in done.out
+    run = await invoices.get(held.id)
+    assert run.status is rf.Status.COMPLETED
+    assert run.steps["bill"].result == Bill("M-7", 12.5, paid=False)
+    assert run.value == "receipt M-7 for 12.5 (unpaid)"
+
+
+async def test_refusals_are_one_line_naming_the_status_and_the_commands(
+        shared: Shared) -> None:
+    held = await _held()
+    not_failed = cli(shared, "runs", "retry-step", held.id, "draft", *APP)
+    assert not_failed.code == 1 and len(not_failed.err.splitlines()) == 2  # + the -v hint
+    assert (f"error: cannot retry_step step 'draft' of run '{held.id}': that step is "
+            "completed") in not_failed.err and "its failed step is 'bill'" in not_failed.err
+
+    on_held = cli(shared, "continue", held.id, "bill", "--payload", "1", *APP)
+    assert on_held.code == 1
+    assert f"'reactorflow runs retry-step {held.id} STEP' runs the failed step" in on_held.err
+
+    paused = await orders.run(item="tea")
+    refused = cli(shared, "runs", "skip-step", paused.id, "reserve", "--result", '"x"', *APP)
+    assert refused.code == 1 and "Traceback" not in refused.err
+    assert refused.err.startswith(f"error: cannot skip_step run '{paused.id}': it is paused. ")
+    assert f"'reactorflow continue {paused.id} STEP --payload JSON' resumes it" in refused.err
+
+    watched = cli(shared, "runs", "watch", held.id, "--timeout", "10")
+    assert watched.code == 0, watched.err
+    last = watched.out.splitlines()[-1]
+    assert last.startswith(f"run {held.id} is held: step 'bill' failed: ConnectionError")
+    assert f"'reactorflow runs retry-step {held.id} STEP' runs the failed step again" in last
+    usage = cli(shared, "runs", "retry-step", held.id, "bill", "--timeout", "5", *APP)
+    assert usage.code == 2 and "--timeout only applies with --wait" in usage.err
+    assert (await invoices.get(held.id)).status is rf.Status.HELD
