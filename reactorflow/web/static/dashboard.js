@@ -236,6 +236,7 @@
     if (run.timeout_at) facts.push(["Times out", when(run.timeout_at)]);
     if (run.cancel_reason) facts.push(["Cancel reason", run.cancel_reason]);
     if (run.halt_reason) facts.push(["Halt reason", run.halt_reason]);
+    if (run.status === "held") facts.push(["Held at", heldStep(run) + ": it failed and waits for an operator (retry or skip the step, undo or cancel the run)"]);
     $("facts").replaceChildren(...facts.flatMap(([k, v]) => {
       const dd = el("dd", { text: v, "data-fact": k.toLowerCase().replace(/ /g, "-") });
       if (k === "Retried from") dd.replaceChildren(el("a", { href: "?run=" + encodeURIComponent(v), text: v }));
@@ -245,9 +246,15 @@
     // a run that only sleeps is undone at once, as a paused one (the server refuses, saying why,
     // when something else is also out)
     const asleep = run.status === "running" && Object.values(run.steps).some((s) => s.status === "waiting" && s.wake_at);
-    const allowed = { undo: ["completed", "paused", "aborted", "cancelled", "halted"].includes(run.status) || asleep,
-      cancel: ["running", "paused"].includes(run.status), retry: ["failed", "cancelled", "aborted"].includes(run.status) };
+    // which operation each status allows (the server refuses the others, saying why)
+    const held = run.status === "held";
+    const allowed = { undo: ["completed", "paused", "aborted", "cancelled", "halted", "held"].includes(run.status) || asleep,
+      cancel: ["running", "paused", "held"].includes(run.status), retry: ["failed", "cancelled", "aborted"].includes(run.status),
+      "retry-step": held, "skip-step": held };
     for (const button of document.querySelectorAll("#actions button")) button.disabled = !allowed[button.dataset.action];
+    for (const name of ["retry-step", "skip-step"]) document.querySelector(`#actions button[data-action='${name}']`).hidden = !held;
+    document.querySelector("#actions .sep").hidden = !held;
+    if (!held || $("repair").dataset.run !== run.id) closeSkip();
     renderError(run.error);
     renderWhy(run);
     renderInterrupts(run);
@@ -487,7 +494,7 @@
     for (const waiting of pending) {
       const key = Array.isArray(waiting) ? waiting.join(".") : waiting;
       const schema = reactor && reactor.interrupts[key];
-      const form = el("form", { class: "interrupt", "data-interrupt": key, novalidate: "" },
+      const form = el("form", { class: "interrupt entry", "data-interrupt": key, novalidate: "" },
         el("h2", { text: "Interrupt " + label(waiting) }));
       if (!schema) { form.append(el("p", { text: "This server does not declare this reactor, so it cannot resume it." })); box.append(form); continue; }
       const root = field(schema, schema, "payload", true);
@@ -513,14 +520,57 @@
     }
   }
 
+  // -- repairing a held run: retry its failed step, or skip it with a result typed in a form
+  // generated from the step's return type's JSON Schema -------------------------------------
+  const heldStep = (run) => (run.error && run.error.step) || "";
+
+  function closeSkip() { $("repair").replaceChildren(); $("repair").dataset.run = ""; }
+
+  async function openSkip(run) {
+    const step = heldStep(run);
+    const box = $("repair");
+    if (box.dataset.run === run.id) return; // open already: keep what the user is typing
+    box.dataset.run = run.id;
+    const form = el("form", { class: "skip entry", "data-skip": step, novalidate: "" },
+      el("h2", { text: "Skip step " + step }),
+      el("p", { class: "hint", text: "The result is recorded as if the step had returned it, and the run goes on. It must fit the step's return type." }));
+    const message = el("p", { class: "error", role: "alert" });
+    box.replaceChildren(form);
+    let schema;
+    try { schema = (await call("api/runs/" + encodeURIComponent(run.id) + "/steps/" + encodeURIComponent(step) + "/schema")).schema; }
+    catch (e) { form.append(message); message.textContent = e.message; return; }
+    const root = field(schema, schema, "result", true);
+    const cancel = el("button", { type: "button", text: "Close" });
+    cancel.addEventListener("click", closeSkip);
+    form.append(root.node, el("div", { class: "buttons" }, el("button", { type: "submit", class: "primary", text: "Skip step" }), " ", cancel), message);
+    form.addEventListener("input", () => { message.textContent = ""; });
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const result = root.value();
+      if (!form.checkValidity() || result === undefined) { form.reportValidity(); message.textContent = "Fix the highlighted fields."; return; }
+      if (!window.confirm("Skip step " + step + " of run " + run.id + " with this result?\n\n" + JSON.stringify(result, null, 2))) { message.textContent = "Not sent."; return; }
+      try {
+        const updated = await call("api/runs/" + encodeURIComponent(run.id) + "/skip-step", { method: "POST", body: JSON.stringify({ step, result }) });
+        closeSkip();
+        $("message").className = ""; $("message").textContent = "Skipped step " + step + ": the run is " + updated.status + ".";
+        renderRun(updated);
+      } catch (e) { message.textContent = e.message; }
+    });
+  }
+
   async function act(action) {
     if (!current) return;
-    const verb = { undo: "Undo (roll back every completed step of)", cancel: "Cancel", retry: "Retry (start a new run with the inputs of)" }[action];
+    if (action === "skip-step") { openSkip(current); return; }
+    const step = heldStep(current);
+    const verb = { undo: "Undo (roll back every completed step of)", cancel: "Cancel", retry: "Retry (start a new run with the inputs of)",
+      "retry-step": "Retry step " + step + " (run it again with the code now deployed) of" }[action];
     if (!window.confirm(verb + " run " + current.id + "?")) return;
     const message = $("message");
+    const options = action === "retry-step" ? { method: "POST", body: JSON.stringify({ step }) } : { method: "POST" };
     try {
-      const run = await call("api/runs/" + encodeURIComponent(current.id) + "/" + action, { method: "POST" });
-      message.className = ""; message.textContent = action === "retry" ? "Retried as " + run.id + "." : "Done: " + run.status + ".";
+      const run = await call("api/runs/" + encodeURIComponent(current.id) + "/" + action, options);
+      message.className = ""; message.textContent = action === "retry" ? "Retried as " + run.id + "."
+        : action === "retry-step" ? "Retried step " + step + ": the run is " + run.status + "." : "Done: " + run.status + ".";
       if (action === "retry") { history.pushState(null, "", "?run=" + encodeURIComponent(run.id)); openRun(run.id); }
       else renderRun(run);
     } catch (e) { message.className = "bad"; message.textContent = e.message; }
@@ -530,6 +580,7 @@
     stopStream();
     show("run-view");
     $("interrupts").dataset.keys = "";
+    closeSkip();
     $("run-id").textContent = id;
     $("message").textContent = "";
     stream = follow("api/runs/" + encodeURIComponent(id) + "/events", (event, run) => { if (event === "run") renderRun(run); },
