@@ -1,7 +1,8 @@
 """Repairing runs on the command line (api.md §15): `runs retry-step` and `runs skip-step` on a
-held run. Each finds the run's reactor (declared by `--app`), asks it, and prints the run as the
-operation left it (with `--wait`, once it settled), as `continue` does; a refusal is one line
-naming the run's status and the commands it allows."""
+held run, `runs rewind` on a run whose work is in effect. Each finds the run's reactor
+(declared by `--app`), asks it, and prints the run as the operation left it (with `--wait`,
+once it settled), as `continue` does; a refusal is one line naming the run's status and the
+commands it allows."""
 
 from __future__ import annotations
 
@@ -77,7 +78,34 @@ def skip_step_command(run_id: str, step: str, result: str, wait: bool, timeout: 
                      lambda r: r.skip_step(run_id, path, result=value)), as_json)
 
 
-for _command in (retry_step_command, skip_step_command):
+@click.command("rewind")
+@click.argument("run_id")
+@click.option("--to", "to", required=True, metavar="STEP",
+              help="The step to go back to: it and every step that depends on it are undone, "
+                   "newest first, then run again.")
+@click.option("--inputs", metavar="JSON|@FILE",
+              help="Changed input fields as a JSON object (or @path of a JSON file), merged "
+                   "into the run's inputs and validated.")
+@wait_options
+@json_option
+@app_options
+def rewind_command(run_id: str, to: str, inputs: str | None, wait: bool,
+                   timeout: float | None, as_json: bool, apps: tuple[str, ...],
+                   redis_url: str | None, namespace: str | None) -> None:
+    """Take run RUN_ID (completed, paused, held, cancelled or aborted) back to step --to: undo
+    it and its dependents (their undo handlers run), then run them again in the same run;
+    the steps that do not depend on it keep their results."""
+    check_wait(wait, timeout)
+    changed: Any = None if inputs is None else json_value(inputs, "--inputs")
+    if changed is not None and not isinstance(changed, dict):
+        raise click.BadParameter("give the changed input fields as a JSON object",
+                                 param_hint="--inputs")
+    prepare(apps, redis_url, namespace)
+    show_run(operate(run_id, wait, timeout,
+                     lambda r: r.rewind(run_id, to=to, inputs=changed)), as_json)
+
+
+for _command in (retry_step_command, skip_step_command, rewind_command):
     _command.help = (_command.help or "") + WAIT_NOTE
-COMMANDS: tuple[click.Command, ...] = (retry_step_command, skip_step_command)
+COMMANDS: tuple[click.Command, ...] = (retry_step_command, skip_step_command, rewind_command)
 """The commands of this module, added to the `runs` group by `reactorflow.cli`."""

@@ -77,7 +77,7 @@ def watch_command(run_id: str, timeout: float | None, apps: tuple[str, ...],
         return
     note = f": {run.error}" if run.error is not None else ""
     if run.status.value == "held":
-        note += f" ({held_advice(run.id)})"
+        note += f" ({held_advice(run.id, run.error.step if run.error else None)})"
     click.echo(f"run {run.id} is {status_text(run.status.value)}{note}")
 
 

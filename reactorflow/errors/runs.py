@@ -137,6 +137,8 @@ _ADVICE: dict[tuple[str, str], str] = {
     ("rewind", "failed"): "It was rolled back already: nothing of it is in effect to go back "
                           "to. {retry} starts a new run with the same inputs.",
     ("rewind", "rolling_back"): "It is being rolled back; {wait} for it to end.",
+    ("rewind", "halted"): "A step halted it on purpose, so there is no work in effect to go "
+                          "back to; {undo} rolls back its completed steps.",
     ("skip_step", "running"): "Only a held run's failed step can be skipped; this run is still "
                               "going: {wait} for it.",
     ("skip_step", "failed"): "Only a held run's failed step can be skipped; this run was rolled "

@@ -1,7 +1,7 @@
 """The repair routes of the HTTP API (api.md §15): `POST /api/runs/{id}/retry-step` and
-`/skip-step` on a held run, and `GET /api/runs/{id}/steps/{step}/schema`, the JSON Schema of a
-step's return type (what `skip-step`'s `result` must fit; the dashboard's form is generated
-from it)."""
+`/skip-step` on a held run, `/rewind` on a run whose work is in effect, and
+`GET /api/runs/{id}/steps/{step}/schema`, the JSON Schema of a step's return type (what
+`skip-step`'s `result` must fit; the dashboard's form is generated from it)."""
 
 from __future__ import annotations
 
@@ -40,29 +40,44 @@ def step_label(body: dict[str, Any], name: str = "step") -> StepLabel:
 
 
 def repairing(operation: str) -> Callable[[Request], Awaitable[JSON]]:
-    """The handler of `POST /api/runs/{id}/<operation>` for `retry-step` (body `{"step"}`)
-    and `skip-step` (body `{"step", "result"}`): answers with the run as the operation left
-    it."""
+    """The handler of `POST /api/runs/{id}/<operation>` for `retry-step` (body `{"step"}`),
+    `skip-step` (body `{"step", "result"}`) and `rewind` (body `{"to", "inputs"}`, `inputs`
+    optional): answers with the run as the operation left it."""
 
     async def handler(request: Request) -> JSON:
         run_id = request.path_params["run_id"]
-        body = await body_of(request)
+        body = await body_of(request)  # the body is checked before the run is looked up
+        if operation == "rewind":
+            to, inputs = _rewound_to(body), _changed(body)
+            reactor = await lookup.declared_reactor(run_id)
+            return JSON(run_form(await reactor.rewind(run_id, to=to, inputs=inputs)))
         step = step_label(body)
+        if operation == "skip-step" and "result" not in body:
+            raise BadRequest('give "result": the value the step would have returned (see '
+                             f"GET /api/runs/{run_id}/steps/{step_key(step)}/schema)")
         reactor = await lookup.declared_reactor(run_id)
-        run: Run
-        if operation == "retry-step":
-            run = await reactor.retry_step(run_id, step)
-        else:
-            if "result" not in body:
-                raise BadRequest('give "result": the value the step would have returned (see '
-                                 f"GET /api/runs/{run_id}/steps/{step_key(step)}/schema)")
-            run = await reactor.skip_step(run_id, step, result=body["result"])
+        run: Run = (await reactor.retry_step(run_id, step) if operation == "retry-step"
+                    else await reactor.skip_step(run_id, step, result=body["result"]))
         return JSON(run_form(run))
 
     return handler
 
 
-REPAIRS = ("retry-step", "skip-step")
+def _rewound_to(body: dict[str, Any]) -> str:
+    to = body.get("to")
+    if not isinstance(to, str) or not to:
+        raise BadRequest('give "to": the name of the step to go back to')
+    return to
+
+
+def _changed(body: dict[str, Any]) -> dict[str, Any] | None:
+    inputs = body.get("inputs")
+    if inputs is not None and not isinstance(inputs, dict):
+        raise BadRequest('"inputs" must be an object of the changed input fields (or null)')
+    return inputs
+
+
+REPAIRS = ("retry-step", "skip-step", "rewind")
 
 
 async def run_reactor(run_id: str) -> Reactor:

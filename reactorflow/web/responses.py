@@ -86,9 +86,10 @@ record: someone must act); both with the error's message (`storage_status`). An 
 `ReactorflowError` is 422."""
 
 FIELDS = ("run_id", "step", "status", "operation", "step_status", "failed", "field", "reactor",
-          "attempts", "max_attempts", "exhausted", "counted")
+          "attempts", "max_attempts", "exhausted", "counted", "steps")
 """The structured fields of an error that an error response carries (`fields`), when the error has
-them: identifiers, statuses and counts, never a user value (a payload, a result, an input)."""
+them: identifiers, statuses, counts and step names, never a user value (a payload, a result, an
+input)."""
 
 
 class BadRequest(ReactorflowError):
@@ -147,4 +148,6 @@ def fields_of(exc: Exception) -> dict[str, Any]:
         value = getattr(exc, name, None)
         if isinstance(value, str | int | float | bool):  # (a str enum is a str)
             found[name] = value
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            found[name] = list(value)  # names: the steps a rewind could go back to
     return found

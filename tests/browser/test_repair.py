@@ -115,6 +115,37 @@ async def test_skip_step_form_enforces_its_schema_then_sends_a_confirmed_result(
     await page.screenshot(path=str(SHOTS / "skipped-run.png"), full_page=True)
 
 
+async def test_rewind_from_the_dashboard_asks_the_step_then_confirms(
+        dashboard: Dashboard, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(BILLING_FIXED_ENV, "1")
+    done = await invoices.run(customer="ACME")
+    assert done.status is rf.Status.COMPLETED
+    page = dashboard.page
+    await dashboard.sign_in()
+    await _open_run(dashboard, done.id)
+    await _status(dashboard, "completed")
+    assert await page.get_by_role("button", name="Retry step").is_hidden()
+    await page.get_by_role("button", name="Rewind", exact=True).click()  # opens the form
+    form = page.locator(f"form[data-rewind='{done.id}']")
+    submit = form.get_by_role("button", name="Rewind")
+    await submit.click()  # no step chosen
+    await form.get_by_text("Fix the highlighted fields.").wait_for()
+    await form.get_by_label("to step").select_option("bill")
+    await form.get_by_label("changed inputs").fill("[1]")  # not an object
+    await submit.click()
+    await form.get_by_text("Fix the highlighted fields.").wait_for()
+    assert dashboard.dialogs == []
+    await form.get_by_label("changed inputs").fill('{"amount": 20.0}')
+    await form.screenshot(path=str(SHOTS / "rewind-form.png"))
+    await submit.click()
+    await page.locator("#message", has_text="Rewound to step bill").wait_for()
+    assert dashboard.dialogs[0].startswith(f"Rewind run {done.id} to step bill (undo it")
+    assert '"amount": 20' in dashboard.dialogs[0]
+    await page.locator("#value", has_text="receipt B-1 for 20.0").wait_for()
+    rewound = await invoices.get(done.id)
+    assert rewound.value == "receipt B-1 for 20.0" and rewound.steps["draft"].attempts == 1
+
+
 @pytest.mark.parametrize("server", [None], indirect=True)
 async def test_a_refused_repair_shows_why_and_changes_nothing(dashboard: Dashboard) -> None:
     held = await _held()  # served without a token: reads are open, every change refused

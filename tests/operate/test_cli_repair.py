@@ -95,7 +95,34 @@ async def test_refusals_are_one_line_naming_the_status_and_the_commands(
     assert watched.code == 0, watched.err
     last = watched.out.splitlines()[-1]
     assert last.startswith(f"run {held.id} is held: step 'bill' failed: ConnectionError")
-    assert f"'reactorflow runs retry-step {held.id} STEP' runs the failed step again" in last
+    assert f"'reactorflow runs retry-step {held.id} bill' runs the failed step again" in last
+    assert f"'reactorflow runs skip-step {held.id} bill --result JSON' supplies" in last
     usage = cli(shared, "runs", "retry-step", held.id, "bill", "--timeout", "5", *APP)
     assert usage.code == 2 and "--timeout only applies with --wait" in usage.err
     assert (await invoices.get(held.id)).status is rf.Status.HELD
+
+
+async def test_rewind_runs_a_step_and_its_dependents_again_with_changed_inputs(
+        shared: Shared, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(BILLING_FIXED_ENV, "1")  # here and in the CLI's process
+    done = await invoices.run(customer="ACME")
+    assert done.status is rf.Status.COMPLETED and done.value == "receipt B-1 for 12.5"
+    rewound = cli(shared, "runs", "rewind", done.id, "--to", "bill", "--inputs",
+                  '{"amount": 20.0}', "--wait", "--timeout", "30", *APP, "--json")
+    assert rewound.code == 0, rewound.err
+    run = json.loads(rewound.out)
+    assert run["id"] == done.id and run["status"] == "completed"
+    assert run["value"] == "receipt B-1 for 20.0" and run["inputs"]["amount"] == 20.0
+    assert run["steps"]["draft"]["attempts"] == 1  # it does not depend on bill: kept
+
+    bad_inputs = cli(shared, "runs", "rewind", done.id, "--to", "bill", "--inputs", "[1]", *APP)
+    assert bad_inputs.code == 2 and "--inputs" in bad_inputs.err and "JSON object" in bad_inputs.err
+    unknown = cli(shared, "runs", "rewind", done.id, "--to", "nope", *APP)
+    assert unknown.code == 1 and "Traceback" not in unknown.err
+    assert unknown.err.startswith(f"error: run '{done.id}' has no step 'nope' to go back to")
+    assert "'draft', 'bill', 'mail'" in unknown.err
+    failed = await orders.run(item="gin", fail=True)
+    refused = cli(shared, "runs", "rewind", failed.id, "--to", "reserve", *APP)
+    assert refused.code == 1
+    assert refused.err.startswith(f"error: cannot rewind run '{failed.id}': it is failed. ")
+    assert f"'reactorflow retry {failed.id}' starts a new run" in refused.err

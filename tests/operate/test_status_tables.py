@@ -12,6 +12,7 @@ import reactorflow as rf
 from reactorflow.cli.output import STATUS_COLOURS
 from reactorflow.cli.runs import STATUSES
 from reactorflow.errors.runs import refusal_advice
+from reactorflow.runtime.ops.rewind import REWINDABLE
 
 STATIC = files("reactorflow.web") / "static"
 RUN_STATUSES = {status.value for status in rf.Status}
@@ -40,6 +41,8 @@ def test_every_refusal_of_a_repair_says_what_the_status_allows() -> None:
             advice = refusal_advice(operation, status)
             assert advice != DEFAULT_ADVICE, (operation, status)
             assert "held" in advice, (operation, status)
+    for status in RUN_STATUSES - set(REWINDABLE):
+        assert refusal_advice("rewind", status) != DEFAULT_ADVICE, status
     for operation in ("retry", "continue"):  # refused on a held run: they point to the repairs
         advice = refusal_advice(operation, "held")
         assert "retry_step(run_id, step)" in advice and "undo(run_id)" in advice

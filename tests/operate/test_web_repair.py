@@ -129,3 +129,30 @@ async def test_a_steps_result_schema(client: httpx.AsyncClient) -> None:
                      "NoSuchStep")
     assert "'nope'" in unknown["message"] and unknown["fields"]["reactor"] == "ops.invoices"
     _error(await client.get("/api/runs/nope/steps/bill/schema"), 404, "RunNotFound")
+
+
+async def test_rewind_over_http(client: httpx.AsyncClient,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(BILLING_FIXED_ENV, "1")
+    done = await invoices.run(customer="ACME")
+    assert done.status is rf.Status.COMPLETED
+    _error(await client.post(f"/api/runs/{done.id}/rewind", json={}), 422, "BadRequest")
+    bad = _error(await client.post(f"/api/runs/{done.id}/rewind",
+                                   json={"to": "bill", "inputs": [1]}), 422, "BadRequest")
+    assert '"inputs" must be an object' in bad["message"]
+    unknown = _error(await client.post(f"/api/runs/{done.id}/rewind", json={"to": "nope"}),
+                     422, "StepNotFound")
+    assert unknown["fields"]["steps"] == ["draft", "bill", "mail"]
+    wrong = _error(await client.post(f"/api/runs/{done.id}/rewind",
+                                     json={"to": "bill", "inputs": {"amount": "lots"}}),
+                   422, "InputValidationError")
+    assert "amount" in wrong["message"]
+    assert await invoices.get(done.id) == done  # the refusals wrote nothing
+    rewound = await client.post(f"/api/runs/{done.id}/rewind",
+                                json={"to": "bill", "inputs": {"amount": 20.0}})
+    assert rewound.status_code == 200, rewound.text
+    assert rewound.json()["value"] == "receipt B-1 for 20.0"
+    failed = await orders.run(item="gin", fail=True)
+    refused = _error(await client.post(f"/api/runs/{failed.id}/rewind", json={"to": "reserve"}),
+                     409, "RunStateError")
+    assert refused["fields"]["status"] == "failed" and refused["fields"]["operation"] == "rewind"

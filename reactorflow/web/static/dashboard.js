@@ -250,11 +250,13 @@
     const held = run.status === "held";
     const allowed = { undo: ["completed", "paused", "aborted", "cancelled", "halted", "held"].includes(run.status) || asleep,
       cancel: ["running", "paused", "held"].includes(run.status), retry: ["failed", "cancelled", "aborted"].includes(run.status),
-      "retry-step": held, "skip-step": held };
+      "retry-step": held, "skip-step": held,
+      rewind: ["completed", "paused", "held", "cancelled", "aborted"].includes(run.status) };
     for (const button of document.querySelectorAll("#actions button")) button.disabled = !allowed[button.dataset.action];
     for (const name of ["retry-step", "skip-step"]) document.querySelector(`#actions button[data-action='${name}']`).hidden = !held;
     document.querySelector("#actions .sep").hidden = !held;
-    if (!held || $("repair").dataset.run !== run.id) closeSkip();
+    const open = $("repair").dataset;
+    if (open.run !== run.id || (open.kind === "skip" && !held) || (open.kind === "rewind" && !allowed.rewind)) closeSkip();
     renderError(run.error);
     renderWhy(run);
     renderInterrupts(run);
@@ -524,13 +526,59 @@
   // generated from the step's return type's JSON Schema -------------------------------------
   const heldStep = (run) => (run.error && run.error.step) || "";
 
-  function closeSkip() { $("repair").replaceChildren(); $("repair").dataset.run = ""; }
+  function closeSkip() { $("repair").replaceChildren(); $("repair").dataset.run = ""; $("repair").dataset.kind = ""; }
+
+  function closeButton() {
+    const button = el("button", { type: "button", text: "Close" });
+    button.addEventListener("click", closeSkip);
+    return button;
+  }
+
+  // Rewind: choose the step to go back to, and optionally change input fields (JSON)
+  function openRewind(run) {
+    const box = $("repair");
+    if (box.dataset.run === run.id && box.dataset.kind === "rewind") return;
+    box.dataset.run = run.id; box.dataset.kind = "rewind";
+    // the run's own graph's root steps (a nested step's key has a "."): what `to` may name
+    const steps = graphOf(versionOf(run) || null, run).filter((s) => !s.element_of && !s.level && !s.key.includes(".")).map((s) => s.key);
+    const select = el("select", { name: "to" }, el("option", { value: "", text: "choose\u2026" }), ...steps.map((k) => el("option", { value: k, text: k })));
+    select.required = true;
+    const inputs = el("textarea", { name: "inputs", rows: "3", placeholder: '{"field": "new value"}' });
+    const message = el("p", { class: "error", role: "alert" });
+    const form = el("form", { class: "rewind entry", "data-rewind": run.id, novalidate: "" },
+      el("h2", { text: "Rewind" }),
+      el("p", { class: "hint", text: "The step and every step that depends on it are undone, newest first (their undo handlers run), then run again in this run. The other steps keep their results." }),
+      el("label", {}, el("span", { text: "to step *" }), select),
+      el("label", {}, el("span", { text: "changed inputs" }), inputs, el("span", { class: "hint", text: "JSON object, optional" })),
+      el("div", { class: "buttons" }, el("button", { type: "submit", class: "primary", text: "Rewind" }), " ", closeButton()), message);
+    form.addEventListener("input", () => { message.textContent = ""; inputs.setCustomValidity(""); });
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      let changed = null;
+      if (inputs.value.trim()) {
+        try { changed = JSON.parse(inputs.value); } catch (e) { changed = undefined; }
+        if (changed === undefined || changed === null || typeof changed !== "object" || Array.isArray(changed)) inputs.setCustomValidity("a JSON object of the changed fields");
+      }
+      if (!form.checkValidity()) { form.reportValidity(); message.textContent = "Fix the highlighted fields."; return; }
+      const to = select.value;
+      const asked = "Rewind run " + run.id + " to step " + to + " (undo it and every step that depends on it, newest first, then run them again)?" +
+        (changed ? "\n\nWith these inputs changed:\n" + JSON.stringify(changed, null, 2) : "");
+      if (!window.confirm(asked)) { message.textContent = "Not sent."; return; }
+      try {
+        const updated = await call("api/runs/" + encodeURIComponent(run.id) + "/rewind", { method: "POST", body: JSON.stringify({ to, inputs: changed }) });
+        closeSkip();
+        $("message").className = ""; $("message").textContent = "Rewound to step " + to + ": the run is " + updated.status + ".";
+        renderRun(updated);
+      } catch (e) { message.textContent = e.message; }
+    });
+    box.replaceChildren(form);
+  }
 
   async function openSkip(run) {
     const step = heldStep(run);
     const box = $("repair");
-    if (box.dataset.run === run.id) return; // open already: keep what the user is typing
-    box.dataset.run = run.id;
+    if (box.dataset.run === run.id && box.dataset.kind === "skip") return; // keep what is typed
+    box.dataset.run = run.id; box.dataset.kind = "skip";
     const form = el("form", { class: "skip entry", "data-skip": step, novalidate: "" },
       el("h2", { text: "Skip step " + step }),
       el("p", { class: "hint", text: "The result is recorded as if the step had returned it, and the run goes on. It must fit the step's return type." }));
@@ -540,9 +588,7 @@
     try { schema = (await call("api/runs/" + encodeURIComponent(run.id) + "/steps/" + encodeURIComponent(step) + "/schema")).schema; }
     catch (e) { form.append(message); message.textContent = e.message; return; }
     const root = field(schema, schema, "result", true);
-    const cancel = el("button", { type: "button", text: "Close" });
-    cancel.addEventListener("click", closeSkip);
-    form.append(root.node, el("div", { class: "buttons" }, el("button", { type: "submit", class: "primary", text: "Skip step" }), " ", cancel), message);
+    form.append(root.node, el("div", { class: "buttons" }, el("button", { type: "submit", class: "primary", text: "Skip step" }), " ", closeButton()), message);
     form.addEventListener("input", () => { message.textContent = ""; });
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
@@ -561,6 +607,7 @@
   async function act(action) {
     if (!current) return;
     if (action === "skip-step") { openSkip(current); return; }
+    if (action === "rewind") { openRewind(current); return; }
     const step = heldStep(current);
     const verb = { undo: "Undo (roll back every completed step of)", cancel: "Cancel", retry: "Retry (start a new run with the inputs of)",
       "retry-step": "Retry step " + step + " (run it again with the code now deployed) of" }[action];
