@@ -47,7 +47,7 @@ def cli(verbose: bool) -> None:
 runs.runs_group.add_command(why.why_command)
 cli.add_command(runs.runs_group)
 runs.runs_group.add_command(versions.migrate_command)
-for command in repair.COMMANDS:  # runs retry-step, skip-step, rewind
+for command in repair.COMMANDS:  # runs retry-step, skip-step, rewind, pause, resume
     runs.runs_group.add_command(command)
 cli.add_command(schedules.schedules_group)
 for command in (runs.continue_command, runs.undo_command, runs.cancel_command,

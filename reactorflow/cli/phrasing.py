@@ -19,6 +19,8 @@ def cli_calls(run_id: str) -> dict[str, str]:
         "retry_step": f"'reactorflow runs retry-step {run_id} STEP'",
         "skip_step": f"'reactorflow runs skip-step {run_id} STEP --result JSON'",
         "rewind": f"'reactorflow runs rewind {run_id} --to STEP'",
+        "pause": f"'reactorflow runs pause {run_id}'",
+        "resume": f"'reactorflow runs resume {run_id}'",
     }
 
 

@@ -1,8 +1,8 @@
 """Repairing runs on the command line (api.md §15): `runs retry-step` and `runs skip-step` on a
-held run, `runs rewind` on a run whose work is in effect. Each finds the run's reactor
-(declared by `--app`), asks it, and prints the run as the operation left it (with `--wait`,
-once it settled), as `continue` does; a refusal is one line naming the run's status and the
-commands it allows."""
+held run, `runs rewind` on a run whose work is in effect, `runs pause` and `runs resume`. Each
+finds the run's reactor (declared by `--app`), asks it, and prints the run as the operation
+left it (with `--wait`, once it settled), as `continue` does; a refusal is one line naming the
+run's status and the commands it allows."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from reactorflow.snapshot import Run
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
 
-WAIT_NOTE = (" With --wait, a run that goes on in a worker is waited for until it settles "
-             "(or exit 3 after --timeout).")
+WAIT_NOTE = (" With --wait, a run that goes on in a worker (or, for pause, finishes its steps "
+             "in flight) is waited for until it settles (or exit 3 after --timeout).")
 
 
 def operate(run_id: str, wait: bool, timeout: float | None,
@@ -105,7 +105,40 @@ def rewind_command(run_id: str, to: str, inputs: str | None, wait: bool,
                      lambda r: r.rewind(run_id, to=to, inputs=changed)), as_json)
 
 
-for _command in (retry_step_command, skip_step_command, rewind_command):
+@click.command("pause")
+@click.argument("run_id")
+@click.option("--reason", default="", metavar="TEXT",
+              help="Why: recorded in run.paused_by and the history.")
+@wait_options
+@json_option
+@app_options
+def pause_command(run_id: str, reason: str, wait: bool, timeout: float | None, as_json: bool,
+                  apps: tuple[str, ...], redis_url: str | None, namespace: str | None) -> None:
+    """Stop running run RUN_ID at its next step boundary (steps in flight finish): it ends
+    paused, waiting on nothing, until 'reactorflow runs resume'; a sleeping run is paused
+    without waking it."""
+    check_wait(wait, timeout)
+    prepare(apps, redis_url, namespace)
+    show_run(operate(run_id, wait, timeout, lambda r: r.pause(run_id, reason=reason)), as_json)
+
+
+@click.command("resume")
+@click.argument("run_id")
+@wait_options
+@json_option
+@app_options
+def resume_command(run_id: str, wait: bool, timeout: float | None, as_json: bool,
+                   apps: tuple[str, ...], redis_url: str | None, namespace: str | None) -> None:
+    """Take on again run RUN_ID, which an operator paused (a run paused at an interrupt is
+    resumed by 'reactorflow continue')."""
+    check_wait(wait, timeout)
+    prepare(apps, redis_url, namespace)
+    show_run(operate(run_id, wait, timeout, lambda r: r.resume(run_id)), as_json)
+
+
+for _command in (retry_step_command, skip_step_command, rewind_command, pause_command,
+                 resume_command):
     _command.help = (_command.help or "") + WAIT_NOTE
-COMMANDS: tuple[click.Command, ...] = (retry_step_command, skip_step_command, rewind_command)
+COMMANDS: tuple[click.Command, ...] = (retry_step_command, skip_step_command, rewind_command,
+                                       pause_command, resume_command)
 """The commands of this module, added to the `runs` group by `reactorflow.cli`."""

@@ -1,5 +1,6 @@
 """The repair routes of the HTTP API (api.md §15): `POST /api/runs/{id}/retry-step` and
-`/skip-step` on a held run, `/rewind` on a run whose work is in effect, and
+`/skip-step` on a held run, `/rewind` on a run whose work is in effect, `/pause` and
+`/resume`, and
 `GET /api/runs/{id}/steps/{step}/schema`, the JSON Schema of a step's return type (what
 `skip-step`'s `result` must fit; the dashboard's form is generated from it)."""
 
@@ -41,12 +42,21 @@ def step_label(body: dict[str, Any], name: str = "step") -> StepLabel:
 
 def repairing(operation: str) -> Callable[[Request], Awaitable[JSON]]:
     """The handler of `POST /api/runs/{id}/<operation>` for `retry-step` (body `{"step"}`),
-    `skip-step` (body `{"step", "result"}`) and `rewind` (body `{"to", "inputs"}`, `inputs`
-    optional): answers with the run as the operation left it."""
+    `skip-step` (body `{"step", "result"}`), `rewind` (body `{"to", "inputs"}`, `inputs`
+    optional), `pause` (body `{"reason"}`, optional) and `resume`: answers with the run as
+    the operation left it."""
 
     async def handler(request: Request) -> JSON:
         run_id = request.path_params["run_id"]
         body = await body_of(request)  # the body is checked before the run is looked up
+        if operation in ("pause", "resume"):
+            reactor = await lookup.declared_reactor(run_id)
+            if operation == "resume":
+                return JSON(run_form(await reactor.resume(run_id)))
+            reason = body.get("reason", "")
+            if not isinstance(reason, str):
+                raise BadRequest('"reason" must be a string')
+            return JSON(run_form(await reactor.pause(run_id, reason=reason)))
         if operation == "rewind":
             to, inputs = _rewound_to(body), _changed(body)
             reactor = await lookup.declared_reactor(run_id)
@@ -77,7 +87,7 @@ def _changed(body: dict[str, Any]) -> dict[str, Any] | None:
     return inputs
 
 
-REPAIRS = ("retry-step", "skip-step", "rewind")
+REPAIRS = ("retry-step", "skip-step", "rewind", "pause", "resume")
 
 
 async def run_reactor(run_id: str) -> Reactor:

@@ -13,7 +13,7 @@ import pytest
 import reactorflow as rf
 from tests.browser.conftest import CHROMIUM, SKIP_REASON, Dashboard
 from tests.browser.test_dashboard import DOCS_IMG, _open_run, _status
-from tests.operate.flows import BILLING_FIXED_ENV, Bill, invoices, orders
+from tests.operate.flows import BILLING_FIXED_ENV, Bill, invoices, orders, reminders
 
 if CHROMIUM is None:
     pytest.skip(SKIP_REASON, allow_module_level=True)
@@ -144,6 +144,31 @@ async def test_rewind_from_the_dashboard_asks_the_step_then_confirms(
     await page.locator("#value", has_text="receipt B-1 for 20.0").wait_for()
     rewound = await invoices.get(done.id)
     assert rewound.value == "receipt B-1 for 20.0" and rewound.steps["draft"].attempts == 1
+
+
+async def test_pause_asks_why_and_resume_asks_first(dashboard: Dashboard) -> None:
+    asleep = await reminders.run(order_id="A9")  # sleeping: paused without waking it
+    page = dashboard.page
+    await dashboard.sign_in()
+    await _open_run(dashboard, asleep.id)
+    assert await page.get_by_role("button", name="Resume").is_disabled()
+    dashboard.confirm = False  # the prompt dismissed: nothing is sent
+    async with page.expect_event("dialog"):
+        await page.get_by_role("button", name="Pause").click()
+    assert (await reminders.get(asleep.id)).status is rf.Status.RUNNING
+    dashboard.confirm = True
+    await page.get_by_role("button", name="Pause").click()
+    await _status(dashboard, "paused")
+    await page.locator("#facts dd[data-fact='paused-by']").wait_for()
+    assert all(d.startswith(f"Pause run {asleep.id}? It stops at its next step boundary")
+               for d in dashboard.dialogs) and len(dashboard.dialogs) == 2
+    run = await reminders.get(asleep.id)
+    assert run.status is rf.Status.PAUSED and run.paused_by is not None
+    await page.get_by_role("button", name="Resume").click()
+    await _status(dashboard, "running")
+    assert dashboard.dialogs[-1] == f"Resume (take on again) run {asleep.id}?"
+    assert (await reminders.get(asleep.id)).status is rf.Status.RUNNING
+    await reminders.cancel(asleep.id)
 
 
 @pytest.mark.parametrize("server", [None], indirect=True)

@@ -12,7 +12,7 @@ import pytest
 
 import reactorflow as rf
 from tests.operate.conftest import Shared, cli
-from tests.operate.flows import BILLING_FIXED_ENV, Bill, invoices, orders
+from tests.operate.flows import BILLING_FIXED_ENV, Bill, invoices, orders, reminders
 
 pytestmark = pytest.mark.slow
 APP = ("--app", "tests.operate.flows")
@@ -126,3 +126,27 @@ async def test_rewind_runs_a_step_and_its_dependents_again_with_changed_inputs(
     assert refused.code == 1
     assert refused.err.startswith(f"error: cannot rewind run '{failed.id}': it is failed. ")
     assert f"'reactorflow retry {failed.id}' starts a new run" in refused.err
+
+
+async def test_pause_and_resume_a_sleeping_run(shared: Shared) -> None:
+    asleep = await reminders.run(order_id="A7")  # sleeps 2 d 3 h: paused without waking it
+    paused = cli(shared, "runs", "pause", asleep.id, "--reason", "supplier outage", *APP,
+                 "--json")
+    assert paused.code == 0, paused.err
+    run = json.loads(paused.out)
+    assert run["status"] == "paused" and run["waiting_on"] == []
+    assert run["paused_by"]["reason"] == "supplier outage"
+    shown = cli(shared, "runs", "show", asleep.id)
+    assert any(line.startswith("paused by") and line.rstrip().endswith(": supplier outage")
+               for line in shown.out.splitlines()), shown.out
+    again = cli(shared, "runs", "pause", asleep.id, *APP)
+    assert again.code == 1 and "Traceback" not in again.err
+    assert again.err.startswith(f"error: cannot pause run '{asleep.id}': it is paused")
+    resumed = cli(shared, "runs", "resume", asleep.id, *APP, "--json")
+    assert resumed.code == 0, resumed.err
+    assert json.loads(resumed.out)["status"] == "running"  # asleep again, for its timer
+    twice = cli(shared, "runs", "resume", asleep.id, *APP)
+    assert twice.code == 1
+    assert twice.err.startswith(f"error: cannot resume run '{asleep.id}': it is running")
+    assert f"'reactorflow runs pause {asleep.id}' stops it" in twice.err
+    await reminders.cancel(asleep.id)

@@ -13,7 +13,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow.web import create_app
-from tests.operate.flows import BILLING_FIXED_ENV, Bill, invoices, orders
+from tests.operate.flows import BILLING_FIXED_ENV, Bill, invoices, orders, reminders
 
 TOKEN = "repair-token-3"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -156,3 +156,20 @@ async def test_rewind_over_http(client: httpx.AsyncClient,
     refused = _error(await client.post(f"/api/runs/{failed.id}/rewind", json={"to": "reserve"}),
                      409, "RunStateError")
     assert refused["fields"]["status"] == "failed" and refused["fields"]["operation"] == "rewind"
+
+
+async def test_pause_and_resume_over_http(client: httpx.AsyncClient) -> None:
+    asleep = await reminders.run(order_id="A8")
+    _error(await client.post(f"/api/runs/{asleep.id}/pause", json={"reason": 5}), 422,
+           "BadRequest")
+    paused = await client.post(f"/api/runs/{asleep.id}/pause", json={"reason": "audit"})
+    assert paused.status_code == 200, paused.text
+    assert paused.json()["status"] == "paused"
+    assert paused.json()["paused_by"]["reason"] == "audit"
+    again = _error(await client.post(f"/api/runs/{asleep.id}/pause"), 409, "RunStateError")
+    assert again["fields"]["operation"] == "pause" and again["fields"]["status"] == "paused"
+    resumed = await client.post(f"/api/runs/{asleep.id}/resume")
+    assert resumed.status_code == 200 and resumed.json()["status"] == "running"
+    twice = _error(await client.post(f"/api/runs/{asleep.id}/resume"), 409, "RunStateError")
+    assert twice["fields"] == {"run_id": asleep.id, "status": "running", "operation": "resume"}
+    await reminders.cancel(asleep.id)

@@ -236,6 +236,7 @@
     if (run.timeout_at) facts.push(["Times out", when(run.timeout_at)]);
     if (run.cancel_reason) facts.push(["Cancel reason", run.cancel_reason]);
     if (run.halt_reason) facts.push(["Halt reason", run.halt_reason]);
+    if (run.paused_by) facts.push(["Paused by", run.paused_by.by + " at " + when(run.paused_by.at) + (run.paused_by.reason ? ": " + run.paused_by.reason : "")]);
     if (run.status === "held") facts.push(["Held at", heldStep(run) + ": it failed and waits for an operator (retry or skip the step, undo or cancel the run)"]);
     $("facts").replaceChildren(...facts.flatMap(([k, v]) => {
       const dd = el("dd", { text: v, "data-fact": k.toLowerCase().replace(/ /g, "-") });
@@ -251,7 +252,8 @@
     const allowed = { undo: ["completed", "paused", "aborted", "cancelled", "halted", "held"].includes(run.status) || asleep,
       cancel: ["running", "paused", "held"].includes(run.status), retry: ["failed", "cancelled", "aborted"].includes(run.status),
       "retry-step": held, "skip-step": held,
-      rewind: ["completed", "paused", "held", "cancelled", "aborted"].includes(run.status) };
+      rewind: ["completed", "paused", "held", "cancelled", "aborted"].includes(run.status),
+      pause: run.status === "running", resume: run.status === "paused" && !!run.paused_by };
     for (const button of document.querySelectorAll("#actions button")) button.disabled = !allowed[button.dataset.action];
     for (const name of ["retry-step", "skip-step"]) document.querySelector(`#actions button[data-action='${name}']`).hidden = !held;
     document.querySelector("#actions .sep").hidden = !held;
@@ -604,13 +606,27 @@
     });
   }
 
+  // Pause asks why (the prompt is its confirmation: Cancel sends nothing)
+  async function pauseRun(run) {
+    const reason = window.prompt("Pause run " + run.id + "? It stops at its next step boundary (steps in flight finish). Why (recorded with the run):", "");
+    const message = $("message");
+    if (reason === null) return;
+    try {
+      const updated = await call("api/runs/" + encodeURIComponent(run.id) + "/pause", { method: "POST", body: JSON.stringify({ reason }) });
+      message.className = ""; message.textContent = updated.status === "paused" ? "Paused." : "Pause requested: it stops at its next step boundary.";
+      renderRun(updated);
+    } catch (e) { message.className = "bad"; message.textContent = e.message; }
+  }
+
   async function act(action) {
     if (!current) return;
     if (action === "skip-step") { openSkip(current); return; }
     if (action === "rewind") { openRewind(current); return; }
+    if (action === "pause") { pauseRun(current); return; }
     const step = heldStep(current);
     const verb = { undo: "Undo (roll back every completed step of)", cancel: "Cancel", retry: "Retry (start a new run with the inputs of)",
-      "retry-step": "Retry step " + step + " (run it again with the code now deployed) of" }[action];
+      "retry-step": "Retry step " + step + " (run it again with the code now deployed) of",
+      resume: "Resume (take on again)" }[action];
     if (!window.confirm(verb + " run " + current.id + "?")) return;
     const message = $("message");
     const options = action === "retry-step" ? { method: "POST", body: JSON.stringify({ step }) } : { method: "POST" };
