@@ -45,7 +45,8 @@ from reactorflow.otel_metrics import RunMetrics
 log = logging.getLogger("reactorflow.otel")
 
 REMEMBERED_RUNS = 10_000  # last execution span per run, for hand-offs enqueued after it ended
-FAILED = frozenset({"failed", "aborted", "halted", "cancelled"})
+FAILED = frozenset({"failed", "aborted", "halted", "cancelled", "held"})
+"""The statuses a run's span ends in as an error (held: a step failed, and an operator must act)."""
 
 
 @dataclass(slots=True)

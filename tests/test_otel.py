@@ -95,6 +95,26 @@ async def test_spans_per_execution_attempt_and_rollback_action(
                 "reactorflow.attempt"} <= set(_attrs(child))
 
 
+async def test_a_held_runs_span_ends_as_an_error(
+        exporter: tuple[InMemorySpanExporter, TracerProvider]) -> None:
+    """A held run's execution ends with a step's failure that an operator must see: its span
+    is an error, as a failed run's is."""
+    spans, provider = exporter
+    flow = rf.Reactor(unique("otel-held"), on_failure="hold")
+
+    @flow.step
+    async def charge() -> str:
+        raise ConnectionError("the processor is down")
+
+    async with Environment(middleware=[OpenTelemetryMiddleware(provider)]):
+        run = await flow.run()
+    assert run.status is rf.Status.HELD
+    [root] = [s for s in spans.get_finished_spans() if s.name == f"reactorflow.run {flow.name}"]
+    assert _attrs(root)["reactorflow.status"] == "held"
+    assert root.status.status_code is StatusCode.ERROR
+    assert "the processor is down" in (root.status.description or "")
+
+
 async def test_a_dispatched_run_continues_its_trace_in_a_worker(
         exporter: tuple[InMemorySpanExporter, TracerProvider]) -> None:
     spans, provider = exporter

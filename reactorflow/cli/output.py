@@ -20,6 +20,7 @@ STATUS_COLOURS = {
     "rolling_back": "magenta", "cancelled": "bright_black", "aborted": "magenta",
     "halted": "blue", "pending": "bright_black", "skipped": "bright_black",
     "compensated": "magenta", "undone": "magenta", "waiting": "yellow",
+    "held": "bright_red",
 }
 
 
@@ -128,6 +129,9 @@ def show_run(run: Run, as_json: bool) -> None:
         facts.append(("waiting on", ", ".join(label(w) for w in run.waiting_on)))
     if run.timeout_at:
         facts.append(("times out", when(run.timeout_at)))
+    if run.paused_by is not None:
+        reason = f": {run.paused_by.reason}" if run.paused_by.reason else ""
+        facts.append(("paused by", f"{run.paused_by.by} at {when(run.paused_by.at)}{reason}"))
     for name, value in (("halted", run.halt_reason), ("cancelled", run.cancel_reason)):
         if value:
             facts.append((name, value))

@@ -18,6 +18,9 @@ def cli_calls(run_id: str) -> dict[str, str]:
         "get": f"'reactorflow runs show {run_id}'",
         "retry_step": f"'reactorflow runs retry-step {run_id} STEP'",
         "skip_step": f"'reactorflow runs skip-step {run_id} STEP --result JSON'",
+        "rewind": f"'reactorflow runs rewind {run_id} --to STEP'",
+        "pause": f"'reactorflow runs pause {run_id}'",
+        "resume": f"'reactorflow runs resume {run_id}'",
     }
 
 
@@ -34,3 +37,12 @@ def one_line(exc: BaseException) -> str:
         return " ".join(cli_message(exc).split())
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def held_advice(run_id: str, step: str | None) -> str:
+    """What an operator can do with held run `run_id` whose step `step` failed, as commands to
+    type (`STEP` where the failed step is not known)."""
+    calls = {name: call.replace(" STEP", f" {step}") if step else call
+             for name, call in cli_calls(run_id).items()}
+    return (f"{calls['retry_step']} runs the failed step again, {calls['skip_step']} supplies "
+            f"its result, {calls['undo']} rolls it back")

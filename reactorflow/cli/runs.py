@@ -3,21 +3,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
-import msgspec
 
 from reactorflow import pydantic_types
 from reactorflow.cli.context import app_options, prepare, run_async
 from reactorflow.cli.output import emit_json, label, show_event, show_page, show_run, status_text
+from reactorflow.cli.phrasing import held_advice
 from reactorflow.cli.settle import check_wait, settled, wait_options, watch
+from reactorflow.cli.values import json_value, step_path
 from reactorflow.runtime.ops.lookup import declared_reactor, get_run, list_runs
 from reactorflow.runtime.ops.resume import check_continue
 
 STATUSES = ("running", "paused", "completed", "failed", "rolling_back", "cancelled", "aborted",
-            "halted")  # rf.Status values (kept import-free so --help stays fast)
+            "halted", "held")  # rf.Status values (kept import-free so --help stays fast)
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
@@ -76,21 +76,11 @@ def watch_command(run_id: str, timeout: float | None, apps: tuple[str, ...],
                    f"('reactorflow continue {run.id} STEP --payload JSON' resumes it)")
         return
     note = f": {run.error}" if run.error is not None else ""
+    if run.status.value == "held":
+        note += f" ({held_advice(run.id, run.error.step if run.error else None)})"
     click.echo(f"run {run.id} is {status_text(run.status.value)}{note}")
 
 
-def _payload(text: str) -> Any:
-    if text.startswith("@"):
-        path = Path(text[1:])
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise click.BadParameter(f"cannot read {path}: {exc.strerror}",
-                                     param_hint="--payload") from exc
-    try:
-        return msgspec.json.decode(text)
-    except msgspec.DecodeError as exc:
-        raise click.BadParameter(f"not JSON: {exc}", param_hint="--payload") from exc
 
 
 @click.command("continue")
@@ -115,9 +105,9 @@ def continue_command(run_id: str, step: str, payload: str, check: bool, wait: bo
     check_wait(wait, timeout)
     if check and wait:
         raise click.UsageError("--check sends nothing, so there is nothing to --wait for")
-    value = _payload(payload)
+    value = json_value(payload, "--payload")
     prepare(apps, redis_url, namespace)
-    path: str | tuple[str, ...] = tuple(step.split("/")) if "/" in step else step
+    path = step_path(step)
 
     async def go() -> Any:
         reactor = await declared_reactor(run_id)

@@ -2,7 +2,7 @@
 before their run settles, and `reactorflow runs watch`.
 
 Exit statuses (see docs/operating.md): 0 the command did what was asked (with `--wait`, the run
-settled: completed, failed, halted, cancelled, aborted, or paused on an interrupt), 1 an error,
+settled: completed, failed, halted, cancelled, aborted, held, or paused), 1 an error,
 2 a bad option, 3 the wait timed out (one line naming the run and its status), 130 Ctrl-C.
 """
 
@@ -39,8 +39,8 @@ def wait_options(function: F) -> F:
         help="With --wait: give up after this many seconds (exit status 3).")(function)
     return click.option(
         "--wait", "wait", is_flag=True,
-        help="Wait until the run settles (completed, failed, halted, cancelled, aborted or "
-             "paused), then print it.")(function)
+        help="Wait until the run settles (completed, failed, halted, cancelled, aborted, held "
+             "or paused), then print it.")(function)
 
 
 def check_wait(wait: bool, timeout: float | None) -> None:

@@ -137,6 +137,8 @@ _ADVICE: dict[tuple[str, str], str] = {
     ("rewind", "failed"): "It was rolled back already: nothing of it is in effect to go back "
                           "to. {retry} starts a new run with the same inputs.",
     ("rewind", "rolling_back"): "It is being rolled back; {wait} for it to end.",
+    ("rewind", "halted"): "A step halted it on purpose, so there is no work in effect to go "
+                          "back to; {undo} rolls back its completed steps.",
     ("skip_step", "running"): "Only a held run's failed step can be skipped; this run is still "
                               "going: {wait} for it.",
     ("skip_step", "failed"): "Only a held run's failed step can be skipped; this run was rolled "
@@ -174,6 +176,28 @@ _ADVICE: dict[tuple[str, str], str] = {
                            "completed; {retry} starts a new run with the same inputs.",
     ("resume", "rolling_back"): "It is being rolled back and ends failed or cancelled by "
                                 "itself; {wait} for that.",
+    ("retry_step", "cancelled"): "Only a held run's failed step can be retried; this run was "
+                                 "cancelled. {retry} starts a new run with the same inputs.",
+    ("retry_step", "aborted"): "Only a held run's failed step can be retried; this run's "
+                               "process stopped it mid-way. {undo} rolls back what it "
+                               "completed; {retry} starts a new run with the same inputs.",
+    ("retry_step", "halted"): "Only a held run's failed step can be retried; a step halted "
+                              "this run on purpose. {undo} rolls back its completed steps.",
+    ("retry_step", "rolling_back"): "Only a held run's failed step can be retried; this run "
+                                    "is being rolled back and ends failed or cancelled by "
+                                    "itself: {wait} for that.",
+    ("skip_step", "paused"): "Only a held run's failed step can be skipped; this run waits "
+                             "for a payload: {continue} resumes it.",
+    ("skip_step", "cancelled"): "Only a held run's failed step can be skipped; this run was "
+                                "cancelled. {retry} starts a new run with the same inputs.",
+    ("skip_step", "aborted"): "Only a held run's failed step can be skipped; this run's "
+                              "process stopped it mid-way. {undo} rolls back what it "
+                              "completed; {retry} starts a new run with the same inputs.",
+    ("skip_step", "halted"): "Only a held run's failed step can be skipped; a step halted "
+                             "this run on purpose. {undo} rolls back its completed steps.",
+    ("skip_step", "rolling_back"): "Only a held run's failed step can be skipped; this run "
+                                   "is being rolled back and ends failed or cancelled by "
+                                   "itself: {wait} for that.",
 }
 
 

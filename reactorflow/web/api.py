@@ -42,7 +42,12 @@ async def get_run(request: Request) -> JSON:
     return JSON(run_form(await lookup.get_run(request.path_params["run_id"])))
 
 
-async def _body(request: Request) -> dict[str, Any]:
+async def body_of(request: Request) -> dict[str, Any]:
+    """The request's JSON object body (`{}` when empty).
+
+    Raises:
+        BadRequest: the body is not JSON, or not an object.
+    """
     raw = await request.body()
     if not raw.strip():
         return {}
@@ -58,7 +63,7 @@ async def _body(request: Request) -> dict[str, Any]:
 async def _continue_request(request: Request) -> tuple[str, str | tuple[str, ...], Any]:
     """The run id, the interrupt (a name, or a path) and the payload of a continue request."""
     run_id = request.path_params["run_id"]
-    body = await _body(request)
+    body = await body_of(request)
     step = body.get("step")
     if isinstance(step, list) and step and all(isinstance(p, str) for p in step):
         label: str | tuple[str, ...] = tuple(step)
@@ -98,7 +103,7 @@ def steering(action: str) -> Callable[[Request], Awaitable[JSON]]:
 
     async def handler(request: Request) -> JSON:
         run_id = request.path_params["run_id"]
-        body = await _body(request)
+        body = await body_of(request)
         reactor = await lookup.declared_reactor(run_id)
         if action == "cancel":
             reason = body.get("reason", "")

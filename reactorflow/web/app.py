@@ -15,7 +15,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from reactorflow.errors import ConfigurationError
-from reactorflow.web import api, events, prometheus, stats, why
+from reactorflow.web import api, events, prometheus, repair, stats, why
 from reactorflow.web.auth import check
 from reactorflow.web.responses import JSON, error_response
 from reactorflow.web.token import TOKEN_ENV
@@ -88,6 +88,9 @@ def build(token: str | None) -> Starlette:
         Route("/api/runs/{run_id}/continue/check", read(api.check_continue), methods=["POST"]),
         *(Route(f"/api/runs/{{run_id}}/{action}", write(api.steering(action)), methods=["POST"])
           for action in api.STEERING),
+        *(Route(f"/api/runs/{{run_id}}/{action}", write(repair.repairing(action)),
+                methods=["POST"]) for action in repair.REPAIRS),
+        Route("/api/runs/{run_id}/steps/{step}/schema", read(repair.step_schema)),
         Mount("/static", StaticFiles(directory=str(STATIC)), name="static"),
     ]
     return Starlette(routes=routes, exception_handlers={404: no_route, 405: no_route})

@@ -1,4 +1,5 @@
-"""JSON responses (msgspec) and the mapping of errors to `{"error", "message"}` with a status."""
+"""JSON responses (msgspec) and the mapping of errors to `{"error", "message", "fields"}` with a
+status."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from reactorflow.errors import (
     PayloadValidationError,
     ReactorflowError,
     ReactorNotDeclared,
+    ResultValidationError,
     RunNotFound,
     RunStateError,
+    StepNotFailed,
     StorageError,
 )
 from reactorflow.jsonforms import dumps
@@ -53,19 +56,40 @@ class NoSuchReactor(ReactorflowError):
         self.declared = declared
 
 
+class NoSuchStep(ReactorflowError):
+    """A route names a step that the run's reactor does not have (HTTP 404).
+
+    Attributes:
+        reactor: The run's reactor.
+    """
+
+    def __init__(self, run_id: str, step: str, reactor: str) -> None:
+        super().__init__(f"run {run_id!r} (reactor {reactor!r}) has no step {step!r}: name a "
+                         "key of the run's steps (a nested one as outer.inner)",
+                         run_id=run_id, step=step)
+        self.reactor = reactor
+
+
 STATUS_OF: tuple[tuple[type[Exception], int], ...] = (
     (Unauthorized, 401),
-    (RunNotFound, 404), (NoSuchReactor, 404),
-    (RunStateError, 409), (AlreadyResumed, 409), (InterruptNotPending, 409),
-    (InterruptExpired, 409), (LockTimeout, 409), (CorrelationConflict, 409),
+    (RunNotFound, 404), (NoSuchReactor, 404), (NoSuchStep, 404),
+    (RunStateError, 409), (StepNotFailed, 409), (AlreadyResumed, 409),
+    (InterruptNotPending, 409), (InterruptExpired, 409), (LockTimeout, 409),
+    (CorrelationConflict, 409),
     (ReactorNotDeclared, 409), (LockLost, 409),
-    (PayloadValidationError, 422), (InputValidationError, 422),
+    (PayloadValidationError, 422), (InputValidationError, 422), (ResultValidationError, 422),
 )
 """The status of each error, first match wins. Any other `rf.StorageError` is the server's
 storage failing: 503 when it is `transient` (unreachable, not ready, full, a pool busy: the
 request may be made again), else 500 (a reply refusing the command for good, a corrupt
 record: someone must act); both with the error's message (`storage_status`). An unlisted
 `ReactorflowError` is 422."""
+
+FIELDS = ("run_id", "step", "status", "operation", "step_status", "failed", "field", "reactor",
+          "attempts", "max_attempts", "exhausted", "counted", "steps")
+"""The structured fields of an error that an error response carries (`fields`), when the error has
+them: identifiers, statuses, counts and step names, never a user value (a payload, a result, an
+input)."""
 
 
 class BadRequest(ReactorflowError):
@@ -90,7 +114,8 @@ def storage_status(exc: StorageError) -> int:
 
 
 def error_response(exc: Exception) -> JSON:
-    """`{"error": type, "message": ...}` with the status code the error maps to."""
+    """`{"error": type, "message": ..., "fields": {...}}` with the status code the error maps
+    to (`fields`, the error's structured fields, only when it has some: see `FIELDS`)."""
     code = next((code for kind, code in STATUS_OF if isinstance(exc, kind)), None)
     if code is None and isinstance(exc, StorageError):
         code = storage_status(exc)
@@ -104,5 +129,25 @@ def error_response(exc: Exception) -> JSON:
             return JSON({"error": "InternalError", "message": "internal error; see the server "
                          "log"}, status_code=500)
     headers = {"WWW-Authenticate": "Bearer"} if code == 401 else None
-    return JSON({"error": type(exc).__name__, "message": str(exc)}, status_code=code,
-                headers=headers)
+    body: dict[str, Any] = {"error": type(exc).__name__, "message": str(exc)}
+    fields = fields_of(exc)
+    if fields:
+        body["fields"] = fields
+    return JSON(body, status_code=code, headers=headers)
+
+
+def fields_of(exc: Exception) -> dict[str, Any]:
+    """The error's structured fields among `FIELDS` that are set (a script or the dashboard
+    reads `status`, `operation`, `failed`, `field` instead of parsing the message).
+
+    Args:
+        exc: The error answered.
+    """
+    found: dict[str, Any] = {}
+    for name in FIELDS:
+        value = getattr(exc, name, None)
+        if isinstance(value, str | int | float | bool):  # (a str enum is a str)
+            found[name] = value
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            found[name] = list(value)  # names: the steps a rewind could go back to
+    return found

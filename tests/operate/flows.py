@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
@@ -133,3 +134,38 @@ async def cool_off(dispatch_parcel: str) -> timedelta:
 @reminders.step
 async def remind(cool_off: datetime, order_id: str) -> str:
     return f"reminded {order_id} at {cool_off.isoformat()}"
+
+
+class Invoice(msgspec.Struct):
+    customer: str
+    amount: float = 12.5
+
+
+class Bill(msgspec.Struct):
+    ref: str
+    amount: Annotated[float, msgspec.Meta(gt=0)]
+    paid: bool = True
+
+
+BILLING_FIXED_ENV = "OPS_BILLING_FIXED"
+"""Set to "1" in a process, `bill` works there: a test "deploys the fix" by setting it (in its
+own process, or in the environment of the CLI's subprocess)."""
+
+invoices = rf.Reactor("ops.invoices", inputs=Invoice, on_failure="hold")
+
+
+@invoices.step
+async def draft(customer: str, amount: float) -> str:
+    return f"draft for {customer}"
+
+
+@invoices.step
+async def bill(draft: str, amount: float) -> Bill:
+    if os.environ.get(BILLING_FIXED_ENV) != "1":
+        raise ConnectionError("the card processor rejected the request format")
+    return Bill("B-1", amount)
+
+
+@invoices.step
+async def mail(bill: Bill) -> str:
+    return f"receipt {bill.ref} for {bill.amount}" + ("" if bill.paid else " (unpaid)")

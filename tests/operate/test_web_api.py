@@ -32,7 +32,9 @@ async def client(storage: rf.Storage) -> AsyncIterator[httpx.AsyncClient]:
 def _error(response: httpx.Response, code: int, kind: str) -> str:
     assert response.status_code == code, response.text
     body = response.json()
-    assert set(body) == {"error", "message"} and body["error"] == kind
+    assert {"error", "message"} <= set(body) <= {"error", "message", "fields"}  # nothing else
+    assert body["error"] == kind
+    assert all(isinstance(v, str | int | float) for v in body.get("fields", {}).values())
     return str(body["message"])
 
 

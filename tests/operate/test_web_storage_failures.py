@@ -61,7 +61,9 @@ async def client(own_redis: tuple[str, subprocess.Popen[bytes]]
 def _failure(response: httpx.Response, kind: str, status: int = 503) -> str:
     assert response.status_code == status, response.text
     body = response.json()
-    assert set(body) == {"error", "message"} and body["error"] == kind
+    assert {"error", "message"} <= set(body) <= {"error", "message", "fields"}  # nothing else
+    assert body["error"] == kind
+    assert all(isinstance(v, str | int | float) for v in body.get("fields", {}).values())
     return str(body["message"])
 
 

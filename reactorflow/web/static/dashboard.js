@@ -236,6 +236,8 @@
     if (run.timeout_at) facts.push(["Times out", when(run.timeout_at)]);
     if (run.cancel_reason) facts.push(["Cancel reason", run.cancel_reason]);
     if (run.halt_reason) facts.push(["Halt reason", run.halt_reason]);
+    if (run.paused_by) facts.push(["Paused by", run.paused_by.by + " at " + when(run.paused_by.at) + (run.paused_by.reason ? ": " + run.paused_by.reason : "")]);
+    if (run.status === "held") facts.push(["Held at", heldStep(run) + ": it failed and waits for an operator (retry or skip the step, undo or cancel the run)"]);
     $("facts").replaceChildren(...facts.flatMap(([k, v]) => {
       const dd = el("dd", { text: v, "data-fact": k.toLowerCase().replace(/ /g, "-") });
       if (k === "Retried from") dd.replaceChildren(el("a", { href: "?run=" + encodeURIComponent(v), text: v }));
@@ -245,9 +247,18 @@
     // a run that only sleeps is undone at once, as a paused one (the server refuses, saying why,
     // when something else is also out)
     const asleep = run.status === "running" && Object.values(run.steps).some((s) => s.status === "waiting" && s.wake_at);
-    const allowed = { undo: ["completed", "paused", "aborted", "cancelled", "halted"].includes(run.status) || asleep,
-      cancel: ["running", "paused"].includes(run.status), retry: ["failed", "cancelled", "aborted"].includes(run.status) };
+    // which operation each status allows (the server refuses the others, saying why)
+    const held = run.status === "held";
+    const allowed = { undo: ["completed", "paused", "aborted", "cancelled", "halted", "held"].includes(run.status) || asleep,
+      cancel: ["running", "paused", "held"].includes(run.status), retry: ["failed", "cancelled", "aborted"].includes(run.status),
+      "retry-step": held, "skip-step": held,
+      rewind: ["completed", "paused", "held", "cancelled", "aborted"].includes(run.status),
+      pause: run.status === "running", resume: run.status === "paused" && !!run.paused_by };
     for (const button of document.querySelectorAll("#actions button")) button.disabled = !allowed[button.dataset.action];
+    for (const name of ["retry-step", "skip-step"]) document.querySelector(`#actions button[data-action='${name}']`).hidden = !held;
+    document.querySelector("#actions .sep").hidden = !held;
+    const open = $("repair").dataset;
+    if (open.run !== run.id || (open.kind === "skip" && !held) || (open.kind === "rewind" && !allowed.rewind)) closeSkip();
     renderError(run.error);
     renderWhy(run);
     renderInterrupts(run);
@@ -487,7 +498,7 @@
     for (const waiting of pending) {
       const key = Array.isArray(waiting) ? waiting.join(".") : waiting;
       const schema = reactor && reactor.interrupts[key];
-      const form = el("form", { class: "interrupt", "data-interrupt": key, novalidate: "" },
+      const form = el("form", { class: "interrupt entry", "data-interrupt": key, novalidate: "" },
         el("h2", { text: "Interrupt " + label(waiting) }));
       if (!schema) { form.append(el("p", { text: "This server does not declare this reactor, so it cannot resume it." })); box.append(form); continue; }
       const root = field(schema, schema, "payload", true);
@@ -513,14 +524,116 @@
     }
   }
 
+  // -- repairing a held run: retry its failed step, or skip it with a result typed in a form
+  // generated from the step's return type's JSON Schema -------------------------------------
+  const heldStep = (run) => (run.error && run.error.step) || "";
+
+  function closeSkip() { $("repair").replaceChildren(); $("repair").dataset.run = ""; $("repair").dataset.kind = ""; }
+
+  function closeButton() {
+    const button = el("button", { type: "button", text: "Close" });
+    button.addEventListener("click", closeSkip);
+    return button;
+  }
+
+  // Rewind: choose the step to go back to, and optionally change input fields (JSON)
+  function openRewind(run) {
+    const box = $("repair");
+    if (box.dataset.run === run.id && box.dataset.kind === "rewind") return;
+    box.dataset.run = run.id; box.dataset.kind = "rewind";
+    // the run's own graph's root steps (a nested step's key has a "."): what `to` may name
+    const steps = graphOf(versionOf(run) || null, run).filter((s) => !s.element_of && !s.level && !s.key.includes(".")).map((s) => s.key);
+    const select = el("select", { name: "to" }, el("option", { value: "", text: "choose\u2026" }), ...steps.map((k) => el("option", { value: k, text: k })));
+    select.required = true;
+    const inputs = el("textarea", { name: "inputs", rows: "3", placeholder: '{"field": "new value"}' });
+    const message = el("p", { class: "error", role: "alert" });
+    const form = el("form", { class: "rewind entry", "data-rewind": run.id, novalidate: "" },
+      el("h2", { text: "Rewind" }),
+      el("p", { class: "hint", text: "The step and every step that depends on it are undone, newest first (their undo handlers run), then run again in this run. The other steps keep their results." }),
+      el("label", {}, el("span", { text: "to step *" }), select),
+      el("label", {}, el("span", { text: "changed inputs" }), inputs, el("span", { class: "hint", text: "JSON object, optional" })),
+      el("div", { class: "buttons" }, el("button", { type: "submit", class: "primary", text: "Rewind" }), " ", closeButton()), message);
+    form.addEventListener("input", () => { message.textContent = ""; inputs.setCustomValidity(""); });
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      let changed = null;
+      if (inputs.value.trim()) {
+        try { changed = JSON.parse(inputs.value); } catch (e) { changed = undefined; }
+        if (changed === undefined || changed === null || typeof changed !== "object" || Array.isArray(changed)) inputs.setCustomValidity("a JSON object of the changed fields");
+      }
+      if (!form.checkValidity()) { form.reportValidity(); message.textContent = "Fix the highlighted fields."; return; }
+      const to = select.value;
+      const asked = "Rewind run " + run.id + " to step " + to + " (undo it and every step that depends on it, newest first, then run them again)?" +
+        (changed ? "\n\nWith these inputs changed:\n" + JSON.stringify(changed, null, 2) : "");
+      if (!window.confirm(asked)) { message.textContent = "Not sent."; return; }
+      try {
+        const updated = await call("api/runs/" + encodeURIComponent(run.id) + "/rewind", { method: "POST", body: JSON.stringify({ to, inputs: changed }) });
+        closeSkip();
+        $("message").className = ""; $("message").textContent = "Rewound to step " + to + ": the run is " + updated.status + ".";
+        renderRun(updated);
+      } catch (e) { message.textContent = e.message; }
+    });
+    box.replaceChildren(form);
+  }
+
+  async function openSkip(run) {
+    const step = heldStep(run);
+    const box = $("repair");
+    if (box.dataset.run === run.id && box.dataset.kind === "skip") return; // keep what is typed
+    box.dataset.run = run.id; box.dataset.kind = "skip";
+    const form = el("form", { class: "skip entry", "data-skip": step, novalidate: "" },
+      el("h2", { text: "Skip step " + step }),
+      el("p", { class: "hint", text: "The result is recorded as if the step had returned it, and the run goes on. It must fit the step's return type." }));
+    const message = el("p", { class: "error", role: "alert" });
+    box.replaceChildren(form);
+    let schema;
+    try { schema = (await call("api/runs/" + encodeURIComponent(run.id) + "/steps/" + encodeURIComponent(step) + "/schema")).schema; }
+    catch (e) { form.append(message); message.textContent = e.message; return; }
+    const root = field(schema, schema, "result", true);
+    form.append(root.node, el("div", { class: "buttons" }, el("button", { type: "submit", class: "primary", text: "Skip step" }), " ", closeButton()), message);
+    form.addEventListener("input", () => { message.textContent = ""; });
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const result = root.value();
+      if (!form.checkValidity() || result === undefined) { form.reportValidity(); message.textContent = "Fix the highlighted fields."; return; }
+      if (!window.confirm("Skip step " + step + " of run " + run.id + " with this result?\n\n" + JSON.stringify(result, null, 2))) { message.textContent = "Not sent."; return; }
+      try {
+        const updated = await call("api/runs/" + encodeURIComponent(run.id) + "/skip-step", { method: "POST", body: JSON.stringify({ step, result }) });
+        closeSkip();
+        $("message").className = ""; $("message").textContent = "Skipped step " + step + ": the run is " + updated.status + ".";
+        renderRun(updated);
+      } catch (e) { message.textContent = e.message; }
+    });
+  }
+
+  // Pause asks why (the prompt is its confirmation: Cancel sends nothing)
+  async function pauseRun(run) {
+    const reason = window.prompt("Pause run " + run.id + "? It stops at its next step boundary (steps in flight finish). Why (recorded with the run):", "");
+    const message = $("message");
+    if (reason === null) return;
+    try {
+      const updated = await call("api/runs/" + encodeURIComponent(run.id) + "/pause", { method: "POST", body: JSON.stringify({ reason }) });
+      message.className = ""; message.textContent = updated.status === "paused" ? "Paused." : "Pause requested: it stops at its next step boundary.";
+      renderRun(updated);
+    } catch (e) { message.className = "bad"; message.textContent = e.message; }
+  }
+
   async function act(action) {
     if (!current) return;
-    const verb = { undo: "Undo (roll back every completed step of)", cancel: "Cancel", retry: "Retry (start a new run with the inputs of)" }[action];
+    if (action === "skip-step") { openSkip(current); return; }
+    if (action === "rewind") { openRewind(current); return; }
+    if (action === "pause") { pauseRun(current); return; }
+    const step = heldStep(current);
+    const verb = { undo: "Undo (roll back every completed step of)", cancel: "Cancel", retry: "Retry (start a new run with the inputs of)",
+      "retry-step": "Retry step " + step + " (run it again with the code now deployed) of",
+      resume: "Resume (take on again)" }[action];
     if (!window.confirm(verb + " run " + current.id + "?")) return;
     const message = $("message");
+    const options = action === "retry-step" ? { method: "POST", body: JSON.stringify({ step }) } : { method: "POST" };
     try {
-      const run = await call("api/runs/" + encodeURIComponent(current.id) + "/" + action, { method: "POST" });
-      message.className = ""; message.textContent = action === "retry" ? "Retried as " + run.id + "." : "Done: " + run.status + ".";
+      const run = await call("api/runs/" + encodeURIComponent(current.id) + "/" + action, options);
+      message.className = ""; message.textContent = action === "retry" ? "Retried as " + run.id + "."
+        : action === "retry-step" ? "Retried step " + step + ": the run is " + run.status + "." : "Done: " + run.status + ".";
       if (action === "retry") { history.pushState(null, "", "?run=" + encodeURIComponent(run.id)); openRun(run.id); }
       else renderRun(run);
     } catch (e) { message.className = "bad"; message.textContent = e.message; }
@@ -530,6 +643,7 @@
     stopStream();
     show("run-view");
     $("interrupts").dataset.keys = "";
+    closeSkip();
     $("run-id").textContent = id;
     $("message").textContent = "";
     stream = follow("api/runs/" + encodeURIComponent(id) + "/events", (event, run) => { if (event === "run") renderRun(run); },
