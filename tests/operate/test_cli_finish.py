@@ -149,12 +149,12 @@ async def test_runs_show_lists_every_step_in_graph_order_without_the_app(
     (("graph", "ops.orders", *APP), 0, "flowchart"),
     (("graph", "tests.operate.flows:orders"), 0, "flowchart"),
     (("graph", "ops.nope", *APP), 1,
-     "error: no reactor 'ops.nope'; the declared reactors: ops.orders, ops.payments, "
-     "ops.reminders, ops.signoffs,"),
+     "error: no reactor 'ops.nope'; the declared reactors: ops.invoices, ops.orders, "
+     "ops.payments, ops.reminders, ops.signoffs,"),
     (("graph", "ops.orders"), 1, "name the module that declares it with --app MODULE"),
     (("graph", "tests.operate.flows:approval"), 1,
      "error: tests.operate.flows:approval is not an rf.Reactor (it is a function); the "
-     "reactors of tests.operate.flows: orders, payments, reminders, signoffs"),
+     "reactors of tests.operate.flows: invoices, orders, payments, reminders, signoffs"),
     (("graph", "tests.operate.flows:"), 2, "module:variable"),
 ])
 def test_graph_takes_the_reactor_name_and_lists_the_declared_ones(
