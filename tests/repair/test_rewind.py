@@ -207,17 +207,9 @@ class Batch(msgspec.Struct):
     n: int
 
 
-async def test_rewind_through_a_map_runs_it_again_from_nothing(storage: rf.Storage) -> None:
-    await _rewind_through_a_map(fan_out=False)
-
-
-async def test_rewind_through_a_fanned_out_map_is_refused_for_now(storage: rf.Storage) -> None:
-    with pytest.raises(rf.RunStateError) as info:
-        await _rewind_through_a_map(fan_out=True)
-    assert "fanned-out map" in info.value.message and info.value.operation == "rewind"
-
-
-async def _rewind_through_a_map(*, fan_out: bool) -> None:
+@pytest.mark.parametrize("fan_out", [False, True], ids=["inline", "fanned-out"])
+async def test_rewind_through_a_map_runs_it_again_from_nothing(storage: rf.Storage,
+                                                               fan_out: bool) -> None:
     undone: list[int] = []
     ran: list[int] = []
     flow = rf.Reactor(unique("maps"), inputs=Batch)

@@ -4,6 +4,16 @@ acknowledgements."""
 
 from __future__ import annotations
 
+ARGS = 0
+"""The field of a map's shared job data (`job_key`) that holds its `ElementArgs`."""
+
+
+def element_lock(run_id: str, key: str, index: int) -> str:
+    """The lock of one element of a fanned-out map (`<run>:<map>:<index>`, as an async unit's
+    lock is named): an element job holds it while it runs, then leaves it to expire (its
+    outcome guards the element from then on)."""
+    return f"{run_id}:{key}:{index}"
+
 
 def job_key(key: str) -> str:
     """The slots of what a map's element jobs share (see `fanout.ARGS` and the fields after)."""

@@ -10,8 +10,9 @@ the sweeper to the same end (the run is still `rolling_back` with its plan until
    may persist: running the steps again could repeat them); an operator undoes or cancels it.
 2. The changed inputs, if any, are written into the run's meta (`Storage.migrate_run`).
 3. The claims and payload counters of the interrupts among the steps are removed: each waits
-   again for a new payload; the element slots of the maps among them are removed: each fans out
-   again from nothing (an async reactor's step starts a new child run, `child_run_id`).
+   again for a new payload; the element slots of the maps among them are removed (and the locks
+   a fanned-out map's element jobs left to expire, released): each map runs again from nothing
+   (an async reactor's step starts a new child run, `child_run_id`).
 4. One write: the steps' records (and their composed children's) pending again, each step's
    rewind count one more (its `ctx.idempotency_key` is new), status `running`, event
    `run.rewound`. The drive then goes forward from there.
@@ -30,7 +31,7 @@ from reactorflow.definition.specs import StepKind
 from reactorflow.errors import MigrationError
 from reactorflow.records import NIL, RollbackFailure, RunError, StepRecord
 from reactorflow.runtime.engine.execution import event
-from reactorflow.runtime.engine.map_slot_keys import slot_keys
+from reactorflow.runtime.engine.map_slot_keys import ARGS, element_lock, job_key, slot_keys
 from reactorflow.status import EventKind, Status, StepStatus
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ async def finish_rewind(ex: Execution, failures: list[RollbackFailure]) -> None:
     waiting = [key for key in keys if ex.plan.nodes[key].kind is StepKind.INTERRUPT]
     await ex.storage.forget_claims(ex.run_id, ex.owner, waiting)
     maps = [key for key in keys if ex.plan.nodes[key].kind is StepKind.MAP]
+    for key in maps:
+        await _free_element_locks(ex, key)
     await ex.storage.clear_elements(ex.run_id, ex.owner,
                                     [slot for key in maps for slot in slot_keys(key)])
     ex.map_lists = {read: items for read, items in ex.map_lists.items() if read[0] not in maps}
@@ -79,6 +82,20 @@ async def finish_rewind(ex: Execution, failures: list[RollbackFailure]) -> None:
                                              detail=", ".join(plan.steps))])
     log.info("reactorflow.run.rewound run_id=%s reactor=%s to=%s steps=%s", ex.run_id,
              ex.reactor, plan.to, ",".join(plan.steps))
+
+
+async def _free_element_locks(ex: Execution, key: str) -> None:
+    """The locks a fanned-out map's element jobs left to expire (their outcomes guarded the
+    elements; the rewind's rollback settled and undid every one, so no job holds them any
+    more): released, so that the map's elements run again at once."""
+    raw = (await ex.storage.load_elements(ex.run_id, job_key(key), ARGS, 1))[0]
+    if raw is None:  # an inline map, or one that never fanned out
+        return
+    for index in range(records.decode_element_args(raw).count):
+        lock = element_lock(ex.run_id, key, index)
+        holder = await ex.storage.lock_owner(lock)
+        while holder is not None and await ex.storage.release_lock(lock, holder) > 0:
+            pass  # (a re-entered hold: leave every count)
 
 
 def rewound_keys(ex: Execution, steps: list[str]) -> list[str]:

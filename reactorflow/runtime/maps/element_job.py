@@ -23,13 +23,20 @@ from reactorflow.runtime.engine.job_checks import drop, foreign_element
 from reactorflow.runtime.engine.job_queue import Job
 from reactorflow.runtime.engine.lockkeeper import keeper, renew_gates
 from reactorflow.runtime.engine.map_reads import results_view
-from reactorflow.runtime.engine.map_slot_keys import items_key, job_key, settled_topic, starts_key
+from reactorflow.runtime.engine.map_slot_keys import (
+    ARGS,
+    element_lock,
+    items_key,
+    job_key,
+    settled_topic,
+    starts_key,
+)
 from reactorflow.runtime.engine.ownership import keep_alive, new_owner
 from reactorflow.runtime.gates.scope import GateHolds
 from reactorflow.runtime.gates.step_gates import element_places
 from reactorflow.runtime.maps.children import call_any_element
 from reactorflow.runtime.maps.elements import JobScope, gated_child
-from reactorflow.runtime.maps.fanout import ARGS, NEXT, STOP, element_lock
+from reactorflow.runtime.maps.fanout import NEXT, STOP
 from reactorflow.status import StepStatus
 
 if TYPE_CHECKING:

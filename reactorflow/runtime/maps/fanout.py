@@ -45,10 +45,9 @@ from reactorflow.errors import RecordedError
 from reactorflow.mapresults import PAGE_SIZE
 from reactorflow.records import ElementArgs, ErrorRecord
 from reactorflow.runtime.engine import job_queue as queue
-from reactorflow.runtime.engine.async_units import unit_lock
 from reactorflow.runtime.engine.lockkeeper import ensure_live
 from reactorflow.runtime.engine.map_reads import element_count, page
-from reactorflow.runtime.engine.map_slot_keys import items_key, job_key
+from reactorflow.runtime.engine.map_slot_keys import ARGS, element_lock, items_key, job_key
 from reactorflow.runtime.maps.inline_window import MapEnd
 
 if TYPE_CHECKING:
@@ -58,14 +57,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("reactorflow.map")
 
-ARGS, STOP, NEXT = 0, 1, 3
-"""Fields of a map's shared job data (`<map>#job`): its `ElementArgs`, its stop marker (the
-index of the first failed element of an atomic map, first wins) and its dispatch counter (the
-next element index to enqueue; field 2 is its rollback's, see `undo_throws`)."""
-
-
-def element_lock(run_id: str, key: str, index: int) -> str:
-    return unit_lock(run_id, f"{key}:{index}")
+STOP, NEXT = 1, 3
+"""Fields of a map's shared job data (`<map>#job`, beside `map_slot_keys.ARGS`, its
+`ElementArgs`): its stop marker (the index of the first failed element of an atomic map, first
+wins) and its dispatch counter (the next element index to enqueue; field 2 is its rollback's,
+see `undo_throws`)."""
 
 
 def shared_arguments(ex: Execution, node: Node, kwargs: dict[str, Any], count: int

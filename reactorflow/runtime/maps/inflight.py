@@ -29,8 +29,14 @@ from reactorflow import clock, config, records
 from reactorflow.mapresults import PAGE_SIZE
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.lockkeeper import ensure_live
-from reactorflow.runtime.engine.map_slot_keys import job_key, settled_topic, starts_key
-from reactorflow.runtime.maps.fanout import ARGS, NEXT, element_lock
+from reactorflow.runtime.engine.map_slot_keys import (
+    ARGS,
+    element_lock,
+    job_key,
+    settled_topic,
+    starts_key,
+)
+from reactorflow.runtime.maps.fanout import NEXT
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node

@@ -33,11 +33,10 @@ from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.job_checks import drop, foreign_element
 from reactorflow.runtime.engine.job_queue import Job
 from reactorflow.runtime.engine.lockkeeper import ensure_live
-from reactorflow.runtime.engine.map_slot_keys import acks_key, items_key, job_key
+from reactorflow.runtime.engine.map_slot_keys import ARGS, acks_key, items_key, job_key
 from reactorflow.runtime.engine.ownership import keep_alive, new_owner
 from reactorflow.runtime.maps.element_job import arguments_of
 from reactorflow.runtime.maps.elements import JobScope
-from reactorflow.runtime.maps.fanout import ARGS
 from reactorflow.runtime.maps.undo import undo_element
 from reactorflow.runtime.maps.undo_throws import (
     ACKED,

@@ -8,10 +8,8 @@ The protocol, in order:
 2. Take the run's lock (waiting up to `lock_wait`) and read the run under it (a run of a
    version this process does not declare is migrated first).
 3. Check, before anything is written: `to` is a step of the run's own graph
-   (`rf.StepNotFound` lists them); no fanned-out map is among the steps to rewind (its element
-   jobs' locks outlive their outcomes: not supported yet, `rf.RunStateError` says what to do
-   instead; an inline map is rewound, its element slots cleared); `inputs` is a partial mapping
-   of input fields, merged into the run's inputs and validated (`rf.InputValidationError`).
+   (`rf.StepNotFound` lists them); `inputs` is a partial mapping of input fields, merged into
+   the run's inputs and validated (`rf.InputValidationError`).
 4. One write: `rolling_back` with trigger `REWIND` and the rewind's plan
    (`RunState.rewind`), event `run.rewinding`; a paused run's deadline timer and a held run's
    hold timer are disarmed.
@@ -100,7 +98,6 @@ def _planned(ex: Execution, to: str, inputs: Mapping[str, Any] | None) -> Rewind
 
     Raises:
         StepNotFound: `to` is not a step of the run's own graph.
-        RunStateError: a fanned-out map is among the steps to rewind.
         InputValidationError: the merged inputs do not fit the inputs type.
     """
     plan = ex.plan
@@ -108,14 +105,6 @@ def _planned(ex: Execution, to: str, inputs: Mapping[str, Any] | None) -> Rewind
     if node is None or SEP in to:
         raise StepNotFound(ex.run_id, str(to), [k for k in plan.nodes if SEP not in k])
     steps = _with_dependents(plan, to)
-    for key in steps:
-        options = plan.nodes[key].spec.map
-        if options is not None and options.fan_out:
-            raise RunStateError(
-                ex.run_id, ex.state.status, "rewind",
-                f"Step {key!r} is a fanned-out map, which would run again, and a rewind does not "
-                "yet take one back (its element jobs' locks outlive their outcomes): rewind to a "
-                f"step after {key!r}, or undo the run and retry it.")
     encoded = NIL
     if inputs:
         merged = {**(msgspec.msgpack.decode(ex.meta.inputs) or {}), **inputs}
