@@ -69,7 +69,7 @@ from reactorflow.errors import (
 from reactorflow.mapresults import MapResults
 from reactorflow.markers import Input, Outcome, Redacted, Result, StepContext
 from reactorflow.middleware import GateEvent, Middleware, RunEvent, StepEvent, TimerEvent
-from reactorflow.records import Event, PausedBy, RollbackFailure, RunError
+from reactorflow.records import Event, PausedBy, RollbackFailure, RunError, WorkerInfo
 from reactorflow.retry import Retry
 from reactorflow.runtime.engine import job_queue as _queue
 from reactorflow.runtime.gates.operate import ordered_peek, ordered_reset, ordered_skip
@@ -79,6 +79,7 @@ from reactorflow.runtime.ops.migrations import Migration
 from reactorflow.runtime.ops.payloads import validate_payload
 from reactorflow.runtime.ops.service import RUNTIME as _RUNTIME
 from reactorflow.runtime.services import portal as _portal
+from reactorflow.runtime.services.heartbeats import list_workers
 from reactorflow.runtime.services.scheduler import schedule_once
 from reactorflow.runtime.services.sweeper import SweepReport, sweep_once
 from reactorflow.runtime.services.timers import fire_timers
@@ -191,11 +192,13 @@ __all__ = [
     "UnknownInterrupt",
     "ValidationFailed",
     "WaitTimeout",
+    "WorkerInfo",
     "__version__",
     "configure",
     "explain",
     "get_run",
     "list_runs",
+    "list_workers",
     "ordered_peek",
     "ordered_reset",
     "ordered_skip",

@@ -49,6 +49,8 @@ class Settings:
             instead of sleeping in a process or a worker thread.
         version_patience: Seconds a job for a version of its reactor that no worker declares
             is handed back before its run fails with `rf.DefinitionChanged`.
+        heartbeat_interval: Seconds between two heartbeats of a worker process
+            (`rf.list_workers()`); a heartbeat older than 3 intervals is gone.
     """
 
     storage: Storage | None = None
@@ -62,10 +64,11 @@ class Settings:
     gate_snooze_limit: int = 600
     park_after: float = 5.0
     version_patience: float = 600.0
+    heartbeat_interval: float = 5.0
 
 
 _NUMBERS = ("lock_ttl", "stall_timeout", "async_wait_timeout", "lock_wait", "gate_snooze",
-            "park_after", "version_patience")
+            "park_after", "version_patience", "heartbeat_interval")
 _OPTIONS = tuple(f.name for f in fields(Settings))
 _mutex = threading.Lock()
 _current = Settings()
@@ -92,6 +95,7 @@ def configure(
     gate_snooze_limit: int = _UNSET,
     park_after: float = _UNSET,
     version_patience: float = _UNSET,
+    heartbeat_interval: float = _UNSET,
     **unknown: Any,
 ) -> Settings:
     """Replace the named settings (others keep their values); returns the new `rf.Settings`.
@@ -122,6 +126,9 @@ def configure(
             declare (nor migrate from) is handed back to the queue for another worker, before
             its run fails with `rf.DefinitionChanged` (default 600; see
             [Deploying changes](deploying.md)).
+        heartbeat_interval: Seconds between two heartbeats of each worker process (default 5;
+            `rf.list_workers()` lists the workers heard from within 3 intervals; see
+            [Workers](workers.md#heartbeats)).
 
     Raises:
         ConfigurationError: An unknown option or a bad value (naming the option).
@@ -137,7 +144,8 @@ def configure(
     for name, value in (("lock_ttl", lock_ttl), ("stall_timeout", stall_timeout),
                         ("async_wait_timeout", async_wait_timeout), ("lock_wait", lock_wait),
                         ("gate_snooze", gate_snooze), ("park_after", park_after),
-                        ("version_patience", version_patience)):
+                        ("version_patience", version_patience),
+                        ("heartbeat_interval", heartbeat_interval)):
         if value is _UNSET:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:

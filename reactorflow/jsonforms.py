@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from reactorflow import pydantic_types
-from reactorflow.records import Event
+from reactorflow.records import Event, WorkerInfo
 from reactorflow.snapshot import Run, RunPage, RunSummary
 
 _encoder = msgspec.json.Encoder()
@@ -40,6 +40,12 @@ def page_form(page: RunPage) -> dict[str, Any]:
     because their record cannot be read (the CLI's and the API's warning)."""
     return {"runs": [summary_form(r) for r in page.runs], "next_cursor": page.next_cursor,
             "unreadable": list(page.unreadable)}
+
+
+def workers_form(workers: list[WorkerInfo]) -> dict[str, Any]:
+    """The live workers as JSON: `{"workers": [...]}`, each with the keys of `rf.WorkerInfo`
+    (times as ISO strings)."""
+    return {"workers": [pydantic_types.to_builtins(w) for w in workers]}
 
 
 def dumps(value: Any) -> bytes:

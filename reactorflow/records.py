@@ -7,6 +7,7 @@ whose version this code does not know is refused (never guessed at).
 from __future__ import annotations
 
 import traceback as tb
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -372,3 +373,30 @@ def fingerprint_marker(fingerprint: dict[str, list[str]]) -> bytes:
     contains (its `fingerprint` field, key and value): storage finds them in a run's meta to
     tell, without decoding it, that the run's graph is unchanged (`ResumeCheck`)."""
     return _encoder.encode("fingerprint") + _encoder.encode(fingerprint)
+
+
+class WorkerInfo(msgspec.Struct, frozen=True):
+    """A live worker process, as its latest heartbeat says (`rf.list_workers()`).
+
+    Attributes:
+        process: Its process id.
+        host: The host it runs on (its host name).
+        queues: The Dramatiq queues it consumes.
+        versions: Per reactor name, the versions its loaded modules declare (oldest first).
+        jobs_in_flight: The jobs its actors were running at the heartbeat.
+        started_at: When it started (an aware UTC datetime).
+        last_seen: When it sent this heartbeat (an aware UTC datetime).
+    """
+
+    process: int
+    host: str
+    queues: tuple[str, ...]
+    versions: dict[str, tuple[int, ...]]
+    jobs_in_flight: int
+    started_at: datetime
+    last_seen: datetime
+
+
+_worker_decoder = msgspec.msgpack.Decoder(WorkerInfo)
+decode_worker = _worker_decoder.decode
+encode_worker = msgspec.msgpack.Encoder().encode

@@ -2,8 +2,8 @@
 management command, a Celery task). Each blocks until its async twin of `rf` returns.
 
 `rf.sync.get_run(run_id)` is `await rf.get_run(run_id)`, and so on for `explain`, `list_runs`,
-`ordered_peek`, `ordered_skip`, `ordered_reset`, `schedule_once`, `sweep_once` and
-`fire_timers`; a reactor's
+`ordered_peek`, `ordered_skip`, `ordered_reset`, `schedule_once`, `sweep_once`,
+`fire_timers` and `list_workers`; a reactor's
 own run methods are `reactor.sync.run(...)` and its siblings. The coroutines run on one
 private event-loop thread per process (anyio's blocking portal), started on first use, shut down
 at interpreter exit and started afresh in a forked child; they are safe from any number of
@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, TypeVar
 from reactorflow.runtime.gates import operate
 from reactorflow.runtime.ops import explain as explaining
 from reactorflow.runtime.ops import lookup
-from reactorflow.runtime.services import portal, scheduler, sweeper, timers
+from reactorflow.runtime.services import heartbeats, portal, scheduler, sweeper, timers
 
 if TYPE_CHECKING:
     from reactorflow.blockers import Blocker
     from reactorflow.definition.reactor import Reactor
+    from reactorflow.records import WorkerInfo
     from reactorflow.runtime.services.sweeper import SweepReport
     from reactorflow.snapshot import Run, RunPage
     from reactorflow.status import Status
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["explain", "fire_timers", "get_run", "list_runs", "ordered_peek", "ordered_reset",
-           "ordered_skip", "schedule_once", "sweep_once"]
+__all__ = ["explain", "fire_timers", "get_run", "list_runs", "list_workers", "ordered_peek",
+           "ordered_reset", "ordered_skip", "schedule_once", "sweep_once"]
 
 
 def _call(name: str, work: Callable[[], Awaitable[T]]) -> T:
@@ -173,3 +174,16 @@ def fire_timers() -> list[Run]:
         StorageError: the storage failed (the timers not yet fired fire later).
     """
     return _call("fire_timers", timers.fire_timers)
+
+
+def list_workers() -> list[WorkerInfo]:
+    """`await rf.list_workers()` from sync code: the live worker processes, by their heartbeats.
+
+    Returns:
+        One `rf.WorkerInfo` per live worker process, by host then process id.
+
+    Raises:
+        SyncInEventLoop: called inside a running event loop (await `rf.list_workers`).
+        StorageError: the storage failed.
+    """
+    return _call("list_workers", heartbeats.list_workers)

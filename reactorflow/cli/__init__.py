@@ -2,8 +2,8 @@
 
 Subcommands live in `runs` (reading and steering runs), `repair` (the `runs` commands that
 repair a held run), `services` (worker, sweep, dashboard, demo), `schedules` (the scheduler,
-schedules list/pause/resume), `versions` (`versions`, `deploy-check`, `runs migrate`) and
-`graph`; `context` resolves the app modules, the storage and a run's reactor; `values` reads
+schedules list/pause/resume), `versions` (`versions`, `deploy-check`, `runs migrate`),
+`workers` (workers list) and `graph`; `context` resolves the app modules, the storage and a run's reactor; `values` reads
 JSON and step names given on the line; `output` renders tables and JSON; `settle` waits
 (`--wait`, `runs watch`); `phrasing` says
 refusals as commands. Errors are one line on stderr with a non-zero exit status (1 an error,
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import click
 
 from reactorflow import __version__
-from reactorflow.cli import graph, repair, runs, schedules, services, versions, why
+from reactorflow.cli import graph, repair, runs, schedules, services, versions, why, workers
 from reactorflow.cli.phrasing import one_line
 from reactorflow.cli.settle import EXIT_TIMED_OUT
 from reactorflow.errors import WaitTimeout
@@ -50,6 +50,7 @@ runs.runs_group.add_command(versions.migrate_command)
 for command in repair.COMMANDS:  # runs retry-step, skip-step, rewind, pause, resume
     runs.runs_group.add_command(command)
 cli.add_command(schedules.schedules_group)
+cli.add_command(workers.workers_group)
 for command in (runs.continue_command, runs.undo_command, runs.cancel_command,
                 runs.retry_command, graph.graph_command, services.worker_command,
                 services.sweep_command, services.dashboard_command, services.demo_command,

@@ -1,4 +1,5 @@
-"""The JSON routes: runs (list, read, continue, undo, cancel, retry), reactors and schedules."""
+"""The JSON routes: runs (list, read, continue, undo, cancel, retry), reactors, schedules and
+workers."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from reactorflow.definition.graph import Plan, join, plan_for
 from reactorflow.definition.reactor import Reactor
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import ReactorflowError
-from reactorflow.jsonforms import page_form, run_form
+from reactorflow.jsonforms import page_form, run_form, workers_form
 from reactorflow.runtime.ops import lookup, resume
-from reactorflow.runtime.services import scheduler
+from reactorflow.runtime.services import heartbeats, scheduler
 from reactorflow.web.responses import JSON, BadRequest, NoSuchReactor
 
 
@@ -195,3 +196,8 @@ def schedule_toggle(paused: bool) -> Callable[[Request], Awaitable[JSON]]:
         return JSON(next(row for row in listed if row["schedule"] == entry.key))
 
     return handler
+
+
+async def list_workers(request: Request) -> JSON:
+    """The live worker processes (`rf.list_workers()`): `{"workers": [...]}`."""
+    return JSON(workers_form(await heartbeats.list_workers()))

@@ -77,6 +77,7 @@ def build(token: str | None) -> Starlette:
         Route("/api/schedules", read(api.list_schedules)),
         Route("/api/stats/hour", read(stats.hour)),
         Route("/metrics", read(prometheus.metrics)),
+        Route("/api/workers", read(api.list_workers)),
         Route("/api/schedules/{target}/pause", write(api.schedule_toggle(True)),
               methods=["POST"]),
         Route("/api/schedules/{target}/resume", write(api.schedule_toggle(False)),

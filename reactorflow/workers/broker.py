@@ -19,12 +19,15 @@ from typing import Any
 
 import dramatiq
 from dramatiq.asyncio import EventLoopThread, set_event_loop_thread
+from dramatiq.broker import MessageProxy
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
+from dramatiq.common import q_name
 from dramatiq.middleware import AsyncIO, Retries
 
 from reactorflow import config
 from reactorflow.errors import ConfigurationError
+from reactorflow.runtime.services.heartbeats import HEARTBEAT
 from reactorflow.runtime.services.timers import FIRER
 from reactorflow.storage.redis.connections import cluster_url
 from reactorflow.storage.redis.keys import safe_url, scheme_problem
@@ -85,10 +88,46 @@ class TimerFiring(dramatiq.Middleware):
         FIRER.stop()
 
 
+class Heartbeats(dramatiq.Middleware):
+    """Publishes this process's heartbeat (`services.heartbeats.HEARTBEAT`) while its worker
+    runs, and counts the jobs its actors are running (the heartbeat's jobs in flight)."""
+
+    def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        HEARTBEAT.start(consumed_queues(broker, worker))
+
+    def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        HEARTBEAT.stop()
+
+    def before_process_message(self, broker: dramatiq.Broker,
+                               message: MessageProxy) -> None:
+        HEARTBEAT.job_started(message.message_id)
+
+    def after_process_message(self, broker: dramatiq.Broker, message: MessageProxy, *,
+                              result: Any = None, exception: BaseException | None = None) -> None:
+        HEARTBEAT.job_finished(message.message_id)
+
+    def after_skip_message(self, broker: dramatiq.Broker,
+                           message: MessageProxy) -> None:
+        HEARTBEAT.job_finished(message.message_id)
+
+
+def consumed_queues(broker: dramatiq.Broker, worker: dramatiq.Worker) -> list[str]:
+    """The names of the queues `worker` consumes (its `--queues`, else every queue declared on
+    `broker`), without Dramatiq's delay and dead-letter suffixes."""
+    declared = {q_name(queue) for queue in broker.get_declared_queues()}
+    chosen = worker.consumer_whitelist
+    return sorted(declared & {q_name(q) for q in chosen} if chosen else declared)
+
+
+def _per_process_loops() -> list[dramatiq.Middleware]:
+    """The middleware of the loops every worker process runs: timers and its heartbeat."""
+    return [TimerFiring(), Heartbeats()]
+
+
 def _embedded_broker() -> StubBroker:
     if _runtime.embedded is None:
         broker = StubBroker(middleware=[_EmbeddedAsyncIO(), Retries(max_retries=JOB_RETRIES),
-                                        TimerFiring()])
+                                        *_per_process_loops()])
         broker.emit_after("process_boot")
         _runtime.embedded = broker
     return _runtime.embedded
@@ -143,8 +182,9 @@ def actors_for(broker: dramatiq.Broker) -> Actors:
             return known[1]
         if not any(isinstance(m, AsyncIO) for m in broker.middleware):
             broker.add_middleware(AsyncIO())
-        if not any(isinstance(m, TimerFiring) for m in broker.middleware):
-            broker.add_middleware(TimerFiring())
+        for loop in _per_process_loops():
+            if not any(isinstance(m, type(loop)) for m in broker.middleware):
+                broker.add_middleware(loop)
         options = dict(max_retries=JOB_RETRIES, min_backoff=500, max_backoff=10_000,
                        time_limit=NO_TIME_LIMIT_MS, throws=(jobs.PermanentFailure,),
                        on_retry_exhausted="reactorflow.retries_exhausted")

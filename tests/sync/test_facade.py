@@ -211,6 +211,7 @@ MODULE_CALLS: dict[str, Callable[[], Any]] = {
     "schedule_once": rf.sync.schedule_once,
     "sweep_once": rf.sync.sweep_once,
     "fire_timers": rf.sync.fire_timers,
+    "list_workers": rf.sync.list_workers,
 }
 
 

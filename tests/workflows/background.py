@@ -20,11 +20,15 @@ GATE_ENV = "REACTORFLOW_TEST_GATE"
 LOCK_TTL_ENV = "REACTORFLOW_TEST_LOCK_TTL"
 
 NAMESPACE_ENV = "REACTORFLOW_TEST_NAMESPACE"
+HEARTBEAT_ENV = "REACTORFLOW_TEST_HEARTBEAT"
+"""Set: the worker subprocesses beat every this many seconds (the heartbeat tests)."""
 AMQP_ENV = "REACTORFLOW_TEST_AMQP_URL"
 """Set (the RabbitMQ lane): the broker is a RabbitmqBroker there instead of a RedisBroker."""
 
 if os.environ.get(LOCK_TTL_ENV):  # worker subprocesses of the tests: a short lock TTL
     rf.configure(lock_ttl=float(os.environ[LOCK_TTL_ENV]), stall_timeout=0.5)
+if os.environ.get(HEARTBEAT_ENV):
+    rf.configure(heartbeat_interval=float(os.environ[HEARTBEAT_ENV]))
 
 
 def namespaced(url: str, namespace: str) -> tuple[rf.Storage, object]:

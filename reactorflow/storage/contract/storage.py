@@ -45,8 +45,8 @@ The contract is one class, `Storage`, assembled here from its parts, one module 
 in this folder: runs (`runs.py`), liveness locks (`locks.py`), what other callers write into a
 run: control requests, interrupt claims, counters (`claims.py`), correlation ids and idempotency
 keys (`first_wins.py`), listing and sweeping (`indexes.py`), notification (`notification.py`),
-map element slots (`maps.py`), gates (`gates.py`), schedules (`schedules.py`) and timers
-(`timers.py`); the values
+map element slots (`maps.py`), gates (`gates.py`), schedules (`schedules.py`), timers
+(`timers.py`) and worker heartbeats (`workers.py`); the values
 they pass in `values.py`. Each method's docstring states its atomicity and fencing.
 """
 
@@ -68,10 +68,12 @@ from reactorflow.storage.contract.values import (
     check_count,
     check_seconds,
 )
+from reactorflow.storage.contract.workers import WorkersContract
 
 
 class Storage(ClaimsContract, FirstWinsContract, IndexesContract, NotificationContract,
-              MapSlotsContract, GatesContract, SchedulesContract, TimersContract, abc.ABC):
+              MapSlotsContract, GatesContract, SchedulesContract, TimersContract, WorkersContract,
+              abc.ABC):
     """Abstract storage backend. Methods state their atomicity; all are safe to retry unless
     noted (a retried write is idempotent because it writes the same bytes). The runs and locks
     parts come in through `ClaimsContract`, whose `claim_and_lock` composes them."""

@@ -43,6 +43,7 @@ from reactorflow.storage.memory.maps import MemoryMaps
 from reactorflow.storage.memory.records import LIVE, _Lock, _Run
 from reactorflow.storage.memory.schedules import MemorySchedules
 from reactorflow.storage.memory.timers import MemoryTimers
+from reactorflow.storage.memory.workers import MemoryWorkers
 
 _RESUMABLE = frozenset({"paused", "running"})
 DEFAULT_MAX_TERMINAL_RUNS = 10_000
@@ -66,7 +67,8 @@ class _MemorySubscription(Subscription):
         return True
 
 
-class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Storage):
+class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, MemoryWorkers,
+                    Storage):
     """Everything in this process's memory; lost when the process exits."""
 
     def __init__(self, *, retention: float = DEFAULT_RETENTION,
@@ -100,6 +102,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Stor
         self._init_gates()
         self._init_schedules()
         self._init_timers()
+        self._init_workers()
         self._units: dict[tuple[str, str], float] = {}
         self._ops = 0
 

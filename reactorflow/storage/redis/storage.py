@@ -57,6 +57,7 @@ from reactorflow.storage.redis.retry_tokens import token as _token
 from reactorflow.storage.redis.scans import RedisScans, unit_member
 from reactorflow.storage.redis.schedules import RedisSchedules
 from reactorflow.storage.redis.timers import RedisTimers
+from reactorflow.storage.redis.workers import RedisWorkers
 
 FACTS_CACHE_SIZE = 4096
 """Runs whose (reactor, created_at) this process remembers, so that `save_state` can send its
@@ -118,7 +119,7 @@ _CLAIMED = {member.value.encode(): member for member in ClaimResult}
 
 
 class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedules, RedisTimers,
-                   Storage):
+                   RedisWorkers, Storage):
     """Runs in Redis: durable across processes, shared by every worker of the namespace.
 
     Selected automatically when `REACTORFLOW_REDIS_URL` is set and no storage is configured. Key

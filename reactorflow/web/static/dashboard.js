@@ -214,9 +214,36 @@
     } catch (e) { message.className = "bad"; message.textContent = e.message; }
   }
 
+  // -- workers (below the schedules): the live ones, by their heartbeats ----------------------------
+  function ago(iso) {
+    const seconds = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+    return seconds + " s ago";
+  }
+
+  function renderWorkers(found) {
+    $("no-workers").hidden = found.length > 0;
+    $("workers").hidden = found.length === 0;
+    $("workers").tBodies[0].replaceChildren(...found.map((w) => {
+      const versions = Object.entries(w.versions).map(([name, v]) => el("div", { text: name + " v" + v.join(",") }));
+      return el("tr", { "data-process": String(w.process) }, el("td", { text: w.host }),
+        el("td", { text: String(w.process) }), el("td", { text: w.queues.join(", ") || "-" }),
+        el("td", {}, ...(versions.length ? versions : ["-"])), el("td", { text: String(w.jobs_in_flight) }),
+        el("td", { class: "nowrap", text: when(Date.parse(w.started_at) / 1000) }),
+        el("td", { class: "nowrap last-seen", "data-at": w.last_seen, text: ago(w.last_seen) }));
+    }));
+  }
+
+  let workersAsked = 0;
+  async function loadWorkers() {
+    const asked = ++workersAsked; // an older answer arriving late is dropped
+    try { const found = (await call("api/workers")).workers; if (asked === workersAsked) renderWorkers(found); }
+    catch (e) { $("no-workers").hidden = false; $("no-workers").textContent = e.message; }
+  }
+
   async function loadList() {
     stopStream();
     const cursor = listState.cursors[listState.cursors.length - 1];
+    loadWorkers();
     if (cursor) { renderList(await call("api/runs?" + listQuery(cursor))); loadSchedules(); }
     else stream = follow("api/events?" + listQuery(null), (event, page) => { if (event === "runs") { renderList(page); loadSchedules(); } },
       (error) => { $("no-runs").hidden = false; $("no-runs").textContent = error.message; });
@@ -677,5 +704,7 @@
   window.reactorflowNotes = Object.freeze({ inWords, stepNote });
   // "in 2 d 3 h" counts down while the page is open, between the run's own updates
   setInterval(() => { if (current && !$("run-view").hidden) { renderGraph(current); renderSteps(current); } }, 30000);
+  // the workers' "last seen 2 s ago" (and who is alive) stays current on the list page
+  setInterval(() => { if (!$("list-view").hidden) loadWorkers(); }, 2000);
   route();
 })();
