@@ -7,6 +7,7 @@ is set, which selects Redis.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Sequence
@@ -148,9 +149,10 @@ def configure(
                         ("heartbeat_interval", heartbeat_interval)):
         if value is _UNSET:
             continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise ConfigurationError(f"rf.configure({name}={value!r}): must be seconds > 0",
-                                     option=name)
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or value <= 0):
+            raise ConfigurationError(f"rf.configure({name}={value!r}): must be a finite "
+                                     "number of seconds > 0", option=name)
         changes[name] = float(value)
     if gate_snooze_limit is not _UNSET:
         if (isinstance(gate_snooze_limit, bool) or not isinstance(gate_snooze_limit, int)

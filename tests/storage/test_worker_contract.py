@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
+import reactorflow as rf
+
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.workers import PRUNE_LIMIT
 from tests.conftest import ALL_BACKENDS, on_every
@@ -74,3 +76,14 @@ async def test_concurrent_beats_of_many_workers_are_all_listed(storage: Storage)
         for w in ids:
             tg.start_soon(beat, w)
     assert sorted(await storage.workers(60.0)) == sorted(f"{w}#2".encode() for w in ids)
+
+
+@pytest.mark.parametrize("bad", [0, -1.5, "5", True, float("nan"), float("inf")])
+@pytest.mark.parametrize("option", ["heartbeat_interval", "lock_ttl", "park_after"])
+def test_a_bad_seconds_setting_is_refused_naming_the_option(option: str, bad: object) -> None:
+    """Every seconds setting, the heartbeat's too: a NaN or an infinity is refused as well."""
+    before = rf.configure()
+    with pytest.raises(rf.ConfigurationError, match=option) as refused:
+        rf.configure(**{option: bad})
+    assert refused.value.option == option
+    assert rf.configure() == before  # nothing changed
