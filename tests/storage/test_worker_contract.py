@@ -11,7 +11,6 @@ import anyio
 import pytest
 
 import reactorflow as rf
-
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.workers import PRUNE_LIMIT
 from tests.conftest import ALL_BACKENDS, on_every
