@@ -27,7 +27,7 @@ from dramatiq.middleware import AsyncIO, Retries
 
 from reactorflow import config
 from reactorflow.errors import ConfigurationError
-from reactorflow.runtime.services.heartbeats import HEARTBEAT
+from reactorflow.runtime.services.heartbeats import HEARTBEAT, JOB_QUEUE
 from reactorflow.runtime.services.timers import FIRER
 from reactorflow.storage.redis.connections import cluster_url
 from reactorflow.storage.redis.keys import safe_url, scheme_problem
@@ -35,7 +35,7 @@ from reactorflow.workers import jobs
 
 log = logging.getLogger("reactorflow.worker")
 
-QUEUE = "reactorflow"
+QUEUE = JOB_QUEUE
 EMBEDDED_THREADS = 8
 WORKER_TIMEOUT_MS = 50
 """Idle poll bound of reactorflow's workers: an idle worker picks a job up in tens of ms."""

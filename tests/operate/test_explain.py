@@ -15,6 +15,7 @@ from dramatiq.brokers.stub import StubBroker
 
 import reactorflow as rf
 from reactorflow import config
+from reactorflow.runtime.services.heartbeats import Heartbeat
 from reactorflow.testing import Environment
 from tests.helpers import unique
 
@@ -239,7 +240,33 @@ async def test_a_dispatched_run_with_no_worker_is_queued(storage: rf.Storage) ->
     _aware(blocker)
     assert blocker.kind is rf.BlockerKind.QUEUED and blocker.until is None
     assert blocker.since is not None and blocker.waited is not None and blocker.waited >= 0
-    assert blocker.workers is None and "unknown" in blocker.detail
+    assert blocker.workers == 0  # no heartbeat: nobody serves the queue, and it says so
+    assert "no live worker serves queue 'reactorflow'" in blocker.detail
+
+
+async def test_a_queued_run_counts_the_live_workers_serving_its_queue(
+        storage: rf.Storage) -> None:
+    """By their heartbeats: one process beating for the queue, one for another queue only."""
+    rf.configure(broker=StubBroker())  # jobs stay queued: nobody consumes this broker
+    flow = rf.Reactor(unique("why_served"))
+
+    @flow.step
+    async def one() -> int:
+        return 1
+
+    run = await flow.dispatch()
+    serving, elsewhere = Heartbeat(), Heartbeat()
+    serving.start(["reactorflow"])
+    elsewhere.start(["other"])
+    try:
+        [blocker] = await rf.explain(run.id)
+    finally:
+        serving.stop()
+        elsewhere.stop()
+    assert blocker.kind is rf.BlockerKind.QUEUED
+    assert blocker.workers == 1 and "1 live worker(s) serve queue 'reactorflow'" in blocker.detail
+    [after] = await rf.explain(run.id)  # both stopped cleanly: their heartbeats are gone
+    assert after.workers == 0
 
 
 async def test_a_step_between_attempts_is_in_backoff_until_its_next_one(env: Environment

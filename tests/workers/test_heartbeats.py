@@ -75,6 +75,11 @@ async def test_a_real_worker_is_listed_while_it_works_and_gone_after_sigkill(
 
     await _until(gone, "the killed worker dropped from the list")
     assert clock.now() >= last_seen + 3 * INTERVAL  # not before 3 intervals
+    # and `explain` says so of a run queued now: no live worker serves its queue
+    stuck = await bg.dispatched.dispatch()
+    [blocker] = await rf.explain(stuck.id)
+    assert blocker.kind is rf.BlockerKind.QUEUED and blocker.workers == 0
+    assert "no live worker" in blocker.detail
 
 
 async def test_a_worker_that_stops_cleanly_removes_its_heartbeat(

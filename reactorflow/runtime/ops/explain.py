@@ -18,12 +18,12 @@ from reactorflow.definition.gates import GateKind
 from reactorflow.errors import RunNotFound
 from reactorflow.records import GateBlock, RunState, StepRecord, decode_step
 from reactorflow.runtime.ops.snapshots import read_head
+from reactorflow.runtime.services.heartbeats import JOB_QUEUE, serving
 from reactorflow.snapshot import Run
 from reactorflow.status import RollbackTrigger, Status, StepStatus
 from reactorflow.storage.contract.decoding import reading
 from reactorflow.storage.contract.storage import Storage
 
-WORKERS_UNKNOWN = "live workers serving its queue: unknown"
 
 
 async def explain(run_id: str) -> list[Blocker]:
@@ -71,7 +71,7 @@ async def explain(run_id: str) -> list[Blocker]:
             if found or status is Status.PAUSED:
                 return found
             if owner is None:
-                return [queued(state, now)]
+                return [queued(state, now, await serving(JOB_QUEUE))]
             return stale_owner(owner, state, steps, now)
 
 
@@ -217,12 +217,16 @@ async def gate(storage: Storage, run_id: str, slot: str, block: GateBlock) -> Bl
                            f"period {block.key!r}{where} is used for this period")
 
 
-def queued(state: RunState, now: float) -> Blocker:
+def queued(state: RunState, now: float, workers: int) -> Blocker:
     """A running run that no execution owns and that waits on nothing else: its job is
-    queued for a worker (dispatched, handed off, or put back)."""
+    queued for a worker (dispatched, handed off, or put back); `workers` live worker processes
+    consume its queue (by their heartbeats; none: the detail says so)."""
     waited = max(0.0, now - state.updated_at)
+    serve = (f"{workers} live worker(s) serve queue {JOB_QUEUE!r}" if workers else
+             f"no live worker serves queue {JOB_QUEUE!r}: start one (reactorflow worker)")
     return Blocker(BlockerKind.QUEUED, None, _utc(state.updated_at), None,
-                   f"queued for a worker for {waited:.0f}s; {WORKERS_UNKNOWN}", waited=waited)
+                   f"queued for a worker for {waited:.0f}s; {serve}", waited=waited,
+                   workers=workers)
 
 
 def last_moved(state: RunState, steps: Iterable[StepRecord]) -> float:

@@ -38,6 +38,9 @@ log = logging.getLogger("reactorflow.workers")
 
 LIVES = 3
 """A heartbeat is gone this many intervals after it was sent."""
+JOB_QUEUE = "reactorflow"
+"""The queue every reactorflow job goes to (the Dramatiq actors' `queue_name`): the queue
+whose live workers `rf.explain` counts for a queued run."""
 
 
 def _utc(seconds: float) -> datetime:
@@ -186,3 +189,15 @@ async def list_workers() -> list[WorkerInfo]:
         except msgspec.DecodeError:
             log.warning("reactorflow.workers.unreadable_heartbeat bytes=%d", len(raw))
     return sorted(found, key=lambda info: (info.host, info.process))
+
+
+async def serving(queue: str) -> int:
+    """How many live worker processes consume `queue` (by their heartbeats).
+
+    Args:
+        queue: A Dramatiq queue name (reactorflow's jobs: `JOB_QUEUE`).
+
+    Raises:
+        StorageError: The storage failed.
+    """
+    return sum(queue in info.queues for info in await list_workers())
