@@ -25,7 +25,6 @@ from reactorflow.storage.contract.decoding import reading
 from reactorflow.storage.contract.storage import Storage
 
 
-
 async def explain(run_id: str) -> list[Blocker]:
     """What run `run_id` waits on, each blocker named by its cause, with since when and until
     when (see `rf.Blocker`). Empty when nothing holds it back: it has ended (a terminal
