@@ -13,6 +13,7 @@ import pytest
 import reactorflow as rf
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.workers import PRUNE_LIMIT
+from reactorflow.storage.redis.storage import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 
 
@@ -86,3 +87,16 @@ def test_a_bad_seconds_setting_is_refused_naming_the_option(option: str, bad: ob
         rf.configure(**{option: bad})
     assert refused.value.option == option
     assert rf.configure() == before  # nothing changed
+
+
+async def test_redis_heartbeat_keys_expire_with_the_latest_heartbeat(storage: Storage) -> None:
+    """Two keys in one slot; a namespace whose workers are all gone loses them by itself."""
+    if not isinstance(storage, RedisStorage):
+        pytest.skip("the Redis keys")
+    await storage.beat(worker_id(), b"long", 100.0, 160.0)  # 60 s to live
+    await storage.beat(worker_id(), b"short", 100.0, 115.0)  # a shorter one does not cut it
+    client = (await storage._redis.get()).client
+    keys = storage._worker_keys()
+    assert len({key.split("{", 1)[1].split("}", 1)[0] for key in keys}) == 1  # one hash tag
+    for key in keys:
+        assert 55_000 < await client.pttl(key) <= 60_000, key
