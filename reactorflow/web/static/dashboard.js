@@ -215,7 +215,7 @@
   }
 
   // -- workers (below the schedules): the live ones, by their heartbeats ----------------------------
-  function ago(iso) {
+  function secondsAgo(iso) {
     const seconds = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
     return seconds + " s ago";
   }
@@ -229,7 +229,7 @@
         el("td", { text: String(w.process) }), el("td", { text: w.queues.join(", ") || "-" }),
         el("td", {}, ...(versions.length ? versions : ["-"])), el("td", { text: String(w.jobs_in_flight) }),
         el("td", { class: "nowrap", text: when(Date.parse(w.started_at) / 1000) }),
-        el("td", { class: "nowrap last-seen", "data-at": w.last_seen, text: ago(w.last_seen) }));
+        el("td", { class: "nowrap last-seen", "data-at": w.last_seen, text: secondsAgo(w.last_seen) }));
     }));
   }
 
