@@ -259,6 +259,9 @@ async def test_a_queued_run_counts_the_live_workers_serving_its_queue(
     serving.start(["reactorflow"])
     elsewhere.start(["other"])
     try:
+        with anyio.fail_after(10):  # each beats at once, on its own thread
+            while len(await rf.list_workers()) < 2:
+                await anyio.sleep(0.02)
         [blocker] = await rf.explain(run.id)
     finally:
         serving.stop()

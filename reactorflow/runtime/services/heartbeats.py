@@ -72,8 +72,8 @@ class Heartbeat:
         return self._thread is not None
 
     def start(self, queues: Iterable[str]) -> None:
-        """Start beating, in a daemon thread (once; a started one goes on); returns after the
-        first beat was stored (or failed), so a started worker is listed at once.
+        """Start beating, in a daemon thread (once; a started one goes on). The first beat is
+        sent at once, on that thread: a worker's start never waits for its storage.
 
         Args:
             queues: The names of the queues this process's worker consumes.
@@ -140,13 +140,13 @@ class Heartbeat:
         try:
             self._loop = loop
             self._wake = asyncio.Event()
-            loop.run_until_complete(self._run(ready))
-        finally:
             ready.set()
+            loop.run_until_complete(self._run())
+        finally:
             self._loop = self._wake = None
             loop.close()
 
-    async def _run(self, ready: threading.Event) -> None:
+    async def _run(self) -> None:
         assert self._wake is not None
         while not self._stopping:
             try:
@@ -155,7 +155,6 @@ class Heartbeat:
                 wait = config.settings().heartbeat_interval
                 log.warning("reactorflow.workers.heartbeat_failed (trying again in %.1fs)",
                             wait, exc_info=True)
-            ready.set()
             with anyio.move_on_after(wait):
                 await self._wake.wait()
             self._wake.clear()
