@@ -14,6 +14,7 @@ async function instead. See [From sync code](sync.md).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
@@ -70,7 +71,10 @@ def explain(run_id: str) -> list[Blocker]:
 
 
 def list_runs(*, reactor: str | None = None, status: str | Status | None = None,
-              limit: int = 50, cursor: str | None = None) -> RunPage:
+              limit: int = 50, cursor: str | None = None, since: datetime | None = None,
+              until: datetime | None = None, correlation_id: str | None = None,
+              idempotency_key: str | None = None, version: int | None = None,
+              error_type: str | None = None) -> RunPage:
     """`await rf.list_runs(...)` from sync code: runs newest first, a page at a time.
 
     Args:
@@ -78,14 +82,22 @@ def list_runs(*, reactor: str | None = None, status: str | Status | None = None,
         status: only runs in this status (an `rf.Status` or its value).
         limit: runs per page, 1 to 1000.
         cursor: the `next_cursor` of the previous page (None for the first page).
+        since: only runs created at or after this aware datetime (inclusive).
+        until: only runs created before this aware datetime (exclusive).
+        correlation_id: only the run this interrupt correlation id leads to.
+        idempotency_key: only the run started with this idempotency key.
+        version: only runs on this version of their reactor.
+        error_type: only failed runs whose error has this type (its class name).
 
     Raises:
         SyncInEventLoop: called inside a running event loop (await `rf.list_runs`).
         ReactorflowError: an unknown status, a limit out of range, or a cursor this library did
             not return.
     """
-    return _call("list_runs", partial(lookup.list_runs, reactor=reactor, status=status,
-                                      limit=limit, cursor=cursor))
+    return _call("list_runs", partial(
+        lookup.list_runs, reactor=reactor, status=status, limit=limit, cursor=cursor,
+        since=since, until=until, correlation_id=correlation_id,
+        idempotency_key=idempotency_key, version=version, error_type=error_type))
 
 
 def ordered_peek(key: str) -> OrderedLine:

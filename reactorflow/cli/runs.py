@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -13,6 +14,8 @@ from reactorflow.cli.output import emit_json, label, show_event, show_page, show
 from reactorflow.cli.phrasing import held_advice
 from reactorflow.cli.settle import check_wait, settled, wait_options, watch
 from reactorflow.cli.values import json_value, step_path
+from reactorflow.errors import ReactorflowError
+from reactorflow.runtime.ops import search
 from reactorflow.runtime.ops.lookup import declared_reactor, get_run, list_runs
 from reactorflow.runtime.ops.resume import check_continue
 
@@ -27,21 +30,43 @@ def runs_group() -> None:
     """List and show stored runs."""
 
 
+def _moment(ctx: click.Context, param: click.Parameter, text: str | None) -> datetime | None:
+    """A `--since`/`--until`: a duration back from now (`2h`) or an ISO datetime with a zone."""
+    if text is None:
+        return None
+    try:
+        return search.parse_moment(f"--{param.name}", text, datetime.now(UTC))
+    except ReactorflowError as exc:
+        raise click.BadParameter(exc.message) from None
+
+
 @runs_group.command("list")
 @click.option("--reactor", metavar="NAME", help="Only the runs of this reactor.")
 @click.option("--status", type=click.Choice(STATUSES), help="Only runs in this status.")
+@click.option("--since", metavar="WHEN", callback=_moment,
+              help="Only runs created since: a duration back (30m, 2h, 7d) or an ISO datetime.")
+@click.option("--until", metavar="WHEN", callback=_moment,
+              help="Only runs created before: a duration back (30m, 2h, 7d) or an ISO datetime.")
+@click.option("--correlation-id", metavar="ID", help="Only the run this correlation id leads to.")
+@click.option("--idempotency-key", metavar="KEY", help="Only the run started with this key.")
+@click.option("--version", type=click.IntRange(min=1), help="Only runs on this version.")
+@click.option("--error-type", metavar="TYPE", help="Only failed runs with this error type.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True,
               help="Runs per page.")
 @click.option("--cursor", metavar="CURSOR", help="Continue from a previous page.")
 @json_option
 @app_options
-def list_command(reactor: str | None, status: str | None, limit: int, cursor: str | None,
-                 as_json: bool, apps: tuple[str, ...], redis_url: str | None,
-                 namespace: str | None) -> None:
-    """List runs of every reactor, newest first."""
+def list_command(reactor: str | None, status: str | None, since: datetime | None,
+                 until: datetime | None, correlation_id: str | None,
+                 idempotency_key: str | None, version: int | None, error_type: str | None,
+                 limit: int, cursor: str | None, as_json: bool, apps: tuple[str, ...],
+                 redis_url: str | None, namespace: str | None) -> None:
+    """List runs of every reactor, newest first (filters combine)."""
     prepare(apps, redis_url, namespace)
-    page = run_async(lambda: list_runs(reactor=reactor, status=status, limit=limit,
-                                       cursor=cursor))
+    page = run_async(lambda: list_runs(
+        reactor=reactor, status=status, limit=limit, cursor=cursor, since=since, until=until,
+        correlation_id=correlation_id, idempotency_key=idempotency_key, version=version,
+        error_type=error_type))
     show_page(page, as_json)
 
 

@@ -6,6 +6,7 @@ never starts anything."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from reactorflow.errors import ConfigurationError
@@ -43,7 +44,10 @@ class Runtime(Protocol[Front_contra]):
     async def resume(self, reactor: Front_contra, run_id: str) -> Run: ...
 
     async def list_runs(self, reactor: Front_contra, *, status: str | None, limit: int,
-                        cursor: str | None) -> RunPage: ...
+                        cursor: str | None, since: datetime | None = None,
+                        until: datetime | None = None, correlation_id: str | None = None,
+                        idempotency_key: str | None = None, version: int | None = None,
+                        error_type: str | None = None) -> RunPage: ...
 
     async def continue_run(self, reactor: Front_contra, run_id: str, *, step: str | Sequence[str],
                            payload: Any) -> Run: ...
@@ -321,19 +325,30 @@ class RunMethods(Generic[Front]):
         return await _bound().retry(self._self(), run_id)
 
     async def list_runs(self, *, status: str | None = None, limit: int = 50,
-                        cursor: str | None = None) -> RunPage:
+                        cursor: str | None = None, since: datetime | None = None,
+                        until: datetime | None = None, correlation_id: str | None = None,
+                        idempotency_key: str | None = None, version: int | None = None,
+                        error_type: str | None = None) -> RunPage:
         """Runs of this reactor, newest first, a page at a time (`rf.list_runs`: all reactors).
 
         Args:
             status: Only runs of this status (an `rf.Status` or its value).
             limit: Runs per page, from 1 to 1000.
             cursor: The previous page's `next_cursor`, for the next page.
+            since: Only runs created at or after this aware datetime (inclusive).
+            until: Only runs created before this aware datetime (exclusive).
+            correlation_id: Only the run this interrupt correlation id leads to (indexed).
+            idempotency_key: Only the run started with this idempotency key (indexed).
+            version: Only runs on this version (filters the rows read; not indexed).
+            error_type: Only failed runs whose error has this type (filters the rows read).
 
         Raises:
             ReactorflowError: An unknown status, a limit out of range, or a bad cursor.
         """
-        return await _bound().list_runs(self._self(), status=status, limit=limit,
-                                        cursor=cursor)
+        return await _bound().list_runs(
+            self._self(), status=status, limit=limit, cursor=cursor, since=since, until=until,
+            correlation_id=correlation_id, idempotency_key=idempotency_key, version=version,
+            error_type=error_type)
 
     async def continue_(self, run_id: str, *, step: str | Sequence[str], payload: Any) -> Run:
         """Deliver the payload a paused run waits for at an interrupt.

@@ -9,6 +9,7 @@ runtime, so the declaration layer never starts a thread or imports the runtime.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -250,20 +251,31 @@ class SyncRunMethods:
         return self._call("retry", partial(self._reactor.retry, run_id))
 
     def list_runs(self, *, status: str | None = None, limit: int = 50,
-                  cursor: str | None = None) -> RunPage:
+                  cursor: str | None = None, since: datetime | None = None,
+                  until: datetime | None = None, correlation_id: str | None = None,
+                  idempotency_key: str | None = None, version: int | None = None,
+                  error_type: str | None = None) -> RunPage:
         """`await reactor.list_runs(...)` from sync code: this reactor's runs, newest first.
 
         Args:
             status: Only runs of this status (an `rf.Status` or its value).
             limit: Runs per page, from 1 to 1000.
             cursor: The previous page's `next_cursor`, for the next page.
+            since: Only runs created at or after this aware datetime (inclusive).
+            until: Only runs created before this aware datetime (exclusive).
+            correlation_id: Only the run this interrupt correlation id leads to (indexed).
+            idempotency_key: Only the run started with this idempotency key (indexed).
+            version: Only runs on this version (filters the rows read; not indexed).
+            error_type: Only failed runs whose error has this type (filters the rows read).
 
         Raises:
             SyncInEventLoop: Called inside a running event loop (await `reactor.list_runs`).
             ReactorflowError: An unknown status, a limit out of range, or a bad cursor.
         """
-        return self._call("list_runs", partial(self._reactor.list_runs, status=status,
-                                               limit=limit, cursor=cursor))
+        return self._call("list_runs", partial(
+            self._reactor.list_runs, status=status, limit=limit, cursor=cursor, since=since,
+            until=until, correlation_id=correlation_id, idempotency_key=idempotency_key,
+            version=version, error_type=error_type))
 
     def continue_(self, run_id: str, *, step: str | Sequence[str], payload: Any) -> Run:
         """`await reactor.continue_(...)` from sync code: deliver an interrupt's payload.

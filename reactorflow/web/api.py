@@ -3,22 +3,23 @@ workers."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 from starlette.requests import Request
 
-from reactorflow import pydantic_types
+from reactorflow import clock, pydantic_types
 from reactorflow.definition import registry
 from reactorflow.definition.graph import Plan, join, plan_for
 from reactorflow.definition.reactor import Reactor
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import ReactorflowError
 from reactorflow.jsonforms import page_form, run_form, workers_form
-from reactorflow.runtime.ops import lookup, resume
+from reactorflow.runtime.ops import lookup, resume, search
 from reactorflow.runtime.services import heartbeats, scheduler
-from reactorflow.web.responses import JSON, BadRequest, NoSuchReactor
+from reactorflow.web.responses import JSON, BadFilter, BadRequest, NoSuchReactor
 
 
 def page_limit(text: str | None) -> int:
@@ -30,13 +31,43 @@ def page_limit(text: str | None) -> int:
         raise BadRequest(f"limit={text!r}: use a whole number from 1 to 1000") from None
 
 
+FILTERS = ("reactor", "status", "since", "until", "correlation_id", "idempotency_key",
+           "version", "error_type")
+"""The query fields `GET /api/runs` filters by (as `rf.list_runs`)."""
+
+
+def run_filter(query: Mapping[str, str]) -> search.RunFilter:
+    """The filters of a run listing's query string (empty fields are absent); `since`/`until`
+    are a duration back from now (`2h`) or an ISO datetime with a time zone.
+
+    Raises:
+        BadFilter: a value the listing cannot use (HTTP 400), naming the field.
+    """
+    given = {name: query[name] for name in FILTERS if query.get(name)}
+    now = datetime.fromtimestamp(clock.now(), UTC)
+    try:
+        moments = {name: search.parse_moment(name, given[name], now)
+                   for name in ("since", "until") if name in given}
+        version = given.get("version")
+        if version is not None and not version.isdigit():
+            raise ReactorflowError(f"version={version!r}: give a version number (1, 2, ...)")
+        return search.run_filter(
+            reactor=given.get("reactor"), status=given.get("status"),
+            since=moments.get("since"), until=moments.get("until"),
+            correlation_id=given.get("correlation_id"),
+            idempotency_key=given.get("idempotency_key"),
+            version=None if version is None else int(version),
+            error_type=given.get("error_type"))
+    except ReactorflowError as exc:
+        raise BadFilter(exc.message) from None
+
+
 async def list_runs(request: Request) -> JSON:
     query = request.query_params
-    page = await lookup.list_runs(reactor=query.get("reactor") or None,
-                                  status=query.get("status") or None,
-                                  limit=page_limit(query.get("limit")),
-                                  cursor=query.get("cursor") or None)
-    return JSON(page_form(page))
+    wanted = run_filter(query)
+    limit = page_limit(query.get("limit"))
+    search.check_page(limit)
+    return JSON(page_form(await search.find_runs(wanted, limit, query.get("cursor") or None)))
 
 
 async def get_run(request: Request) -> JSON:

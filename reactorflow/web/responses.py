@@ -70,8 +70,17 @@ class NoSuchStep(ReactorflowError):
         self.reactor = reactor
 
 
+class BadRequest(ReactorflowError):
+    """The request itself is malformed: a body that is not the expected JSON, a bad query."""
+
+
+class BadFilter(BadRequest):
+    """A filter of a run listing the server cannot read (an unknown status, a malformed
+    `since`, a version that is not a number): HTTP 400, nothing read or changed."""
+
+
 STATUS_OF: tuple[tuple[type[Exception], int], ...] = (
-    (Unauthorized, 401),
+    (Unauthorized, 401), (BadFilter, 400),
     (RunNotFound, 404), (NoSuchReactor, 404), (NoSuchStep, 404),
     (RunStateError, 409), (StepNotFailed, 409), (AlreadyResumed, 409),
     (InterruptNotPending, 409), (InterruptExpired, 409), (LockTimeout, 409),
@@ -90,10 +99,6 @@ FIELDS = ("run_id", "step", "status", "operation", "step_status", "failed", "fie
 """The structured fields of an error that an error response carries (`fields`), when the error has
 them: identifiers, statuses, counts and step names, never a user value (a payload, a result, an
 input)."""
-
-
-class BadRequest(ReactorflowError):
-    """The request itself is malformed: a body that is not the expected JSON, a bad query."""
 
 
 class JSON(Response):

@@ -9,6 +9,7 @@ tools that do not import the application's modules, or not that version's.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from reactorflow import config, records
@@ -16,14 +17,15 @@ from reactorflow.definition import registry
 from reactorflow.definition.graph import Plan, plan_for
 from reactorflow.errors import ReactorflowError, ReactorNotDeclared, RunNotFound
 from reactorflow.runtime.engine.map_reads import with_map_value
-from reactorflow.runtime.ops.snapshots import build_run, build_summaries
+from reactorflow.runtime.ops import search
+from reactorflow.runtime.ops.snapshots import build_run
 from reactorflow.snapshot import Run, RunPage
 from reactorflow.status import Status
 
 if TYPE_CHECKING:
     from reactorflow.definition.reactor import Reactor
 
-MAX_PAGE = 1000
+MAX_PAGE = search.MAX_PAGE
 
 
 def plan_or_none(reactor: Reactor | None) -> Plan | None:
@@ -79,43 +81,39 @@ async def declared_reactor(run_id: str) -> Reactor:
     return reactor
 
 
-def _status(status: str | Status | None) -> Status | None:
-    if status is None:
-        return None
-    try:
-        return Status(status)
-    except ValueError:
-        raise ReactorflowError(
-            f"list_runs(status={status!r}): not a status; use one of "
-            f"{', '.join(s.value for s in Status)}"
-        ) from None
-
-
 async def list_runs(*, reactor: str | None = None, status: str | Status | None = None,
-                    limit: int = 50, cursor: str | None = None) -> RunPage:
+                    limit: int = 50, cursor: str | None = None,
+                    since: datetime | None = None, until: datetime | None = None,
+                    correlation_id: str | None = None, idempotency_key: str | None = None,
+                    version: int | None = None, error_type: str | None = None) -> RunPage:
     """Runs newest first, a page at a time, across every reactor unless `reactor` names one.
 
     Read from the storage's indexes (never a scan), so the first page costs the same however
-    many runs are stored.
+    many runs are stored: the creation-ordered indexes for `reactor`, `status` and
+    `since`/`until`; the first-wins mappings for `correlation_id` and `idempotency_key` (a
+    correlation id leads to its run from its interrupt until the run ends; an idempotency key
+    as long as the run lives). `version` and `error_type` filter the rows read (not indexed:
+    such a page may hold fewer than `limit` runs while `next_cursor` is not None).
 
     Args:
         reactor: only the runs of the reactor with this name (None: every reactor).
         status: only runs in this status (an `rf.Status` or its value).
         limit: runs per page, 1 to 1000.
         cursor: the `next_cursor` of the previous page (None for the first page).
+        since: only runs created at or after this aware datetime.
+        until: only runs created before this aware datetime.
+        correlation_id: only the run this interrupt correlation id leads to.
+        idempotency_key: only the run started with this idempotency key.
+        version: only runs on this version of their reactor.
+        error_type: only failed runs whose error is of this type (its class name).
 
     Raises:
-        ReactorflowError: an unknown status, a limit out of range, or a cursor this library did
-            not return.
+        ReactorflowError: an unknown status, a naive or misordered `since`/`until`, a filter of
+            the wrong type, a limit out of range, or a cursor this library did not return.
     """
-    if reactor is not None and (not isinstance(reactor, str) or not reactor):
-        raise ReactorflowError(f"list_runs(reactor={reactor!r}): give a reactor's name, or None")
-    wanted = _status(status)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
-        raise ReactorflowError(
-            f"list_runs(limit={limit!r}): use a whole number from 1 to {MAX_PAGE}")
-    page = await config.current_storage().list_runs(reactor, wanted, limit, cursor)
-    summaries = build_summaries(page.heads)
-    shown = {summary.id for summary in summaries}
-    left_out = [head.run_id for head in page.heads if head.run_id not in shown]
-    return RunPage(summaries, page.next_cursor, unreadable=[*page.unreadable, *left_out])
+    wanted = search.run_filter(
+        reactor=reactor, status=status, since=since, until=until,
+        correlation_id=correlation_id, idempotency_key=idempotency_key, version=version,
+        error_type=error_type)
+    search.check_page(limit)
+    return await search.find_runs(wanted, limit, cursor)

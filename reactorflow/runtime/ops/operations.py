@@ -6,6 +6,7 @@ import logging
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -451,9 +452,15 @@ async def untaken_elements(reactor: Reactor, storage: Storage, run: Run) -> str 
 
 
 async def list_runs(reactor: Reactor, *, status: str | None, limit: int,
-                    cursor: str | None) -> RunPage:
+                    cursor: str | None, since: datetime | None = None,
+                    until: datetime | None = None, correlation_id: str | None = None,
+                    idempotency_key: str | None = None, version: int | None = None,
+                    error_type: str | None = None) -> RunPage:
     return await lookup.list_runs(reactor=reactor.name, status=status, limit=limit,
-                                  cursor=cursor)
+                                  cursor=cursor, since=since, until=until,
+                                  correlation_id=correlation_id,
+                                  idempotency_key=idempotency_key, version=version,
+                                  error_type=error_type)
 
 
 # -- undo and cancel -----------------------------------------------------------------------------

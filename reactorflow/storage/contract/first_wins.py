@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import abc
 
+from reactorflow.storage.contract.values import RunKey
+
 
 class FirstWinsContract(abc.ABC):
     """Correlation ids and idempotency keys, each mapped to one run by the first caller."""
@@ -87,6 +89,26 @@ class FirstWinsContract(abc.ABC):
             reactor: The reactor's name.
             key: The idempotency key.
             run_id: The run the claim must name to be removed.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def find_by_key(self, kind: RunKey, key: str, reactor: str | None) -> dict[str, str]:
+        """The runs a business key leads to, by reactor (`{reactor: run id}`), read from the
+        first-wins mappings above (never a scan: on Redis one read of the reactor set when
+        `reactor` is None, then one GET per reactor, in one round trip). Each reactor has its
+        own keys, so a key may lead to one run in each. The answer is a hint the caller
+        verifies against the run (a claim whose claimer died before storing its run names no
+        stored run). A correlation id leads to its run only while the mapping lives: from the
+        interrupt that registered it until the run ends (`release_correlation`); an
+        idempotency key leads to its run as long as the run lives (`claim_idempotency`).
+
+        Args:
+            kind: Which mapping to read (`RunKey`).
+            key: The correlation id or the idempotency key.
+            reactor: Only this reactor's mapping (`None`: every reactor's).
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).

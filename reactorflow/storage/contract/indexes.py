@@ -16,18 +16,23 @@ class IndexesContract(abc.ABC):
 
     @abc.abstractmethod
     async def list_runs(
-        self, reactor: str | None, status: str | None, limit: int, cursor: str | None
+        self, reactor: str | None, status: str | None, limit: int, cursor: str | None, *,
+        since: float | None = None, until: float | None = None,
     ) -> RunPageData:
         """Runs of a reactor (of every reactor when `reactor` is None), newest first (by
-        `created_at`, then run id), optionally of one status, from the indexes (never a
-        keyspace scan). `cursor` is a `next_cursor` of an earlier call (None for the first
-        page); pages neither repeat nor skip runs. Another string raises `ReactorflowError`.
+        `created_at`, then run id), optionally of one status and created in a time range, from
+        the indexes (never a keyspace scan: the indexes are ordered by `created_at`, so a range
+        is read from its newest end and stops at its oldest). `cursor` is a `next_cursor` of an
+        earlier call (None for the first page); pages neither repeat nor skip runs. Another
+        string raises `ReactorflowError`.
 
         Args:
             reactor: Only this reactor's runs (`None`: every reactor's).
             status: Only runs of this status (`None`: any).
             limit: Runs per page.
             cursor: An earlier page's `next_cursor` (`None`: the first page).
+            since: Only runs created at or after this Unix time (inclusive; `None`: no bound).
+            until: Only runs created before this Unix time (exclusive; `None`: no bound).
 
         Raises:
             ReactorflowError: A cursor this backend did not return.

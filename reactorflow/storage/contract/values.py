@@ -198,6 +198,13 @@ class ElementStart:
     refused: bool
 
 
+class RunKey(Enum):
+    """A business key that leads to a run through a first-wins mapping (`find_by_key`)."""
+
+    CORRELATION_ID = "correlation_id"  # an interrupt's correlation id (`map_correlation`)
+    IDEMPOTENCY_KEY = "idempotency_key"  # a start's idempotency key (`claim_idempotency`)
+
+
 class ClaimResult(Enum):
     ACCEPTED = "accepted"  # this call's payload is the interrupt's one payload
     TAKEN = "taken"  # another payload was claimed first; nothing written

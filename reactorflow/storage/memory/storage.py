@@ -32,6 +32,7 @@ from reactorflow.storage.contract.values import (
     Liveness,
     RunCreation,
     RunHead,
+    RunKey,
     RunPageData,
     StoredRun,
     Subscription,
@@ -482,10 +483,24 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
     async def release_idempotency(self, reactor: str, key: str, run_id: str) -> bool:
         return _release_mapping(self._mutex, self._idempotency, (reactor, key), run_id)
 
+    async def find_by_key(self, kind: RunKey, key: str, reactor: str | None) -> dict[str, str]:
+        match kind:
+            case RunKey.CORRELATION_ID:
+                mappings = self._correlations
+            case RunKey.IDEMPOTENCY_KEY:
+                mappings = self._idempotency
+        now = clock.monotonic()
+        with self._mutex:
+            names = [reactor] if reactor is not None else sorted(self._by_reactor)
+            found = {name: mappings.get((name, key)) for name in names}
+        return {name: held[0] for name, held in found.items()
+                if held is not None and held[1] > now}
+
     # -- listing and sweeping ------------------------------------------------------------------
 
     async def list_runs(self, reactor: str | None, status: str | None, limit: int,
-                        cursor: str | None) -> RunPageData:
+                        cursor: str | None, *, since: float | None = None,
+                        until: float | None = None) -> RunPageData:
         now = clock.monotonic()
         after = decode_cursor(cursor)
         with self._mutex:
@@ -496,6 +511,9 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
             heads: list[RunHead] = []
             for run_id, created in entries:
                 if after is not None and (created, run_id) >= after:
+                    continue
+                if (until is not None and created >= until) or (
+                        since is not None and created < since):
                     continue
                 run = self._live(run_id, now)
                 if run is None or (status is not None and run.status != status):

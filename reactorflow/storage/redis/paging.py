@@ -36,13 +36,17 @@ Taken = tuple[str, str, str]  # (index key, reactor, run id)
 class IndexReader:
     """One index read newest first, a batch at a time, from a cursor."""
 
-    __slots__ = ("after", "buffer", "done", "index", "offset", "reactor", "top")
+    __slots__ = ("after", "buffer", "done", "floor", "index", "offset", "reactor", "top")
 
-    def __init__(self, index: str, reactor: str, after: Member | None) -> None:
+    def __init__(self, index: str, reactor: str, after: Member | None,
+                 since: float | None = None, until: float | None = None) -> None:
         self.index = index
         self.reactor = reactor
         self.after = after
         self.top: float | str = "+inf" if after is None else after[0]
+        if until is not None and (after is None or until <= after[0]):
+            self.top = f"({until!r}"  # exclusive: runs created before `until`
+        self.floor: float | str = "-inf" if since is None else since  # inclusive
         self.offset = 0  # members already read whose score equals `top` (ties on created_at)
         self.done = False
         self.buffer: deque[Member] = deque()
@@ -80,7 +84,7 @@ async def newest_first(client: Redis, readers: Sequence[IndexReader], want: int,
         if starved:
             pipe = client.pipeline(transaction=False)
             for reader in starved:
-                pipe.zrevrangebyscore(reader.index, reader.top, "-inf", start=reader.offset,
+                pipe.zrevrangebyscore(reader.index, reader.top, reader.floor, start=reader.offset,
                                       num=batch, withscores=True)
             for reader, rows in zip(starved, await pipe.execute(), strict=True):
                 reader.take(rows, batch)

@@ -15,7 +15,13 @@ from reactorflow.status import Status
 from reactorflow.storage.contract.cursors import decode_cursor, encode_cursor
 from reactorflow.storage.contract.decoding import wrong_type
 from reactorflow.storage.contract.rotation import ring_segments
-from reactorflow.storage.contract.values import Liveness, RunHead, RunPageData, UnitLiveness
+from reactorflow.storage.contract.values import (
+    Liveness,
+    RunHead,
+    RunKey,
+    RunPageData,
+    UnitLiveness,
+)
 from reactorflow.storage.redis.connections import LoopClient, RedisConnector, own_errors
 from reactorflow.storage.redis.keys import HEAD_FIELDS, RedisKeys
 from reactorflow.storage.redis.paging import IndexReader, Taken, newest_first
@@ -66,7 +72,8 @@ class RedisScans:
     # -- listing and sweeping ------------------------------------------------------------------
 
     async def list_runs(self, reactor: str | None, status: str | None, limit: int,
-                        cursor: str | None) -> RunPageData:
+                        cursor: str | None, *, since: float | None = None,
+                        until: float | None = None) -> RunPageData:
         after = decode_cursor(cursor)
         conn = await self._redis.get()
         stale: _Stale = []
@@ -75,7 +82,8 @@ class RedisScans:
             reactors = ([reactor] if reactor is not None else
                         sorted(_text(r) for r in await conn.client.smembers(self._keys.reactors())))
             readers = [IndexReader(self._keys.by_reactor(name) if status is None
-                                   else self._keys.by_status(name, status), name, after)
+                                   else self._keys.by_status(name, status), name, after,
+                                   since, until)
                        for name in reactors]
 
             async def verify(taken: list[Taken]) -> list[RunHead]:
@@ -87,6 +95,23 @@ class RedisScans:
         heads = heads[:limit]
         next_cursor = encode_cursor(heads[-1].created_at, heads[-1].run_id) if more else None
         return RunPageData(heads, next_cursor, tuple(unreadable))
+
+    async def find_by_key(self, kind: RunKey, key: str, reactor: str | None) -> dict[str, str]:
+        match kind:
+            case RunKey.CORRELATION_ID:
+                mapping: Callable[[str, str], str] = self._keys.correlation
+            case RunKey.IDEMPOTENCY_KEY:
+                mapping = self._keys.idempotency
+        conn = await self._redis.get()
+        with self._errors():
+            reactors = ([reactor] if reactor is not None else
+                        sorted(_text(r) for r in await conn.client.smembers(self._keys.reactors())))
+            pipe = conn.client.pipeline(transaction=False)
+            for name in reactors:
+                pipe.get(mapping(name, key))
+            replies = await pipe.execute() if reactors else []
+        return {name: _text(run_id) for name, run_id in zip(reactors, replies, strict=True)
+                if run_id is not None}
 
     async def count_runs(self) -> dict[tuple[str, str], int]:
         conn = await self._redis.get()
