@@ -146,7 +146,7 @@ async def test_error_codes(client: httpx.AsyncClient) -> None:
            422, "BadRequest")
     _error(await client.post(f"/api/runs/{paused.id}/cancel", json={"reason": 5}), 422,
            "BadRequest")
-    _error(await client.get("/api/runs", params={"status": "stuck"}), 422, "ReactorflowError")
+    _error(await client.get("/api/runs", params={"status": "stuck"}), 400, "BadFilter")
     _error(await client.get("/api/runs", params={"limit": "many"}), 422, "BadRequest")
     _error(await client.get("/api/runs", params={"cursor": "??"}), 422, "ReactorflowError")
     done = await client.post(f"/api/runs/{paused.id}/continue",

@@ -27,6 +27,7 @@ from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.values import RunHead, RunKey
 
 MAX_PAGE = 1000
+HALF_MICROSECOND = 0.5e-6
 FILTER_READS = 10
 """Index pages one `list_runs` call reads at most when `version`/`error_type` filter rows."""
 
@@ -84,7 +85,10 @@ def _moment(field: str, value: datetime | None) -> float | None:
     if value.tzinfo is None or value.utcoffset() is None:
         raise _refuse(field, value, "a naive datetime; give an aware one (with a time zone, "
                       "e.g. datetime.now(timezone.utc))")
-    return value.timestamp()
+    # a datetime has microsecond resolution, a stored creation time more: compare them to the
+    # microsecond (the creation time rounded), so a run's own `created_at` as a datetime bounds
+    # it as written (since inclusive, until exclusive)
+    return value.timestamp() - HALF_MICROSECOND
 
 
 def _text(field: str, value: str | None) -> str | None:
