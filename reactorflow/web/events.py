@@ -20,8 +20,8 @@ from starlette.responses import StreamingResponse
 
 from reactorflow import config
 from reactorflow.jsonforms import dumps, page_form, run_form
-from reactorflow.runtime.ops import lookup
-from reactorflow.web.api import page_limit
+from reactorflow.runtime.ops import lookup, search
+from reactorflow.web.api import page_limit, run_filter
 
 POLL = 0.5
 LIST_POLL = 1.0
@@ -72,13 +72,14 @@ async def run_events(request: Request) -> StreamingResponse:
 
 async def list_events(request: Request) -> StreamingResponse:
     query = request.query_params
-    reactor, status = query.get("reactor") or None, query.get("status") or None
+    wanted = run_filter(query)  # 400 now, as `GET /api/runs`
     limit = page_limit(query.get("limit"))
-    first = await lookup.list_runs(reactor=reactor, status=status, limit=limit)  # 422 now
+    search.check_page(limit)
+    first = await search.find_runs(wanted, limit, None)
 
     async def following() -> tuple[bytes, bool]:
         await anyio.sleep(LIST_POLL)
-        page = await lookup.list_runs(reactor=reactor, status=status, limit=limit)
+        page = await search.find_runs(wanted, limit, None)
         return dumps(page_form(page)), False
 
     return StreamingResponse(changes("runs", dumps(page_form(first)), False, following),

@@ -147,25 +147,88 @@
   // -- the run list -----------------------------------------------------------------------------
   const listState = { cursors: [null] };
 
+  // the list's filters, each a field of GET api/runs and of the page's own query string (so a
+  // filtered list can be linked and reloaded)
+  const FILTERS = { reactor: "f-reactor", status: "f-status", since: "f-since", until: "f-until",
+    error_type: "f-error-type", version: "f-version", correlation_id: "f-correlation-id",
+    idempotency_key: "f-idempotency-key", limit: "f-limit" };
+
   function listQuery(cursor) {
     const q = new URLSearchParams();
-    if ($("f-reactor").value) q.set("reactor", $("f-reactor").value);
-    if ($("f-status").value) q.set("status", $("f-status").value);
-    q.set("limit", $("f-limit").value);
+    for (const [field, id] of Object.entries(FILTERS)) if ($(id).value.trim()) q.set(field, $(id).value.trim());
     if (cursor) q.set("cursor", cursor);
     return q.toString();
   }
 
+  function filtersFromUrl() { // the page's query string into the filter fields
+    const q = new URLSearchParams(location.search);
+    for (const [field, id] of Object.entries(FILTERS)) {
+      const value = q.get(field);
+      if (field === "reactor" && value) addReactorOption(value);
+      if (value !== null || field !== "limit") $(id).value = value || "";
+    }
+    if (!$("f-limit").value) $("f-limit").value = "50";
+  }
+
+  function filtersToUrl() {
+    const q = new URLSearchParams(listQuery(null));
+    if (q.get("limit") === "50") q.delete("limit");
+    const wanted = q.toString() ? "?" + q.toString() : location.pathname;
+    if (wanted !== location.search) history.replaceState(null, "", wanted);
+  }
+
+  // -- times: UTC or this browser's zone (remembered), relative ("3 min ago"), durations ---------
+  const ZONE_KEY = "reactorflow.timezone";
+  const inUtc = () => localStorage.getItem(ZONE_KEY) === "utc";
+  function at(t) { // "2026-12-04 10:00:05 UTC" or the same in local time
+    if (!t) return "-";
+    if (!inUtc()) return when(t);
+    const d = new Date(t * 1000);
+    return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())} UTC`;
+  }
+  const agoAt = (t, now) => (Math.round(now - t) <= 0 ? "just now" : inWords(now - t) + " ago");
+  function showZone() { $("tz-toggle").textContent = "Times: " + (inUtc() ? "UTC" : "local"); }
+  let lastPage = null;
+
+  // -- the search box: a run id opens it; a correlation id or idempotency key finds its run ----
+  async function find(text) {
+    const message = $("search-message");
+    message.textContent = "";
+    if (!text) return;
+    try { await call("api/runs/" + encodeURIComponent(text)); location.search = "?run=" + encodeURIComponent(text); return; }
+    catch (e) { if (e.status !== 404) { message.textContent = e.message; return; } }
+    for (const field of ["correlation_id", "idempotency_key"]) {
+      const found = (await call("api/runs?" + new URLSearchParams({ [field]: text }))).runs;
+      if (found.length === 1) { location.search = "?run=" + encodeURIComponent(found[0].id); return; }
+      if (found.length > 1) { // one per reactor: the list shows them
+        for (const id of Object.values(FILTERS)) if (id !== "f-limit") $(id).value = "";
+        $(FILTERS[field]).value = text;
+        listState.cursors = [null]; filtersToUrl(); loadList();
+        return;
+      }
+    }
+    message.textContent = "No run has the id, correlation id or idempotency key " + JSON.stringify(text) + ".";
+  }
+
   function renderList(page) {
+    lastPage = page;
     const body = $("runs").tBodies[0];
+    const now = Date.now() / 1000;
     body.replaceChildren();
     for (const run of page.runs) {
-      const link = el("a", { href: "?run=" + encodeURIComponent(run.id), text: run.id });
+      const href = "?run=" + encodeURIComponent(run.id);
+      const link = el("a", { href, text: run.id });
       const note = run.waiting_on.length ? "waiting on " + run.waiting_on.map(label).join(", ")
         : run.error ? (run.error.step ? run.error.step + ": " : "") + run.error.type + ": " + run.error.message : "";
-      body.append(el("tr", { "data-run": run.id }, el("td", {}, link), el("td", { text: run.reactor }),
-        el("td", { class: "version", text: run.version }), el("td", {}, badge(run.status)), el("td", { class: "nowrap", text: when(run.created_at) }),
-        el("td", { class: "nowrap", text: when(run.updated_at) }), el("td", { text: note })));
+      const row = el("tr", { "data-run": run.id, class: "run-row" }, el("td", {}, link), el("td", { text: run.reactor }),
+        el("td", { class: "version", text: run.version }), el("td", {}, badge(run.status)),
+        el("td", { class: "nowrap created", title: agoAt(run.created_at, now) }, el("span", { class: "at", text: at(run.created_at) }),
+          el("span", { class: "ago", text: agoAt(run.created_at, now) })),
+        el("td", { class: "nowrap updated", title: at(run.updated_at), text: agoAt(run.updated_at, now) }),
+        el("td", { class: "nowrap took", text: inWords(Math.max(0, run.updated_at - run.created_at)) }), el("td", { text: note }));
+      // the whole row leads to the run (its id is the link; a click elsewhere follows it too)
+      row.addEventListener("click", (event) => { if (!event.target.closest("a, button, input") && !String(window.getSelection())) location.href = href; });
+      body.append(row);
       addReactorOption(run.reactor);
     }
     $("no-runs").textContent = "No runs.";
@@ -685,7 +748,7 @@
     } catch (e) { return; }
     const id = new URLSearchParams(location.search).get("run");
     if (id) openRun(id);
-    else { show("list-view"); listState.cursors = [null]; loadList(); }
+    else { show("list-view"); filtersFromUrl(); listState.cursors = [null]; loadList(); }
   }
 
   $("login-form").addEventListener("submit", (event) => {
@@ -695,7 +758,15 @@
     route();
   });
   $("forget").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); showLogin(); });
-  for (const id of ["f-reactor", "f-status", "f-limit"]) $(id).addEventListener("change", () => { listState.cursors = [null]; loadList(); });
+  for (const id of Object.values(FILTERS)) $(id).addEventListener("change", () => { listState.cursors = [null]; filtersToUrl(); loadList(); });
+  $("filters").addEventListener("submit", (event) => event.preventDefault());
+  $("search-form").addEventListener("submit", (event) => { event.preventDefault(); find($("search").value.trim()); });
+  $("tz-toggle").addEventListener("click", () => {
+    localStorage.setItem(ZONE_KEY, inUtc() ? "local" : "utc");
+    showZone();
+    if (lastPage) renderList(lastPage);
+  });
+  showZone();
   $("older").addEventListener("click", () => { listState.cursors.push(listState.next); loadList(); });
   $("newest").addEventListener("click", () => { listState.cursors = [null]; loadList(); });
   for (const button of document.querySelectorAll("#actions button")) button.addEventListener("click", () => act(button.dataset.action));
