@@ -286,4 +286,4 @@ async def test_server_sent_events_follow_the_run_list(storage: rf.Storage) -> No
         stream.disconnected.set()  # the client goes away: the stream stops
     bad = Stream("/api/events", "status=stuck")
     await app(bad.scope, bad.receive, bad.send)
-    assert bad.status == 422
+    assert bad.status == 400  # an unknown filter value, as GET /api/runs (api.md §16)
