@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from reactorflow import pydantic_types
+from reactorflow import clock, pydantic_types
 from reactorflow.cli.context import app_options, prepare, run_async
 from reactorflow.cli.output import emit_json, label, show_event, show_page, show_run, status_text
 from reactorflow.cli.phrasing import held_advice
@@ -35,7 +35,8 @@ def _moment(ctx: click.Context, param: click.Parameter, text: str | None) -> dat
     if text is None:
         return None
     try:
-        return search.parse_moment(f"--{param.name}", text, datetime.now(UTC))
+        now = datetime.fromtimestamp(clock.now(), UTC)
+        return search.parse_moment(f"--{param.name}", text, now)
     except ReactorflowError as exc:
         raise click.BadParameter(exc.message) from None
 

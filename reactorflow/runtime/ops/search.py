@@ -84,7 +84,7 @@ def _moment(field: str, value: datetime | None) -> float | None:
         raise _refuse(field, value, "give an aware datetime (with a time zone), or None")
     if value.tzinfo is None or value.utcoffset() is None:
         raise _refuse(field, value, "a naive datetime; give an aware one (with a time zone, "
-                      "e.g. datetime.now(timezone.utc))")
+                      "e.g. datetime(2026, 5, 1, tzinfo=timezone.utc))")
     # a datetime has microsecond resolution, a stored creation time more: compare them to the
     # microsecond (the creation time rounded), so a run's own `created_at` as a datetime bounds
     # it as written (since inclusive, until exclusive)
