@@ -25,8 +25,7 @@ from reactorflow import records
 from reactorflow.definition.specs import StepKind
 from reactorflow.mapresults import PAGE_SIZE
 from reactorflow.records import decode_element
-from reactorflow.runtime.engine.map_slot_keys import job_key, starts_key
-from reactorflow.runtime.maps.fanout import ARGS
+from reactorflow.runtime.engine.map_slot_keys import ARGS, job_key, starts_key
 from reactorflow.status import EventKind, Status, StepStatus
 from reactorflow.storage.contract.decoding import reading
 
