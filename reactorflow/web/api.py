@@ -20,6 +20,7 @@ from reactorflow.jsonforms import page_form, run_form, workers_form
 from reactorflow.runtime.ops import lookup, resume, search
 from reactorflow.runtime.services import heartbeats, scheduler
 from reactorflow.web.responses import JSON, BadFilter, BadRequest, NoSuchReactor
+from reactorflow.web.runview import run_view
 
 
 def page_limit(text: str | None) -> int:
@@ -71,7 +72,7 @@ async def list_runs(request: Request) -> JSON:
 
 
 async def get_run(request: Request) -> JSON:
-    return JSON(run_form(await lookup.get_run(request.path_params["run_id"])))
+    return JSON(await run_view(await lookup.get_run(request.path_params["run_id"])))
 
 
 async def body_of(request: Request) -> dict[str, Any]:

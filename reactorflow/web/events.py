@@ -19,9 +19,10 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from reactorflow import config
-from reactorflow.jsonforms import dumps, page_form, run_form
+from reactorflow.jsonforms import dumps, page_form
 from reactorflow.runtime.ops import lookup, search
 from reactorflow.web.api import page_limit, run_filter
+from reactorflow.web.runview import run_view
 
 POLL = 0.5
 LIST_POLL = 1.0
@@ -61,10 +62,10 @@ async def run_events(request: Request) -> StreamingResponse:
             async def following() -> tuple[bytes, bool]:
                 await subscription.wait(POLL)
                 run = await lookup.get_run(run_id)
-                return dumps(run_form(run)), run.status.is_terminal
+                return dumps(await run_view(run)), run.status.is_terminal
 
-            async for chunk in changes("run", dumps(run_form(first)), first.status.is_terminal,
-                                       following):
+            opening = dumps(await run_view(first))
+            async for chunk in changes("run", opening, first.status.is_terminal, following):
                 yield chunk
 
     return StreamingResponse(stream(), media_type="text/event-stream", headers=HEADERS)

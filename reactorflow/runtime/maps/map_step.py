@@ -27,6 +27,7 @@ from reactorflow.runtime.maps import fanout
 from reactorflow.runtime.maps.elements import source_of
 from reactorflow.runtime.maps.inflight import in_flight
 from reactorflow.runtime.maps.inline_window import run_inline
+from reactorflow.runtime.maps.progress import opened_detail
 from reactorflow.runtime.maps.undo import roll_back_map
 from reactorflow.runtime.maps.undo_throws import throw_settled
 from reactorflow.status import EventKind, StepStatus
@@ -66,7 +67,7 @@ async def run_map(ex: Execution, node: Node, kwargs: dict[str, Any]) -> MapStepE
     if not resumed:
         opened = StepRecord(StepStatus.RUNNING, 1, started)
         await ex.writer.checkpoint(key, opened, [event(EventKind.STEP_STARTED, key, 1,
-                                                       f"map of {len(items)} elements")])
+                                                       opened_detail(len(items)))])
     fanned = options.fan_out and not ex.mode.maps_inline  # a map nested in an element: inline
     if fanned and (not resumed or not await fanout.started(ex, node)):
         await fanout.start(ex, node, kwargs, items)  # checkpoint before enqueue

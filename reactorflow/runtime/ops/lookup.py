@@ -42,7 +42,12 @@ def run_reactor(name: str, meta: bytes) -> Reactor | None:
     """The reactor of the version a stored run is on (its `meta`'s), when this process declares
     that version: a run is read with its own version's graph and types, never the newest's (a
     version no module declares is read from the graph stored with the run)."""
-    return registry.lookup(name, records.meta_version(meta))
+    return run_reactor_version(name, records.meta_version(meta))
+
+
+def run_reactor_version(name: str, version: int) -> Reactor | None:
+    """Reactor `name` at `version` (a run's), when this process declares it."""
+    return registry.lookup(name, version)
 
 
 async def get_run(run_id: str) -> Run:

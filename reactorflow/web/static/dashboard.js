@@ -316,6 +316,8 @@
   let current = null;
 
   function renderRun(run) {
+    // an action's answer is the run without its maps' progress: keep the last one read
+    if (!run.maps && current && current.id === run.id) run.maps = current.maps;
     current = run;
     $("run-id").textContent = run.id;
     $("run-status").replaceChildren(badge(run.status));
@@ -418,52 +420,21 @@
     return Object.keys(run.steps).map((key) => ({ key, kind: "step", deps: [], level: "" }));
   }
 
+  // the graph is laid out by dagre and drawn by graph.js; this says what each box shows
+  function describeStep(s, state) {
+    const asleep = state.wake_at && state.status === "waiting" ? sleeping(state.wake_at, Date.now() / 1000) : "";
+    const kind = s.kind === "step" ? "" : " (" + s.kind + ")";
+    return { word: asleep ? "sleeping" : state.status, title: s.key + kind + ": " + (asleep || state.status) };
+  }
+
   function renderGraph(run) {
     const reactor = versionOf(run);
     const graph = $("graph");
     if (reactor === undefined) { graph.replaceChildren(); return; } // drawn once it arrives
-    const steps = graphOf(reactor, run);
     // which graph is drawn: the declared one of the run's version, or the one stored with it
     graph.dataset.version = String(run.version);
     graph.dataset.source = reactor && reactor.steps.length ? "declared" : "stored";
-    const byKey = Object.fromEntries(steps.map((s) => [s.key, s]));
-    const depth = {};
-    const depthOf = (key, seen) => {
-      if (key in depth) return depth[key];
-      const s = byKey[key]; if (!s || seen.has(key)) return 0;
-      seen.add(key);
-      let d = s.level && byKey[s.level] ? depthOf(s.level, seen) + 1 : 0;
-      for (const dep of s.deps) d = Math.max(d, depthOf(dep, seen) + 1);
-      return (depth[key] = d);
-    };
-    const columns = [];
-    for (const s of steps) { const d = depthOf(s.key, new Set()); (columns[d] = columns[d] || []).push(s.key); }
-    const W = 160, H = 34, GX = 50, GY = 18, pos = {};
-    columns.forEach((keys, x) => keys.forEach((key, y) => { pos[key] = { x: 10 + x * (W + GX), y: 10 + y * (H + GY) }; }));
-    graph.replaceChildren();
-    const rows = Math.max(1, ...columns.map((c) => (c ? c.length : 0)));
-    graph.setAttribute("width", 20 + columns.length * (W + GX));
-    graph.setAttribute("height", 20 + rows * (H + GY));
-    for (const s of steps) for (const dep of s.deps) {
-      if (!pos[dep] || !pos[s.key]) continue;
-      const a = pos[dep], b = pos[s.key];
-      graph.append(svg("path", { class: "edge", d: `M${a.x + W},${a.y + H / 2} C${a.x + W + GX / 2},${a.y + H / 2} ${b.x - GX / 2},${b.y + H / 2} ${b.x},${b.y + H / 2}` }));
-    }
-    for (const s of steps) {
-      // an element reactor's step runs once per element of its map: it shows the map's status
-      const state = run.steps[s.element_of || s.key] || { status: "pending" };
-      const g = svg("g", { class: "node kind-" + s.kind + " s-" + state.status + (s.element_of ? " element" : ""), "data-step": s.key, transform: `translate(${pos[s.key].x},${pos[s.key].y})` });
-      g.append(svg("rect", { width: W, height: H }));
-      const text = svg("text", { x: 8, y: 21 });
-      const asleep = state.wake_at && state.status === "waiting" ? sleeping(state.wake_at, Date.now() / 1000) : "";
-      text.textContent = s.key + " \u00b7 " + (s.element_of ? "each" : asleep ? "sleeping" : state.status);
-      const title = svg("title");
-      const kind = s.kind === "step" ? "" : " (" + s.kind + ")";
-      title.textContent = s.element_of ? s.key + kind + ": run for each element of " + s.element_of + " (" + state.status + ")"
-        : s.key + kind + ": " + (asleep || state.status);
-      g.append(text, title);
-      graph.append(g);
-    }
+    window.reactorflowGraph.draw(graph, graphOf(reactor, run), run, describeStep);
   }
 
   function renderSteps(run) {
@@ -770,6 +741,7 @@
   $("older").addEventListener("click", () => { listState.cursors.push(listState.next); loadList(); });
   $("newest").addEventListener("click", () => { listState.cursors = [null]; loadList(); });
   for (const button of document.querySelectorAll("#actions button")) button.addEventListener("click", () => act(button.dataset.action));
+  $("graph-fit").addEventListener("click", () => window.reactorflowGraph.fit($("graph")));
   window.addEventListener("popstate", route);
   // the browser tests read the notes through these (the same cases as the CLI's)
   window.reactorflowNotes = Object.freeze({ inWords, stepNote });
