@@ -105,10 +105,12 @@ def _entry(source: str, name: object, value: object) -> NamedToken:
     if role not in tuple(Role):
         raise TokenConfigError(source, name, f"role {role!r:.40} is not one of read, operate")
     has_token, has_digest = "token" in value, "sha256" in value
-    if has_token == has_digest:
-        raise TokenConfigError(source, name, "give exactly one of token (the token's text) or "
-                               "sha256 (its SHA-256 hex digest), not "
-                               + ("both" if has_token else "neither"))
+    if has_token and has_digest:
+        raise TokenConfigError(source, name, "give token (the token's text) or sha256 (its "
+                               "SHA-256 hex digest), not both")
+    if not has_token and not has_digest:
+        raise TokenConfigError(source, name, "no token: give token (the token's text) or "
+                               "sha256 (its SHA-256 hex digest)")
     if has_token:
         text = value["token"]
         if not isinstance(text, str) or not text:
