@@ -167,7 +167,7 @@ def _no_duplicates(source: str, pairs: list[tuple[str, object]]) -> dict[str, ob
     return names
 
 
-def read_token_file(path: str | Path) -> dict[str, object]:
+def read_token_file(path: str | Path) -> dict[str, dict[str, str]]:
     """The `create_app(tokens=)` mapping a JSON file holds, checked.
 
     Args:
@@ -188,4 +188,4 @@ def read_token_file(path: str | Path) -> dict[str, object]:
         raise TokenConfigError(source, None, f"is not JSON: {exc.msg} at line {exc.lineno} "
                                f"column {exc.colno}") from None
     token_set(mapping, source=source)  # (checked here, to name the file in an error)
-    return dict(mapping)
+    return dict(mapping)  # (checked: every entry is an object of strings)

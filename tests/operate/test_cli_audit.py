@@ -48,7 +48,8 @@ async def test_cli_actions_are_recorded_as_done_by_the_os_user(shared: Shared) -
 @pytest.mark.parametrize(("content", "problem"), [
     ('{"viewer": {"role": "admin", "token": "SECRET-1"}}',
      "entry 'viewer': role 'admin' is not one of read, operate"),
-    ('{"viewer": {"role": "read"}}', "entry 'viewer': no token: give token (the token's text) or sha256"),
+    ('{"viewer": {"role": "read"}}',
+     "entry 'viewer': no token: give token (the token's text) or sha256"),
     ('{"viewer": {"role": "read", "token": "SECRET-1", "sha256": "' + "a" * 64 + '"}}',
      "entry 'viewer': give token (the token's text) or sha256 (its SHA-256 hex digest), "
      "not both"),

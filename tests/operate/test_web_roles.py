@@ -128,9 +128,11 @@ async def test_refused_requests_are_logged_without_the_token(
 @pytest.mark.parametrize(("tokens", "problem"), [
     ({"viewer": {"role": "admin", "token": READ}},
      "entry 'viewer': role 'admin' is not one of read, operate"),
-    ({"viewer": {"role": "read"}}, "entry 'viewer': no token: give token (the token's text) or sha256"),
+    ({"viewer": {"role": "read"}},
+     "entry 'viewer': no token: give token (the token's text) or sha256"),
     ({"viewer": {"role": "read", "token": READ, "sha256": "a" * 64}},
-     "entry 'viewer': give token (the token's text) or sha256 (its SHA-256 hex digest), not both"),
+     "entry 'viewer': give token (the token's text) or sha256 (its SHA-256 hex digest), "
+     "not both"),
     ({"viewer": {"role": "read", "sha256": "SECRET"}}, "entry 'viewer': sha256 must be 64 hex"),
     ({"viewer": {"role": "read", "token": READ}, "again": {"role": "operate", "token": READ}},
      "entry 'again': the same token as entry 'viewer'"),
