@@ -20,7 +20,7 @@ _encoder = msgspec.json.Encoder()
 
 def event_form(event: Event) -> dict[str, Any]:
     return {"at": event.at, "kind": event.kind, "step": event.step, "attempt": event.attempt,
-            "detail": event.detail}
+            "detail": event.detail, "actor": event.actor}
 
 
 def run_form(run: Run) -> dict[str, Any]:

@@ -134,6 +134,10 @@ class Event(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True):
         step: The step's key, or `""` for run events.
         attempt: The attempt's number, where one applies.
         detail: Free text (an error summary, a child run id...).
+        actor: Who did it, on the event an operator's action writes (continue, undo,
+            cancel, retry, retry-step, skip-step, rewind, pause, resume, migrate): the
+            `actor=` given in Python, the HTTP API token's name, or the CLI's `user@host`;
+            `""` on the events the engine writes by itself (see reactorflow.audit).
     """
 
     at: float
@@ -141,6 +145,7 @@ class Event(msgspec.Struct, frozen=True, omit_defaults=True, array_like=True):
     step: str = ""
     attempt: int = 0
     detail: str = ""
+    actor: str = ""  # (appended: older events read back with "", older code ignores it)
 
 
 NIL = msgspec.Raw(b"\xc0")
@@ -309,6 +314,7 @@ class Control(msgspec.Struct, frozen=True, omit_defaults=True):
     reason: str = ""
     error: RunError | None = None
     paused_by: PausedBy | None = None  # PAUSE: who asked, when and why
+    actor: str = ""  # CANCEL: who asked (the event its execution writes names them)
 
 
 _encoder = msgspec.msgpack.Encoder(enc_hook=enc_hook)  # (pydantic models: their JSON form)

@@ -45,7 +45,8 @@ def moment(at: float) -> str:
 
 
 def show_event(event: Event) -> None:
-    """One history entry on one line: time, kind, step, attempt and detail."""
+    """One history entry on one line: time, kind, step, attempt, detail and who (an operator's
+    action: `by ACTOR`)."""
     parts = [moment(event.at), event.kind.ljust(20)]
     if event.step:
         parts.append(event.step)
@@ -53,6 +54,8 @@ def show_event(event: Event) -> None:
         parts.append(f"attempt {event.attempt}")
     if event.detail:
         parts.append(event.detail)
+    if event.actor:
+        parts.append(f"by {event.actor}")
     click.echo(clean("  ".join(parts).rstrip()))
 
 

@@ -141,19 +141,26 @@ def _loopback(host: str) -> bool:
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--token", envvar=TOKEN_ENV, show_envvar=True, metavar="TOKEN",
               help="Bearer token required by every request (mutations need it always).")
+@click.option("--tokens", "tokens_file", metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=str),
+              help='Named tokens with roles, as JSON: {"NAME": {"role": "read"|"operate", '
+                   '"token": "..."}} (or "sha256": HEX instead of "token").')
 def dashboard_command(apps: tuple[str, ...], redis_url: str | None, namespace: str | None,
-                      host: str, port: int, token: str | None) -> int:
+                      host: str, port: int, token: str | None, tokens_file: str | None) -> int:
     """Serve the HTTP API and the dashboard (the reactorflow[web] extra)."""
     from reactorflow.web import create_app  # noqa: PLC0415 - the optional web extra
+    from reactorflow.web.roles import read_token_file  # noqa: PLC0415 - beside it
 
-    app = create_app(token=token)  # refuses first when the web extra is missing
+    tokens = read_token_file(tokens_file) if tokens_file is not None else None
+    app = create_app(token=token, tokens=tokens)  # refuses first when the web extra is missing
     import uvicorn  # noqa: PLC0415 - the optional web extra
 
     prepare(apps, redis_url, namespace)
 
-    access = "token required" if token else "read-only (no --token: every change is refused)"
+    access = ("token required" if token or tokens
+              else "read-only (no --token: every change is refused)")
     click.echo(f"reactorflow dashboard on http://{host}:{port}/ ({access})", err=True)
-    if not token and not _loopback(host):
+    if not token and not tokens and not _loopback(host):
         click.echo(f"warning: {host} is reachable from other machines and there is no token: "
                    "anyone who reaches it can read every run; pass --token", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -212,12 +212,13 @@ class Reactor(RunMethods["Reactor"]):
     # -- versions --------------------------------------------------------------------------------
 
     @overload
-    def migrate(self, run_id: str, /) -> Coroutine[Any, Any, Run]: ...
+    def migrate(self, run_id: str, /, *,
+                actor: str | None = None) -> Coroutine[Any, Any, Run]: ...
     @overload
     def migrate(self, /, *, from_version: int) -> Callable[[MigrationFn], MigrationFn]: ...
 
     def migrate(self, run_id: str | None = None, /, *,
-                from_version: int | None = None) -> Any:
+                from_version: int | None = None, actor: str | None = None) -> Any:
         """Two uses, by their arguments.
 
         `@reactor.migrate(from_version=N)` declares how a stored run of version N moves onto
@@ -232,6 +233,8 @@ class Reactor(RunMethods["Reactor"]):
             run_id: The run to migrate now (the coroutine form).
             from_version: The version the hook migrates from: a whole number >= 1 below this
                 reactor's version (the decorator form).
+            actor: Who migrates the run, recorded on its `run.migrated` event (the
+                coroutine form; default: this process's `user@host`).
 
         Raises:
             DefinitionError: `from_version` is not a whole number below this reactor's version,
@@ -246,7 +249,7 @@ class Reactor(RunMethods["Reactor"]):
                 raise DefinitionError(
                     f"reactor {self.name!r}: migrate() takes a run id (to migrate a run now) or "
                     "from_version= (to declare a migration), not both", reactor=self.name)
-            return self._migrate_run(run_id)
+            return self._migrate_run(run_id, actor)
         if from_version is None:
             raise DefinitionError(
                 f"reactor {self.name!r}: @reactor.migrate needs from_version=N, the version "

@@ -6,9 +6,11 @@ never starts anything."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
+from reactorflow import audit
 from reactorflow.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -86,6 +88,15 @@ def _bound() -> Runtime[Any]:
     return _runtime
 
 
+def _acting(actor: str | None, operation: str, run_id: str) -> AbstractContextManager[None]:
+    """The block of an operator's action, done by `actor` (see reactorflow.audit).
+
+    Raises:
+        ReactorflowError: `actor` is not a non-empty `str` (nothing was changed).
+    """
+    return audit.acting(audit.checked(actor, f"{operation}(run {run_id!r})"))
+
+
 class RunMethods(Generic[Front]):
     """Running, reading and steering the runs of a reactor (`Front`: the class that inherits
     them, `rf.Reactor`)."""
@@ -139,9 +150,10 @@ class RunMethods(Generic[Front]):
         return await _bound().start(self._self(), inputs, fields,
                                     idempotency_key=idempotency_key, dispatch=True)
 
-    async def _migrate_run(self, run_id: str) -> Run:
+    async def _migrate_run(self, run_id: str, actor: str | None = None) -> Run:
         """`await reactor.migrate(run_id)` (documented there)."""
-        return await _bound().migrate(self._self(), run_id)
+        with _acting(actor, "migrate", run_id):
+            return await _bound().migrate(self._self(), run_id)
 
     async def get(self, run_id: str) -> Run:
         """The run's snapshot as stored.
@@ -167,13 +179,16 @@ class RunMethods(Generic[Front]):
         """
         return await _bound().wait(self._self(), run_id, timeout=timeout)
 
-    async def undo(self, run_id: str) -> Run:
+    async def undo(self, run_id: str, *, actor: str | None = None) -> Run:
         """Roll back every completed step of the run, newest first; it ends `cancelled`.
 
         Finishes an aborted run's compensations too.
 
         Args:
             run_id: The id of a run of this reactor.
+            actor: Who does it, recorded on the event it writes to the run's history
+                (`rf.Event.actor`; default: the actor the caller acts as, else this
+                process's `user@host`). See [Operating runs](operating.md#audit).
 
         Raises:
             RunNotFound: No such run of this reactor.
@@ -181,9 +196,11 @@ class RunMethods(Generic[Front]):
                 cancelled).
             LockTimeout: Another process held the run for longer than `lock_wait`.
         """
-        return await _bound().undo(self._self(), run_id)
+        with _acting(actor, "undo", run_id):
+            return await _bound().undo(self._self(), run_id)
 
-    async def cancel(self, run_id: str, *, reason: str = "") -> Run:
+    async def cancel(self, run_id: str, *, reason: str = "",
+                     actor: str | None = None) -> Run:
         """Stop a running or paused run without rollback.
 
         A running run stops at its next step boundary.
@@ -191,15 +208,20 @@ class RunMethods(Generic[Front]):
         Args:
             run_id: The id of a run of this reactor.
             reason: Why, recorded in the run's history (a `str`).
+            actor: Who does it, recorded on the event it writes to the run's history
+                (`rf.Event.actor`; default: the actor the caller acts as, else this
+                process's `user@host`). See [Operating runs](operating.md#audit).
 
         Raises:
             RunNotFound: No such run of this reactor.
             RunStateError: The run is already terminal.
             ReactorflowError: A non-`str` `reason` (nothing changes).
         """
-        return await _bound().cancel(self._self(), run_id, reason=reason)
+        with _acting(actor, "cancel", run_id):
+            return await _bound().cancel(self._self(), run_id, reason=reason)
 
-    async def retry_step(self, run_id: str, step: str | Sequence[str]) -> Run:
+    async def retry_step(self, run_id: str, step: str | Sequence[str], *,
+                         actor: str | None = None) -> Run:
         """Run the failed step of a held run again, with the code now deployed, then go on
         (see [Repairing runs](repairing.md)). Runs here, as `continue_` does (in a worker for an
         `always_dispatch` reactor); the step keeps its `ctx.idempotency_key`.
@@ -207,6 +229,9 @@ class RunMethods(Generic[Front]):
         Args:
             run_id: The id of a `held` run of this reactor.
             step: The failed step: its name, or its path inside composed children.
+            actor: Who does it, recorded on the event it writes to the run's history
+                (`rf.Event.actor`; default: the actor the caller acts as, else this
+                process's `user@host`). See [Operating runs](operating.md#audit).
 
         Raises:
             RunNotFound: No such run of this reactor.
@@ -214,9 +239,11 @@ class RunMethods(Generic[Front]):
             StepNotFailed: `step` is not the run's failed step (nothing is written).
             LockTimeout: Another process held the run for longer than `lock_wait`.
         """
-        return await _bound().retry_step(self._self(), run_id, step)
+        with _acting(actor, "retry_step", run_id):
+            return await _bound().retry_step(self._self(), run_id, step)
 
-    async def skip_step(self, run_id: str, step: str | Sequence[str], *, result: Any) -> Run:
+    async def skip_step(self, run_id: str, step: str | Sequence[str], *, result: Any,
+                        actor: str | None = None) -> Run:
         """Record `result` as what the failed step of a held run returned, then go on (see
         [Repairing runs](repairing.md)). The step's compensate never runs; on a later rollback
         the step is undone like any completed step.
@@ -226,6 +253,9 @@ class RunMethods(Generic[Front]):
             step: The failed step: its name, or its path inside composed children.
             result: The step's result: a value of its return type (or one that converts to it,
                 such as a dict for a record type).
+            actor: Who does it, recorded on the event it writes to the run's history
+                (`rf.Event.actor`; default: the actor the caller acts as, else this
+                process's `user@host`). See [Operating runs](operating.md#audit).
 
         Raises:
             RunNotFound: No such run of this reactor.
@@ -235,10 +265,12 @@ class RunMethods(Generic[Front]):
                 written).
             LockTimeout: Another process held the run for longer than `lock_wait`.
         """
-        return await _bound().skip_step(self._self(), run_id, step, result=result)
+        with _acting(actor, "skip_step", run_id):
+            return await _bound().skip_step(self._self(), run_id, step, result=result)
 
     async def rewind(self, run_id: str, *, to: str,
-                     inputs: Mapping[str, Any] | None = None) -> Run:
+                     inputs: Mapping[str, Any] | None = None,
+                     actor: str | None = None) -> Run:
         """Undo step `to` and every step that depends on it, newest first (their undo handlers
         run), then run them again, in the same run (see [Repairing runs](repairing.md)). Steps
         that do not depend on `to` keep their results; an interrupt among the rewound steps
@@ -251,6 +283,9 @@ class RunMethods(Generic[Front]):
             to: The step to go back to (a step of the run's own graph).
             inputs: Changed input fields, merged into the run's inputs and validated (`None`:
                 the inputs stay).
+            actor: Who does it, recorded on the event it writes to the run's history
+                (`rf.Event.actor`; default: the actor the caller acts as, else this
+                process's `user@host`). See [Operating runs](operating.md#audit).
 
         Raises:
             RunNotFound: No such run of this reactor.
@@ -260,9 +295,11 @@ class RunMethods(Generic[Front]):
             InputValidationError: The merged inputs do not fit (nothing is written).
             LockTimeout: Another process held the run for longer than `lock_wait`.
         """
-        return await _bound().rewind(self._self(), run_id, to=to, inputs=inputs)
+        with _acting(actor, "rewind", run_id):
+            return await _bound().rewind(self._self(), run_id, to=to, inputs=inputs)
 
-    async def pause(self, run_id: str, *, reason: str = "", by: str | None = None) -> Run:
+    async def pause(self, run_id: str, *, reason: str = "", by: str | None = None,
+                    actor: str | None = None) -> Run:
         """Stop a running run at its next step boundary: it ends `paused`, waiting on nothing,
         with `run.paused_by` set, until `resume`.
 
@@ -278,6 +315,9 @@ class RunMethods(Generic[Front]):
             run_id: The id of a run of this reactor.
             reason: Why, recorded in `run.paused_by` and the history (a `str`).
             by: Who pauses it, recorded likewise (default: this process's `user@host`).
+            actor: Who does it, recorded on the event it writes to the run's history
+                (`rf.Event.actor`; default: the actor the caller acts as, else this
+                process's `user@host`). See [Operating runs](operating.md#audit).
 
         Raises:
             RunNotFound: No such run of this reactor.
@@ -286,9 +326,10 @@ class RunMethods(Generic[Front]):
                 written.
             ReactorflowError: A non-`str` or blank `reason` or `by` (nothing changes).
         """
-        return await _bound().pause(self._self(), run_id, reason=reason, by=by)
+        with _acting(actor, "pause", run_id):
+            return await _bound().pause(self._self(), run_id, reason=reason, by=by)
 
-    async def resume(self, run_id: str) -> Run:
+    async def resume(self, run_id: str, *, actor: str | None = None) -> Run:
         """Take on again a run an operator paused (`pause`): it is `running` again.
 
         A run whose work was handed to workers (dispatched, `always_dispatch`, past its
@@ -299,6 +340,9 @@ class RunMethods(Generic[Front]):
 
         Args:
             run_id: The id of a run of this reactor.
+            actor: Who does it, recorded on the event it writes to the run's history
+                (`rf.Event.actor`; default: the actor the caller acts as, else this
+                process's `user@host`). See [Operating runs](operating.md#audit).
 
         Raises:
             RunNotFound: No such run of this reactor.
@@ -306,9 +350,10 @@ class RunMethods(Generic[Front]):
                 is taken on by `continue_`); nothing is written.
             LockTimeout: Another process held the run for longer than `lock_wait`.
         """
-        return await _bound().resume(self._self(), run_id)
+        with _acting(actor, "resume", run_id):
+            return await _bound().resume(self._self(), run_id)
 
-    async def retry(self, run_id: str) -> Run:
+    async def retry(self, run_id: str, *, actor: str | None = None) -> Run:
         """Start a new run with the inputs of a failed, cancelled or aborted run.
 
         The new run executes like `run` (or `dispatch` for an `always_dispatch` reactor) and
@@ -316,13 +361,17 @@ class RunMethods(Generic[Front]):
 
         Args:
             run_id: The id of a run of this reactor that is failed, cancelled or aborted.
+            actor: Who does it, recorded on the event it writes to the run's history
+                (`rf.Event.actor`; default: the actor the caller acts as, else this
+                process's `user@host`). See [Operating runs](operating.md#audit).
 
         Raises:
             RunNotFound: No such run of this reactor.
             RunStateError: The run is not failed, cancelled or aborted.
             InputValidationError: The current inputs type refuses the stored inputs.
         """
-        return await _bound().retry(self._self(), run_id)
+        with _acting(actor, "retry", run_id):
+            return await _bound().retry(self._self(), run_id)
 
     async def list_runs(self, *, status: str | None = None, limit: int = 50,
                         cursor: str | None = None, since: datetime | None = None,
@@ -350,7 +399,8 @@ class RunMethods(Generic[Front]):
             correlation_id=correlation_id, idempotency_key=idempotency_key, version=version,
             error_type=error_type)
 
-    async def continue_(self, run_id: str, *, step: str | Sequence[str], payload: Any) -> Run:
+    async def continue_(self, run_id: str, *, step: str | Sequence[str], payload: Any,
+                        actor: str | None = None) -> Run:
         """Deliver the payload a paused run waits for at an interrupt.
 
         For an interrupt declared `resume="background"` the payload is validated here and the
@@ -360,6 +410,9 @@ class RunMethods(Generic[Front]):
             run_id: The id of a run of this reactor.
             step: The interrupt's name, or its path (a tuple or list) inside composed children.
             payload: The payload, validated against the interrupt's `payload` annotation.
+            actor: Who does it, recorded on the event it writes to the run's history
+                (`rf.Event.actor`; default: the actor the caller acts as, else this
+                process's `user@host`). See [Operating runs](operating.md#audit).
 
         Raises:
             RunNotFound: No such run of this reactor.
@@ -370,23 +423,29 @@ class RunMethods(Generic[Front]):
                 `on_timeout=`: its deadline resumes it, and a later call gets `AlreadyResumed`).
             PayloadValidationError: The payload does not match the schema.
         """
-        return await _bound().continue_run(self._self(), run_id, step=step, payload=payload)
+        with _acting(actor, "continue_", run_id):
+            return await _bound().continue_run(self._self(), run_id, step=step, payload=payload)
 
     async def continue_by_correlation_id(self, correlation_id: str, *,
-                                         step: str | Sequence[str], payload: Any) -> Run:
+                                         step: str | Sequence[str], payload: Any,
+                                         actor: str | None = None) -> Run:
         """`continue_` for the run that registered this correlation id.
 
         Args:
             correlation_id: The id the interrupt registered (its `correlation_id` option).
             step: The interrupt's name, or its path (a tuple or list) inside composed children.
             payload: The payload, validated against the interrupt's `payload` annotation.
+            actor: Who does it, recorded on the event it writes to the run's history
+                (`rf.Event.actor`; default: the actor the caller acts as, else this
+                process's `user@host`). See [Operating runs](operating.md#audit).
 
         Raises:
             RunNotFound: No run registered that correlation id.
             ReactorflowError: As for `continue_`.
         """
-        return await _bound().continue_by_correlation(self._self(), correlation_id, step=step,
-                                                      payload=payload)
+        with _acting(actor, "continue_by_correlation_id", correlation_id):
+            return await _bound().continue_by_correlation(self._self(), correlation_id,
+                                                          step=step, payload=payload)
 
     async def ready_interrupts(self, run_id: str) -> list[str | tuple[str, ...]]:
         """The interrupts the run waits on: names at the root, paths inside composed children.

@@ -136,11 +136,12 @@ class SyncRunMethods:
         """
         return self._call("wait", partial(self._reactor.wait, run_id, timeout=timeout))
 
-    def undo(self, run_id: str) -> Run:
+    def undo(self, run_id: str, *, actor: str | None = None) -> Run:
         """`await reactor.undo(run_id)` from sync code: roll back every completed step.
 
         Args:
             run_id: The id of a run of this reactor.
+            actor: Who does it, recorded in the run's history (default: `user@host`).
 
         Raises:
             SyncInEventLoop: Called inside a running event loop (await `reactor.undo`).
@@ -148,65 +149,76 @@ class SyncRunMethods:
             RunStateError: The run cannot be undone in its status.
             LockTimeout: Another process held the run for longer than `lock_wait`.
         """
-        return self._call("undo", partial(self._reactor.undo, run_id))
+        return self._call("undo", partial(self._reactor.undo, run_id, actor=actor))
 
-    def cancel(self, run_id: str, *, reason: str = "") -> Run:
+    def cancel(self, run_id: str, *, reason: str = "", actor: str | None = None) -> Run:
         """`await reactor.cancel(run_id)` from sync code: stop the run without rollback.
 
         Args:
             run_id: The id of a run of this reactor.
             reason: Why, recorded in the run's history (a `str`).
+            actor: Who does it, recorded in the run's history (default: `user@host`).
 
         Raises:
             SyncInEventLoop: Called inside a running event loop (await `reactor.cancel`).
             RunNotFound: No such run of this reactor.
             RunStateError: The run is already terminal.
         """
-        return self._call("cancel", partial(self._reactor.cancel, run_id, reason=reason))
+        return self._call("cancel", partial(self._reactor.cancel, run_id, reason=reason,
+                                                       actor=actor))
 
-    def retry_step(self, run_id: str, step: str | Sequence[str]) -> Run:
+    def retry_step(self, run_id: str, step: str | Sequence[str], *,
+                   actor: str | None = None) -> Run:
         """`await reactor.retry_step(...)`, blocking (see `Reactor.retry_step`).
 
         Args:
             run_id: The id of a held run of this reactor.
             step: Its failed step.
+            actor: Who does it, recorded in the run's history (default: `user@host`).
 
         Raises:
             RunStateError: The run is not held.
             StepNotFailed: `step` is not its failed step.
         """
-        return self._call("retry_step", partial(self._reactor.retry_step, run_id, step))
+        return self._call("retry_step", partial(self._reactor.retry_step, run_id, step,
+                                                           actor=actor))
 
-    def skip_step(self, run_id: str, step: str | Sequence[str], *, result: Any) -> Run:
+    def skip_step(self, run_id: str, step: str | Sequence[str], *, result: Any,
+                  actor: str | None = None) -> Run:
         """`await reactor.skip_step(...)`, blocking (see `Reactor.skip_step`).
 
         Args:
             run_id: The id of a held run of this reactor.
             step: Its failed step.
             result: The step's result.
+            actor: Who does it, recorded in the run's history (default: `user@host`).
 
         Raises:
             RunStateError: The run is not held.
             ResultValidationError: `result` does not fit the step's return type.
         """
         return self._call("skip_step", partial(self._reactor.skip_step, run_id, step,
-                                               result=result))
+                                               result=result, actor=actor))
 
-    def rewind(self, run_id: str, *, to: str, inputs: Mapping[str, Any] | None = None) -> Run:
+    def rewind(self, run_id: str, *, to: str, inputs: Mapping[str, Any] | None = None,
+               actor: str | None = None) -> Run:
         """`await reactor.rewind(...)`, blocking (see `Reactor.rewind`).
 
         Args:
             run_id: The run to rewind.
             to: The step to go back to.
             inputs: Changed input fields.
+            actor: Who does it, recorded in the run's history (default: `user@host`).
 
         Raises:
             RunStateError: The run's status does not allow it.
             StepNotFound: `to` is not a step of the run.
         """
-        return self._call("rewind", partial(self._reactor.rewind, run_id, to=to, inputs=inputs))
+        return self._call("rewind", partial(self._reactor.rewind, run_id, to=to, inputs=inputs,
+                                                       actor=actor))
 
-    def pause(self, run_id: str, *, reason: str = "", by: str | None = None) -> Run:
+    def pause(self, run_id: str, *, reason: str = "", by: str | None = None,
+              actor: str | None = None) -> Run:
         """`await reactor.pause(run_id)` from sync code: stop a running run at its next step
         boundary, `paused` until `resume`.
 
@@ -214,19 +226,22 @@ class SyncRunMethods:
             run_id: The id of a run of this reactor.
             reason: Why, recorded in `run.paused_by` and the history (a `str`).
             by: Who pauses it (default: this process's `user@host`).
+            actor: Who does it, recorded in the run's history (default: `user@host`).
 
         Raises:
             SyncInEventLoop: Called inside a running event loop (await `reactor.pause`).
             RunNotFound: No such run of this reactor.
             RunStateError: The run is not running.
         """
-        return self._call("pause", partial(self._reactor.pause, run_id, reason=reason, by=by))
+        return self._call("pause", partial(self._reactor.pause, run_id, reason=reason, by=by,
+                                                      actor=actor))
 
-    def resume(self, run_id: str) -> Run:
+    def resume(self, run_id: str, *, actor: str | None = None) -> Run:
         """`await reactor.resume(run_id)` from sync code: take an operator-paused run on.
 
         Args:
             run_id: The id of a run of this reactor.
+            actor: Who does it, recorded in the run's history (default: `user@host`).
 
         Raises:
             SyncInEventLoop: Called inside a running event loop (await `reactor.resume`).
@@ -235,20 +250,21 @@ class SyncRunMethods:
                 is continued with `continue_`).
             LockTimeout: Another process held the run for longer than `lock_wait`.
         """
-        return self._call("resume", partial(self._reactor.resume, run_id))
+        return self._call("resume", partial(self._reactor.resume, run_id, actor=actor))
 
-    def retry(self, run_id: str) -> Run:
+    def retry(self, run_id: str, *, actor: str | None = None) -> Run:
         """`await reactor.retry(run_id)` from sync code: a new run with the old run's inputs.
 
         Args:
             run_id: The id of a run of this reactor that is failed, cancelled or aborted.
+            actor: Who does it, recorded in the run's history (default: `user@host`).
 
         Raises:
             SyncInEventLoop: Called inside a running event loop (await `reactor.retry`).
             RunNotFound: No such run of this reactor.
             RunStateError: The run is not failed, cancelled or aborted.
         """
-        return self._call("retry", partial(self._reactor.retry, run_id))
+        return self._call("retry", partial(self._reactor.retry, run_id, actor=actor))
 
     def list_runs(self, *, status: str | None = None, limit: int = 50,
                   cursor: str | None = None, since: datetime | None = None,
@@ -277,13 +293,15 @@ class SyncRunMethods:
             until=until, correlation_id=correlation_id, idempotency_key=idempotency_key,
             version=version, error_type=error_type))
 
-    def continue_(self, run_id: str, *, step: str | Sequence[str], payload: Any) -> Run:
+    def continue_(self, run_id: str, *, step: str | Sequence[str], payload: Any,
+                  actor: str | None = None) -> Run:
         """`await reactor.continue_(...)` from sync code: deliver an interrupt's payload.
 
         Args:
             run_id: The id of a run of this reactor.
             step: The interrupt's name, or its path (a tuple or list) inside composed children.
             payload: The payload, validated against the interrupt's `payload` annotation.
+            actor: Who does it, recorded in the run's history (default: `user@host`).
 
         Raises:
             SyncInEventLoop: Called inside a running event loop (await `reactor.continue_`).
@@ -293,16 +311,17 @@ class SyncRunMethods:
             ReactorflowError: As for `rf.Reactor.continue_`.
         """
         return self._call("continue_", partial(self._reactor.continue_, run_id, step=step,
-                                               payload=payload))
+                                               payload=payload, actor=actor))
 
     def continue_by_correlation_id(self, correlation_id: str, *, step: str | Sequence[str],
-                                   payload: Any) -> Run:
+                                   payload: Any, actor: str | None = None) -> Run:
         """`await reactor.continue_by_correlation_id(...)` from sync code.
 
         Args:
             correlation_id: The id the interrupt registered (its `correlation_id` option).
             step: The interrupt's name, or its path (a tuple or list) inside composed children.
             payload: The payload, validated against the interrupt's `payload` annotation.
+            actor: Who does it, recorded in the run's history (default: `user@host`).
 
         Raises:
             SyncInEventLoop: Called inside a running event loop (await
@@ -312,7 +331,7 @@ class SyncRunMethods:
         """
         return self._call("continue_by_correlation_id", partial(
             self._reactor.continue_by_correlation_id, correlation_id, step=step,
-            payload=payload))
+            payload=payload, actor=actor))
 
     def ready_interrupts(self, run_id: str) -> list[str | tuple[str, ...]]:
         """`await reactor.ready_interrupts(run_id)` from sync code: what the run waits on.

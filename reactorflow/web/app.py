@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from html import escape as html_escape
 from importlib.resources import files
 from typing import Any
@@ -14,10 +14,12 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from reactorflow import audit
 from reactorflow.errors import ConfigurationError
 from reactorflow.web import api, events, prometheus, repair, stats, why
 from reactorflow.web.auth import check
 from reactorflow.web.responses import JSON, error_response
+from reactorflow.web.roles import TokenSet, token_set
 from reactorflow.web.token import TOKEN_ENV
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -26,13 +28,19 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
        "connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'none'")
 
 
-def guarded(handler: Handler, token: str | None, *, mutation: bool = False) -> Handler:
-    """`handler` behind the token check, with errors as `{"error", "message"}` JSON."""
+SESSION = "reactorflow.token"
+"""The scope key of the token a request was let in with (`roles.NamedToken`, or None)."""
+
+
+def guarded(handler: Handler, tokens: TokenSet | None, *, mutation: bool = False) -> Handler:
+    """`handler` behind the token check, with errors as `{"error", "message"}` JSON; what it
+    does is done as the token's name (its history records it: reactorflow.audit)."""
 
     async def endpoint(request: Request) -> Response:
         try:
-            check(request, token, mutation=mutation)
-            return await handler(request)
+            named = request.scope[SESSION] = check(request, tokens, mutation=mutation)
+            with audit.acting(named.name if named is not None else None):
+                return await handler(request)
         except Exception as exc:  # every error becomes a JSON error response
             return error_response(exc)
 
@@ -55,21 +63,45 @@ async def no_route(request: Request, exc: Any) -> Response:
                 status_code=code)
 
 
-def build(token: str | None) -> Starlette:
+async def session(request: Request) -> Response:
+    """`{"token", "role"}`: the name and role of the token the request came with (both null
+    on a server without tokens, whose reads are open and changes refused)."""
+    named = request.scope.get(SESSION)
+    return JSON({"token": named.name if named is not None else None,
+                 "role": named.role.value if named is not None else None})
+
+
+def accepted_tokens(token: str | None,
+                    tokens: Mapping[str, Mapping[str, str]] | None) -> TokenSet | None:
+    """The tokens a server accepts: the named ones, plus the single `token` (an operate
+    token named "token"; None: `REACTORFLOW_DASHBOARD_TOKEN`, when set). None: no token.
+
+    Raises:
+        ConfigurationError: an empty `token`.
+        TokenConfigError: a bad entry in `tokens` (naming it).
+    """
     if token is None:
         token = os.environ.get(TOKEN_ENV) or None
     elif not token:
         raise ConfigurationError("create_app(token=''): give a non-empty token, or None",
                                  option="token")
+    accepted = token_set(tokens if tokens is not None else {}, single=token)
+    return accepted if accepted.tokens else None
+
+
+def build(token: str | None,
+          tokens: Mapping[str, Mapping[str, str]] | None = None) -> Starlette:
+    accepted = accepted_tokens(token, tokens)
 
     def read(handler: Handler) -> Handler:
-        return guarded(handler, token)
+        return guarded(handler, accepted)
 
     def write(handler: Handler) -> Handler:
-        return guarded(handler, token, mutation=True)
+        return guarded(handler, accepted, mutation=True)
 
     routes = [
         Route("/", page),
+        Route("/api/session", read(session)),
         Route("/api/runs", read(api.list_runs)),
         Route("/api/events", read(events.list_events)),
         Route("/api/reactors", read(api.list_reactors)),

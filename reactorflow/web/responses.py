@@ -26,7 +26,7 @@ from reactorflow.errors import (
     StorageError,
 )
 from reactorflow.jsonforms import dumps
-from reactorflow.web.auth import Unauthorized
+from reactorflow.web.auth import Forbidden, Unauthorized
 
 log = logging.getLogger("reactorflow.web")
 
@@ -80,7 +80,7 @@ class BadFilter(BadRequest):
 
 
 STATUS_OF: tuple[tuple[type[Exception], int], ...] = (
-    (Unauthorized, 401), (BadFilter, 400),
+    (Unauthorized, 401), (Forbidden, 403), (BadFilter, 400),
     (RunNotFound, 404), (NoSuchReactor, 404), (NoSuchStep, 404),
     (RunStateError, 409), (StepNotFailed, 409), (AlreadyResumed, 409),
     (InterruptNotPending, 409), (InterruptExpired, 409), (LockTimeout, 409),

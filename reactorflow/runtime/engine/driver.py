@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, assert_never
 import anyio
 import msgspec
 
-from reactorflow import clock, config, records
+from reactorflow import audit, clock, config, records
 from reactorflow.definition.specs import FailurePolicy
 from reactorflow.errors import GateBusy, LockLost, RecordedError, StorageError
 from reactorflow.middleware import GateEvent, Hook, RunEvent
@@ -110,7 +110,7 @@ async def drive(ex: Execution, mode: DriveMode) -> None:
             await finish_rollback(ex)  # a rewind's then goes on forward, `running`
         elif ex.state.status == Status.HELD:  # its hold_timeout passed, or an `undo` of it
             why = (event(EventKind.RUN_HOLD_EXPIRED) if hold_due(ex.state, clock.now())
-                   else event(EventKind.RUN_UNDO_REQUESTED))
+                   else event(EventKind.RUN_UNDO_REQUESTED, actor=audit.in_effect()))
             await roll_back_held(ex, [why])
         if ex.state.status in (Status.RUNNING, Status.PAUSED):
             if ex.state.status == Status.PAUSED:  # applying a claimed payload: visible at once
@@ -118,7 +118,8 @@ async def drive(ex: Execution, mode: DriveMode) -> None:
                 still = [k for k in ex.state.waiting_on if k not in ex.claims]
                 await ex.writer.save_state(Status.RUNNING, waiting_on=still,
                                            events=[event(EventKind.RUN_RESUMED,
-                                                         detail=", ".join(resumed))])
+                                                         detail=", ".join(resumed),
+                                                         actor=audit.in_effect())])
             ex.parked_since, ex.state.parked_on, ex.state.wake_at = ex.state.parked_on, {}, None
             while True:
                 forward = Forward(ex, kinds=kinds.forward_table(),
@@ -304,11 +305,13 @@ async def conclude(ex: Execution, verdict: Verdict) -> None:
                                        halt_reason=verdict.halt_reason, waiting_on=[])
         case Ending.CANCELLED:
             reason = ex.writer.control.reason if ex.writer.control is not None else ""
+            actor = ex.writer.control.actor if ex.writer.control is not None else ""
             retrying, failed = ex.close_retrying("the run was cancelled")
             await ex.writer.save_state(Status.CANCELLED, final=True, publish=True,
                                        clear_control=True, steps=retrying,
                                        events=[*failed,
-                                               event(EventKind.RUN_CANCELLED, detail=reason)],
+                                               event(EventKind.RUN_CANCELLED, detail=reason,
+                                                     actor=actor or audit.in_effect())],
                                        cancel_reason=reason, waiting_on=[])
         case Ending.FAILED:
             if verdict.failed:

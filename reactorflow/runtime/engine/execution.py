@@ -287,8 +287,9 @@ def hooks_for(reactor: Declared) -> Hooks:
     return Hooks([*middleware, *reactor.middleware])
 
 
-def event(kind: EventKind, step: str = "", attempt: int = 0, detail: str = "") -> Event:
-    return Event(clock.now(), kind, step, attempt, detail)
+def event(kind: EventKind, step: str = "", attempt: int = 0, detail: str = "", *,
+          actor: str = "") -> Event:
+    return Event(clock.now(), kind, step, attempt, detail, actor)
 
 
 def new_state(status: Status) -> RunState:

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 def paused_event(paused_by: PausedBy) -> Event:
     """The `run.paused` event of an operator's pause."""
     reason = f": {paused_by.reason}" if paused_by.reason else ""
-    return event(EventKind.RUN_PAUSED, detail=f"paused by {paused_by.by}{reason}")
+    return event(EventKind.RUN_PAUSED, detail=f"paused by {paused_by.by}{reason}",
+                 actor=paused_by.by)
 
 
 def requester(control: Control) -> PausedBy:

@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reactorflow import clock, config, records
+from reactorflow import audit, clock, config, records
 from reactorflow.definition.graph import Plan, plan_for
 from reactorflow.errors import RunExists
 from reactorflow.records import Event, RunMeta, RunState
@@ -50,7 +50,9 @@ def new_run(reactor: Declared, plan: Plan, run_id: str, value: Any, owner: str, 
                    version=reactor.version)
     state = new_state(Status.RUNNING)
     state.handed_off = handed_off
-    started = event(EventKind.RUN_STARTED)
+    # a retry's new run: its first event names who retried (reactorflow.audit)
+    started = event(EventKind.RUN_STARTED,
+                    actor=audit.who() if retried_from is not None else "")
     creation = RunCreation(run_id, reactor.name, Status.RUNNING, records.encode(meta),
                            records.encode(state), now, owner, config.settings().lock_ttl,
                            [records.encode(started)], idempotency_key)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reactorflow import config, records
+import msgspec
+
+from reactorflow import audit, config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import compare_fingerprints, plan_for
 from reactorflow.errors import LockTimeout, RunStateError
@@ -62,8 +64,9 @@ async def migrate(reactor: Reactor, run_id: str) -> Run:
             hooks = migrations.path(newest.name, version)
             if not hooks:
                 raise migrations.unmigratable(run_id, newest.name, version)
-            await migrations.write(storage, stored, owner,
-                                   await migrations.migrated(stored, hooks))
+            result = await migrations.migrated(stored, hooks)
+            result.event = msgspec.structs.replace(result.event, actor=audit.who())
+            await migrations.write(storage, stored, owner, result)
     await storage.release_lock(run_id, owner)
     if status is Status.RUNNING:  # a worker goes on with it on its new version
         queue.enqueue_run(run_id, newest.name, version=newest.version)

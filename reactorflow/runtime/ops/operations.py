@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 
-from reactorflow import clock, config, records
+from reactorflow import audit, clock, config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import Plan, plan_for
 from reactorflow.errors import (
@@ -486,10 +486,11 @@ async def undo(reactor: Reactor, run_id: str) -> Run:
             raise RunStateError(run_id, status, "undo")
         if status is Status.HELD:  # the usual rollback of its failure (`drive`), to failed
             await storage.disarm_timer(run_id)  # a hold_timeout's: void
-            await drive(ex, WAITS_FOR_THROWS)
+            with audit.acting(audit.who()):  # (its run.undo_requested names who asked)
+                await drive(ex, WAITS_FOR_THROWS)
             return await get(reactor, run_id)
         await ex.writer.save_state(Status.ROLLING_BACK,
-                                   events=[event(EventKind.RUN_UNDO_REQUESTED)],
+                                   events=[event(EventKind.RUN_UNDO_REQUESTED, actor=audit.who())],
                                    steps=ex.close_waiting(), rollback_trigger=RollbackTrigger.UNDO,
                                    cancel_reason="undone", waiting_on=[], deadlines={},
                                    timeout_at=None, parked_on={}, wake_at=None)
@@ -524,7 +525,8 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
     if status.is_terminal or status is Status.ROLLING_BACK:
         raise RunStateError(run_id, status, "cancel")
     requested = await storage.request_control(run_id,
-                                              records.encode(Control(ControlKind.CANCEL, reason)))
+                                              records.encode(Control(ControlKind.CANCEL, reason,
+                                                                     actor=audit.who())))
     owner = new_owner()
     wait = settings.lock_wait  # another request is pending: this cancel waits its turn
     if requested and not held_by_operator(await storage.lock_owner(run_id)):
@@ -537,7 +539,8 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
                 retrying, failed = ex.close_retrying("the run was cancelled")
                 await ex.writer.save_state(Status.CANCELLED,
                                            events=[*failed, event(EventKind.RUN_CANCELLED,
-                                                                  detail=reason)],
+                                                                  detail=reason,
+                                                                  actor=audit.who())],
                                            steps=ex.close_waiting() + retrying, publish=True,
                                            clear_control=True, wake_at=None,
                                            cancel_reason=reason, waiting_on=[], deadlines={},

@@ -25,15 +25,12 @@ sleep is still to come is left to its timer).
 
 from __future__ import annotations
 
-import getpass
 import logging
-import os
-import socket
 from typing import TYPE_CHECKING
 
 import anyio
 
-from reactorflow import clock, config, records
+from reactorflow import audit, clock, config, records
 from reactorflow.definition.graph import waiting_label
 from reactorflow.errors import LockTimeout, ReactorflowError, RunStateError
 from reactorflow.records import Control, PausedBy, RunState
@@ -54,13 +51,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("reactorflow.run")
 
 
-def operator() -> str:
-    """Who this process acts as: `user@host` (the user id when it has no name)."""
-    try:
-        user = getpass.getuser()
-    except Exception:  # no name for the uid (a container), or no such lookup here
-        user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
-    return f"{user}@{socket.gethostname()}"
+operator = audit.operator  # who this process acts as: `user@host`
 
 
 # -- pause ---------------------------------------------------------------------------------------
@@ -80,7 +71,7 @@ async def pause(reactor: Reactor, run_id: str, *, reason: str = "",
     status, _, state = read_head(await operations.head_of(reactor, storage, run_id))
     if status is not Status.RUNNING:
         raise pause_refused(run_id, status, state)
-    paused_by = PausedBy(by or operator(), clock.now(), reason)
+    paused_by = PausedBy(by or audit.who(), clock.now(), reason)
     owner = operator_owner()
     ttl = settings.lock_ttl
     if await acquire(storage, run_id, owner, ttl, 0.0):  # nobody drives it: pause it here
@@ -157,7 +148,7 @@ async def resume(reactor: Reactor, run_id: str) -> Run:
             await release(storage, run_id, owner)
         raise
     log.info("reactorflow.run.resumed run_id=%s reactor=%s by=%s", run_id, reactor.name,
-             operator())
+             audit.who())
     if to_workers:
         await release(storage, run_id, owner)  # save before release, release before enqueue
         queue.enqueue_run(run_id, reactor.name, version=ex.meta.version)
@@ -191,7 +182,8 @@ async def _mark_running(ex: Execution) -> None:
     was paused, finding nothing to do."""
     await ex.writer.save_state(Status.RUNNING, publish=True, paused_by=None,
                                events=[event(EventKind.RUN_RESUMED,
-                                             detail=f"resumed by {operator()}")])
+                                             detail=f"resumed by {audit.who()}",
+                                             actor=audit.who())])
     wake_at = ex.state.wake_at
     if wake_at is not None and wake_at > clock.now():
         await arm_timer(ex, wake_at)

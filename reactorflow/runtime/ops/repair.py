@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from reactorflow import clock, config, records
+from reactorflow import audit, clock, config, records
 from reactorflow.definition import registry
 from reactorflow.definition.conformance import Rejected, conform
 from reactorflow.definition.graph import SEP
@@ -79,7 +79,8 @@ async def _repair(reactor: Reactor, run_id: str, key: str, operation: str, resul
             _repaired(ex, key, operation, result)
             await ex.writer.save_state(
                 Status.RUNNING, steps=_reopened(ex, key),
-                events=[event(EventKind.RUN_REPAIRED, key, detail=f"{operation} {key}")],
+                events=[event(EventKind.RUN_REPAIRED, key, detail=f"{operation} {key}",
+                             actor=audit.who())],
                 error=None, hold_until=None)
             await storage.disarm_timer(run_id)  # a hold_timeout's: void
     except BaseException:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 
-from reactorflow import clock, config, records
+from reactorflow import audit, clock, config, records
 from reactorflow.definition.conformance import Rejected, conform
 from reactorflow.definition.graph import (
     Node,
@@ -261,7 +261,8 @@ def _check(reactor: Reactor, plan: Plan, key: str) -> ResumeCheck:
         gated = bool(plan.reactor.gates) or any(has_gates(n) for n in plan.nodes.values())
         facts = _FACTS[plan] = (records.fingerprint_marker(plan.fingerprint), not gated)
     marker, resume = facts
-    events = [records.encode(event(EventKind.RUN_RESUMED, detail=key))] if resume else []
+    events = ([records.encode(event(EventKind.RUN_RESUMED, detail=key, actor=audit.who()))]
+              if resume else [])
     return ResumeCheck(reactor.name, marker, clock.now(), resume, events)
 
 
@@ -278,7 +279,8 @@ def resumption(plan: Plan, head: RunHead, state: RunState, key: str) -> Resumpti
                                       waiting_on=others)
     return Resumption(Status.PAUSED.value, head.state, Status.RUNNING.value,
                       records.encode(resumed),
-                      [records.encode(event(EventKind.RUN_RESUMED, detail=key))],
+                      [records.encode(event(EventKind.RUN_RESUMED, detail=key,
+                                            actor=audit.who()))],
                       others)
 
 
@@ -303,7 +305,8 @@ async def _hand_to_worker(reactor: Reactor, storage: Storage, ex: Execution, key
     async with keep_alive(storage, run_id, ex.owner, settings.lock_ttl):
         if ex.state.status == Status.PAUSED:
             await ex.writer.save_state(Status.RUNNING,
-                                       events=[event(EventKind.RUN_RESUMED, detail=key)])
+                                       events=[event(EventKind.RUN_RESUMED, detail=key,
+                                                     actor=audit.who())])
     log.info("reactorflow.resume.deferred run_id=%s step=%s reason=background", run_id, key)
     queue.enqueue_run(run_id, reactor.name, version=ex.meta.version)
 

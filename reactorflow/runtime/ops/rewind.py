@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from reactorflow import config, records
+from reactorflow import audit, config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import SEP, Plan
 from reactorflow.errors import InputValidationError, LockTimeout, RunStateError, StepNotFound
@@ -74,7 +74,8 @@ async def rewind(reactor: Reactor, run_id: str, *, to: str,
             rewound = set(plan.steps)  # waits outside the rewind go on waiting afterwards
             await ex.writer.save_state(
                 Status.ROLLING_BACK, rollback_trigger=RollbackTrigger.REWIND, rewind=plan,
-                events=[event(EventKind.RUN_REWINDING, to, detail=", ".join(plan.steps))],
+                events=[event(EventKind.RUN_REWINDING, to, detail=", ".join(plan.steps),
+                             actor=audit.who())],
                 waiting_on=[k for k in ex.state.waiting_on if k not in rewound],
                 deadlines={k: d for k, d in ex.state.deadlines.items() if k not in rewound},
                 timeout_at=None, hold_until=None, wake_at=None, parked_on={})

@@ -9,6 +9,14 @@
   const versionGraphs = {}; // "name@version" -> that version's graph, or null: not declared here
   let fieldCount = 0; // radio groups need a name unique on the page
   let stream = null;
+  let session = { token: null, role: null }; // GET api/session: the token's name and role
+  const READ_ONLY = "your token may only read";
+  const readOnly = () => session.role === "read";
+  function guard(button) { // a read token sees every action, disabled, and why
+    if (!readOnly()) return button;
+    button.disabled = true; button.title = READ_ONLY;
+    return button;
+  }
 
   function token() { return sessionStorage.getItem(TOKEN_KEY); }
   function headers(extra) {
@@ -256,7 +264,7 @@
         el("td", { class: "nowrap", text: s.cron + " (" + s.timezone + ")" }),
         el("td", { class: "nowrap", text: s.next ? s.next.replace("T", " ") : "-" }), el("td", {}, last),
         el("td", {}, el("span", { class: "status " + (s.paused ? "s-paused" : "s-completed"), text: s.paused ? "paused" : "active" })),
-        el("td", { class: "error", text: s.error || "" }), el("td", {}, button));
+        el("td", { class: "error", text: s.error || "" }), el("td", {}, guard(button)));
     }));
   }
 
@@ -346,7 +354,7 @@
       "retry-step": held, "skip-step": held,
       rewind: ["completed", "paused", "held", "cancelled", "aborted"].includes(run.status),
       pause: run.status === "running", resume: run.status === "paused" && !!run.paused_by };
-    for (const button of document.querySelectorAll("#actions button")) button.disabled = !allowed[button.dataset.action];
+    for (const button of document.querySelectorAll("#actions button")) { button.disabled = !allowed[button.dataset.action]; guard(button); }
     for (const name of ["retry-step", "skip-step"]) document.querySelector(`#actions button[data-action='${name}']`).hidden = !held;
     document.querySelector("#actions .sep").hidden = !held;
     const open = $("repair").dataset;
@@ -360,7 +368,8 @@
     $("value").textContent = run.status === "completed" ? pretty(run.value) : (terminal ? "-" : "(not finished)");
     $("history").tBodies[0].replaceChildren(...run.history.map((e) => el("tr", { "data-kind": e.kind, class: e.kind === MIGRATED ? "migrated" : "" },
       el("td", { class: "nowrap", text: clock(e.at) }), el("td", { text: e.kind }), el("td", { text: e.step }),
-      el("td", { text: e.attempt || "" }), el("td", { text: e.kind === MIGRATED ? migration(e.detail) : e.detail }))));
+      el("td", { text: e.attempt || "" }), el("td", { text: e.kind === MIGRATED ? migration(e.detail) : e.detail }),
+      el("td", { class: "actor", text: e.actor || "" }))));
   }
 
   // -- versions: a run is drawn with the graph of its own version, fetched when it is not the
@@ -564,7 +573,7 @@
       if (!schema) { form.append(el("p", { text: "This server does not declare this reactor, so it cannot resume it." })); box.append(form); continue; }
       const root = field(schema, schema, "payload", true);
       const message = el("p", { class: "error", role: "alert" });
-      form.append(root.node, el("button", { type: "submit", class: "primary", text: "Continue" }), message);
+      form.append(root.node, guard(el("button", { type: "submit", class: "primary", text: "Continue" })), message);
       form.addEventListener("submit", async (event) => {
         event.preventDefault();
         const payload = root.value();
@@ -716,7 +725,10 @@
       const found = await call("api/reactors");
       reactors = Object.fromEntries(found.reactors.map((r) => [r.name, r]));
       for (const name of Object.keys(reactors)) addReactorOption(name);
+      session = await call("api/session");
     } catch (e) { return; }
+    document.body.classList.toggle("read-only", readOnly());
+    $("session").textContent = session.token ? "token " + session.token + (readOnly() ? " (read only: " + READ_ONLY + ")" : "") : "";
     const id = new URLSearchParams(location.search).get("run");
     if (id) openRun(id);
     else { show("list-view"); filtersFromUrl(); listState.cursors = [null]; loadList(); }
