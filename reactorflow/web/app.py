@@ -15,7 +15,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from reactorflow.errors import ConfigurationError
-from reactorflow.web import api, events, prometheus, repair, stats, why
+from reactorflow.web import api, bulk, events, prometheus, repair, stats, why
 from reactorflow.web.auth import check
 from reactorflow.web.responses import JSON, error_response
 from reactorflow.web.token import TOKEN_ENV
@@ -82,6 +82,7 @@ def build(token: str | None) -> Starlette:
               methods=["POST"]),
         Route("/api/schedules/{target}/resume", write(api.schedule_toggle(False)),
               methods=["POST"]),
+        Route("/api/runs:bulk", write(bulk.run_bulk), methods=["POST"]),
         Route("/api/runs/{run_id}", read(api.get_run)),
         Route("/api/runs/{run_id}/events", read(events.run_events)),
         Route("/api/runs/{run_id}/why", read(why.explain_run)),
