@@ -30,7 +30,8 @@ EXIT_REFUSED = 1
 EXIT_BAD_SELECTION = 2
 FILTERS = ("--reactor", "--status", "--since", "--until", "--error-type", "--version",
            "--correlation-id", "--all")
-"""The options that select the bulk form of a command."""
+"""The filter options; they, or `--dry-run`, select the bulk form of a command."""
+BULK_ONLY = (*FILTERS, "--dry-run")
 
 
 class OneOrMany(click.Command):
@@ -56,7 +57,7 @@ def bulk_form(args: Sequence[str]) -> bool:
     for arg in args:
         if arg == "--":
             return False
-        if arg.split("=", 1)[0] in FILTERS:
+        if arg.split("=", 1)[0] in BULK_ONLY:
             return True
     return False
 
