@@ -69,6 +69,7 @@ class Selection:
     error_type: str | None = None
     version: int | None = None
     correlation_id: str | None = None
+    ids: frozenset[str] | None = None  # only these runs (the dashboard's selected rows)
 
     @property
     def empty(self) -> bool:
@@ -82,7 +83,8 @@ class Selection:
                 and (self.until is None or run.created_at < self.until)
                 and (self.error_type is None
                      or (run.error is not None and run.error.type == self.error_type))
-                and (self.version is None or run.version == self.version))
+                and (self.version is None or run.version == self.version)
+                and (self.ids is None or run.id in self.ids))
 
 
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -120,7 +122,8 @@ def moment(text: str | float | None, field: str) -> float | None:
 def selection(*, reactor: str | None = None, status: str | None = None,
               since: str | float | None = None, until: str | float | None = None,
               error_type: str | None = None, version: int | str | None = None,
-              correlation_id: str | None = None, all_runs: bool = False) -> Selection:
+              correlation_id: str | None = None, ids: Sequence[str] | None = None,
+              all_runs: bool = False) -> Selection:
     """The checked selection of a bulk operation (see the module).
 
     Args:
@@ -131,6 +134,7 @@ def selection(*, reactor: str | None = None, status: str | None = None,
         error_type: Only runs whose error is of this type (its class name).
         version: Only runs on this version of their reactor.
         correlation_id: Only the run this correlation id names.
+        ids: Only these runs (by id).
         all_runs: Allow a selection with no filter: every run.
 
     Raises:
@@ -157,12 +161,16 @@ def selection(*, reactor: str | None = None, status: str | None = None,
         if isinstance(version, bool) or number < 1 or str(number) != str(version).strip():
             raise BulkSelectionError(f"version={version!r}: give a whole number from 1",
                                      field="version")
+    if ids is not None and (isinstance(ids, str) or not isinstance(ids, Sequence) or not all(
+            isinstance(i, str) and i for i in ids)):
+        raise BulkSelectionError(f"ids={ids!r}: give a list of run ids", field="ids")
     chosen = Selection(reactor or None, wanted, moment(since, "since"), moment(until, "until"),
-                       error_type or None, number, correlation_id or None)
+                       error_type or None, number, correlation_id or None,
+                       None if ids is None else frozenset(ids))
     if chosen.empty and not all_runs:
         raise BulkSelectionError(
             "a bulk operation needs a filter (reactor, status, since, until, error type, "
-            "version or correlation id); to act on every stored run, say so with --all "
+            "version, correlation id or run ids); to act on every stored run, say so with --all "
             '(the API: "all": true)', field="filter")
     return chosen
 
@@ -173,8 +181,13 @@ async def matching(chosen: Selection) -> AsyncGenerator[list[RunSummary], None]:
     Raises:
         StorageError: the storage failed (`StorageConnectionError`: it cannot be reached).
     """
+    storage = config.current_storage()
+    if chosen.ids is not None:
+        heads = [head for run_id in sorted(chosen.ids)
+                 if (head := await storage.load_head(run_id)) is not None]
+        yield [run for run in build_summaries(heads) if chosen.admits(run)]
+        return
     if chosen.correlation_id is not None:
-        storage = config.current_storage()
         names = [chosen.reactor] if chosen.reactor else sorted(registry.names())
         ids = {run_id for name in names
                if (run_id := await storage.resolve_correlation(name, chosen.correlation_id))}
