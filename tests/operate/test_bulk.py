@@ -14,6 +14,7 @@ from reactorflow import clock
 from reactorflow.runtime.ops import bulk
 from tests.operate.flows import orders
 
+
 class Label(msgspec.Struct):
     label: str
 
@@ -171,3 +172,35 @@ async def test_an_unknown_action_and_a_missing_step_are_refused(storage: rf.Stor
     with pytest.raises(rf.errors.BulkSelectionError) as missing:
         await bulk.apply("retry-step", [], lambda o: None)
     assert missing.value.field == "step"
+
+
+keyed = rf.Reactor("bulk.keyed", inputs=Label)
+
+
+@keyed.step
+async def tag(label: str) -> str:
+    return label
+
+
+@keyed.interrupt(correlation_id="crate:{label}")
+async def receive(payload: str, tag: str) -> str:
+    return payload
+
+
+async def test_a_correlation_id_or_run_ids_select_those_runs(storage: rf.Storage) -> None:
+    wanted = await keyed.run(label="K1")
+    other = await keyed.run(label="K2")
+    await crates.run(label="K1")  # another reactor, no correlation id
+
+    async def ids(**given: object) -> list[str]:
+        return [r.id for r in await bulk.select(bulk.selection(**given))]  # type: ignore[arg-type]
+
+    assert await ids(correlation_id="crate:K1") == [wanted.id]
+    assert await ids(correlation_id="crate:K1", reactor="bulk.keyed") == [wanted.id]
+    assert await ids(correlation_id="crate:K1", status="completed") == []
+    assert await ids(correlation_id="crate:nobody") == []
+    assert sorted(await ids(ids=[wanted.id, other.id, "no-such-run"])) == sorted(
+        [wanted.id, other.id])
+    with pytest.raises(rf.errors.BulkSelectionError) as refused:
+        bulk.selection(ids="not-a-list")  # type: ignore[arg-type]
+    assert refused.value.field == "ids"
