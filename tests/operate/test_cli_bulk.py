@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 
+import anyio
 import pytest
 
 import reactorflow as rf
@@ -59,12 +61,14 @@ async def test_without_yes_it_asks_and_a_no_changes_nothing(shared: Shared) -> N
 
 async def test_bulk_retry_twice_retries_once(shared: Shared) -> None:
     failed = await orders.run(item="gin", fail=True)
-    first = cli(shared, "runs", "retry", "--status", "failed", "--until", "1s", "--yes",
+    await anyio.sleep(0.01)  # the retries are created after --until: not selected
+    until = datetime.now(UTC).isoformat()
+    first = cli(shared, "runs", "retry", "--status", "failed", "--until", until, "--yes",
                 "--json", *APP)
     assert first.code == 0, first.err
     [outcome] = json.loads(first.out)["runs"]
     assert outcome["id"] == failed.id and outcome["retried_as"]
-    second = cli(shared, "runs", "retry", "--status", "failed", "--until", "1s", "--yes",
+    second = cli(shared, "runs", "retry", "--status", "failed", "--until", until, "--yes",
                  "--json", *APP)
     assert second.code == 0, second.err
     outcomes = {r["id"]: r for r in json.loads(second.out)["runs"]}
