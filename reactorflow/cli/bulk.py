@@ -29,7 +29,7 @@ SHOWN = 20
 EXIT_REFUSED = 1
 EXIT_BAD_SELECTION = 2
 FILTERS = ("--reactor", "--status", "--since", "--until", "--error-type", "--version",
-           "--correlation-id", "--all")
+           "--correlation-id", "--idempotency-key", "--all")
 """The filter options; they, or `--dry-run`, select the bulk form of a command."""
 BULK_ONLY = (*FILTERS, "--dry-run")
 
@@ -77,6 +77,8 @@ def filter_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      help="Only runs on this version of their reactor."),
         click.option("--correlation-id", metavar="ID",
                      help="Only the run this correlation id names."),
+        click.option("--idempotency-key", metavar="KEY",
+                     help="Only the run started with this idempotency key."),
         click.option("--all", "all_runs", is_flag=True,
                      help="Act on every stored run when no filter is given."),
         click.option("--dry-run", is_flag=True,
@@ -93,13 +95,15 @@ def bulk_command(action: bulk.Action, summary: str) -> click.Command:
 
     def command(reactor: str | None, status: str | None, since: str | None,
                 until: str | None, error_type: str | None, version: int | None,
-                correlation_id: str | None, all_runs: bool, dry_run: bool, yes: bool,
-                as_json: bool, apps: tuple[str, ...], redis_url: str | None,
-                namespace: str | None, step: str | None = None) -> None:
+                correlation_id: str | None, idempotency_key: str | None, all_runs: bool,
+                dry_run: bool, yes: bool, as_json: bool, apps: tuple[str, ...],
+                redis_url: str | None, namespace: str | None,
+                step: str | None = None) -> None:
         try:
             chosen = bulk.selection(reactor=reactor, status=status, since=since, until=until,
                                     error_type=error_type, version=version,
-                                    correlation_id=correlation_id, all_runs=all_runs)
+                                    correlation_id=correlation_id,
+                                    idempotency_key=idempotency_key, all_runs=all_runs)
             if action is bulk.Action.RETRY_STEP and not step:
                 raise BulkSelectionError("retry-step needs the step to run again: --step STEP",
                                          field="step")

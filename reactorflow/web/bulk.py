@@ -15,7 +15,7 @@ from reactorflow.web.api import body_of
 from reactorflow.web.responses import JSON
 
 FILTER_FIELDS = ("reactor", "status", "since", "until", "error_type", "version",
-                 "correlation_id", "ids")
+                 "correlation_id", "idempotency_key", "ids")
 
 
 def chosen_filter(body: dict[str, Any]) -> bulk.Selection:

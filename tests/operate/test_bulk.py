@@ -187,7 +187,8 @@ async def receive(payload: str, tag: str) -> str:
     return payload
 
 
-async def test_a_correlation_id_or_run_ids_select_those_runs(storage: rf.Storage) -> None:
+async def test_a_correlation_id_an_idempotency_key_or_run_ids_select_those_runs(
+        storage: rf.Storage) -> None:
     wanted = await keyed.run(label="K1")
     other = await keyed.run(label="K2")
     await crates.run(label="K1")  # another reactor, no correlation id
@@ -199,6 +200,9 @@ async def test_a_correlation_id_or_run_ids_select_those_runs(storage: rf.Storage
     assert await ids(correlation_id="crate:K1", reactor="bulk.keyed") == [wanted.id]
     assert await ids(correlation_id="crate:K1", status="completed") == []
     assert await ids(correlation_id="crate:nobody") == []
+    started = await quick.run(label="I1", idempotency_key="bulk-I1")
+    await quick.run(label="I2", idempotency_key="bulk-I2")
+    assert await ids(idempotency_key="bulk-I1") == [started.id]
     assert sorted(await ids(ids=[wanted.id, other.id, "no-such-run"])) == sorted(
         [wanted.id, other.id])
     with pytest.raises(rf.errors.BulkSelectionError) as refused:

@@ -69,6 +69,7 @@ class Selection:
     error_type: str | None = None
     version: int | None = None
     correlation_id: str | None = None
+    idempotency_key: str | None = None
     ids: frozenset[str] | None = None  # only these runs (the dashboard's selected rows)
 
     @property
@@ -122,8 +123,8 @@ def moment(text: str | float | None, field: str) -> float | None:
 def selection(*, reactor: str | None = None, status: str | None = None,
               since: str | float | None = None, until: str | float | None = None,
               error_type: str | None = None, version: int | str | None = None,
-              correlation_id: str | None = None, ids: Sequence[str] | None = None,
-              all_runs: bool = False) -> Selection:
+              correlation_id: str | None = None, idempotency_key: str | None = None,
+              ids: Sequence[str] | None = None, all_runs: bool = False) -> Selection:
     """The checked selection of a bulk operation (see the module).
 
     Args:
@@ -134,6 +135,7 @@ def selection(*, reactor: str | None = None, status: str | None = None,
         error_type: Only runs whose error is of this type (its class name).
         version: Only runs on this version of their reactor.
         correlation_id: Only the run this correlation id names.
+        idempotency_key: Only the run started with this idempotency key.
         ids: Only these runs (by id).
         all_runs: Allow a selection with no filter: every run.
 
@@ -141,7 +143,7 @@ def selection(*, reactor: str | None = None, status: str | None = None,
         BulkSelectionError: a bad value, or no filter without `all_runs` (naming the field).
     """
     for name, text in (("reactor", reactor), ("error_type", error_type),
-                       ("correlation_id", correlation_id)):
+                       ("correlation_id", correlation_id), ("idempotency_key", idempotency_key)):
         if text is not None and (not isinstance(text, str) or not text):
             raise BulkSelectionError(f"{name}={text!r}: give a non-empty string", field=name)
     wanted: Status | None = None
@@ -166,12 +168,12 @@ def selection(*, reactor: str | None = None, status: str | None = None,
         raise BulkSelectionError(f"ids={ids!r}: give a list of run ids", field="ids")
     chosen = Selection(reactor or None, wanted, moment(since, "since"), moment(until, "until"),
                        error_type or None, number, correlation_id or None,
-                       None if ids is None else frozenset(ids))
+                       idempotency_key or None, None if ids is None else frozenset(ids))
     if chosen.empty and not all_runs:
         raise BulkSelectionError(
             "a bulk operation needs a filter (reactor, status, since, until, error type, "
-            "version, correlation id or run ids); to act on every stored run, say so with --all "
-            '(the API: "all": true)', field="filter")
+            "version, correlation id, idempotency key or run ids); to act on every stored "
+            'run, say so with --all (the API: "all": true)', field="filter")
     return chosen
 
 
@@ -187,22 +189,21 @@ async def matching(chosen: Selection) -> AsyncGenerator[list[RunSummary], None]:
                  if (head := await storage.load_head(run_id)) is not None]
         yield [run for run in build_summaries(heads) if chosen.admits(run)]
         return
-    if chosen.correlation_id is not None:
-        names = [chosen.reactor] if chosen.reactor else sorted(registry.names())
-        ids = {run_id for name in names
-               if (run_id := await storage.resolve_correlation(name, chosen.correlation_id))}
-        heads = [head for run_id in sorted(ids)
-                 if (head := await storage.load_head(run_id)) is not None]
-        yield [run for run in build_summaries(heads) if chosen.admits(run)]
-        return
     cursor: str | None = None
-    while True:  # (the search helper's `list_runs` filters will do this in the index)
-        page = await lookup.list_runs(reactor=chosen.reactor, status=chosen.status,
-                                      limit=PAGE, cursor=cursor)
+    while True:  # (the indexes of `list_runs`; `admits` checks each row again)
+        page = await lookup.list_runs(
+            reactor=chosen.reactor, status=chosen.status, limit=PAGE, cursor=cursor,
+            since=_aware(chosen.since), until=_aware(chosen.until),
+            correlation_id=chosen.correlation_id, idempotency_key=chosen.idempotency_key,
+            version=chosen.version, error_type=chosen.error_type)
         yield [run for run in page.runs if chosen.admits(run)]
         if page.next_cursor is None:
             return
         cursor = page.next_cursor
+
+
+def _aware(at: float | None) -> datetime | None:
+    return None if at is None else datetime.fromtimestamp(at, UTC)
 
 
 async def select(chosen: Selection,

@@ -240,7 +240,7 @@
   }
 
   // -- bulk actions on the run list: a checkbox per row, "select all matching", the action bar
-  const BULK_FILTERS = ["reactor", "status", "since", "until", "error_type", "version", "correlation_id"];
+  const BULK_FILTERS = ["reactor", "status", "since", "until", "error_type", "version", "correlation_id", "idempotency_key"];
   const bulk = { ids: new Set(), matching: null }; // matching: {filter, count} once "all matching" is chosen
 
   function bulkFilter() { // the list's own filters, as the bulk API names them
