@@ -3,12 +3,12 @@
 Subcommands live in `runs` (reading and steering runs), `repair` (the `runs` commands that
 repair a held run), `services` (worker, sweep, dashboard, demo), `schedules` (the scheduler,
 schedules list/pause/resume), `versions` (`versions`, `deploy-check`, `runs migrate`),
-`workers` (workers list) and `graph`; `context` resolves the app modules, the storage and a
-run's reactor; `values` reads JSON and step names given on the line; `output` renders tables
-and JSON; `settle` waits (`--wait`, `runs watch`); `phrasing` says refusals as commands.
-Errors are one line on stderr with a non-zero exit status (1 an error, 2 a bad option, 3 a
-wait that timed out, 130 Ctrl-C); `-v` anywhere on the command line shows the traceback (and
-INFO logs).
+`workers` (workers list), `bulk` (the bulk forms of `runs cancel|undo|retry|resume|
+retry-step`) and `graph`; `context` resolves the app modules, the storage and a run's reactor;
+`values` reads JSON and step names given on the line; `output` renders tables and JSON;
+`settle` waits (`--wait`, `runs watch`); `phrasing` says refusals as commands. Errors are one
+line on stderr with a non-zero exit status (1 an error, 2 a bad option, 3 a wait that timed
+out, 130 Ctrl-C); `-v` anywhere on the command line shows the traceback (and INFO logs).
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from collections.abc import Sequence
 import click
 
 from reactorflow import __version__
-from reactorflow.cli import graph, repair, runs, schedules, services, versions, why, workers
+from reactorflow.cli import bulk, graph, repair, runs, schedules, services, versions, why, workers
 from reactorflow.cli.phrasing import one_line
 from reactorflow.cli.settle import EXIT_TIMED_OUT
 from reactorflow.errors import WaitTimeout
+from reactorflow.runtime.ops.bulk import Action
 
 VERBOSE_FLAGS = ("-v", "--verbose")
 EXIT_ERROR = 1
@@ -47,8 +48,18 @@ def cli(verbose: bool) -> None:
 runs.runs_group.add_command(why.why_command)
 cli.add_command(runs.runs_group)
 runs.runs_group.add_command(versions.migrate_command)
+BULK_FORMS = {  # runs cancel|undo|retry|resume|retry-step: one RUN_ID, or filter options
+    Action.CANCEL: (runs.cancel_command, "cancel (without rollback)"),
+    Action.UNDO: (runs.undo_command, "roll back"),
+    Action.RETRY: (runs.retry_command, "retry (a run retried before is not retried again)"),
+    Action.RESUME: (repair.resume_command, "resume (operator-paused)"),
+    Action.RETRY_STEP: (repair.retry_step_command, "run --step again of"),
+}
 for command in repair.COMMANDS:  # runs retry-step, skip-step, rewind, pause, resume
     runs.runs_group.add_command(command)
+for action, (single, what) in BULK_FORMS.items():
+    runs.runs_group.add_command(bulk.OneOrMany(single, bulk.bulk_command(
+        action, bulk.BULK_HELP.format(what=what))))
 cli.add_command(schedules.schedules_group)
 cli.add_command(workers.workers_group)
 for command in (runs.continue_command, runs.undo_command, runs.cancel_command,

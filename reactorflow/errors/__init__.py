@@ -14,6 +14,7 @@ from __future__ import annotations
 from reactorflow.errors.core import (
     SHOWN_ID_LIMIT,
     ArgumentError,
+    BulkSelectionError,
     ConfigurationError,
     DefinitionChanged,
     DefinitionError,
@@ -75,6 +76,7 @@ from reactorflow.errors.sync import SyncInEventLoop
 __all__ = [
     "AlreadyResumed",
     "ArgumentError",
+    "BulkSelectionError",
     "AsyncUnitFailed",
     "AsyncWaitTimeout",
     "ConfigurationError",

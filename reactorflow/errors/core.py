@@ -191,6 +191,20 @@ class SerializationError(ReactorflowError):
         self.type_name = type_name
 
 
+class BulkSelectionError(ReactorflowError):
+    """A bulk operation (`reactorflow runs cancel --status ...`, `POST /api/runs:bulk`) was
+    given a bad selection: an unknown action or filter value, a malformed time, a missing step,
+    or no filter at all without `all`. Nothing was changed.
+
+    Attributes:
+        field: The option or body field at fault (`action`, `status`, `since`, `filter`...).
+    """
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class ArgumentError(ReactorflowError):
     """A step's argument could not be resolved (a bad path into a result, a failing `when`)."""
 

@@ -16,7 +16,7 @@ from starlette.staticfiles import StaticFiles
 
 from reactorflow import audit
 from reactorflow.errors import ConfigurationError
-from reactorflow.web import api, events, prometheus, repair, stats, why
+from reactorflow.web import api, bulk, events, prometheus, repair, stats, why
 from reactorflow.web.auth import check
 from reactorflow.web.responses import JSON, error_response
 from reactorflow.web.roles import TokenSet, token_set
@@ -114,6 +114,7 @@ def build(token: str | None,
               methods=["POST"]),
         Route("/api/schedules/{target}/resume", write(api.schedule_toggle(False)),
               methods=["POST"]),
+        Route("/api/runs:bulk", write(bulk.run_bulk), methods=["POST"]),
         Route("/api/runs/{run_id}", read(api.get_run)),
         Route("/api/runs/{run_id}/events", read(events.run_events)),
         Route("/api/runs/{run_id}/why", read(why.explain_run)),

@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from reactorflow.errors import (
     AlreadyResumed,
+    BulkSelectionError,
     CorrelationConflict,
     InputValidationError,
     InterruptExpired,
@@ -80,7 +81,7 @@ class BadFilter(BadRequest):
 
 
 STATUS_OF: tuple[tuple[type[Exception], int], ...] = (
-    (Unauthorized, 401), (Forbidden, 403), (BadFilter, 400),
+    (Unauthorized, 401), (Forbidden, 403), (BadFilter, 400), (BulkSelectionError, 400),
     (RunNotFound, 404), (NoSuchReactor, 404), (NoSuchStep, 404),
     (RunStateError, 409), (StepNotFailed, 409), (AlreadyResumed, 409),
     (InterruptNotPending, 409), (InterruptExpired, 409), (LockTimeout, 409),

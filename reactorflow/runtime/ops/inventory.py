@@ -17,13 +17,12 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import anyio
 import msgspec
 
 from reactorflow import config, records
 from reactorflow.definition import registry
 from reactorflow.errors import CorruptRecord, MigrationError, ReactorflowError, StorageError
-from reactorflow.runtime.ops import migrating, migrations
+from reactorflow.runtime.ops import fanout, migrating, migrations
 from reactorflow.status import Status
 
 if TYPE_CHECKING:
@@ -289,6 +288,26 @@ class Outcome:
     error: ReactorflowError | None = None
 
 
+async def migrate_one(reactor: Reactor, run_id: str) -> Outcome:
+    """`reactor.migrate(run_id)` of one run onto the newest declared version of `reactor`:
+    `already` when it is on it; a refusal is the outcome's `error`.
+
+    Raises:
+        StorageError: the storage failed (`StorageConnectionError`: it cannot be reached).
+    """
+    newest = registry.newest(reactor)
+    head = await config.current_storage().load_head(run_id)
+    if head is not None and records.meta_version(head.meta) == newest.version:
+        return Outcome(run_id, newest.version, already=True)
+    try:
+        run = await migrating.migrate(newest, run_id)
+    except StorageError:
+        raise
+    except ReactorflowError as exc:
+        return Outcome(run_id, None, error=exc)
+    return Outcome(run_id, run.version)
+
+
 async def migrate_runs(reactor: Reactor, run_ids: Sequence[str],
                        report: Callable[[Outcome], None]) -> None:
     """`await reactor.migrate(run_id)` of each run, MIGRATE_WORKERS at a time; `report` gets
@@ -298,26 +317,5 @@ async def migrate_runs(reactor: Reactor, run_ids: Sequence[str],
         StorageError: the storage failed (`StorageConnectionError`: it cannot be reached);
             the runs not reported yet were left as they were.
     """
-    storage = config.current_storage()
-    newest = registry.newest(reactor)
-    pending = iter(run_ids)
-
-    async def one(run_id: str) -> Outcome:
-        head = await storage.load_head(run_id)
-        if head is not None and records.meta_version(head.meta) == newest.version:
-            return Outcome(run_id, newest.version, already=True)
-        try:
-            run = await migrating.migrate(newest, run_id)
-        except StorageError:
-            raise
-        except ReactorflowError as exc:
-            return Outcome(run_id, None, error=exc)
-        return Outcome(run_id, run.version)
-
-    async def work() -> None:
-        for run_id in pending:  # (one iterator shared by the workers: each run taken once)
-            report(await one(run_id))
-
-    async with anyio.create_task_group() as group:
-        for _ in range(min(MIGRATE_WORKERS, len(run_ids))):
-            group.start_soon(work)
+    await fanout.each(run_ids, lambda run_id: migrate_one(reactor, run_id), report,
+                      MIGRATE_WORKERS)

@@ -244,6 +244,88 @@
     listState.next = page.next_cursor;
     $("older").disabled = !page.next_cursor;
     $("newest").disabled = listState.cursors.length <= 1;
+    renderSelection();
+  }
+
+  // -- bulk actions on the run list: a checkbox per row, "select all matching", the action bar
+  const BULK_FILTERS = ["reactor", "status", "since", "until", "error_type", "version", "correlation_id", "idempotency_key"];
+  const bulk = { ids: new Set(), matching: null }; // matching: {filter, count} once "all matching" is chosen
+
+  function bulkFilter() { // the list's own filters, as the bulk API names them
+    const query = new URLSearchParams(listQuery(null));
+    const filter = {};
+    for (const name of BULK_FILTERS) if (query.get(name)) filter[name] = name === "version" ? Number(query.get(name)) : query.get(name);
+    return filter;
+  }
+
+  function renderSelection() { // a checkbox on every row (kept across re-renders) and one in the header
+    const head = $("runs").tHead.rows[0];
+    if (!head.querySelector("th.pick")) {
+      const all = el("input", { type: "checkbox", id: "bulk-page", "aria-label": "select every run on this page" });
+      all.addEventListener("change", () => {
+        bulk.matching = null;
+        for (const box of $("runs").tBodies[0].querySelectorAll("input.pick")) { box.checked = all.checked; pick(box.dataset.run, all.checked); }
+        showBulkBar();
+      });
+      head.prepend(el("th", { class: "pick" }, all));
+    }
+    for (const row of $("runs").tBodies[0].rows) {
+      const id = row.dataset.run;
+      const box = el("input", { type: "checkbox", class: "pick", "data-run": id, "aria-label": "select run " + id });
+      box.checked = bulk.matching !== null || bulk.ids.has(id);
+      box.addEventListener("change", () => { bulk.matching = null; pick(id, box.checked); showBulkBar(); });
+      row.prepend(el("td", { class: "pick" }, box));
+    }
+    showBulkBar();
+  }
+
+  function pick(id, on) { if (on) bulk.ids.add(id); else bulk.ids.delete(id); }
+
+  function showBulkBar() {
+    const count = bulk.matching ? bulk.matching.count : bulk.ids.size;
+    $("bulk-bar").hidden = $("runs").tBodies[0].rows.length === 0;
+    for (const button of $("bulk-bar").querySelectorAll("button[data-bulk]")) button.disabled = count === 0;
+    $("bulk-count").textContent = bulk.matching ? "All " + count + " matching run(s) selected" : count + " run(s) selected";
+    $("bulk-page").checked = !bulk.matching && count > 0 && [...$("runs").tBodies[0].querySelectorAll("input.pick")].every((b) => b.checked);
+  }
+
+  function bulkBody(action) { // the selected rows by id, or everything the list's filters match
+    if (!bulk.matching) return { action, filter: { ids: [...bulk.ids] } };
+    const filter = bulk.matching.filter;
+    return Object.keys(filter).length ? { action, filter } : { action, all: true };
+  }
+
+  async function selectMatching() {
+    const filter = bulkFilter();
+    const body = Object.keys(filter).length ? { action: "cancel", filter, dry_run: true } : { action: "cancel", all: true, dry_run: true };
+    try {
+      const found = await call("api/runs:bulk", { method: "POST", body: JSON.stringify(body) });
+      bulk.matching = { filter, count: found.matched };
+      for (const box of $("runs").tBodies[0].querySelectorAll("input.pick")) box.checked = true;
+      showBulkBar();
+    } catch (e) { bulkMessage(e.message); }
+  }
+
+  function bulkMessage(text) { $("bulk-result").hidden = false; $("bulk-summary").className = "bad"; $("bulk-summary").textContent = text; $("bulk-outcomes").replaceChildren(); }
+
+  async function runBulk(action) {
+    const count = bulk.matching ? bulk.matching.count : bulk.ids.size;
+    if (!count) return;
+    const verb = { cancel: "Cancel", undo: "Undo (roll back every completed step of)", retry: "Retry (start a new run with the inputs of)", resume: "Resume" }[action];
+    const what = bulk.matching ? "all " + count + " run(s) matching the list's filters" : count + " selected run(s)";
+    if (!window.confirm(verb + " " + what + "?")) return;
+    try {
+      const done = await call("api/runs:bulk", { method: "POST", body: JSON.stringify(bulkBody(action)) });
+      const refused = done.runs.filter((r) => !r.ok).length;
+      $("bulk-result").hidden = false;
+      $("bulk-summary").className = refused ? "bad" : "";
+      $("bulk-summary").textContent = action + ": " + (done.runs.length - refused) + " ok, " + refused + " refused (of " + done.matched + ")";
+      $("bulk-outcomes").replaceChildren(...done.runs.map((r) => el("li", { "data-run": r.id, class: r.ok ? "ok" : "bad" },
+        el("a", { href: "?run=" + encodeURIComponent(r.id), text: r.id }), " ", badge(r.status),
+        r.ok ? (r.retried_as ? " retried as " + r.retried_as : r.note ? " (" + r.note + ")" : "") : " refused: " + r.error)));
+      clearSelection();
+      loadList(); // the rows as the action left them
+    } catch (e) { bulkMessage(e.message); }
   }
 
   function addReactorOption(name) {
@@ -754,6 +836,15 @@
   $("newest").addEventListener("click", () => { listState.cursors = [null]; loadList(); });
   for (const button of document.querySelectorAll("#actions button")) button.addEventListener("click", () => act(button.dataset.action));
   $("graph-fit").addEventListener("click", () => window.reactorflowGraph.fit($("graph")));
+  for (const button of document.querySelectorAll("#bulk-bar button[data-bulk]")) button.addEventListener("click", () => runBulk(button.dataset.bulk));
+  $("bulk-matching").addEventListener("click", selectMatching);
+  function clearSelection() {
+    bulk.ids.clear(); bulk.matching = null;
+    for (const box of $("runs").tBodies[0].querySelectorAll("input.pick")) box.checked = false;
+    showBulkBar();
+  }
+  $("bulk-clear").addEventListener("click", clearSelection);
+  $("filters").addEventListener("change", clearSelection); // another filter selects other runs
   window.addEventListener("popstate", route);
   // the browser tests read the notes through these (the same cases as the CLI's)
   window.reactorflowNotes = Object.freeze({ inWords, stepNote });
