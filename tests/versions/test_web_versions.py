@@ -30,7 +30,8 @@ async def client(storage: rf.Storage) -> AsyncIterator[httpx.AsyncClient]:
 def _error(response: httpx.Response, code: int, kind: str) -> str:
     assert response.status_code == code, response.text
     body = response.json()
-    assert set(body) == {"error", "message"} and body["error"] == kind
+    assert {"error", "message"} <= set(body) <= {"error", "message", "fields"}
+    assert body["error"] == kind
     return str(body["message"])
 
 
