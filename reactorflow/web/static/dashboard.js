@@ -241,11 +241,40 @@
     }
     $("no-runs").textContent = "No runs.";
     $("no-runs").hidden = page.runs.length > 0;
+    if (cursorRow >= 0) moveCursor(cursorRow); // (kept on its place across a refresh)
     listState.next = page.next_cursor;
     $("older").disabled = !page.next_cursor;
     $("newest").disabled = listState.cursors.length <= 1;
     renderSelection();
   }
+
+  // -- the keyboard on the run list: j/k (or the arrows) move, Enter (or o) opens, x ticks, / finds
+  let cursorRow = -1; // the row the keyboard is on (-1: none yet)
+
+  function moveCursor(to) {
+    const rows = $("runs").tBodies[0].rows;
+    if (!rows.length) return;
+    cursorRow = Math.max(0, Math.min(rows.length - 1, to));
+    for (const [index, row] of Array.from(rows).entries()) {
+      row.classList.toggle("current", index === cursorRow);
+      row.setAttribute("aria-selected", String(index === cursorRow));
+    }
+    rows[cursorRow].scrollIntoView({ block: "nearest" });
+  }
+
+  document.addEventListener("keydown", (event) => {
+    if ($("list-view").hidden || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.target.closest && event.target.closest("input, textarea, select, button, dialog")) return;
+    const rows = $("runs").tBodies[0].rows;
+    const row = rows[cursorRow];
+    if (event.key === "j" || event.key === "ArrowDown") moveCursor(cursorRow + 1);
+    else if (event.key === "k" || event.key === "ArrowUp") moveCursor(cursorRow < 0 ? 0 : cursorRow - 1);
+    else if ((event.key === "Enter" || event.key === "o") && row) location.href = row.querySelector("a").href;
+    else if (event.key === "x" && row) { const box = row.querySelector("input.pick"); if (box) box.click(); }
+    else if (event.key === "/") $("search").focus();
+    else return;
+    event.preventDefault();
+  });
 
   // -- bulk actions on the run list: a checkbox per row, "select all matching", the action bar
   const BULK_FILTERS = ["reactor", "status", "since", "until", "error_type", "version", "correlation_id", "idempotency_key"];
