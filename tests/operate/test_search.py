@@ -57,9 +57,14 @@ async def test_a_correlation_id_or_an_idempotency_key_finds_its_run(
     assert _ids(await rf.list_runs(correlation_id="order:nobody")) == []
     done = await shop.continue_(o10.id, step="approve", payload=True)
     assert done.status is rf.Status.COMPLETED
-    # an ended run released its correlation id; its idempotency key lives as long as it does
-    assert _ids(await rf.list_runs(correlation_id="order:O10")) == []
+    # an ended run released its correlation id, and is still found by it while it is kept;
+    # its idempotency key lives as long as it does
+    assert _ids(await rf.list_runs(correlation_id="order:O10")) == [o10.id]
     assert _ids(await rf.list_runs(idempotency_key="checkout-O10")) == [o10.id]
+    again = await shop.run(order_id="O10")  # a new run takes the id: the live one is found
+    assert _ids(await rf.list_runs(correlation_id="order:O10")) == [again.id]
+    await shop.continue_(again.id, step="approve", payload=True)
+    assert _ids(await rf.list_runs(correlation_id="order:O10")) == [again.id]  # the latest
 
 
 async def test_since_until_version_and_error_type_filter_the_list(storage: rf.Storage) -> None:

@@ -78,9 +78,32 @@ async def test_redis_a_lookup_by_key_sends_the_same_commands_however_many_runs_a
             run_id = await new_run(storage, reactor=reactor)
             await storage.map_correlation(reactor, f"O{i}-other", run_id)
         many = [c["command"] for c in await _commands_during(redis_url, lookup)]
-        assert len(many) == len(few) == 2, many  # SMEMBERS of the reactors, one GET
-        assert many[0].upper().startswith("SMEMBERS") and many[1].upper().startswith("GET")
+        # SMEMBERS of the reactors, then per reactor a GET of the live mapping and one of the
+        # ended run's record (`remember_correlation`), in one pipeline
+        assert len(many) == len(few) == 3, many
+        assert many[0].upper().startswith("SMEMBERS")
+        assert all(c.upper().startswith("GET") for c in many[1:])
         assert not any(c.upper().startswith(("SCAN", "KEYS", "ZRANGE", "ZREVRANGE", "HSCAN"))
                        for c in many)
     finally:
         await storage.aclose()
+
+
+async def test_an_ended_run_is_found_by_its_correlation_id_until_it_expires(
+        storage: Storage) -> None:
+    reactor = f"past-{uuid.uuid4().hex[:8]}"
+    ended = await new_run(storage, reactor=reactor)
+    live = await new_run(storage, reactor=reactor)
+    await storage.remember_correlation(reactor, "order:O1", live)  # not ended: nothing kept
+    assert await storage.find_by_key(RunKey.CORRELATION_ID, "order:O1", reactor) == {}
+    await storage.save_state(ended, "owner-1", status="completed", previous_status="running",
+                             state=b"s")
+    await storage.remember_correlation(reactor, "order:O1", ended)
+    assert await storage.find_by_key(RunKey.CORRELATION_ID, "order:O1", None) == {
+        reactor: ended}
+    assert await storage.map_correlation(reactor, "order:O1", live) == live  # no first-wins
+    assert await storage.find_by_key(RunKey.CORRELATION_ID, "order:O1", reactor) == {
+        reactor: live}  # a live mapping wins
+    assert await storage.release_correlation(reactor, "order:O1", live)
+    assert await storage.find_by_key(RunKey.CORRELATION_ID, "order:O1", reactor) == {
+        reactor: ended}

@@ -25,7 +25,7 @@ from reactorflow import clock, records
 from reactorflow.errors import StorageError
 from reactorflow.records import Control, Event, RunState, StepRecord
 from reactorflow.runtime.engine.map_slot_keys import slot_keys
-from reactorflow.status import Status
+from reactorflow.status import ENDED, Status
 from reactorflow.storage.contract.method_marks import INLINE, batches, is_foldable
 
 if TYPE_CHECKING:
@@ -286,6 +286,9 @@ class RunWriter:
                                    if r.correlation_id is not None}):
             try:
                 await self.storage.release_correlation(self.reactor, correlation, self.run_id)
+                if self.state.status in ENDED:  # a search still finds it, until it expires
+                    await self.storage.remember_correlation(self.reactor, correlation,
+                                                            self.run_id)
             except StorageError:
                 log.warning("reactorflow.correlation.release_failed run_id=%s correlation_id=%s",
                             self.run_id, correlation, exc_info=True)

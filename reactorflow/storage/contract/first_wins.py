@@ -95,6 +95,24 @@ class FirstWinsContract(abc.ABC):
         """
 
     @abc.abstractmethod
+    async def remember_correlation(self, reactor: str, correlation_id: str, run_id: str) -> None:
+        """After run `run_id` ended and released its correlation id: remember that the id led
+        to it, for a search (`find_by_key`) to find the ended run. The record expires with the
+        run (its retention; nothing is written for a run that is gone or has not ended) and is
+        no first-wins mapping: the latest ended run that had the id replaces it, and a live
+        mapping of the id wins over it in a search. Idempotent; best effort (a lost record only
+        makes an ended run harder to find).
+
+        Args:
+            reactor: The run's reactor.
+            correlation_id: The correlation id its interrupt registered.
+            run_id: The run, which has ended.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
     async def find_by_key(self, kind: RunKey, key: str, reactor: str | None) -> dict[str, str]:
         """The runs a business key leads to, by reactor (`{reactor: run id}`), read from the
         first-wins mappings above (never a scan: on Redis one read of the reactor set when
@@ -102,8 +120,10 @@ class FirstWinsContract(abc.ABC):
         own keys, so a key may lead to one run in each. The answer is a hint the caller
         verifies against the run (a claim whose claimer died before storing its run names no
         stored run). A correlation id leads to its run only while the mapping lives: from the
-        interrupt that registered it until the run ends (`release_correlation`); an
-        idempotency key leads to its run as long as the run lives (`claim_idempotency`).
+        interrupt that registered it until the run ends (`release_correlation`), then, through
+        the record `remember_correlation` leaves, until the ended run expires (a live mapping
+        of the id wins); an idempotency key leads to its run as long as the run lives
+        (`claim_idempotency`).
 
         Args:
             kind: Which mapping to read (`RunKey`).

@@ -98,6 +98,8 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
         self._locks: dict[str, _Lock] = {}
         self._by_reactor: dict[str, dict[str, float]] = {}
         self._correlations: dict[tuple[str, str], tuple[str, float]] = {}
+        # (reactor, correlation id) -> (the ended run it led to, when that run expires)
+        self._past_correlations: dict[tuple[str, str], tuple[str, float]] = {}
         self._idempotency: dict[tuple[str, str], tuple[str, float]] = {}
         self._subscribers: dict[tuple[str, str], set[_MemorySubscription]] = {}
         self._init_gates()
@@ -189,6 +191,8 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
             del self._locks[lock_id]
         for cid in [c for c, (_, exp) in self._correlations.items() if exp <= now]:
             del self._correlations[cid]
+        for cid in [c for c, (_, exp) in self._past_correlations.items() if exp <= now]:
+            del self._past_correlations[cid]
         for key in [k for k, (_, exp) in self._idempotency.items() if exp <= now]:
             del self._idempotency[key]
 
@@ -470,6 +474,12 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
         return _release_mapping(self._mutex, self._correlations, (reactor, correlation_id),
                                 run_id)
 
+    async def remember_correlation(self, reactor: str, correlation_id: str, run_id: str) -> None:
+        with self._mutex:
+            run = self._live(run_id, clock.monotonic())
+            if run is not None and run.expires != LIVE:
+                self._past_correlations[(reactor, correlation_id)] = (run_id, run.expires)
+
     async def claim_idempotency(self, reactor: str, key: str, run_id: str) -> str:
         now = clock.monotonic()
         with self._mutex:
@@ -489,12 +499,13 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
                 mappings = self._correlations
             case RunKey.IDEMPOTENCY_KEY:
                 mappings = self._idempotency
+        past = self._past_correlations if kind is RunKey.CORRELATION_ID else {}
         now = clock.monotonic()
         with self._mutex:
             names = [reactor] if reactor is not None else sorted(self._by_reactor)
-            found = {name: mappings.get((name, key)) for name in names}
-        return {name: held[0] for name, held in found.items()
-                if held is not None and held[1] > now}
+            found = {name: _current(mappings.get((name, key)), now)
+                     or _current(past.get((name, key)), now) for name in names}
+        return {name: run_id for name, run_id in found.items() if run_id is not None}
 
     # -- listing and sweeping ------------------------------------------------------------------
 
@@ -632,3 +643,8 @@ def _release_mapping(mutex: threading.Lock, mappings: dict[tuple[str, str], tupl
             return False
         del mappings[key]
         return True
+
+
+def _current(held: tuple[str, float] | None, now: float) -> str | None:
+    """The run a (run id, expiry) mapping names while it has not expired."""
+    return held[0] if held is not None and held[1] > now else None

@@ -109,6 +109,11 @@ class RedisKeys:
         digest = hashlib.sha256(correlation_id.encode()).hexdigest()
         return f"{self.ns}:corr:{reactor}:{digest}"
 
+    def past_correlation(self, reactor: str, correlation_id: str) -> str:
+        """The ended run a reactor's correlation id led to (`remember_correlation`)."""
+        digest = hashlib.sha256(correlation_id.encode()).hexdigest()
+        return f"{self.ns}:corr-past:{reactor}:{digest}"
+
     def idempotency(self, reactor: str, key: str) -> str:
         digest = hashlib.sha256(key.encode()).hexdigest()
         return f"{self.ns}:idem:{reactor}:{digest}"

@@ -106,12 +106,17 @@ class RedisScans:
         with self._errors():
             reactors = ([reactor] if reactor is not None else
                         sorted(_text(r) for r in await conn.client.smembers(self._keys.reactors())))
+            past = kind is RunKey.CORRELATION_ID  # an ended run's, after the live mapping
             pipe = conn.client.pipeline(transaction=False)
             for name in reactors:
                 pipe.get(mapping(name, key))
+                if past:
+                    pipe.get(self._keys.past_correlation(name, key))
             replies = await pipe.execute() if reactors else []
-        return {name: _text(run_id) for name, run_id in zip(reactors, replies, strict=True)
-                if run_id is not None}
+        per = 2 if past else 1
+        found = {name: next((r for r in replies[i * per:(i + 1) * per] if r is not None), None)
+                 for i, name in enumerate(reactors)}
+        return {name: _text(run_id) for name, run_id in found.items() if run_id is not None}
 
     async def count_runs(self) -> dict[tuple[str, str], int]:
         conn = await self._redis.get()

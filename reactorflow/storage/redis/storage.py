@@ -699,6 +699,16 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         return await self._release_mapping(self._keys.correlation(reactor, correlation_id),
                                            run_id)
 
+    async def remember_correlation(self, reactor: str, correlation_id: str, run_id: str) -> None:
+        # the record takes the run's expiry, read first (the run's keys are in another slot
+        # on a Redis Cluster): a run that has not ended (no expiry) or is gone gets none
+        conn = await self._redis.get()
+        with self._errors():
+            left = await conn.client.pttl(self._keys.run(run_id))
+            if isinstance(left, int) and left > 0:
+                await conn.client.set(self._keys.past_correlation(reactor, correlation_id),
+                                      run_id, px=left)
+
     async def claim_idempotency(self, reactor: str, key: str, run_id: str) -> str:
         # no TTL: the claim takes its run's expiry once the run records it (`create_run`)
         return await self._first_wins(self._keys.idempotency(reactor, key), run_id, 0, False)
