@@ -253,12 +253,15 @@ def _check_handlers(handlers: dict[str, list[Execution]], effects: dict[str, lis
                 assert earlier.end is not None
                 if earlier.end >= later.start or earlier.kind != later.kind:
                     continue
-                # a kill of its process after it ended and before its checkpoint landed; or a
-                # storage fault from the moment its checkpoint's story began: an outage while
-                # the handler ran (the run's lease lapsed, its checkpoint was refused or cut
-                # off) also costs its checkpoint, and the rollback resumed from the one before
-                # runs it again
-                excuse = (faults.between(earlier.end, later.start, PROCESS_FAULTS,
+                # a kill of its process from when it started until it ran again: one noted after
+                # it ended cut off its checkpoint, and so did one noted while it ran (the fault
+                # is noted before the signal is sent, so the dying process may still log the
+                # handler's end, seq after the kill's, and never checkpoint it: the quick lane's
+                # seed 85419); or a storage fault from the moment its checkpoint's story began:
+                # an outage while the handler ran (the run's lease lapsed, its checkpoint was
+                # refused or cut off) also costs its checkpoint, and the rollback resumed from
+                # the one before runs it again
+                excuse = (faults.between(earlier.start, later.start, PROCESS_FAULTS,
                                          earlier.pgid)
                           or faults.between(_window_opens(earlier, effects.get(key, [])),
                                             later.start, STORAGE_FAULTS))

@@ -71,6 +71,23 @@ def test_an_undo_applied_twice_with_no_fault_between_is_reported() -> None:
     assert check(excused.records, {}).violations == []
 
 
+def test_a_handler_whose_process_was_killed_while_it_ran_may_run_again() -> None:
+    """The kill is noted before its signal lands: the dying process may still log the
+    handler's end (seq after the kill's) and never checkpoint it, so the rollback runs it again
+    (the quick lane's seed 85419). A kill of another process excuses nothing."""
+    def book(killed: int) -> Book:
+        b = Book()
+        b.add("comp.start", "r1:weigh:3", "r1", token="c1", pgid=1)
+        b.add("fault.kill_worker", "worker-0", pgid=killed)
+        b.add("comp.end", "r1:weigh:3", "r1", token="c1", pgid=1)
+        b.apply("comp", "r1:weigh:3", "r1", "c2", pgid=2)
+        return b
+
+    own = check(book(killed=1).records, {})
+    assert own.violations == [] and own.reapplied == 1
+    assert _invariants(check(book(killed=3).records, {})) == ["handler-twice"]
+
+
 def test_an_undo_run_again_after_an_outage_while_it_ran_is_at_least_once() -> None:
     """Redis restarted while the undo ran: its lease or its checkpoint was lost with it, so the
     rollback ran it again (the full chaos run's first finding, seed 7). A restart before the
