@@ -227,6 +227,10 @@ async def _failed(ex: Scope, node: Node, index: int, kwargs: dict[str, Any], att
     arguments = {name: kwargs[name] for name in handler.names if name in kwargs}
     if handler.context_name is not None:
         arguments[handler.context_name] = context(ex, node, index, attempt)
+    # a lost lock starts no compensate either: a process paused past its element's lock (a
+    # zombie) whose body failed once it went on finds the element re-run and compensated by
+    # the taker, and must not compensate it again
+    await ensure_live(ex.lease)
     try:
         await handler.fn(error, **arguments)
     except Exception as exc:
