@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import msgspec
 import pytest
 
@@ -116,6 +117,55 @@ async def test_a_paused_v1_run_continued_after_v2_is_deployed_runs_v1s_steps(
     assert set(done.steps) == {"reserve", "approve", "bill"}
     fresh = await v2.run()
     assert fresh.version == 2
+
+
+async def _is_paused(flow: rf.Reactor, run_id: str) -> bool:
+    try:
+        return (await flow.get(run_id)).status is rf.Status.PAUSED
+    except rf.RunNotFound:  # not dispatched yet
+        return False
+
+
+async def test_an_async_child_of_a_v1_parent_reports_to_v1s_step_after_v2_is_deployed(
+        storage: rf.Storage) -> None:
+    """The child's end is reported through the parent's own version: version 2 renamed the
+    step, so reading the newest version would find no step to report to."""
+    child = rf.Reactor(unique("ver-child"))
+
+    @child.interrupt
+    async def approve(payload: Approval) -> bool:
+        return payload.ok
+
+    name = unique("ver-parent")
+    v1 = rf.Reactor(name, version=1)
+
+    @v1.async_reactor(child)
+    async def ship() -> dict[str, Any]:
+        return {}
+
+    @v1.step
+    async def confirm(ship: bool) -> str:
+        return f"v1 confirmed {ship}"
+
+    parent = await v1.dispatch()  # in the embedded worker: it parks while the child waits
+    child_id = f"{parent.id}-ship"
+    with anyio.fail_after(10):
+        while not await _is_paused(child, child_id):
+            await anyio.sleep(0.01)
+    v2 = rf.Reactor(name, version=2)  # deployed beside version 1: `ship` became `send`
+
+    @v2.async_reactor(child)
+    async def send() -> dict[str, Any]:
+        return {}
+
+    @v2.step
+    async def confirm2(send: bool) -> str:
+        return "v2"
+
+    await child.continue_(child_id, step="approve", payload={"ok": True})
+    done = await v1.wait(parent.id, timeout=10)
+    assert done.status is rf.Status.COMPLETED and done.version == 1
+    assert done.value == "v1 confirmed True"
 
 
 async def test_with_v1_removed_a_declared_migration_moves_the_run_onto_v2(

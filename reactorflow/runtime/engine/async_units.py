@@ -37,6 +37,7 @@ from reactorflow.status import EventKind, HaltReason, Status, StepStatus
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
+    from reactorflow.definition.reactor import Reactor
     from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.async")
@@ -247,7 +248,7 @@ async def report_child_end(storage: Storage, ex: Execution) -> None:
         return
     if not Status(ex.state.status).is_terminal:
         return
-    parent = registry.lookup(await _reactor_of(storage, meta.parent_run) or "")
+    parent = await _parent_reactor(storage, meta.parent_run)
     if parent is None:
         log.warning("reactorflow.async.parent_unknown run_id=%s parent=%s", ex.run_id,
                     meta.parent_run)
@@ -262,6 +263,10 @@ async def report_child_end(storage: Storage, ex: Execution) -> None:
                      [event(EventKind.ASYNC_FINISHED, meta.parent_step, detail=record.status)])
 
 
-async def _reactor_of(storage: Storage, run_id: str) -> str | None:
+async def _parent_reactor(storage: Storage, run_id: str) -> Reactor | None:
+    """The reactor of the parent run `run_id` at the version the parent is on (a parent still
+    on version 1 while version 2 is deployed reads its own step's node, not version 2's)."""
     head = await storage.load_head(run_id)
-    return None if head is None else head.reactor
+    if head is None:
+        return None
+    return registry.lookup(head.reactor, records.meta_version(head.meta))
