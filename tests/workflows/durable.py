@@ -9,10 +9,9 @@ Run as a script (`python -m tests.workflows.durable <command> ...`, PYTHONPATH =
   exists (the test kills the process while it blocks);
 * `pause URL NAMESPACE LOG` - runs `approval` to its pause and prints the run as JSON;
 * `continue URL NAMESPACE RUN_ID` - continues `approval`'s interrupt and prints the run;
-* `zmap URL NAMESPACE LOG MARKER COUNT` - runs `zmap` (an inline map of COUNT elements, one at
-  a time); its element 2 waits until MARKER exists (the test pauses the process meanwhile);
-* `zfail URL NAMESPACE LOG MARKER COUNT` - runs `zfail`, `zmap` whose element 2 fails once
-  MARKER exists (and has a compensate that logs "comp start <pid> <run id> <index>");
+* `zmap URL NAMESPACE LOG MARKER COUNT [fail]` - runs `zmap` (an inline map of COUNT elements,
+  one at a time); its element 2 waits until MARKER exists (the test pauses the process
+  meanwhile), then, with `fail`, raises (its compensate logs "comp start <pid> <run id> 2");
 * `env` - configures nothing (REACTORFLOW_REDIS_URL selects the storage), runs `env_flow`,
   prints the run and the storage's description.
 """
@@ -134,37 +133,24 @@ class ZmapIn(msgspec.Struct):
     log: str
     marker: str
     items: list[int]
+    fail: bool = False  # element 2 fails once MARKER exists
 
 
 zmap = rf.Reactor("tests.durable.zmap", inputs=ZmapIn)
 
 
 @zmap.map_step(over="items", batch_size=1)
-async def each(item: int, log: str, marker: str, ctx: rf.StepContext) -> str:
+async def each(item: int, log: str, marker: str, fail: bool, ctx: rf.StepContext) -> str:
     log_line(log, "el", "start", os.getpid(), ctx.run_id, item)
     while item == 2 and not os.path.exists(marker):
         await anyio.sleep(0.02)
+    if item == 2 and fail:
+        raise RuntimeError(f"element 2 broke in {os.getpid()}")
     log_line(log, "el", "done", os.getpid(), ctx.run_id, item)
     return f"{item} by {os.getpid()}"
 
 
-# -- an inline map whose element 2 fails once its process goes on (a zombie that fails) ----------
-
-
-zfail = rf.Reactor("tests.durable.zfail", inputs=ZmapIn)
-
-
-@zfail.map_step(over="items", batch_size=1)
-async def each_failing(item: int, log: str, marker: str, ctx: rf.StepContext) -> str:
-    log_line(log, "el", "start", os.getpid(), ctx.run_id, item)
-    while item == 2 and not os.path.exists(marker):
-        await anyio.sleep(0.02)
-    if item == 2:
-        raise RuntimeError(f"element 2 broke in {os.getpid()}")
-    return f"{item} by {os.getpid()}"
-
-
-@each_failing.compensate
+@each.compensate
 async def compensate_each(error: Exception, item: int, log: str, ctx: rf.StepContext) -> None:
     log_line(log, "comp", "start", os.getpid(), ctx.run_id, item)
 
@@ -202,9 +188,8 @@ async def _main(argv: list[str]) -> None:
     if command == "chain":
         run = await chain.run(log=args[2], marker=args[3])
     elif command == "zmap":
-        run = await zmap.run(log=args[2], marker=args[3], items=list(range(int(args[4]))))
-    elif command == "zfail":
-        run = await zfail.run(log=args[2], marker=args[3], items=list(range(int(args[4]))))
+        run = await zmap.run(log=args[2], marker=args[3], items=list(range(int(args[4]))),
+                             fail=args[5:] == ["fail"])
     elif command == "pause":
         run = await approval.run(log=args[2])
     elif command == "continue":
