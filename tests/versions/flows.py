@@ -28,7 +28,9 @@ V1_STEPS = ["reserve", "approve", "bill"]
 V2_STEPS = ["reserve", "fraud_check", "approve", "charge"]
 
 
-def version_1(name: str) -> rf.Reactor:
+def version_1(name: str, *, review: bool = False) -> rf.Reactor:
+    """Version 1: `reserve`, the interrupt `approve`, then `bill` (with `review`: a second
+    interrupt `review` between `approve` and `bill`, which version 2 does not have)."""
     flow = rf.Reactor(name, inputs=Order, version=1)
 
     @flow.step
@@ -39,14 +41,26 @@ def version_1(name: str) -> rf.Reactor:
     async def approve(reserve: str, payload: Approval) -> bool:
         return payload.ok
 
-    @flow.step
-    async def bill(approve: bool) -> str:
-        return "billed"
+    if review:
+        @flow.interrupt(name="review")
+        async def second_approval(approve: bool, payload: Approval) -> bool:
+            return payload.ok
+
+        @flow.step(name="bill")
+        async def bill_after_review(review: bool) -> str:
+            return "billed"
+    else:
+        @flow.step
+        async def bill(approve: bool) -> str:
+            return "billed"
 
     return flow
 
 
-def version_2(name: str, *, migration: bool = True) -> rf.Reactor:
+def version_2(name: str, *, migration: bool = True, rename_bill: bool = False) -> rf.Reactor:
+    """Version 2: a fraud check before `approve`, and `bill` renamed `charge`; with
+    `migration`, a migration from 1 that completes the fraud check (and with `rename_bill`,
+    carries a completed `bill` over as `charge`)."""
     flow = rf.Reactor(name, inputs=Order, version=2)
 
     @flow.step
@@ -69,6 +83,8 @@ def version_2(name: str, *, migration: bool = True) -> rf.Reactor:
         @flow.migrate(from_version=1)
         def from_v1(run: rf.Migration) -> None:
             run.complete("fraud_check", result=Score(0.0))
+            if rename_bill and "bill" in run.steps:
+                run.rename("bill", "charge")
 
     return flow
 

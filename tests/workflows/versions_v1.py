@@ -8,41 +8,10 @@ and not one waiting on `review`. `retired` is a reactor version 2's modules do n
 
 from __future__ import annotations
 
-import msgspec
-
 import reactorflow as rf
+from tests.versions.flows import Approval, version_1
 
-
-class Order(msgspec.Struct):
-    item: str
-
-
-class Approval(msgspec.Struct):
-    ok: bool
-
-
-checkout = rf.Reactor("tests.cli-versions.checkout", inputs=Order, version=1)
-
-
-@checkout.step
-async def reserve(item: str) -> str:
-    return f"R-{item}"
-
-
-@checkout.interrupt
-async def approve(reserve: str, payload: Approval) -> bool:
-    return payload.ok
-
-
-@checkout.interrupt
-async def review(approve: bool, payload: Approval) -> bool:
-    return payload.ok
-
-
-@checkout.step
-async def bill(review: bool) -> str:
-    return "billed"
-
+checkout = version_1("tests.cli-versions.checkout", review=True)
 
 retired = rf.Reactor("tests.cli-versions.retired", version=1)
 

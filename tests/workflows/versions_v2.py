@@ -4,48 +4,6 @@ version 1: a fraud check before `approve` (completed by the migration), `review`
 
 from __future__ import annotations
 
-import msgspec
+from tests.versions.flows import version_2
 
-import reactorflow as rf
-
-
-class Order(msgspec.Struct):
-    item: str
-
-
-class Approval(msgspec.Struct):
-    ok: bool
-
-
-class Score(msgspec.Struct):
-    value: float
-
-
-checkout = rf.Reactor("tests.cli-versions.checkout", inputs=Order, version=2)
-
-
-@checkout.step
-async def reserve(item: str) -> str:
-    return f"R-{item}"
-
-
-@checkout.step
-async def fraud_check(reserve: str) -> Score:
-    return Score(0.5)
-
-
-@checkout.interrupt
-async def approve(fraud_check: Score, payload: Approval) -> bool:
-    return payload.ok
-
-
-@checkout.step
-async def charge(approve: bool) -> str:
-    return "charged"
-
-
-@checkout.migrate(from_version=1)
-def from_v1(run: rf.Migration) -> None:
-    run.complete("fraud_check", result=Score(0.0))
-    if "bill" in run.steps:
-        run.rename("bill", "charge")
+checkout = version_2("tests.cli-versions.checkout", rename_bill=True)
