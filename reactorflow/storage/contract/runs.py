@@ -188,7 +188,7 @@ class RunsContract(abc.ABC):
             clear_control: Remove the pending control request.
             publish: Notify the run's completion channel after the write.
             release: Leave the run's lock once in the same atomic write.
-            gates: (gate key, holder) pairs to drop before the write.
+            gates: (gate key, holder) pairs to drop with the write (see above).
             unless_control: Write nothing when a control request is pending (see above).
 
         Raises:
