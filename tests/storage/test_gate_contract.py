@@ -256,6 +256,29 @@ async def test_a_final_save_drops_the_gates_it_names(storage: Storage) -> None:
     assert await storage.lock_owner(run_id) is None
 
 
+async def test_a_final_save_that_drops_gates_writes_its_steps_and_events(
+        storage: Storage) -> None:
+    """The save that releases gates writes exactly what a save without them writes: its
+    state, its step records and its history events, in order."""
+    run_id = f"run-{uuid.uuid4().hex[:10]}"
+    assert await storage.create_run(run_id, reactor="flow", status="running", meta=b"m",
+                                    state=b"s", created_at=time.time(), owner="o",
+                                    lock_ttl=10.0, events=[b"e0"])
+    key, other = gate(), gate()
+    for name in (key, other):
+        await storage.gate_acquire(name, run_id, limit=1, ttl=10)
+    await storage.save_state(run_id, "o", status="completed", previous_status="running",
+                             state=b"done", steps={"a": b"ra", "b": b"rb"},
+                             events=[b"e1", b"e2", b"e3"], release=True,
+                             gates=[(key, run_id), (other, run_id)])
+    stored = await storage.load_run(run_id, history=True)
+    assert stored is not None and stored.head.status == "completed"
+    assert stored.head.state == b"done"
+    assert stored.steps == {"a": b"ra", "b": b"rb"}
+    assert stored.history == [b"e0", b"e1", b"e2", b"e3"]
+    assert await storage.gate_holders(key) == [] and await storage.gate_holders(other) == []
+
+
 async def test_a_refused_final_save_releases_none_of_its_gates(storage: Storage) -> None:
     """Where the save and its release are one write (in process; one Redis node: the
     `save_release` script), a save refused because its writer does not hold the run's lock

@@ -9,7 +9,7 @@
 --       5 claims  6 ctr  7 tok  8 lock  9 the new status's index  10 the reactor's index
 --       11 the previous status's index)
 --       12 .. 11+4g the places' gates, four keys each as gate_release's KEYS (holders queue
---       asks runs)
+--       asks runs). The run's keys come first: lib/run_write.lua reads KEYS[1] and KEYS[7].
 -- ARGV: 1 g = the number of places  2 .. 1+2g holder, channel pairs (as gate_release's ARGV)
 --       2+2g .. save_state's ARGV
 -- Returns: save_state's reply. The places are released when it is {1, ...} (written; or a

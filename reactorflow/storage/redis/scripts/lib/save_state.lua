@@ -38,7 +38,7 @@ local function save_state(K, A)
   local field, gen = run_token(A[1], n)
   redis.call('HSET', K[1], 'status', A[3], 'state', A[4], 'touched', A[5], 'wn', int(n),
              'sx', steps_kept and '1' or '0', field, gen)
-  append(K[3], first_event, A[7])
+  append(K[3], first_event, A[7], A)
   local cleared = string.find(A[8], 'c', 1, true)
   if cleared then
     redis.call('DEL', K[4])
