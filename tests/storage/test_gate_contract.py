@@ -238,11 +238,17 @@ async def test_a_passed_over_ticket_rejoins_at_the_end_of_the_line(
     assert await storage.ordered_turn(other, "a", 60) is False
 
 
-async def test_a_final_save_drops_the_gates_it_names(storage: Storage) -> None:
+async def _running(storage: Storage, events: list[bytes] | None = None) -> str:
+    """A new running run owned by "o" (its lock held for 10 s); its id."""
     run_id = f"run-{uuid.uuid4().hex[:10]}"
     assert await storage.create_run(run_id, reactor="flow", status="running", meta=b"m",
                                     state=b"s", created_at=time.time(), owner="o",
-                                    lock_ttl=10.0)
+                                    lock_ttl=10.0, events=events or [])
+    return run_id
+
+
+async def test_a_final_save_drops_the_gates_it_names(storage: Storage) -> None:
+    run_id = await _running(storage)
     key, other = gate(), gate()
     await storage.gate_acquire(key, run_id, limit=1, ttl=10)
     await storage.gate_acquire(other, "someone", limit=1, ttl=10)
@@ -260,10 +266,7 @@ async def test_a_final_save_that_drops_gates_writes_its_steps_and_events(
         storage: Storage) -> None:
     """The save that releases gates writes exactly what a save without them writes: its
     state, its step records and its history events, in order."""
-    run_id = f"run-{uuid.uuid4().hex[:10]}"
-    assert await storage.create_run(run_id, reactor="flow", status="running", meta=b"m",
-                                    state=b"s", created_at=time.time(), owner="o",
-                                    lock_ttl=10.0, events=[b"e0"])
+    run_id = await _running(storage, events=[b"e0"])
     key, other = gate(), gate()
     for name in (key, other):
         await storage.gate_acquire(name, run_id, limit=1, ttl=10)
@@ -286,10 +289,7 @@ async def test_a_refused_final_save_releases_none_of_its_gates(storage: Storage)
     save: the run's slot and the gate's differ.)"""
     if isinstance(storage, RedisStorage) and (await storage._redis.get()).cluster:
         pytest.skip("a Redis Cluster releases the gates before the save")
-    run_id = f"run-{uuid.uuid4().hex[:10]}"
-    assert await storage.create_run(run_id, reactor="flow", status="running", meta=b"m",
-                                    state=b"s", created_at=time.time(), owner="o",
-                                    lock_ttl=10.0)
+    run_id = await _running(storage)
     key = gate()
     await storage.gate_acquire(key, run_id, limit=1, ttl=10)
     with pytest.raises(LockLost):
@@ -353,10 +353,7 @@ async def test_an_expired_or_withdrawn_waiter_is_passed_over(storage: Storage) -
 
 
 async def test_a_final_save_hands_the_place_over(storage: Storage) -> None:
-    run_id = f"run-{uuid.uuid4().hex[:10]}"
-    assert await storage.create_run(run_id, reactor="flow", status="running", meta=b"m",
-                                    state=b"s", created_at=time.time(), owner="o",
-                                    lock_ttl=10.0)
+    run_id = await _running(storage)
     key = gate()
     await storage.gate_acquire(key, run_id, limit=1, ttl=10)
     await storage.gate_acquire(key, "waiter", limit=1, ttl=10, queue_for=30)
