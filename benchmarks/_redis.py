@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import hashlib
 import os
 import shutil
 import socket
@@ -286,3 +287,26 @@ async def watch(url: str) -> AsyncIterator[Traffic]:
             continue
         name = command.split(" ", 1)[0].upper()
         traffic.commands[name] += 1
+
+
+TRIVIAL_WRITE = "redis.call('SET', KEYS[1], ARGV[1]) return 1"
+"""The trivial scripted write of the gate hand-over's floor: one key written by a script."""
+
+
+async def scripted_write_latencies(storage: Any, key: str, iterations: int) -> list[float]:
+    """Seconds of each EVALSHA of `TRIVIAL_WRITE` (one key written), through `storage`'s
+    wire path (the connection its run scripts use) where it has one, else redis-py."""
+    conn = await storage._redis.get()
+    sha = hashlib.sha1(TRIVIAL_WRITE.encode()).hexdigest()
+    await conn.client.script_load(TRIVIAL_WRITE)
+    wire = conn.wire
+    clock = time.perf_counter
+    found = []
+    for _ in range(iterations):
+        start = clock()
+        if wire is not None:
+            await wire.evalsha(sha, TRIVIAL_WRITE, [key], [b"1"], "trivial write")
+        else:
+            await conn.client.evalsha(sha, 1, key, b"1")
+        found.append(clock() - start)
+    return found

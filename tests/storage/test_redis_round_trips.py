@@ -208,10 +208,11 @@ async def test_redis_an_element_jobs_start_is_one_command(
 async def test_redis_a_locked_run_folds_its_last_step_and_drops_its_lock_after_the_write(
         redis_url: str) -> None:
     """A 1-step run holding a reactor `rf.Lock` on one node: the lock's acquire, create_run,
-    the final save carrying the step's record, and the lock's release queued after that save
-    in its round trip, guarded by the status it wrote (so a save refused by a control request
-    drops nothing): no checkpoint of its own, no index commands from the client (before, the
-    locked run kept its last checkpoint and sent the release before the save: 8 commands)."""
+    and the final save carrying the step's record with the lock's release after the write in
+    the same script (`save_release`: a save refused by a control request drops nothing): no
+    checkpoint of its own, no index commands from the client (before, the locked run kept its
+    last checkpoint and sent the release before the save: 8 commands; then the release was a
+    script of its own after the save in its round trip: 4)."""
     storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
     rf.configure(storage=storage)
     flow = rf.Reactor(f"locked-{redis_namespace()}", gates=[rf.Lock("fold-lock")])
@@ -226,9 +227,11 @@ async def test_redis_a_locked_run_folds_its_last_step_and_drops_its_lock_after_t
         assert await storage.gate_holders("fold-lock") == []
     finally:
         await storage.aclose()
-    # the release is an EVALSHA written with the save (one write on the wire path), no longer
-    # an EVAL of its source in a redis-py pipeline
-    assert _from_client(seen) == ["EVALSHA", "EVALSHA", "EVALSHA", "EVALSHA"], _from_client(seen)
+    # the release runs in the save's own script, after its write: one command, one script
+    assert _from_client(seen) == ["EVALSHA", "EVALSHA", "EVALSHA"], _from_client(seen)
+    final = _script_commands(seen, 2)
+    assert "HSET" in final and "ZREM" in final, final
+    assert final.index("HSET") < final.index("ZREM"), final  # save before release
 
 
 def _script_commands(seen: list[dict[str, Any]], nth: int) -> list[str]:

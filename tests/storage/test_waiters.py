@@ -4,6 +4,7 @@ per event loop (issue 8, defect 29), and an exhausted pool says so."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import anyio
 import pytest
@@ -134,6 +135,75 @@ async def test_an_exhausted_pool_is_reported_as_such(redis_url: str) -> None:
         assert isinstance(error, rf.StorageError)
     finally:
         await storage.aclose()
+
+
+@asynccontextmanager
+async def _on_redis(redis_url: str) -> AsyncIterator[tuple[RedisStorage, redis.asyncio.Redis]]:
+    """A configured RedisStorage of its own namespace, and a plain client beside it."""
+    storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
+    client = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        async with configured(storage):
+            yield storage, client
+    finally:
+        await client.aclose()
+
+
+class _WriteCount:
+    """A view of a connection's stream writer that counts the writes made through it."""
+
+    def __init__(self, writer: object) -> None:
+        self._writer = writer
+        self.writes = 0
+
+    def writelines(self, data: object) -> None:
+        self.writes += 1
+        self._writer.writelines(data)  # type: ignore[attr-defined]
+
+    def write(self, data: object) -> None:
+        self.writes += 1
+        self._writer.write(data)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._writer, name)
+
+
+async def test_a_waiter_leaving_its_channel_writes_nothing_on_its_way(redis_url: str) -> None:
+    """The last waiter of a channel goes on without writing its UNSUBSCRIBE (a waiter handed a
+    gate goes straight to its run's first step); the loop writes it on its next turn, and the
+    server drops the channel."""
+    async with _on_redis(redis_url) as (storage, client):
+        left = storage._gate("left-soon")
+        async with storage.subscribe_gate("left-soon"):
+            mux = (await storage._redis.get()).mux
+            assert mux is not None and mux._pubsub.connection is not None
+            connection = mux._pubsub.connection
+            counted = _WriteCount(connection._writer)
+            connection._writer = counted  # type: ignore[assignment]
+        assert counted.writes == 0  # left, and nothing written on its way
+        await anyio.sleep(0)  # the loop's next turn
+        assert counted.writes == 1
+        with anyio.fail_after(10):
+            while await client.pubsub_channels(left) != []:
+                await anyio.sleep(0.01)
+        connection._writer = counted._writer  # type: ignore[assignment]
+
+
+async def test_a_channel_left_and_entered_again_before_the_loop_turns_stays_subscribed(
+        redis_url: str) -> None:
+    """A waiter entering a channel whose last waiter just left (its UNSUBSCRIBE not written
+    yet) is subscribed once the deferred write has run, and hears its notification."""
+    async with _on_redis(redis_url) as (storage, client):
+        channel = storage._gate("again")
+        async with storage.subscribe_gate("again"):
+            pass
+        async with storage.subscribe_gate("again") as subscription:
+            await anyio.sleep(0)  # the deferred write's turn
+            assert await client.pubsub_channels(channel) == [channel.encode()]
+            await client.publish(channel, b"1")
+            with anyio.fail_after(10):
+                while not await subscription.wait(1.0):
+                    await client.publish(channel, b"1")
 
 
 async def test_a_channel_left_stays_left_across_a_reconnect(redis_url: str) -> None:

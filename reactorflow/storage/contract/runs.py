@@ -165,15 +165,17 @@ class RunsContract(abc.ABC):
         run between status indexes (index entries are hints that readers verify against the
         record). With `clear_control` the pending control request is removed; with `publish`,
         the run's completion channel is notified after the write. `gates` lists (gate key,
-        holder) pairs to drop, each as `gate_release` does, in the same round trip and before
-        the write (whoever sees the new state finds them free; not atomic with the write: a
-        refused write may still have dropped them). Returns the pending control request (None
-        when cleared). With `unless_control`, a pending control request refuses the write:
+        holder) pairs to drop, each as `gate_release` does, in the same round trip: where the
+        backend can, after the write and atomically with it (in process; on one Redis node the
+        save and the releases are one script), so a refused write drops none; where it cannot
+        (a Redis Cluster keeps a run and a gate in different slots), before the write, so that
+        whoever sees the new state finds them free (a refused write may then still have
+        dropped them). Returns the pending control request (None when cleared). With
+        `unless_control`, a pending control request refuses the write:
         nothing is written (nor released, published or moved between indexes, but for index
         hints a Redis Cluster may have added), and the request is returned; so there, a returned
         request means nothing was written. With `unless_control` the `gates` are dropped only
-        once the write landed, after it (on one Redis node in the same round trip, each release
-        guarded by the status written), so a refused write drops none.
+        once the write landed, after it, by every backend, so a refused write drops none.
 
         Args:
             run_id: The run's id.
@@ -186,7 +188,7 @@ class RunsContract(abc.ABC):
             clear_control: Remove the pending control request.
             publish: Notify the run's completion channel after the write.
             release: Leave the run's lock once in the same atomic write.
-            gates: (gate key, holder) pairs to drop before the write.
+            gates: (gate key, holder) pairs to drop with the write (see above).
             unless_control: Write nothing when a control request is pending (see above).
 
         Raises:

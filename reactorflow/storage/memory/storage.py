@@ -311,9 +311,6 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
                          gates: Sequence[tuple[str, str]] = (),
                          unless_control: bool = False) -> bytes | None:
         now = clock.monotonic()
-        if not unless_control:  # before the write: its state shows them free
-            for key, holder in gates:
-                self._release_holder(key, holder)
         with self._mutex:
             run = self._fenced(run_id, owner, now)
             if unless_control and run.control is not None:
@@ -332,9 +329,8 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
                 run.control = None
             self._touch(run, now)
             control = run.control
-        if unless_control:  # only once the write landed
-            for key, holder in gates:
-                self._release_holder(key, holder)
+        for key, holder in gates:  # once the write landed (no await between: atomic with it)
+            self._release_holder(key, holder)
         if publish:
             self._notify(run_id, "", b"1")
         return control

@@ -100,28 +100,32 @@ CLUSTER_UNREACHABLE = "Redis Cluster cannot be connected"
 CLUSTER_SUFFIX = "+cluster"
 """Ending of a URL scheme that selects a Redis Cluster (`redis+cluster://host:port`)."""
 
-SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock", "extend_lock",
-           "release_lock", "claim", "request_control", "incr_counter", "first_wins",
+SCRIPTS = ("create_run", "save_step", "save_state", "save_release", "save_unit", "acquire_lock",
+           "extend_lock", "release_lock", "claim", "request_control", "incr_counter", "first_wins",
            "release_mapping", "save_elements", "gate_acquire", "gate_release", "gate_extend",
-           "gate_withdraw", "settle_element", "refresh_elements",
-           "rate_charge", "ordered_enter", "ordered_turn", "ordered_stamp", "ordered_leave",
-           "ordered_peek", "ordered_reset",
-           "load_run", "schedule_load", "schedule_advance", "schedule_record",
-           "schedule_relet", "schedule_pause", "claim_lock_load", "lock_load_elements",
-           "index_done", "start_element", "unit_indexed", "idem_follow", "idem_done",
-           "migrate_run", "forget_claims", "clear_elements",
-           "timer_arm", "timer_disarm", "timer_claim", "worker_beat", "worker_list", "worker_drop")
-RUN_WRITES = frozenset({"create_run", "save_step", "save_state", "save_unit", "claim",
-                        "request_control", "incr_counter", "claim_lock_load", "unit_indexed",
-                        "migrate_run"})
+           "gate_withdraw", "settle_element", "refresh_elements", "rate_charge", "ordered_enter",
+           "ordered_turn", "ordered_stamp", "ordered_leave", "ordered_peek", "ordered_reset",
+           "load_run", "schedule_load", "schedule_advance", "schedule_record", "schedule_relet",
+           "schedule_pause", "claim_lock_load", "lock_load_elements", "index_done", "start_element",
+           "unit_indexed", "idem_follow", "idem_done", "migrate_run", "forget_claims",
+           "clear_elements", "timer_arm", "timer_disarm", "timer_claim", "worker_beat",
+           "worker_list", "worker_drop")
+RUN_WRITES = frozenset({"create_run", "save_step", "save_state", "save_release", "save_unit",
+                        "claim", "request_control", "incr_counter", "claim_lock_load",
+                        "unit_indexed", "migrate_run"})
 """The scripts that write a run: `scripts/lib/run_write.lua` (retry tokens) and
 `scripts/lib/expiry.lua` (the retention rule) are prepended to each."""
 LOCK_TAKERS = frozenset({"acquire_lock", "lock_load_elements", "start_element"})
 """The scripts that take a liveness lock: `scripts/lib/take_lock.lua` is prepended to each."""
-RUN_CREATORS = frozenset({"create_run", "gate_release"})
+RUN_CREATORS = frozenset({"create_run", "gate_release", "save_release"})
 """The scripts that create a run: `scripts/lib/create_run.lua` is prepended to each (after
-`run_write.lua` and `expiry.lua`): `gate_release` creates the run a waiter queued with when it
-hands it the place."""
+`run_write.lua` and `expiry.lua`): `gate_release` (and `save_release`, which releases gates)
+creates the run a waiter queued with when it hands it the place."""
+STATE_SAVES = frozenset({"save_state", "save_release"})
+"""The scripts that save a run's state: `scripts/lib/save_state.lua` is prepended to each."""
+GATE_RELEASES = frozenset({"gate_release", "save_release"})
+"""The scripts that release gate places: `scripts/lib/gate_release.lua` is prepended to each
+(after `create_run.lua`)."""
 SLOT_WRITES = frozenset({"save_elements", "settle_element", "refresh_elements",
                          "start_element"})
 """The scripts that write a run's map element slots: `scripts/lib/expiry.lua` is prepended to
@@ -135,11 +139,15 @@ _TAKE_LOCK = (_SCRIPTS_DIR / "lib" / "take_lock.lua").read_text("utf-8")
 _CREATE = (_SCRIPTS_DIR / "lib" / "create_run.lua").read_text("utf-8")
 _EXPIRY = (_SCRIPTS_DIR / "lib" / "expiry.lua").read_text("utf-8")
 _ORDERED_PLACE = (_SCRIPTS_DIR / "lib" / "ordered_place.lua").read_text("utf-8")
+_SAVE_STATE = (_SCRIPTS_DIR / "lib" / "save_state.lua").read_text("utf-8")
+_GATE_RELEASE = (_SCRIPTS_DIR / "lib" / "gate_release.lua").read_text("utf-8")
 SOURCES = {name: (_RUN_WRITE if name in RUN_WRITES | RUN_CREATORS else "")
            + (_EXPIRY if name in RUN_WRITES | RUN_CREATORS | SLOT_WRITES else "")
            + (_CREATE if name in RUN_CREATORS else "")
            + (_TAKE_LOCK if name in LOCK_TAKERS else "")
            + (_ORDERED_PLACE if name in ORDERED_PLACES else "")
+           + (_SAVE_STATE if name in STATE_SAVES else "")
+           + (_GATE_RELEASE if name in GATE_RELEASES else "")
            + (_SCRIPTS_DIR / f"{name}.lua").read_text("utf-8") for name in SCRIPTS}
 
 Args = Sequence[EncodableT]

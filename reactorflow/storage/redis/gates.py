@@ -33,7 +33,7 @@ from redis.asyncio.client import Pipeline
 
 from reactorflow import clock
 from reactorflow.storage.contract.values import GateTake, OrderedLine, RunCreation, Subscription
-from reactorflow.storage.redis.connections import SOURCES, Args, RedisConnector
+from reactorflow.storage.redis.connections import SOURCES, RedisConnector
 from reactorflow.storage.redis.retry_tokens import token
 
 CHARGE_MEMORY = 86_400.0
@@ -144,20 +144,15 @@ class RedisGates:
             pipe.eval(SOURCES["gate_release"], 4, *self._holder_keys(key), holder,
                       self._gate(key))
 
-    def _gate_releases(self, gates: Sequence[tuple[str, str]],
-                       guard: tuple[str, str] | None = None) -> list[tuple[str, list[str], Args]]:
-        """`gate_release` of each (key, holder) as `(script, keys, args)`, to ride in another
-        write's round trip (`LoopClient.script_batch`). With `guard` (a run's record key and a
-        status; one node only), each release happens only if that record has that status when
-        it runs: sent after a final save, only if the save landed."""
-        calls: list[tuple[str, list[str], Args]] = []
+    def _release_parts(self, gates: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
+        """The keys and the (holder, channel) arguments of each (key, holder) of `gates`, as
+        `save_release.lua` takes them after the save's own (one node only)."""
+        keys: list[str] = []
+        args: list[str] = []
         for key, holder in gates:
-            if guard is None:
-                calls.append(("gate_release", self._holder_keys(key), [holder, self._gate(key)]))
-            else:
-                calls.append(("gate_release", [*self._holder_keys(key), guard[0]],
-                              [holder, self._gate(key), guard[1]]))
-        return calls
+            keys += self._holder_keys(key)
+            args += [holder, self._gate(key)]
+        return keys, args
 
     async def gate_extend(self, key: str, holder: str, ttl: float) -> bool:
         kept = await self._run("gate_extend", self._holder_keys(key)[:1], [holder, _ms(ttl)])

@@ -7,7 +7,9 @@ waiters there are, so one `Multiplexer` per event loop holds one pub/sub connect
 
 1. `subscription(channel)`: the first waiter of a channel sends SUBSCRIBE; every waiter of the
    channel waits until Redis confirms it (one confirmation serves them all), then its body runs.
-   The last waiter to leave sends UNSUBSCRIBE.
+   The last waiter to leave has the channel UNSUBSCRIBEd, off its own way: the command is
+   written when the loop next runs its callbacks (where that cannot write it, before the next
+   SUBSCRIBE), so a waiter handed a gate goes on to its run's first step at once.
 2. Reading without a task of its own (structured concurrency: no background task outlives a
    call): a waiter that needs something from the connection (its notification, or the
    confirmation of its channel) becomes the *reader* if there is none. The reader reads
@@ -76,9 +78,11 @@ class Multiplexer:
     def __init__(self, client: Redis, errors: Errors, subscribe_timeout: float) -> None:
         self._client = client  # its own pool: the subscriber connection is never a pooled one
         self._pubsub: PubSub = client.pubsub()
-        # SUBSCRIBE/UNSUBSCRIBE, one at a time; uncontended it costs no event-loop turn (a
-        # waiter handed a gate leaves its channel before anything else of the loop runs)
+        # SUBSCRIBE/UNSUBSCRIBE, one at a time (`_send`); uncontended it costs no event-loop
+        # turn
         self._sending = anyio.Lock(fast_acquire=True)
+        self._leaving: dict[str, None] = {}  # channels left, their UNSUBSCRIBE not yet written
+        self._leave_soon = False  # a callback is scheduled to write them
         self._errors = errors
         self._subscribe_timeout = subscribe_timeout
         self._channels: dict[str, _Channel] = {}
@@ -102,7 +106,8 @@ class Multiplexer:
         try:
             if fresh:
                 with self._errors():
-                    async with self._sending:
+                    async with self._send():
+                        await self._flush_leaves()  # first: the server drops them in order
                         await self._pubsub.subscribe(name)
             if not await self.until(waiter, lambda: channel.confirmed, self._subscribe_timeout):
                 with self._errors():
@@ -114,10 +119,7 @@ class Multiplexer:
             self._parked.pop(waiter, None)
             if not channel.waiters and self._channels.get(name) is channel:
                 del self._channels[name]
-                with anyio.move_on_after(2.0, shield=True), \
-                        contextlib.suppress(RedisError, OSError):
-                    async with self._sending:
-                        await self._unsubscribe(name)
+                self._leave(name)
             self._pass_turn()  # it may have been handed the turn while leaving
 
     async def until(self, waiter: _Waiter, done: Callable[[], bool], timeout: float) -> bool:
@@ -151,7 +153,7 @@ class Multiplexer:
         loop = asyncio.get_running_loop()
         with self._errors():
             if self._pubsub.connection is None:  # the first SUBSCRIBE is still being sent
-                async with self._sending:
+                async with self._send():
                     await self._pubsub.connect()  # type: ignore[no-untyped-call]
             while not done() and (remaining := deadline - loop.time()) > 0:
                 message = await self._pubsub.get_message(timeout=remaining)
@@ -172,25 +174,68 @@ class Multiplexer:
         can_read = getattr(conn, "can_read", None)  # redis-py >= 8; before it, only a read tells
         return True if can_read is None else bool(await can_read())
 
-    async def _unsubscribe(self, name: str) -> None:
-        """UNSUBSCRIBE `name`, no reply awaited. On a live connection it is written straight
-        on it (redis-py's bookkeeping of the pending unsubscription kept): its own path costs
-        a connect check, an event dispatch and retry bookkeeping per call, on the way of a
-        waiter handed a gate. Otherwise, or if that write fails, redis-py's path, which
-        reconnects (re-subscribing the channels still subscribed) and sends it."""
+    @asynccontextmanager
+    async def _send(self) -> AsyncIterator[None]:
+        """Holding the send lock; on leaving it, the UNSUBSCRIBEs of channels left meanwhile
+        are written."""
+        try:
+            async with self._sending:
+                yield
+        finally:
+            if self._leaving:
+                self._write_leaves()
+
+    def _leave(self, name: str) -> None:
+        """Have channel `name` (no waiter left) UNSUBSCRIBEd when the loop next runs its
+        callbacks (`_write_leaves`): not on the way of the waiter leaving it."""
+        self._leaving[name] = None
+        if not self._leave_soon:
+            self._leave_soon = True
+            asyncio.get_running_loop().call_soon(self._write_leaves)
+
+    def _write_leaves(self) -> None:
+        """The scheduled write of the channels left (`_leave`): none while a SUBSCRIBE or a
+        connect is being sent (then on its end: `_send`)."""
+        self._leave_soon = False
+        if not self._sending.locked():
+            self._write_unsubscribe()
+
+    def _write_unsubscribe(self) -> list[str]:
+        """Write UNSUBSCRIBE for the channels left (those still without a waiter) straight on
+        the live subscriber connection, no reply awaited: redis-py's own path costs a connect
+        check, an event dispatch and retry bookkeeping. redis-py's record of the pending
+        unsubscriptions is kept, so their confirmation drops them from what a reconnect
+        re-subscribes. Returns the channels it could not write (no live connection: they
+        stay left, for `_flush_leaves`)."""
+        names = [name for name in self._leaving if name not in self._channels]
+        self._leaving.clear()
+        if not names:
+            return []
         pubsub = self._pubsub
         conn = pubsub.connection
-        if conn is not None and conn.is_connected:
-            encoder = pubsub.encoder
-            pending = encoder.decode(encoder.encode(name))  # as redis-py keys its channels
-            pubsub.pending_unsubscribe_channels.add(pending)
-            try:
-                await conn.send_command("UNSUBSCRIBE", name, check_health=False)
-            except (RedisError, OSError):
-                pass  # the connection broke: redis-py's path below reconnects
-            else:
-                return
-        await pubsub.unsubscribe(name)
+        writer = getattr(conn, "_writer", None) if conn is not None and conn.is_connected \
+            else None
+        if conn is None or writer is None:
+            self._leaving.update(dict.fromkeys(names))
+            return names
+        encoder = pubsub.encoder
+        for name in names:  # keyed as redis-py keys its channels
+            pubsub.pending_unsubscribe_channels.add(encoder.decode(encoder.encode(name)))
+        try:
+            writer.writelines(conn.pack_command("UNSUBSCRIBE", *names))
+        except (RedisError, OSError, RuntimeError):  # the connection broke
+            self._leaving.update(dict.fromkeys(names))
+            return names
+        return []
+
+    async def _flush_leaves(self) -> None:
+        """The channels left, UNSUBSCRIBEd before the send lock's holder sends anything: on
+        the live connection, else through redis-py's path, which reconnects (re-subscribing
+        the channels still subscribed) and sends it."""
+        for name in self._write_unsubscribe():
+            self._leaving.pop(name, None)
+            with contextlib.suppress(RedisError, OSError):
+                await self._pubsub.unsubscribe(name)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         raw = message.get("channel")

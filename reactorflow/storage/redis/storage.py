@@ -456,28 +456,21 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
                       *pairs, *events]
         keys = self._keys.run_keys(run_id)
         facts = self._recall(run_id)
-        # with `unless_control` the gates are dropped only once the write landed: on one node
-        # after it in the same round trip (guarded by the status it wrote), else after it
+        # with `unless_control` the gates are dropped only once the write landed (on one node
+        # the save and the releases are one script: always so, atomically)
         early, late = ((), gates) if unless_control else (gates, ())
         with self._errors():
             if facts is not None and not conn.cluster:  # the script moves the indexes itself
                 reactor = facts[0]
                 keys += [self._keys.by_status(reactor, status), self._keys.by_reactor(reactor),
                          self._keys.by_status(reactor, previous_status)]
-                if early:  # the gates before the write, in the same round trip
-                    def release_first(pipe: Pipeline) -> None:
-                        self._queue_gate_releases(pipe, early)
-
-                    reply = await conn.script_pipeline("save_state", keys, args, _nothing,
-                                                       before=release_first)
+                if gates:  # the final save hands the places over: save before release
+                    gate_keys, gate_args = self._release_parts(gates)
+                    reply = await conn.script("save_release", [*keys, *gate_keys],
+                                              [len(gates), *gate_args, *args])
                 else:
-                    # the gates after the write (`late`) in the same batch, each guarded by
-                    # the status it wrote (a NOSCRIPT resend keeps that order: the save's token
-                    # makes its second run a no-op)
-                    reply = (await conn.script_batch([
-                        ("save_state", keys, args),
-                        *self._gate_releases(late, (keys[0], status))]))[0]
-                    late = ()
+                    reply = await conn.script("save_state", keys, args)
+                early = late = ()
                 if reply[0] in (0, -1):  # refused: nothing written, no index touched
                     raise _refusal(reply[0], run_id, owner)
             elif facts is None:  # unknown to this process: the script tells, index writes follow
