@@ -72,20 +72,30 @@ def outcome_of(ex: Execution, key: str) -> Outcome[Any]:
     return Outcome(False, None, RunError(key, error.type, error.message, error.traceback))
 
 
-async def unit_finished(ex: Execution, key: str) -> bool:
-    """Whether unit `key` has finished (its record is then in `ex.records`); never waits."""
+async def unit_finished(ex: Execution, key: str, *, owned: bool = False) -> bool:
+    """Whether unit `key` has finished (its record is then in `ex.records`); never waits.
+
+    Args:
+        ex: The execution.
+        key: The unit's step key.
+        owned: The execution holds the run's lock: an async_reactor child found ended before
+            its report reached the run is then checkpointed here (see `_adopt`).
+    """
     if ex.status_of(key) in FINISHED:
         return True
-    record = await _finished_record(ex, key)
+    record, reported = await _finished_record(ex, key)
     if record is None:
         return False
+    if owned and not reported:
+        await _adopt(ex, key, record)
     ex.records[key] = record
     ex.values.pop(key, None)
     return True
 
 
 async def await_unit(ex: Execution, reader: Node, key: str) -> None:
-    """Wait until unit `key` has finished; its record is then in `ex.records`."""
+    """Wait until unit `key` has finished; its record is then in `ex.records` (and in storage:
+    the execution owns the run, see `_adopt`)."""
     if ex.status_of(key) in FINISHED:
         return
     storage = ex.storage
@@ -93,7 +103,7 @@ async def await_unit(ex: Execution, reader: Node, key: str) -> None:
     deadline = clock.monotonic() + timeout
     interval = recheck_interval(timeout)
     async with storage.subscribe(ex.run_id, key) as subscription:
-        record = await _finished_record(ex, key)
+        record, reported = await _finished_record(ex, key)
         while record is None:
             remaining = deadline - clock.monotonic()
             if remaining <= 0:
@@ -101,11 +111,24 @@ async def await_unit(ex: Execution, reader: Node, key: str) -> None:
             notified = await clock.wait_signal(subscription.wait, min(remaining, interval),
                                                why=f"async unit {key!r} of run {ex.run_id}")
             # a unit's notification carries the record it announces (written first): use it
-            record = _announced(subscription.message) if notified else None
+            record, reported = (_announced(subscription.message), True) if notified else \
+                (None, True)
             if record is None:
-                record = await _finished_record(ex, key)
+                record, reported = await _finished_record(ex, key)
+        if not reported:
+            await _adopt(ex, key, record)
         ex.records[key] = record
         ex.values.pop(key, None)
+
+
+async def _adopt(ex: Execution, key: str, record: StepRecord) -> None:
+    """Checkpoint the record of an async_reactor step whose child run ended before its report
+    reached the run (the child's process reports once it let go of the child: it may not have
+    yet, or it died in between). The owner writes it, fenced, with the event the report would
+    have written, so the run never ends with the step still `running` in storage; the child's
+    report, when it comes, finds the step finished and writes nothing (`report_child_end`)."""
+    await ex.writer.checkpoint(key, record, [event(EventKind.ASYNC_FINISHED, key,
+                                                   detail=record.status)])
 
 
 def _announced(message: bytes | None) -> StepRecord | None:
@@ -118,16 +141,19 @@ def _announced(message: bytes | None) -> StepRecord | None:
     return record if record.status in FINISHED else None
 
 
-async def _finished_record(ex: Execution, key: str) -> StepRecord | None:
+async def _finished_record(ex: Execution, key: str) -> tuple[StepRecord | None, bool]:
+    """Unit `key`'s record if it has finished, else None; and whether it was read from the
+    run's own records (False: an async_reactor child that ended without reaching its parent
+    yet, its record built from the child run)."""
     raw = await ex.storage.load_step(ex.run_id, key)
     record = records.decode_step(raw) if raw is not None else None
     if record is not None and record.status in FINISHED:
-        return record
+        return record, True
     node = ex.plan.nodes[key]
     if node.kind is StepKind.ASYNC_REACTOR and record is not None and record.child_run:
-        # the child may have ended without reaching its parent (it died in between)
-        return await child_report(ex.storage, record.child_run, node, record)
-    return None
+        # the child may have ended without reaching its parent (not yet, or it died between)
+        return await child_report(ex.storage, record.child_run, node, record), False
+    return None, True
 
 
 async def child_report(storage: Storage, child_id: str, node: Node,
@@ -256,6 +282,9 @@ async def report_child_end(storage: Storage, ex: Execution) -> None:
     node = plan_for(parent).nodes.get(meta.parent_step)
     if node is None:
         return
+    raw = await storage.load_step(meta.parent_run, meta.parent_step)
+    if raw is not None and records.decode_step(raw).status in FINISHED:
+        return  # the parent found the child ended and checkpointed it first (`_adopt`)
     marker = StepRecord(StepStatus.RUNNING, 1, meta.created_at, child_run=ex.run_id)
     record = await child_report(storage, ex.run_id, node, marker)
     if record is not None:

@@ -327,7 +327,7 @@ class Forward(Runners):
         """In a worker: None if unit `dep` has finished (its record is then loaded), else since
         when the run waits for it (`AsyncWaitTimeout` once that is too long)."""
         ex = self.ex
-        if await unit_finished(ex, dep):
+        if await unit_finished(ex, dep, owned=True):
             return None
         now = clock.now()
         since = ex.parked_since.get(dep, now)

@@ -244,7 +244,9 @@ class RunsContract(abc.ABC):
         """Write the record of an async unit (an `async_step` run by a worker), drop it from the
         unit index, then publish the record on the run's `key` topic. Unfenced: a unit never
         holds the run's lock, and the run's owner never writes a unit's record after
-        dispatching it. With `settled=False` (a unit parked between two attempts) the unit stays
+        dispatching it (but for an async_reactor step whose child run has ended: the owner
+        may checkpoint the child's outcome first, and the child's report then writes nothing
+        unless it read the step unfinished just before: the same outcome, written twice). With `settled=False` (a unit parked between two attempts) the unit stays
         in the unit index (the sweeper still finds it if its next attempt's job is lost) and
         nothing is published.
         Returns False (nothing written) when the run no longer exists.
