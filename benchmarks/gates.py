@@ -189,6 +189,8 @@ async def _hand_over(ctx: Context, storage: rf.RedisStorage, url: str) -> None:
         scope.take_place = original_take  # type: ignore[assignment]
     floor = await _pubsub_floor(url, samples * 4)
     us = 1e6
+    report.distribution("reactorflow: gate hand-over", [found], group="gate hand-over")
+    report.distribution("baseline: pub/sub floor", [floor], group="gate hand-over")
     p50, floor50 = percentile(found, 50), percentile(floor, 50)
     report.row("hand-over: release sent -> next caller's step, p50", p50 * us, "µs",
                f"p90 {percentile(found, 90) * us:.0f} µs ({samples} hand-overs)")
