@@ -19,6 +19,7 @@ from benchmarks._results import (
     distribution,
     kind_of,
     limit_of,
+    nearest_rank,
     value_of,
 )
 
@@ -44,9 +45,7 @@ class Spread:
 
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile (q in 0..100) of one repetition's samples."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
+    return nearest_rank(sorted(values), q)
 
 
 def ratios(top: Sequence[float], bottom: Sequence[float]) -> Spread:

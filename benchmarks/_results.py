@@ -134,7 +134,8 @@ def kind_of(label: str) -> str:
     return "context"
 
 
-def _nearest_rank(ordered: Sequence[float], q: float) -> float:
+def nearest_rank(ordered: Sequence[float], q: float) -> float:
+    """The nearest-rank percentile (q in 0..100) of samples already sorted."""
     rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
     return ordered[rank - 1]
 
@@ -167,9 +168,9 @@ def distribution(label: str, group: str, unit: str,
         counts[index] += 1
     return Distribution(
         label=label, group=group, unit=unit, n=len(pooled),
-        quantiles=[_nearest_rank(pooled, q) for q in range(101)],
-        p50=[_nearest_rank(r, 50) for r in reps], p90=[_nearest_rank(r, 90) for r in reps],
-        p99=[_nearest_rank(r, 99) for r in reps], edges=edges, counts=counts)
+        quantiles=[nearest_rank(pooled, q) for q in range(101)],
+        p50=[nearest_rank(r, 50) for r in reps], p90=[nearest_rank(r, 90) for r in reps],
+        p99=[nearest_rank(r, 99) for r in reps], edges=edges, counts=counts)
 
 
 TIMES = "\u00d7"  # the multiplication sign some texts use for "x"

@@ -92,7 +92,7 @@ async def _dispatch(ctx: Context, flows: object, stamps: redis.Redis) -> None:
     ours: list[float] = []
     theirs: list[float] = []
     own: list[float] = []
-    samples: list[list[float]] = []
+    ends: list[list[float]] = []
     pickups: list[list[float]] = []
     try:
         for _ in range(ctx.reps):
@@ -118,7 +118,7 @@ async def _dispatch(ctx: Context, flows: object, stamps: redis.Redis) -> None:
                 found.append(elapsed)
                 added.append(elapsed - (job_started - enqueued[run.id]))
             picked = [float(v) for v in stamps.lrange(pickup_key, 0, -1)]
-            samples.append(found)
+            ends.append(found)
             pickups.append(picked)
             ours.append(percentile(found, 50))
             theirs.append(percentile(picked, 50))
@@ -128,7 +128,7 @@ async def _dispatch(ctx: Context, flows: object, stamps: redis.Redis) -> None:
     mine, base = Spread.of(ours).scaled(1000), Spread.of(theirs).scaled(1000)
     extra = Spread.of(own).scaled(1000)
     group = "dispatch -> completion vs Dramatiq pick-up"
-    report.distribution("reactorflow: dispatch -> completion", samples, group=group, unit="ms",
+    report.distribution("reactorflow: dispatch -> completion", ends, group=group, unit="ms",
                         scale=1e3)
     report.distribution("baseline: Dramatiq enqueue -> start", pickups, group=group, unit="ms",
                         scale=1e3)
