@@ -83,6 +83,21 @@ async def time_per_call(fn: Callable[[], Awaitable[object]], iterations: int) ->
     return (clock() - start) / iterations
 
 
+async def time_each(subjects: dict[str, Callable[[], Awaitable[object]]], reps: int,
+                    calls: int) -> dict[str, list[float]]:
+    """Mean seconds per call of each subject, one figure per repetition: every subject called
+    once to warm up, then in each repetition (garbage collected first) each one `calls` times
+    in a row, in the order given."""
+    for fn in subjects.values():
+        await fn()
+    timings: dict[str, list[float]] = {name: [] for name in subjects}
+    for _ in range(reps):
+        settle()
+        for name, fn in subjects.items():
+            timings[name].append(await time_per_call(fn, calls))
+    return timings
+
+
 def settle() -> None:
     """Between repetitions: collect garbage now, not inside the next timed loop."""
     gc.collect()
