@@ -2,8 +2,9 @@
 of `python -m benchmarks` as PNGs (matplotlib: `nox -s bench` installs it; it is no run-time
 dependency of reactorflow).
 
-* `scale.png`: runs/s by worker processes, one line per storage, from the `scale` benchmark's
-  rows (whatever points the results hold), each median with its min-max over batches;
+* `scale.png`: runs/s by processes, a panel per benchmark that adds processes (`scale`: worker
+  processes, one line per storage; any other whose rows read "<series>, <N> <who>
+  process(es)" in runs/s), whatever points the results hold, each median with its min-max;
 * `latency.png`: the latency distributions the benchmarks recorded (the samples pooled over
   repetitions, as a cumulative distribution), each beside the baseline measured in the same run;
 * `history.png`: the value of each verdict that reads a ratio (`x`, `%`) across the runs in the
@@ -26,9 +27,10 @@ import msgspec
 from benchmarks import _results
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "img" / "bench"
-# "one Redis, 2 worker process(es)" -> ("one Redis", 2)
-_SCALE_ROW = re.compile(r"^(?P<series>.+?),\s*(?P<n>\d+)\s+(?:[\w-]+\s+)?process", re.I)
+# "one Redis, 2 worker process(es)" -> series "one Redis", 2, "worker"
+_SCALE_ROW = re.compile(r"^(?P<series>.+?),\s*(?P<n>\d+)\s+(?P<who>[\w-]+\s+)?process", re.I)
 SUBJECT, BASELINE, CONTEXT = "#3949ab", "#9e9e9e", "#ef6c00"
+COLOURS = (SUBJECT, CONTEXT, "#2e7d32", "#ad1457")
 
 
 class ChartsError(Exception):
@@ -56,47 +58,60 @@ def _caption(header: _results.Header) -> str:
             + (f"; Redis {header.fsync}" if header.fsync else ""))
 
 
-def scale_points(results: _results.Results) -> dict[str, list[tuple[int, _results.Figure]]]:
-    """The scale curve's points: series -> [(processes, figure)], sorted by processes."""
-    series: dict[str, list[tuple[int, _results.Figure]]] = defaultdict(list)
+class Curve(msgspec.Struct):
+    """One benchmark's throughput points by processes: series -> [(processes, figure)]."""
+
+    benchmark: str
+    processes: str  # what is counted: "worker processes", "client processes"
+    series: dict[str, list[tuple[int, _results.Figure]]]
+
+
+def scale_curves(results: _results.Results) -> list[Curve]:
+    """Every benchmark's rows "<series>, <N> <who> process(es)" in runs/s: the scale curve of
+    `scale` (worker processes) and of any benchmark that adds processes the same way."""
+    curves = []
     for bench in results.benchmarks:
-        if not bench.name.startswith("scale"):
-            continue
+        series: dict[str, list[tuple[int, _results.Figure]]] = defaultdict(list)
+        who = ""
         for figure in bench.figures:
             match = _SCALE_ROW.match(figure.label)
             if match is None or figure.median is None or "runs/s" not in figure.unit:
                 continue
+            who = who or (match["who"] or "").strip()
             series[match["series"]].append((int(match["n"]), figure))
-    return {name: sorted(points, key=lambda p: p[0]) for name, points in series.items()}
+        if series:
+            curves.append(Curve(bench.name, f"{who} processes".strip(),
+                                {k: sorted(v, key=lambda p: p[0]) for k, v in series.items()}))
+    return curves
 
 
 def draw_scale(plt: Any, results: _results.Results, path: Path) -> bool:
-    """Draw scale.png; False where the results hold no scale rows."""
-    series = scale_points(results)
-    if not series:
+    """Draw scale.png, a panel per benchmark with a curve; False where there is none."""
+    curves = scale_curves(results)
+    if not curves:
         return False
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    colours = [SUBJECT, CONTEXT, "#2e7d32", "#ad1457"]
-    for i, (name, points) in enumerate(series.items()):
-        xs = [n for n, _ in points]
-        mid = [f.median or 0.0 for _, f in points]
-        low = [m - (f.lo if f.lo is not None else m) for m, (_, f) in zip(mid, points,
-                                                                             strict=True)]
-        high = [(f.hi if f.hi is not None else m) - m for m, (_, f) in zip(mid, points,
-                                                                              strict=True)]
-        ax.errorbar(xs, mid, yerr=[low, high], marker="o", capsize=4,
-                    color=colours[i % len(colours)], label=name)
-        for x, y in zip(xs, mid, strict=True):
-            ax.annotate(f"{y:,.0f}", (x, y), textcoords="offset points", xytext=(6, 4),
-                        fontsize=8)
-    ax.set_xlabel("worker processes")
-    ax.set_ylabel("runs/s completed (5-step runs)")
-    ax.set_xticks(sorted({n for points in series.values() for n, _ in points}))
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    ax.set_title("Throughput by worker processes (median of batches, min-max bars)",
-                 fontsize=10)
+    fig, axes = plt.subplots(1, len(curves), figsize=(6.2 * len(curves), 4.2), squeeze=False)
+    for ax, curve in zip(axes.flat, curves, strict=True):
+        for i, (name, points) in enumerate(curve.series.items()):
+            xs = [n for n, _ in points]
+            mid = [f.median or 0.0 for _, f in points]
+            low = [m - (f.lo if f.lo is not None else m) for m, (_, f) in zip(mid, points,
+                                                                                 strict=True)]
+            high = [(f.hi if f.hi is not None else m) - m for m, (_, f) in zip(mid, points,
+                                                                                  strict=True)]
+            ax.errorbar(xs, mid, yerr=[low, high], marker="o", capsize=4,
+                        color=COLOURS[i % len(COLOURS)], label=name)
+            for x, y in zip(xs, mid, strict=True):
+                ax.annotate(f"{y:,.0f}", (x, y), textcoords="offset points", xytext=(6, 4),
+                            fontsize=8)
+        ax.set_xlabel(curve.processes)
+        ax.set_ylabel("runs/s completed")
+        ax.set_xticks(sorted({n for points in curve.series.values() for n, _ in points}))
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        ax.set_title(f"{curve.benchmark}: runs/s by {curve.processes} (median, min-max bars)",
+                     fontsize=10)
     fig.text(0.01, 0.01, _caption(results.header), fontsize=7, color="#555")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=110)

@@ -62,10 +62,11 @@ def test_every_chart_is_drawn_from_the_results_and_the_history(tmp_path: Path) -
 
 
 def test_the_scale_curve_takes_every_process_count_the_results_hold() -> None:
-    points = charts.scale_points(_results_of())
-    assert {name: [n for n, _ in p] for name, p in points.items()} == {
+    (curve,) = charts.scale_curves(_results_of())
+    assert curve.benchmark == "scale" and curve.processes == "worker processes"
+    assert {name: [n for n, _ in p] for name, p in curve.series.items()} == {
         "one Redis": [1, 2, 4], "3-master cluster": [1]}
-    assert [f.median for _, f in points["one Redis"]] == [400.0, 520.0, 560.0]
+    assert [f.median for _, f in curve.series["one Redis"]] == [400.0, 520.0, 560.0]
 
 
 def test_the_history_plots_ratio_verdicts_only(tmp_path: Path) -> None:
