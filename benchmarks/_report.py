@@ -7,7 +7,7 @@ import gc
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from benchmarks._results import (
@@ -83,7 +83,7 @@ async def time_per_call(fn: Callable[[], Awaitable[object]], iterations: int) ->
     return (clock() - start) / iterations
 
 
-async def time_each(subjects: dict[str, Callable[[], Awaitable[object]]], reps: int,
+async def time_each(subjects: Mapping[str, Callable[[], Awaitable[object]]], reps: int,
                     calls: int) -> dict[str, list[float]]:
     """Mean seconds per call of each subject, one figure per repetition: every subject called
     once to warm up, then in each repetition (garbage collected first) each one `calls` times

@@ -244,12 +244,10 @@ def render(results_path: Path, history_path: Path, out: Path) -> list[Path]:
     except ValueError as exc:
         raise ChartsError(str(exc)) from None
     out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, draw in (("scale.png", lambda p: draw_scale(plt, results, p)),
-                       ("latency.png", lambda p: draw_latency(plt, results, p)),
-                       ("history.png", lambda p: draw_history(plt, history, p))):
-        if draw(out / name):
-            written.append(out / name)
+    drawn = {"scale.png": draw_scale(plt, results, out / "scale.png"),
+             "latency.png": draw_latency(plt, results, out / "latency.png"),
+             "history.png": draw_history(plt, history, out / "history.png")}
+    written = [out / name for name, done in drawn.items() if done]
     if not written:
         raise ChartsError(f"nothing to draw: {results_path} has no scale rows or latency "
                           f"distributions and {history_path} no ratio verdicts (run the "
