@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import statistics
 import sys
 import time
@@ -121,7 +122,8 @@ class Report:
 
     def section(self, name: str, title: str) -> None:
         self.current = name
-        self.benchmarks.append(Benchmark(name=name, title=title))
+        self.benchmarks.append(Benchmark(name=name, title=title,
+                                         load=round(os.getloadavg()[0], 2)))
         self.out()
         self.out(f"== {name}: {title} ==")
 

@@ -91,6 +91,7 @@ class Verdict(msgspec.Struct, kw_only=True):
 class Benchmark(msgspec.Struct, kw_only=True):
     name: str
     title: str
+    load: float = 0.0  # the machine's 1-minute load average when the benchmark started
     seconds: float = 0.0
     figures: list[Figure] = msgspec.field(default_factory=list)
     distributions: list[Distribution] = msgspec.field(default_factory=list)
@@ -103,6 +104,12 @@ class Results(msgspec.Struct, kw_only=True):
     header: Header
     benchmarks: list[Benchmark] = msgspec.field(default_factory=list)
     seconds: float = 0.0
+
+    def load_range(self) -> tuple[float, float]:
+        """The lowest and highest 1-minute load average seen during the run (at the start and
+        at each benchmark's start): how busy the machine was."""
+        seen = [self.header.load_average[0], *(b.load for b in self.benchmarks if b.load)]
+        return min(seen), max(seen)
 
 
 class HistoryEntry(msgspec.Struct, kw_only=True):
@@ -117,6 +124,7 @@ class HistoryEntry(msgspec.Struct, kw_only=True):
     values: dict[str, float]
     outcomes: dict[str, str]
     limits: dict[str, float] = msgspec.field(default_factory=dict)
+    load_range: list[float] = msgspec.field(default_factory=list)  # Results.load_range
 
 
 # -- building ----------------------------------------------------------------------------------
@@ -244,7 +252,7 @@ def entry(results: Results) -> HistoryEntry:
     h = results.header
     return HistoryEntry(started_at=h.started_at, quick=h.quick, git=h.git, machine=h.machine,
                         load_average=h.load_average, fsync=h.fsync, values=values,
-                        outcomes=outcomes, limits=limits)
+                        outcomes=outcomes, limits=limits, load_range=list(results.load_range()))
 
 
 def append_history(results: Results, path: Path) -> None:

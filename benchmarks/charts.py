@@ -50,10 +50,12 @@ def _pyplot() -> Any:
     return plt
 
 
-def _caption(header: _results.Header) -> str:
+def _caption(results: _results.Results) -> str:
+    header = results.header
     when = datetime.datetime.fromtimestamp(header.started_at, datetime.UTC)
-    load = " / ".join(f"{v:.1f}" for v in header.load_average)
-    return (f"{when:%Y-%m-%d %H:%M} UTC, {header.git}, {header.cpus} CPUs, load {load}"
+    low, high = results.load_range()
+    return (f"{when:%Y-%m-%d %H:%M} UTC, {header.git}, {header.cpus} CPUs, load average "
+            f"{low:.1f}\u2013{high:.1f} during the run"
             + (", --quick (rough)" if header.quick else "")
             + (f"; Redis {header.fsync}" if header.fsync else ""))
 
@@ -112,7 +114,7 @@ def draw_scale(plt: Any, results: _results.Results, path: Path) -> bool:
         ax.legend(fontsize=8)
         ax.set_title(f"{curve.benchmark}: runs/s by {curve.processes} (median, min-max bars)",
                      fontsize=10)
-    fig.text(0.01, 0.01, _caption(results.header), fontsize=7, color="#555")
+    fig.text(0.01, 0.01, _caption(results), fontsize=7, color="#555")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -160,7 +162,7 @@ def draw_latency(plt: Any, results: _results.Results, path: Path) -> bool:
     for ax in list(axes.flat)[len(groups):]:
         ax.set_visible(False)
     fig.suptitle("Latency distributions, each beside its baseline (same run)", fontsize=11)
-    fig.text(0.01, 0.005, _caption(results.header), fontsize=7, color="#555")
+    fig.text(0.01, 0.005, _caption(results), fontsize=7, color="#555")
     fig.tight_layout(rect=(0, 0.02, 1, 0.97))
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -193,7 +195,9 @@ def draw_history(plt: Any, history: Sequence[_results.HistoryEntry], path: Path)
     rows = (len(series) + columns - 1) // columns
     fig, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 2.7 * rows), squeeze=False)
     labels = [datetime.datetime.fromtimestamp(run.started_at, datetime.UTC).strftime("%m-%d %H:%M")
-              + (" q" if run.quick else "") for run in history]
+              + (" q" if run.quick else "")
+              + (f"\nload {run.load_range[0]:.0f}\u2013{run.load_range[1]:.0f}"
+                 if run.load_range else "") for run in history]
     for ax, (key, points) in zip(axes.flat, sorted(series.items()), strict=False):
         full = [(i, v) for i, v in points if not history[i].quick]
         quick = [(i, v) for i, v in points if history[i].quick]

@@ -52,6 +52,8 @@ def test_a_run_writes_its_figures_and_verdicts_as_json_and_appends_to_the_histor
     key = f"engine_chain: {bench.verdicts[0].target}"
     assert entries[-1].values[key] == bench.verdicts[0].value
     assert entries[-1].outcomes[key] == bench.verdicts[0].outcome
+    low, high = results.load_range()  # the machine's load, at the start and at each benchmark's
+    assert 0 <= low <= high and entries[-1].load_range == [low, high]
 
 
 def test_no_history_leaves_the_history_alone(tmp_path: Path) -> None:
