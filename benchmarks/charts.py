@@ -54,8 +54,10 @@ def _caption(results: _results.Results) -> str:
     header = results.header
     when = datetime.datetime.fromtimestamp(header.started_at, datetime.UTC)
     low, high = results.load_range()
-    return (f"{when:%Y-%m-%d %H:%M} UTC, {header.git}, {header.cpus} CPUs, load average "
-            f"{low:.1f}\u2013{high:.1f} during the run"
+    load = (f"load average {low:.1f}\u2013{high:.1f} during the run"
+            if any(b.load for b in results.benchmarks)
+            else f"load average {header.load_average[0]:.1f} at the start")
+    return (f"{when:%Y-%m-%d %H:%M} UTC, {header.git}, {header.cpus} CPUs, {load}"
             + (", --quick (rough)" if header.quick else "")
             + (f"; Redis {header.fsync}" if header.fsync else ""))
 
