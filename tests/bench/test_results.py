@@ -153,3 +153,12 @@ def test_a_results_file_of_another_shape_is_refused(tmp_path: Path) -> None:
     path.write_bytes(msgspec.json.encode({"schema": 1, "benchmarks": []}))
     with pytest.raises(msgspec.ValidationError, match="header"):
         _results.read(path)
+
+
+def test_the_charts_without_matplotlib_say_how_to_install_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import charts
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as where it is not installed
+    with pytest.raises(charts.ChartsError, match=r"matplotlib is not installed: `nox -s bench`"):
+        charts.render(tmp_path / "latest.json", tmp_path / "history.jsonl", tmp_path / "img")
