@@ -1,9 +1,12 @@
-"""`python -m benchmarks [--quick] [--reps N] [name ...]`: run the benchmarks (all by default).
+"""`python -m benchmarks [--quick] [--reps N] [--json PATH] [--charts] [name ...]`: run the
+benchmarks (all by default).
 
 Prints a header (versions, machine), then each benchmark's figures beside its baseline measured
 in the same run, with a target verdict (MET / MISSED; INFO where no target is set), then a
-summary. Exit status: 0 whatever the verdicts; 1 only when a benchmark crashed (ERROR); 2 for a
-bad command line.
+summary. The same results are written as JSON (benchmarks/results/latest.json by default) and
+the run's verdict values appended to benchmarks/results/history.jsonl; `--charts` then draws
+them (`python -m benchmarks.charts`, matplotlib). Exit status: 0 whatever the verdicts; 1 only
+when a benchmark crashed (ERROR); 2 for a bad command line.
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ import redis.utils
 import benchmarks
 import reactorflow
 import reactorflow.config
+from benchmarks import _results
 from benchmarks._context import Context
 from benchmarks._report import Report
 
+TOOLS = frozenset({"charts"})  # modules of the package that are not benchmarks
 ORDER = ("engine_chain", "engine_fanout", "checkpoint_growth", "redis_chain", "dbos_compare",
          "continue_latency", "runs_list", "search_key", "deploy_check", "sweep_cost", "map_inline",
          "map_redis", "map_fanout", "map_memory", "gates", "scale", "schedule_latency",
@@ -38,7 +43,7 @@ ORDER = ("engine_chain", "engine_fanout", "checkpoint_growth", "redis_chain", "d
 
 def available() -> list[str]:
     found = [m.name for m in pkgutil.iter_modules(benchmarks.__path__)
-             if not m.name.startswith("_")]
+             if not m.name.startswith("_") and m.name not in TOOLS]
     return [n for n in ORDER if n in found] + sorted(n for n in found if n not in ORDER)
 
 
@@ -54,6 +59,9 @@ def select(names: list[str]) -> list[str]:
                              f"{', '.join(every)}")
         chosen += [n for n in matches if n not in chosen]
     return chosen
+
+
+PACKAGES = ("redis", "hiredis", "msgspec", "anyio", "dramatiq", "dbos")
 
 
 def _version(name: str) -> str:
@@ -76,22 +84,33 @@ def _git() -> str:
     return f"git {head.strip()}" + (" + uncommitted changes in reactorflow/" if dirty else "")
 
 
-def header(report: Report, args: argparse.Namespace, names: list[str]) -> None:
+def make_header(args: argparse.Namespace, names: list[str]) -> _results.Header:
     loop = asyncio.new_event_loop()
     loop_name = type(loop).__name__
     loop.close()
+    return _results.Header(
+        started_at=time.time(), quick=args.quick, reps=args.reps, names=names,
+        python=f"{platform.python_implementation()} {platform.python_version()}",
+        loop=loop_name, reactorflow=reactorflow.__version__, git=_git(),
+        versions={name: _version(name) for name in PACKAGES},
+        machine=platform.platform(), cpus=os.cpu_count() or 0,
+        load_average=[round(v, 2) for v in os.getloadavg()])
+
+
+def header(report: Report, args: argparse.Namespace, names: list[str]) -> None:
+    h = report.header = make_header(args, names)
+    v = h.versions
     report.out("reactorflow benchmarks" + (" (--quick: smoke run, figures are rough)"
                                              if args.quick else ""))
-    report.out(f"  Python        {platform.python_implementation()} {platform.python_version()}"
-               f", asyncio loop {loop_name}")
-    report.out(f"  reactorflow   {reactorflow.__version__} at "
-               f"{Path(reactorflow.__file__).resolve().parent} ({_git()})")
-    report.out(f"  redis-py      {_version('redis')} (hiredis {_version('hiredis')}, "
+    report.out(f"  Python        {h.python}, asyncio loop {h.loop}")
+    report.out(f"  reactorflow   {h.reactorflow} at "
+               f"{Path(reactorflow.__file__).resolve().parent} ({h.git})")
+    report.out(f"  redis-py      {v['redis']} (hiredis {v['hiredis']}, "
                f"in use: {redis.utils.HIREDIS_AVAILABLE})")
-    report.out(f"  msgspec       {_version('msgspec')}")
-    report.out(f"  anyio         {_version('anyio')}")
-    report.out(f"  dbos          {_version('dbos')}")
-    report.out(f"  machine       {platform.platform()}, {os.cpu_count()} CPUs")
+    for name in PACKAGES[2:]:
+        report.out(f"  {name:<13} {v[name]}")
+    report.out(f"  machine       {h.machine}, {h.cpus} CPUs, load average "
+               f"{' / '.join(f'{x:.2f}' for x in h.load_average)}")
     report.out(f"  repetitions   {args.reps}; running: {', '.join(names)}")
 
 
@@ -121,7 +140,7 @@ async def run_all(names: list[str], ctx: Context) -> None:
         finally:
             reactorflow.config.reset()
             await ctx.close_storages()
-            report.note(f"({time.perf_counter() - began:.1f} s)")
+            report.timed(time.perf_counter() - began)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,6 +153,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=None,
                         help="repetitions per figure (default 5; 2 with --quick)")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    parser.add_argument("--json", type=Path, default=_results.LATEST, metavar="PATH",
+                        help="where to write the results as JSON (default "
+                             "benchmarks/results/latest.json)")
+    parser.add_argument("--history", type=Path, default=_results.HISTORY, metavar="PATH",
+                        help="the history file the run's verdict values are appended to "
+                             "(default benchmarks/results/history.jsonl)")
+    parser.add_argument("--no-history", action="store_true",
+                        help="do not append this run to the history")
+    parser.add_argument("--charts", action="store_true",
+                        help="then draw the charts into docs/img/bench/ (needs matplotlib: "
+                             "nox -s bench installs it)")
     args = parser.parse_args(argv)
     if args.list:
         for name in available():
@@ -158,8 +188,19 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(run_all(names, ctx))
     finally:
         ctx.stop()
-    report.summary(time.perf_counter() - began)
-    return 1 if any(v.outcome == "ERROR" for v in report.verdicts) else 0
+    elapsed = time.perf_counter() - began
+    report.summary(elapsed)
+    results = report.results(elapsed)
+    _results.write(results, args.json)
+    report.out(f"  results written to {args.json}")
+    if not args.no_history:
+        _results.append_history(results, args.history)
+        report.out(f"  verdict values appended to {args.history}")
+    if args.charts:
+        from benchmarks import charts
+
+        charts.main(["--json", str(args.json), "--history", str(args.history)])
+    return 1 if report.crashed else 0
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ class Context:
                 self._server_error = str(exc)
             else:
                 self.report.out(f"  [redis] {self._server.description}")
+                if self.report.header is not None:
+                    self.report.header.redis = self._server.description
+                    self.report.header.fsync = _redis.persistence(self._server.url)
         if self._server is None:
             raise RuntimeError(self._server_error or "no Redis")
         return self._server

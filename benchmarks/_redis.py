@@ -93,6 +93,27 @@ def _describe(url: str) -> str:
         client.close()
 
 
+def persistence(url: str) -> str:
+    """The server's write durability as set: "appendonly no", or "appendonly yes, appendfsync
+    always|everysec|no" (and "save ..." where RDB snapshots are on); "unknown" where CONFIG is
+    refused."""
+    client = redis.Redis.from_url(url)
+    try:
+        config = client.config_get("appendonly")
+        config.update(client.config_get("appendfsync"))
+        config.update(client.config_get("save"))
+    except redis.RedisError:
+        return "unknown"
+    finally:
+        client.close()
+    text = f"appendonly {config.get('appendonly', '?')}"
+    if config.get("appendonly") == "yes":
+        text += f", appendfsync {config.get('appendfsync', '?')}"
+    if config.get("save"):
+        text += f", save {config['save']!r}"
+    return text
+
+
 def start() -> RedisServer:
     """The Redis to use (raises RuntimeError with the reason when there is none)."""
     url = os.environ.get(URL_ENV)

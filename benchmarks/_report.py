@@ -1,13 +1,28 @@
-"""Statistics (median, min-max over repetitions) and the printed report."""
+"""Statistics (median, min-max over repetitions), and the report: printed, and recorded as data
+(`benchmarks._results`) for the JSON and the charts."""
 
 from __future__ import annotations
 
 import gc
+import os
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from benchmarks._results import (
+    Benchmark,
+    Figure,
+    Header,
+    Results,
+    Verdict,
+    distribution,
+    kind_of,
+    limit_of,
+    nearest_rank,
+    value_of,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +46,7 @@ class Spread:
 
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile (q in 0..100) of one repetition's samples."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
+    return nearest_rank(sorted(values), q)
 
 
 def ratios(top: Sequence[float], bottom: Sequence[float]) -> Spread:
@@ -71,27 +84,37 @@ async def time_per_call(fn: Callable[[], Awaitable[object]], iterations: int) ->
     return (clock() - start) / iterations
 
 
+async def time_each(subjects: Mapping[str, Callable[[], Awaitable[object]]], reps: int,
+                    calls: int) -> dict[str, list[float]]:
+    """Mean seconds per call of each subject, one figure per repetition: every subject called
+    once to warm up, then in each repetition (garbage collected first) each one `calls` times
+    in a row, in the order given."""
+    for fn in subjects.values():
+        await fn()
+    timings: dict[str, list[float]] = {name: [] for name in subjects}
+    for _ in range(reps):
+        settle()
+        for name, fn in subjects.items():
+            timings[name].append(await time_per_call(fn, calls))
+    return timings
+
+
 def settle() -> None:
     """Between repetitions: collect garbage now, not inside the next timed loop."""
     gc.collect()
 
 
-# -- printing --------------------------------------------------------------------------------------
+# -- printing (and recording: every row, distribution and verdict goes into the results) ------
 
 LABEL = 50
 
 
 @dataclass(slots=True)
-class Verdict:
-    benchmark: str
-    target: str
-    outcome: str  # MET, MISSED, INFO, SKIPPED, ERROR
-    figures: str
-
-
-@dataclass(slots=True)
 class Report:
-    verdicts: list[Verdict] = field(default_factory=list)
+    """Prints the report and records the same figures as data (`benchmarks._results`)."""
+
+    benchmarks: list[Benchmark] = field(default_factory=list)
+    header: Header | None = None
     current: str = ""
 
     def out(self, text: str = "") -> None:
@@ -99,39 +122,87 @@ class Report:
 
     def section(self, name: str, title: str) -> None:
         self.current = name
+        self.benchmarks.append(Benchmark(name=name, title=title,
+                                         load=round(os.getloadavg()[0], 2)))
         self.out()
         self.out(f"== {name}: {title} ==")
 
+    def _bench(self) -> Benchmark:
+        if not self.benchmarks:  # a row before any section: recorded under "-"
+            self.benchmarks.append(Benchmark(name="-", title=""))
+        return self.benchmarks[-1]
+
     def note(self, text: str) -> None:
         self.out(f"  {text}")
+        if self.benchmarks:
+            self._bench().notes.append(text)
 
     def row(self, label: str, value: Spread | float | str, unit: str = "",
             note: str = "") -> None:
+        figure = Figure(label=label.strip(), kind=kind_of(label), text="", unit=unit, note=note)
         if isinstance(value, Spread):
             text = spread_text(value, unit)
+            figure.median, figure.lo, figure.hi, figure.n = (value.median, value.lo, value.hi,
+                                                             value.n)
         elif isinstance(value, float | int):
             text = f"{number(value)} {unit}".rstrip()
+            figure.median = figure.lo = figure.hi = float(value)
+            figure.n = 1
         else:
             text = value
+        figure.text = text
+        self._bench().figures.append(figure)
         tail = f"   {note}" if note else ""
         self.out(f"  {label:<{LABEL}} {text}{tail}")
 
-    def verdict(self, target: str, met: bool | None, figures: str) -> None:
+    def distribution(self, label: str, repetitions: Sequence[Sequence[float]], *, group: str,
+                     unit: str = "µs", scale: float = 1e6) -> None:
+        """Record the samples of one latency (seconds, one list per repetition) for the JSON
+        and the charts, scaled to `unit`; the figures `group` names share one chart. Prints
+        nothing: the rows already say the percentiles."""
+        scaled = [[v * scale for v in rep] for rep in repetitions]
+        if any(scaled):
+            self._bench().distributions.append(distribution(label, group, unit, scaled))
+
+    def verdict(self, target: str, met: bool | None, figures: str, *,
+                value: float | None = None) -> None:
+        """Print and record a target's verdict. `value` is the figure it reads; by default the
+        first figure in `figures` in the unit of the target's line (its "6x", "50%")."""
         outcome = "INFO" if met is None else ("MET" if met else "MISSED")
         self.out(f"  TARGET {target}: {outcome} — {figures}")
-        self.verdicts.append(Verdict(self.current, target, outcome, figures))
+        limit, unit = limit_of(target)
+        if value is None:
+            value = value_of(figures, unit)
+        self._bench().verdicts.append(Verdict(target=target, outcome=outcome, figures=figures,
+                                              value=value, limit=limit, unit=unit))
 
     def skipped(self, reason: str) -> None:
         self.out(f"  SKIPPED: {reason}")
-        self.verdicts.append(Verdict(self.current, "-", "SKIPPED", reason))
+        self._bench().verdicts.append(Verdict(target="-", outcome="SKIPPED", figures=reason))
 
     def error(self, reason: str) -> None:
         self.out(f"  ERROR: {reason}")
-        self.verdicts.append(Verdict(self.current, "-", "ERROR", reason))
+        self._bench().verdicts.append(Verdict(target="-", outcome="ERROR", figures=reason))
+
+    def timed(self, seconds: float) -> None:
+        """The current benchmark took `seconds`."""
+        self._bench().seconds = seconds
+        self.note(f"({seconds:.1f} s)")
+
+    @property
+    def crashed(self) -> bool:
+        return any(v.outcome == "ERROR" for b in self.benchmarks for v in b.verdicts)
+
+    def results(self, seconds: float) -> Results:
+        """Everything recorded, with the header (set by the caller before the run)."""
+        if self.header is None:
+            raise RuntimeError("Report.header is not set: python -m benchmarks sets it")
+        return Results(header=self.header, benchmarks=self.benchmarks, seconds=seconds)
 
     def summary(self, elapsed: float) -> None:
         self.out()
         self.out(f"== summary ({elapsed:.0f} s) ==")
-        for v in self.verdicts:
-            self.out(f"  {v.outcome:<7} {v.benchmark:<18} {v.target} — {v.figures}")
+        for bench in self.benchmarks:
+            for v in bench.verdicts:
+                self.out(f"  {v.outcome:<7} {bench.name:<18} {v.target} — {v.figures}")
         sys.stdout.flush()

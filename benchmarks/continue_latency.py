@@ -56,6 +56,8 @@ async def run(ctx: Context) -> None:
         set50: list[float] = []
         set90: list[float] = []
         not_completed = 0
+        samples: list[list[float]] = []
+        baselines: list[list[float]] = []
         for _ in range(reps):
             ids = await paused_runs(calls)
             settle()
@@ -67,6 +69,8 @@ async def run(ctx: Context) -> None:
                 done = await resume(run_id)
                 found.append(clock() - start)
                 not_completed += done.status is not rf.Status.COMPLETED
+            samples.append(found)
+            baselines.append(sets)
             p50.append(percentile(found, 50))
             p90.append(percentile(found, 90))
             set50.append(percentile(sets, 50))
@@ -81,6 +85,8 @@ async def run(ctx: Context) -> None:
         await client.aclose()
 
     us = 1e6
+    report.distribution("reactorflow: continue_", samples, group="continue_ vs SET")
+    report.distribution("baseline: SET", baselines, group="continue_ vs SET")
     ratio = Spread.of([a / b for a, b in zip(p50, set50, strict=True)])
     report.row("reactorflow: continue_ p50", Spread.of(p50).scaled(us), "µs")
     report.row("reactorflow: continue_ p90", Spread.of(p90).scaled(us), "µs")

@@ -8,7 +8,6 @@ decoded."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import Counter
 
@@ -19,6 +18,7 @@ import reactorflow as rf
 from benchmarks import _deploy_flows as flows
 from benchmarks._context import Context
 from benchmarks._report import Spread, settle
+from benchmarks._stored import BATCH, Writer, bulk_storage, store_runs
 from reactorflow import config, records
 from reactorflow.definition import naming
 from reactorflow.runtime.ops import inventory
@@ -28,7 +28,6 @@ from reactorflow.storage.redis.keys import HEAD_FIELDS, RedisKeys
 TITLE = "deploy-check over 100,000 in-flight runs on Redis vs a hand-written read of their keys"
 NEEDS_REDIS = True
 TARGET_S = 10.0
-BATCH = 500
 OWNER = "bench"
 
 
@@ -53,13 +52,13 @@ def _kind(i: int) -> str:
     return "continues" if i % 2 == 0 else "stranded" if i % 10 == 1 else "migrates"
 
 
-async def _fill(storage: rf.RedisStorage, count: int, templates: dict[str, StoredRun]) -> None:
-    """`count` copies of the templates (`_kind`), each stored by `create_run` and one
-    `save_state` (its step records, its lock released), BATCH at a time."""
+def _copies(count: int, templates: dict[str, StoredRun]) -> Writer:
+    """A writer of `count` copies of the templates (`_kind`), each stored by `create_run` and
+    one `save_state` (its step records, its lock released)."""
     started = time.time() - count * 0.001
     metas = {kind: records.decode_meta(t.head.meta) for kind, t in templates.items()}
 
-    async def one(i: int) -> None:
+    async def one(storage: rf.RedisStorage, i: int) -> str:
         kind = _kind(i)
         template = templates[kind]
         created = started + i * 0.001
@@ -70,21 +69,18 @@ async def _fill(storage: rf.RedisStorage, count: int, templates: dict[str, Store
                                  created_at=created, owner=OWNER, lock_ttl=600.0)
         await storage.save_state(run_id, OWNER, status="paused", previous_status="paused",
                                  state=template.head.state, steps=template.steps, release=True)
+        return run_id
 
-    for start in range(0, count, BATCH):
-        await asyncio.gather(*(one(i) for i in range(start, min(count, start + BATCH))))
+    return one
 
 
 async def run(ctx: Context) -> None:
     report = ctx.report
     server = ctx.redis()
-    storage = ctx.redis_storage("deploy-check")
-    rf.configure(storage=storage)
-    count = ctx.pick(full=100_000, quick=10_000)
-    began = time.perf_counter()
-    await _fill(storage, count, await _templates())
+    storage, count = bulk_storage(ctx, "deploy-check")
+    stored = await store_runs(storage, count, _copies(count, await _templates()))
     total = count + 3  # (the templates themselves)
-    report.note(f"{total:,} paused runs stored in {time.perf_counter() - began:.1f} s "
+    report.note(f"{total:,} paused runs stored in {stored.seconds:.1f} s "
                 f"(untimed); {ctx.reps} repetitions")
     keys = RedisKeys(ctx.namespace(storage))
     client = redis.asyncio.Redis.from_url(server.url)

@@ -194,6 +194,8 @@ async def _hand_over(ctx: Context, storage: rf.RedisStorage, url: str) -> None:
     floor = await _pubsub_floor(url, samples * 4)
     write = await _redis.scripted_write_latencies(storage, "rfbench-gates:write", samples * 4)
     us = 1e6
+    report.distribution("reactorflow: gate hand-over", [found], group="gate hand-over")
+    report.distribution("baseline: pub/sub floor", [floor], group="gate hand-over")
     p50, floor50 = percentile(found, 50), percentile(floor, 50)
     write50 = percentile(write, 50)
     floor2 = write50 + floor50  # the save (one scripted write) plus the notification

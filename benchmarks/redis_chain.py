@@ -4,6 +4,7 @@ per run and per step (counted with MONITOR), and the bytes one completed run sto
 from __future__ import annotations
 
 import statistics
+import time
 from typing import Any
 
 import redis.asyncio
@@ -106,6 +107,24 @@ async def _bytes(ctx: Context, storage_ns: str, url: str, flow: rf.Reactor) -> N
                    f"{total_payload:,} B of data, {total_memory:,} B MEMORY USAGE")
 
 
+async def _distributions(ctx: Context, flow: rf.Reactor, client: redis.asyncio.Redis, key: str,
+                         runs: int) -> None:
+    """For the charts, after the timed loops: each run of the chain timed alone (per step:
+    run / 10) beside single SETs, one repetition, recorded with the results."""
+    clock = time.perf_counter
+    settle()
+    sets = await _redis.set_latencies(client, key, runs * 4)
+    settle()
+    found = []
+    for _ in range(runs):
+        start = clock()
+        await flow.run()
+        found.append((clock() - start) / 10)
+    group = "10-step chain per step vs SET"
+    ctx.report.distribution("reactorflow: chain run / 10 steps", [found], group=group)
+    ctx.report.distribution("baseline: SET", [sets], group=group)
+
+
 async def run(ctx: Context) -> None:
     report = ctx.report
     server = ctx.redis()
@@ -140,6 +159,7 @@ async def run(ctx: Context) -> None:
                 await flow.run()
             t_save.append(statistics.median(d for _, d in timer.take()))
             timer.remove()
+        await _distributions(ctx, flow, client, server.baseline_key, runs)
     finally:
         await client.aclose()
     us = 1e6

@@ -6,15 +6,13 @@ ZREVRANGE of one index plus one pipelined HMGET of the page's run heads) in the 
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import redis.asyncio
 
 import reactorflow as rf
 from benchmarks._context import Context
-from benchmarks._report import Spread, settle
-from benchmarks._stored import fill
+from benchmarks._report import Spread, time_each
+from benchmarks._stored import bulk_storage, plain_runs, store_runs
 from reactorflow.status import Status
 from reactorflow.storage.redis.keys import HEAD_FIELDS, RedisKeys
 from reactorflow.web import create_app
@@ -30,14 +28,11 @@ STATUSES = (Status.COMPLETED, Status.COMPLETED, Status.FAILED, Status.PAUSED, St
 async def run(ctx: Context) -> None:
     report = ctx.report
     server = ctx.redis()
-    storage = ctx.redis_storage("runs-list")
-    rf.configure(storage=storage)
-    count = ctx.pick(full=100_000, quick=10_000)
+    storage, count = bulk_storage(ctx, "runs-list")
+    stored = await store_runs(storage, count, plain_runs(REACTORS, STATUSES, count))
     calls = ctx.pick(full=50, quick=10)
-    began = time.perf_counter()
-    await fill(storage, count, REACTORS, STATUSES)
     report.note(f"{count:,} runs over {len(REACTORS)} reactors and {len(set(STATUSES))} "
-                f"statuses stored in {time.perf_counter() - began:.1f} s (untimed); "
+                f"statuses stored in {stored.seconds:.1f} s (untimed); "
                 f"{ctx.reps} repetitions x {calls} calls, pages of {PAGE}")
     keys = RedisKeys(ctx.namespace(storage))
     client = redis.asyncio.Redis.from_url(server.url)
@@ -71,21 +66,12 @@ async def run(ctx: Context) -> None:
         "dashboard: GET /api/runs?limit=50 (ASGI, JSON)": dashboard_page,
         "baseline: ZREVRANGE + pipelined HMGET x 50": floor,
     }
-    timings: dict[str, list[float]] = {name: [] for name in subjects}
     try:
-        for fn in subjects.values():  # warm-up (scripts, connections)
-            await fn()
         first = await rf.list_runs(limit=PAGE)
         if len(first.runs) != PAGE or first.next_cursor is None:
             report.error(f"first page has {len(first.runs)} runs")
             return
-        for _ in range(ctx.reps):
-            settle()
-            for name, fn in subjects.items():
-                start = time.perf_counter()
-                for _ in range(calls):
-                    await fn()
-                timings[name].append((time.perf_counter() - start) / calls)
+        timings = await time_each(subjects, ctx.reps, calls)
     finally:
         await client.aclose()
         await http.aclose()

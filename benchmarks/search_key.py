@@ -6,15 +6,13 @@ of the run's head). The cost must not grow with the number of stored runs (no sc
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import redis.asyncio
 
 import reactorflow as rf
 from benchmarks._context import Context
-from benchmarks._report import Spread, settle
-from benchmarks._stored import fill
+from benchmarks._report import Spread, time_each
+from benchmarks._stored import bulk_storage, plain_runs, store_runs
 from reactorflow.status import Status
 from reactorflow.storage.redis.keys import HEAD_FIELDS, RedisKeys
 from reactorflow.web import create_app
@@ -29,12 +27,10 @@ STATUSES = (Status.PAUSED, Status.COMPLETED, Status.FAILED)
 async def run(ctx: Context) -> None:
     report = ctx.report
     server = ctx.redis()
-    storage = ctx.redis_storage("search-key")
-    rf.configure(storage=storage)
-    count = ctx.pick(full=100_000, quick=10_000)
+    storage, count = bulk_storage(ctx, "search-key")
+    stored = await store_runs(storage, count, plain_runs(REACTORS, STATUSES, count))
+    ids = stored.ids
     calls = ctx.pick(full=200, quick=20)
-    began = time.perf_counter()
-    ids = await fill(storage, count, REACTORS, STATUSES)
     target = ids[count // 2]
     reactor = REACTORS[(count // 2) % len(REACTORS)]
     for i in range(0, count, 100):  # every 100th run waits with a correlation id (untimed)
@@ -42,7 +38,7 @@ async def run(ctx: Context) -> None:
     await storage.map_correlation(reactor, "order:target", target)
     await storage.claim_idempotency(reactor, "checkout:target", target)
     report.note(f"{count:,} runs over {len(REACTORS)} reactors stored in "
-                f"{time.perf_counter() - began:.1f} s (untimed), {count // 100:,} correlation "
+                f"{stored.seconds:.1f} s (untimed), {count // 100:,} correlation "
                 f"ids; {ctx.reps} repetitions x {calls} calls")
     keys = RedisKeys(ctx.namespace(storage))
     client = redis.asyncio.Redis.from_url(server.url)
@@ -73,17 +69,8 @@ async def run(ctx: Context) -> None:
         "dashboard: GET /api/runs?correlation_id= (ASGI, JSON)": dashboard,
         "baseline: GET of the mapping + HMGET of the head": floor,
     }
-    timings: dict[str, list[float]] = {name: [] for name in subjects}
     try:
-        for fn in subjects.values():  # warm-up (connections)
-            await fn()
-        for _ in range(ctx.reps):
-            settle()
-            for name, fn in subjects.items():
-                start = time.perf_counter()
-                for _ in range(calls):
-                    await fn()
-                timings[name].append((time.perf_counter() - start) / calls)
+        timings = await time_each(subjects, ctx.reps, calls)
     finally:
         await client.aclose()
         await http.aclose()

@@ -92,6 +92,8 @@ async def _dispatch(ctx: Context, flows: object, stamps: redis.Redis) -> None:
     ours: list[float] = []
     theirs: list[float] = []
     own: list[float] = []
+    ends: list[list[float]] = []
+    pickups: list[list[float]] = []
     try:
         for _ in range(ctx.reps):
             settle()
@@ -116,6 +118,8 @@ async def _dispatch(ctx: Context, flows: object, stamps: redis.Redis) -> None:
                 found.append(elapsed)
                 added.append(elapsed - (job_started - enqueued[run.id]))
             picked = [float(v) for v in stamps.lrange(pickup_key, 0, -1)]
+            ends.append(found)
+            pickups.append(picked)
             ours.append(percentile(found, 50))
             theirs.append(percentile(picked, 50))
             own.append(percentile(added, 50))
@@ -123,6 +127,11 @@ async def _dispatch(ctx: Context, flows: object, stamps: redis.Redis) -> None:
         workers.enqueue_run = original  # type: ignore[assignment]
     mine, base = Spread.of(ours).scaled(1000), Spread.of(theirs).scaled(1000)
     extra = Spread.of(own).scaled(1000)
+    group = "dispatch -> completion vs Dramatiq pick-up"
+    report.distribution("reactorflow: dispatch -> completion", ends, group=group, unit="ms",
+                        scale=1e3)
+    report.distribution("baseline: Dramatiq enqueue -> start", pickups, group=group, unit="ms",
+                        scale=1e3)
     report.row("reactorflow: dispatch -> completion, p50", mine, "ms",
                "dispatch() + wait() in the caller; the run completes in the worker")
     report.row("baseline: Dramatiq enqueue -> actor start, p50", base, "ms",
@@ -145,6 +154,8 @@ async def _wakeup(ctx: Context, flows: object, stamps: redis.Redis, url: str) ->
     samples = ctx.pick(full=40, quick=5)
     ours: list[float] = []
     floor: list[float] = []
+    woken: list[list[float]] = []
+    floors: list[list[float]] = []
     for _ in range(ctx.reps):
         settle()
         found: list[float] = []
@@ -157,9 +168,14 @@ async def _wakeup(ctx: Context, flows: object, stamps: redis.Redis, url: str) ->
                 await asyncio.sleep(0.001)
                 noted = stamps.hget(written, run.id)
             found.append(run.value - float(noted))
+        published = await _pubsub_floor(url, samples)
+        woken.append(found)
+        floors.append(published)
         ours.append(percentile(found, 50))
-        floor.append(percentile(await _pubsub_floor(url, samples), 50))
+        floor.append(percentile(published, 50))
     mine, base = Spread.of(ours).scaled(1e6), Spread.of(floor).scaled(1e6)
+    report.distribution("reactorflow: async_step reader wake-up", woken, group="reader wake-up")
+    report.distribution("baseline: PUBLISH -> subscriber", floors, group="reader wake-up")
     ratio = Spread.of([a / b for a, b in zip(ours, floor, strict=True)])
     report.row("reactorflow: unit record write -> reader runs, p50", mine, "µs",
                "unit in the worker process, reader in this one")
