@@ -4,13 +4,14 @@ Each error carries structured fields (`run_id`, `step`, `cause` and its own extr
 that says what went wrong and what to do about it. `Halt` is not an error: it is the signal a
 step raises to stop its run cleanly.
 
-The classes live in small modules by concern (`core`, `inputs`, `runs`, `storage`, `gates`,
-`sync`) and are all imported from here, where they report their module as `reactorflow.errors`
-(the name stored in error records and shown in tracebacks).
+The classes live in small modules by concern (`core`, `inputs`, `runs`, `storage`, `broker`,
+`gates`, `sync`) and are all imported from here, where they report their module as
+`reactorflow.errors` (the name stored in error records and shown in tracebacks).
 """
 
 from __future__ import annotations
 
+from reactorflow.errors.broker import BrokerError
 from reactorflow.errors.core import (
     SHOWN_ID_LIMIT,
     ArgumentError,
@@ -74,6 +75,7 @@ from reactorflow.errors.storage import (
 from reactorflow.errors.sync import SyncInEventLoop
 
 __all__ = [
+    "BrokerError",
     "AlreadyResumed",
     "ArgumentError",
     "BulkSelectionError",

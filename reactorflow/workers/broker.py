@@ -26,7 +26,7 @@ from dramatiq.common import q_name
 from dramatiq.middleware import AsyncIO, Retries
 
 from reactorflow import config
-from reactorflow.errors import ConfigurationError
+from reactorflow.errors import BrokerError, ConfigurationError, ReactorflowError
 from reactorflow.runtime.services.heartbeats import HEARTBEAT, JOB_QUEUE
 from reactorflow.runtime.services.timers import FIRER
 from reactorflow.storage.redis.connections import cluster_url
@@ -230,8 +230,20 @@ def ensure_embedded_worker(broker: dramatiq.Broker) -> None:
 
 
 def send(message: dramatiq.Message[Any], broker: dramatiq.Broker, delay_ms: int | None) -> None:
+    """Send `message` (its first argument is its run's id).
+
+    Raises:
+        BrokerError: The broker client failed (a connection error, a timeout, a refusal).
+    """
     ensure_embedded_worker(broker)
-    broker.enqueue(message, delay=delay_ms)
+    try:
+        broker.enqueue(message, delay=delay_ms)
+    except ReactorflowError:
+        raise
+    except Exception as exc:  # the client's own errors (redis-py, pika, OSError...)
+        run_id = message.args[0] if message.args else None
+        raise BrokerError(message.actor_name, f"{type(exc).__name__}: {exc}",
+                          run_id=run_id if isinstance(run_id, str) else None, cause=exc) from exc
 
 
 def enqueue_run(run_id: str, reactor: str, *, delay: float | None = None,

@@ -154,3 +154,29 @@ async def test_a_worker_rides_out_an_outage_with_one_line_when_lost_and_one_when
     assert log.count(LOST) == 1 and log.count(RESTORED) == 1, log
     assert f"127.0.0.1:{server.port}" in log.split(LOST, 1)[1].splitlines()[0]
     assert not any(noise in log for noise in DRAMATIQ_EVERY_3S), log
+
+
+async def test_a_dispatch_whose_broker_cannot_be_reached_names_the_run_and_loses_nothing(
+        redis_url: str) -> None:
+    """Storage is up, the broker is not: `dispatch` stores the run, then fails to send its job
+    with an `rf.BrokerError` naming the run (not the broker client's own exception); the run
+    is in storage, as the error says."""
+    from dramatiq.brokers.redis import RedisBroker
+
+    from tests.helpers import closed_port
+
+    storage = rf.RedisStorage(redis_url, namespace=redis_namespace("broker-down"))
+    broker = RedisBroker(url=f"redis://127.0.0.1:{closed_port()}/0")
+    rf.configure(storage=storage, broker=broker)
+    try:
+        with pytest.raises(rf.BrokerError) as caught:
+            await bg.handoff.dispatch()
+        error = caught.value
+        assert error.run_id is not None and error.job == "reactorflow.execute_run"
+        assert f"run {error.run_id!r}" in str(error) and "do not start the run again" in str(error)
+        assert "ConnectionError" in error.reason
+        stored = await storage.load_head(error.run_id)
+        assert stored is not None and stored.reactor == bg.handoff.name
+    finally:
+        config.reset()
+        await storage.aclose()

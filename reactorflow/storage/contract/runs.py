@@ -246,7 +246,8 @@ class RunsContract(abc.ABC):
         holds the run's lock, and the run's owner never writes a unit's record after
         dispatching it (but for an async_reactor step whose child run has ended: the owner
         may checkpoint the child's outcome first, and the child's report then writes nothing
-        unless it read the step unfinished just before: the same outcome, written twice). With `settled=False` (a unit parked between two attempts) the unit stays
+        unless it read the step unfinished just before: the same outcome, written twice).
+        With `settled=False` (a unit parked between two attempts) the unit stays
         in the unit index (the sweeper still finds it if its next attempt's job is lost) and
         nothing is published.
         Returns False (nothing written) when the run no longer exists.
