@@ -484,6 +484,7 @@ class Reactor(RunMethods["Reactor"]):
 
     def map_step(self, *, over: str | Step[Any, Any], batch_size: int = 50,
                  fan_out: bool = False, atomic: bool = True, reactor: Reactor | None = None,
+                 chunk_size: int | None = None,
                  name: str | None = None, retries: Retry | None = None,
                  timeout: float | None = None, when: Callable[..., Any] | None = None,
                  after: After = (), gates: Sequence[Any] = ()) -> MapDecorator:
@@ -507,6 +508,9 @@ class Reactor(RunMethods["Reactor"]):
                 elements); `False` completes it with every element's outcome.
             reactor: A child reactor run once per element inside the run (a flattened child,
                 like `compose`; a map inside it runs inline in the element).
+            chunk_size: With `fan_out=True`, how many consecutive elements one worker job
+                carries (1 to `batch_size`); None (the default) sizes chunks from the measured
+                element cost. See [Maps](maps.md#chunks).
             name: The step's name (default: the function's name).
             retries: An `rf.Retry` policy per element (not with `reactor=`).
             timeout: Seconds each element's attempt may take (not with `reactor=`).
@@ -527,7 +531,7 @@ class Reactor(RunMethods["Reactor"]):
                 "element reactor is never retried as a whole; declare them on its steps",
                 reactor=self.name)
         options = dict(over=over, batch_size=batch_size, fan_out=fan_out, atomic=atomic,
-                       reactor=reactor)
+                       reactor=reactor, chunk_size=chunk_size)
 
         def decorate(f: Any) -> Any:
             return self._record(f, StepKind.MAP, name=name, retries=retries, timeout=timeout,
