@@ -492,7 +492,8 @@ class Reactor(RunMethods["Reactor"]):
         an earlier step whose value is a list/tuple); the first parameter receives the element.
 
         Elements start in index order, at most `batch_size` at once: inline in the run's process,
-        or one worker job each with `fan_out=True`. `atomic=True`: an element's failure fails the
+        or with `fan_out=True` in worker jobs of a chunk of consecutive elements each (each
+        element still settled on its own). `atomic=True`: an element's failure fails the
         map and rolls back the completed elements; `atomic=False`: the map completes with every
         element's outcome. With `reactor=`, each element runs that child reactor (the function
         returns the element's child inputs). See [Maps](maps.md). Returns a decorator that
@@ -502,7 +503,7 @@ class Reactor(RunMethods["Reactor"]):
             over: An input field's name, or an earlier step (name or handle) whose value is a
                 list or tuple.
             batch_size: The most elements in flight at once.
-            fan_out: Run each element as a worker job instead of inline (a map inside an
+            fan_out: Run the elements in worker jobs instead of inline (a map inside an
                 element reactor runs inline in its element either way).
             atomic: Fail the map on an element's failure (rolling back the completed
                 elements); `False` completes it with every element's outcome.

@@ -45,13 +45,12 @@ class Recording:
 
 @pytest.fixture
 def recording() -> Iterator[Recording]:
-    inner = queue.current()
-    kept = Recording(inner)
-    queue.register(lambda: kept)
+    kept = Recording(queue.current())
+    previous = queue.register(lambda: kept)
     try:
         yield kept
     finally:
-        queue.register(lambda: inner)
+        queue.register(previous)
 
 
 def _covered(jobs: list[tuple[int, int]]) -> list[int]:
