@@ -7,7 +7,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow.storage.contract.storage import Storage
-from reactorflow.storage.contract.values import Claim, ElementStart, StartArgs
+from reactorflow.storage.contract.values import Claim, ElementStart
 from tests.helpers import until_lock_lapses
 from tests.storage.test_contract import new_run
 
@@ -133,37 +133,6 @@ async def test_concurrent_window_claims_never_put_more_than_the_window_out(
         await asyncio.gather(*(settle(index) for index in batch))
     assert sorted(claimed) == list(range(window, total))  # each index claimed once
     assert await storage.count_elements(run_id, "m") == total
-
-
-@BACKENDS
-async def test_settle_then_start_settles_one_element_then_starts_the_next(
-        storage: Storage) -> None:
-    """One call, in order: the outcome (and the stop marker it sets) is stored before the next
-    element's start, which the stop marker then refuses; a next element already marked runs."""
-    run_id = await new_run(storage)
-    await storage.save_elements(run_id, "m#items", {1: b"i1", 2: b"i2"})
-
-    def start(index: int) -> StartArgs:
-        return StartArgs(f"{run_id}:m:{index}", "me", 10.0,
-                         [("m", index, 1), ("m#items", index, 1)], ("m#started", index),
-                         ("m#job", 1))
-
-    written, started = await storage.settle_then_start(run_id, "m", 0, b"e0", control="m#job",
-                                                       advance=3, start=start(1))
-    assert written is not None and (written.written, written.following) == (1, 0)
-    assert started == ElementStart([[None], [b"i1"]], refused=False)
-    assert await storage.lock_owner(f"{run_id}:m:1") == "me"
-    assert await storage.load_elements(run_id, "m#started", 1, 1) == [b"1"]
-    failed, refused = await storage.settle_then_start(run_id, "m", 1, b"e1", control="m#job",
-                                                      stop=1, start=start(2))
-    assert failed is not None and failed.written == 1
-    assert refused is not None and refused.refused  # the stop marker written just before
-    assert await storage.load_elements(run_id, "m#job", 1, 1) == [b"1"]
-    assert await storage.acquire_lock(f"{run_id}:m:3", "other", 10.0)
-    busy = await storage.settle_then_start(run_id, "m", 2, b"s2", control="m#job",
-                                           start=start(3))
-    assert busy[1] is None  # the next element's lock is held: nothing read
-    assert await storage.load_elements(run_id, "m", 0, 3) == [b"e0", b"e1", b"s2"]
 
 
 @BACKENDS

@@ -8,7 +8,7 @@ atomic map, the map's stop marker). So its cost does not depend on the map's siz
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -39,7 +39,7 @@ from reactorflow.runtime.maps.children import call_any_element
 from reactorflow.runtime.maps.elements import JobScope, gated_child
 from reactorflow.runtime.maps.fanout import NEXT, STOP
 from reactorflow.status import StepStatus
-from reactorflow.storage.contract.values import Claim, ElementStart, SlotWrite, StartArgs
+from reactorflow.storage.contract.values import Claim
 
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
@@ -90,24 +90,11 @@ async def run_chunk(storage: Storage, reactor: Reactor, run_id: str, key: str, f
                     count: int) -> None:
     """Run elements `first` .. `first + count - 1` of a fanned-out map in a worker, one after
     the other, each on its own (see `fanout`: its lock, its mark, its outcome; a chunk is only
-    how they reached this job, `chunks`). Each element's outcome is stored in the same round
-    trip as the next element's start (`Storage.settle_then_start`)."""
+    how they reached this job, `chunks`)."""
     chunk = _Chunk(storage, reactor, run_id, key, first, count)
-    last = first + count - 1
-    begun: _Begun | None = await chunk.begin(first)
-    for index in range(first, last + 1):
-        assert begun is not None
-        begun = await chunk.run(index, begun, index + 1 if index < last else None)
-        if begun is None:
+    for index in range(first, first + count):
+        if not await chunk.run(index):
             return
-
-
-class _Begun(NamedTuple):
-    """An element's `start_element` (None: another owner holds its lock) and its lock."""
-
-    found: ElementStart | None
-    lock: str
-    owner: str
 
 
 class _Chunk:
@@ -127,53 +114,37 @@ class _Chunk:
         self.kwargs: dict[str, Any] = {}
         self.sizer: chunks.Sizer | None = None
 
-    def _start(self, index: int) -> StartArgs:
-        """`start_element`'s arguments for element `index`: its lock (a new owner), its mark,
-        and its reads (its slot, its item, and what the map's jobs share until that is read)."""
-        key = self.key
+    async def run(self, index: int) -> bool:
+        """Run element `index` (steps 1-4 of `fanout`'s docstring); False when the rest of
+        the chunk must not run (a forged job, or the map's job data is gone)."""
+        storage, run_id, key = self.storage, self.run_id, self.key
+        settings = config.settings()
+        lock, owner = element_lock(run_id, key, index), new_owner()
         reads = [(key, index, 1), (items_key(key), index, 1)]
         if self.shared is None:
             reads.append((job_key(key), ARGS, 1))
-        return StartArgs(element_lock(self.run_id, key, index), new_owner(),
-                         config.settings().lock_ttl, reads, (starts_key(key), index),
-                         (job_key(key), STOP))
-
-    async def begin(self, index: int | None) -> _Begun | None:
-        """Start element `index` (the lock, the fence, the reads: one round trip), or None
-        when there is none (the chunk's end)."""
-        if index is None:
-            return None
-        start = self._start(index)
-        found = await self.storage.start_element(start.lock_id, start.owner, start.ttl,
-                                                 self.run_id, start.ranges,
-                                                 starts=start.starts, stop=start.stop)
-        return _Begun(found, start.lock_id, start.owner)
-
-    async def run(self, index: int, begun: _Begun, following: int | None) -> _Begun | None:
-        """Run element `index`, begun (steps 1-4 of `fanout`'s docstring), and begin element
-        `following`; None when the chunk ends (no `following`, or the rest of the chunk must
-        not run: a forged job, or the map's job data is gone)."""
-        storage, run_id, key = self.storage, self.run_id, self.key
-        found = begun.found
+        found = await storage.start_element(  # the lock, the fence, the reads: one round trip
+            lock, owner, settings.lock_ttl, run_id, reads,
+            starts=(starts_key(key), index), stop=(job_key(key), STOP))
         if found is None:
-            return await self.begin(following)  # a duplicate of this element is running now
+            return True  # a duplicate of this element is running right now
         # the element's lock is left to expire once the outcome is stored (a duplicate then
         # finds the outcome; the owner looks for lost jobs among elements without one)
-        ttl = config.settings().lock_ttl
-        async with keep_alive(storage, begun.lock, begun.owner, ttl, release=False) as hold:
+        async with keep_alive(storage, lock, owner, settings.lock_ttl, release=False) as hold:
             (own,), (item_raw,), *rest = found.reads
-            if rest and not await self._admit(rest[0][0], begun.lock, begun.owner):
-                return None
-            record = None
-            if own is None:  # (else already settled: a duplicate delivery)
-                if self.shared is None or item_raw is None:
-                    log.error("reactorflow.map.orphaned run_id=%s step=%s index=%d: the run or "
-                              "its map's job data is gone", run_id, key, index)
-                    return None
-                record = await self._outcome(index, item_raw, hold, refused=found.refused)
-        if record is None:  # settled already, or its lock was lost: left to whoever holds it
-            return await self.begin(following)
-        return await self._settle(index, record, following)
+            if rest and not await self._admit(rest[0][0], lock, owner):
+                return False
+            if own is not None:
+                return True  # already settled: a duplicate delivery
+            if self.shared is None or item_raw is None:
+                log.error("reactorflow.map.orphaned run_id=%s step=%s index=%d: the run or its "
+                          "map's job data is gone", run_id, key, index)
+                return False
+            record = await self._outcome(index, item_raw, hold, refused=found.refused)
+            if record is None:
+                return True  # its lock was lost: its outcome is left to whoever holds it
+        await self._settle(index, record)
+        return True
 
     async def _admit(self, shared_raw: bytes | None, lock: str, owner: str) -> bool:
         """Check the job against its map's job data (the first element's read) and keep what
@@ -237,32 +208,14 @@ class _Chunk:
         sizer.ran(clock.monotonic() - began)
         return record
 
-    async def _settle(self, index: int, record: ElementRecord, following: int | None
-                      ) -> _Begun | None:
-        """Store element `index`'s outcome and begin element `following` in one round trip
-        (or only store it: the chunk's last), then act on the write (`settled`)."""
+    async def _settle(self, index: int, record: ElementRecord) -> None:
         node, shared, sizer = self.node, self.shared, self.sizer
         assert node is not None and shared is not None and sizer is not None
         options = node.spec.map
         assert options is not None
-        storage, run_id, key, reactor = self.storage, self.run_id, self.key, self.reactor
-        want = sizer.want()
-        stop, claim = _writes(record, atomic=options.atomic, total=shared.count,
-                              window=options.batch_size, want=want)
-        if following is None:
-            written = await storage.settle_element(run_id, key, index, records.encode(record),
-                                                   control=job_key(key), stop=stop,
-                                                   advance=NEXT, claim=claim)
-            begun = None
-        else:
-            start = self._start(following)
-            written, found = await storage.settle_then_start(
-                run_id, key, index, records.encode(record), control=job_key(key), stop=stop,
-                advance=NEXT, claim=claim, start=start)
-            begun = _Begun(found, start.lock_id, start.owner)
-        await settled(storage, run_id, reactor.name, key, written, total=shared.count,
-                      version=reactor.version, want=want)
-        return begun
+        await settle(self.storage, self.run_id, self.reactor.name, self.key, index, record,
+                     version=self.reactor.version, atomic=options.atomic, total=shared.count,
+                     window=options.batch_size, want=sizer.want())
 
 
 async def shared_args(storage: Storage, run_id: str, key: str) -> ElementArgs | None:
@@ -278,27 +231,11 @@ async def settle(storage: Storage, run_id: str, reactor: str, key: str, index: i
     """Store an element's outcome, then enqueue the elements it claimed (as chunks of `want`:
     within the map's `window` of `batch_size` when given, else one), and signal the owner when
     this one settled the map (steps 2-4 of `fanout`'s docstring)."""
-    stop, claim = _writes(record, atomic=atomic, total=total, window=window, want=want)
+    stop = STOP if atomic and record.status is StepStatus.FAILED else None
+    claim = Claim(want, window, total) if window and total is not None else None
     written = await storage.settle_element(run_id, key, index, records.encode(record),
                                            control=job_key(key), stop=stop, advance=NEXT,
                                            claim=claim)
-    await settled(storage, run_id, reactor, key, written, total=total, version=version,
-                  want=want)
-
-
-def _writes(record: ElementRecord, *, atomic: bool, total: int | None, window: int,
-            want: int) -> tuple[int | None, Claim | None]:
-    """What an element's outcome write also does: the stop marker (an atomic map's failed
-    element) and the claim (within the window, when given)."""
-    stop = STOP if atomic and record.status is StepStatus.FAILED else None
-    return stop, Claim(want, window, total) if window and total is not None else None
-
-
-async def settled(storage: Storage, run_id: str, reactor: str, key: str,
-                  written: SlotWrite | None, *, total: int | None, version: int,
-                  want: int) -> None:
-    """After an element's outcome write: enqueue what it claimed (as chunks of `want`), or
-    signal the owner when the map closed or when this write settled its last element."""
     if written is None or written.written == 0:
         return  # the run is gone, or a duplicate stored first
     if written.closed:  # the run ended or rolls back: its rollback may wait for this element

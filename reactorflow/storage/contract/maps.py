@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from reactorflow.errors import StorageError
-from reactorflow.storage.contract.values import Claim, ElementStart, SlotWrite, StartArgs
+from reactorflow.storage.contract.values import Claim, ElementStart, SlotWrite
 
 MAX_ELEMENTS = 2**31
 """Element indexes are whole numbers from 0 to `MAX_ELEMENTS - 1` (a map has at most this many
@@ -255,47 +255,6 @@ class MapSlotsContract(abc.ABC):
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached),
                 or a range is out of bounds (`check_ranges`: refused before the lock is taken).
         """
-
-    async def settle_then_start(self, run_id: str, key: str, index: int, outcome: bytes, *,
-                                control: str, stop: int | None = None,
-                                advance: int | None = None, claim: Claim | None = None,
-                                start: StartArgs) -> tuple[SlotWrite | None,
-                                                           ElementStart | None]:
-        """`settle_element` (these arguments), then `start_element` (`start`'s), in this
-        order, in one round trip where the backend can (the base class makes the two calls): a
-        chunk's job settles one element and starts its next. Each call is atomic as it is alone,
-        and the start sees what the settle wrote (an atomic map stopped by this very outcome
-        refuses the next element).
-
-        A backend that sends them together re-sends both when a connection fails or the server
-        lost its scripts: the settle then finds its outcome stored (first wins) and claims
-        nothing again; what its first run claimed is dispatched by the owner's look for lost
-        elements (`stall_timeout`), as a job lost after a claim.
-
-        Args:
-            run_id: The run's id.
-            key: The map step's key.
-            index: The settled element's index.
-            outcome: Its encoded outcome.
-            control: As for `settle_element`.
-            stop: As for `settle_element`.
-            advance: As for `settle_element`.
-            claim: As for `settle_element`.
-            start: The next element's `start_element` arguments.
-
-        Returns:
-            What each call returned.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached),
-                or a range is out of bounds (`check_ranges`: refused before anything is sent).
-        """
-        check_ranges(start.ranges)
-        written = await self.settle_element(run_id, key, index, outcome, control=control,
-                                            stop=stop, advance=advance, claim=claim)
-        started = await self.start_element(start.lock_id, start.owner, start.ttl, run_id,
-                                           start.ranges, starts=start.starts, stop=start.stop)
-        return written, started
 
     @abc.abstractmethod
     async def refresh_elements(self, run_id: str, keys: Sequence[str]) -> None:

@@ -201,18 +201,6 @@ claims no successor (`settle_element`)."""
 
 
 @dataclass(frozen=True, slots=True)
-class StartArgs:
-    """The arguments of one `start_element` call (`settle_then_start`'s second half)."""
-
-    lock_id: str
-    owner: str
-    ttl: float
-    ranges: Sequence[tuple[str, int, int]]
-    starts: tuple[str, int]
-    stop: tuple[str, int]
-
-
-@dataclass(frozen=True, slots=True)
 class ElementStart:
     """What `start_element` did: the slots it read (as `load_element_ranges`), and whether the
     element was refused (its map closed or stopped before it ever started: not marked, its body

@@ -9,13 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from reactorflow.errors import LockLost, RunRecordGone
 from reactorflow.storage.contract.maps import check_ranges
-from reactorflow.storage.contract.values import (
-    CLOSES_MAPS,
-    Claim,
-    ElementStart,
-    SlotWrite,
-    StartArgs,
-)
+from reactorflow.storage.contract.values import CLOSES_MAPS, Claim, ElementStart, SlotWrite
 from reactorflow.storage.redis.retry_tokens import token as _token
 
 _CLOSING = "," + ",".join(sorted(CLOSES_MAPS)) + ","  # as the scripts match a status
@@ -62,15 +56,6 @@ class RedisMaps:
                              advance: int | None = None,
                              claim: Claim | None = None) -> SlotWrite | None:
         conn = await self._redis.get()
-        keys, args = self._settle_call(run_id, key, index, outcome, control, stop, advance,
-                                       claim)
-        with self._errors():
-            reply = await conn.script("settle_element", keys, args)
-        return _settled(reply)
-
-    def _settle_call(self, run_id: str, key: str, index: int, outcome: bytes, control: str,
-                     stop: int | None, advance: int | None, claim: Claim | None
-                     ) -> tuple[list[str], list[EncodableT]]:
         keys = [self._keys.run(run_id), self._keys.elements(run_id, key),
                 self._keys.elements(run_id, control)]
         args: list[EncodableT] = [index, outcome,
@@ -78,56 +63,38 @@ class RedisMaps:
                                   "" if advance is None else advance, _CLOSING]
         if claim is not None:
             args.extend((claim.want, claim.window, claim.total))
-        return keys, args
+        with self._errors():
+            reply = await conn.script("settle_element", keys, args)
+        if reply == -1:
+            return None
+        following, taken = int(reply[2]), int(reply[4])
+        return SlotWrite(int(reply[0]), int(reply[1]), following if taken > 0 else None,
+                         bool(int(reply[3])), taken)
 
     async def start_element(self, lock_id: str, owner: str, ttl: float, run_id: str,
                             ranges: Sequence[tuple[str, int, int]], *, starts: tuple[str, int],
                             stop: tuple[str, int]) -> ElementStart | None:
         check_ranges(ranges)  # (the script checks them too)
         conn = await self._redis.get()
-        start = StartArgs(lock_id, owner, ttl, ranges, starts, stop)
-        # on a cluster the lock is in a slot of its own: taken first, by itself
-        if conn.cluster and not await self.acquire_lock(lock_id, owner, ttl):
-            return None
-        keys, args = self._start_call(run_id, start, with_lock=not conn.cluster)
+        keys = [self._keys.run(run_id), self._keys.elements(run_id, starts[0]),
+                self._keys.elements(run_id, stop[0]),
+                *(self._keys.elements(run_id, key) for key, _, _ in ranges)]
+        if conn.cluster:  # the lock is in a slot of its own: taken first, by itself
+            if not await self.acquire_lock(lock_id, owner, ttl):
+                return None
+        else:
+            keys.append(self._keys.lock(lock_id))
+        args: list[EncodableT] = [starts[1], stop[1], _CLOSING, owner,
+                                  max(1, round(ttl * 1000)), _token()]
+        for _, start, count in ranges:
+            args.extend((start, max(count, 1)))
         with self._errors():
             reply = await conn.script("start_element", keys, args)
-        return _started(reply, ranges)
-
-    def _start_call(self, run_id: str, start: StartArgs, *, with_lock: bool
-                    ) -> tuple[list[str], list[EncodableT]]:
-        keys = [self._keys.run(run_id), self._keys.elements(run_id, start.starts[0]),
-                self._keys.elements(run_id, start.stop[0]),
-                *(self._keys.elements(run_id, key) for key, _, _ in start.ranges)]
-        if with_lock:
-            keys.append(self._keys.lock(start.lock_id))
-        args: list[EncodableT] = [start.starts[1], start.stop[1], _CLOSING, start.owner,
-                                  max(1, round(start.ttl * 1000)), _token()]
-        for _, first, count in start.ranges:
-            args.extend((first, max(count, 1)))
-        return keys, args
-
-    async def settle_then_start(self, run_id: str, key: str, index: int, outcome: bytes, *,
-                                control: str, stop: int | None = None,
-                                advance: int | None = None, claim: Claim | None = None,
-                                start: StartArgs) -> tuple[SlotWrite | None,
-                                                           ElementStart | None]:
-        check_ranges(start.ranges)  # (the script checks them too)
-        conn = await self._redis.get()
-        if conn.cluster:  # the next element's lock is in a slot of its own: call by call
-            written = await self.settle_element(run_id, key, index, outcome, control=control,
-                                                stop=stop, advance=advance, claim=claim)
-            return written, await self.start_element(
-                start.lock_id, start.owner, start.ttl, run_id, start.ranges,
-                starts=start.starts, stop=start.stop)
-        settle_keys, settle_args = self._settle_call(run_id, key, index, outcome, control,
-                                                     stop, advance, claim)
-        start_keys, start_args = self._start_call(run_id, start, with_lock=True)
-        with self._errors():  # pipelined: run by the server in this order
-            settled, started = await conn.script_batch([
-                ("settle_element", settle_keys, settle_args),
-                ("start_element", start_keys, start_args)])
-        return _settled(settled), _started(started, start.ranges)
+        if reply == 0:
+            return None
+        reads = [[None if v is None else bytes(v) for v in found[:max(count, 0)]]
+                 for found, (_, _, count) in zip(reply[1:], ranges, strict=True)]
+        return ElementStart(reads, bool(int(reply[0])))
 
     async def refresh_elements(self, run_id: str, keys: Sequence[str]) -> None:
         if not keys:
@@ -201,21 +168,3 @@ class RedisMaps:
         conn = await self._redis.get()
         with self._errors():
             return int(await conn.client.hlen(self._keys.elements(run_id, key)))
-
-
-def _settled(reply: Any) -> SlotWrite | None:
-    """`settle_element.lua`'s reply."""
-    if reply == -1:
-        return None
-    following, taken = int(reply[2]), int(reply[4])
-    return SlotWrite(int(reply[0]), int(reply[1]), following if taken > 0 else None,
-                     bool(int(reply[3])), taken)
-
-
-def _started(reply: Any, ranges: Sequence[tuple[str, int, int]]) -> ElementStart | None:
-    """`start_element.lua`'s reply."""
-    if reply == 0:
-        return None
-    reads = [[None if v is None else bytes(v) for v in found[:max(count, 0)]]
-             for found, (_, _, count) in zip(reply[1:], ranges, strict=True)]
-    return ElementStart(reads, bool(int(reply[0])))
