@@ -20,7 +20,7 @@ from benchmarks._report import Spread, ratios, settle
 TITLE = "fan-out map of 10,000 elements on 2 workers x 8 threads vs raw Dramatiq, same workers"
 NEEDS_REDIS = True
 SIZE = 10_000
-TARGET_SHARE = 0.5
+TARGET_SHARE = 1.0
 ROOT = Path(__file__).resolve().parents[1]
 
 

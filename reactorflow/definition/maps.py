@@ -21,7 +21,7 @@ from reactorflow.definition.params import (
     Source,
     wire_handler,
 )
-from reactorflow.definition.specs import MapOptions, StepKind
+from reactorflow.definition.specs import MAX_CHUNK, MapOptions, StepKind
 from reactorflow.definition.table import StepSpec
 from reactorflow.errors import DefinitionError
 from reactorflow.mapresults import MapResults
@@ -47,6 +47,7 @@ def map_options(owner: StepTable, raw: dict[str, Any], params: Sequence[Param],
         if not isinstance(raw[flag], bool):
             raise DefinitionError(f"{where}: {flag}={raw[flag]!r} must be True or False",
                                   reactor=name, step=step)
+    chunk_size = _chunk_size(raw, batch_size, where, name, step)
     if not params or params[0].source is not Source.ELEMENT:
         raise DefinitionError(f"{where}: a map step's first parameter receives one element; "
                               "declare at least that one", reactor=name, step=step)
@@ -63,7 +64,28 @@ def map_options(owner: StepTable, raw: dict[str, Any], params: Sequence[Param],
         element_type = plan_for(child).value_type
     return MapOptions(over=over_name, over_is_step=over_is_step, element=params[0].name,
                       batch_size=batch_size, fan_out=raw["fan_out"], atomic=raw["atomic"],
-                      element_type=element_type)
+                      element_type=element_type, chunk_size=chunk_size)
+
+
+def _chunk_size(raw: dict[str, Any], batch_size: int, where: str, reactor: str,
+                step: str) -> int | None:
+    """`chunk_size`: None, or a whole number from 1 to `batch_size` (and `MAX_CHUNK`) on a
+    fanned-out map (a chunk is one worker job's share of the `batch_size` window)."""
+    chunk_size = raw.get("chunk_size")
+    if chunk_size is None:
+        return None
+    most = min(batch_size, MAX_CHUNK)
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or not (
+            1 <= chunk_size <= most):
+        raise DefinitionError(f"{where}: chunk_size={chunk_size!r} must be a whole number from "
+                              f"1 to {most} (batch_size, at most {MAX_CHUNK}): the elements one "
+                              "worker job carries, within the map's window", reactor=reactor,
+                              step=step)
+    if not raw["fan_out"]:
+        raise DefinitionError(f"{where}: chunk_size={chunk_size!r} applies to a fanned-out map "
+                              "only (its elements' worker jobs); pass fan_out=True or drop "
+                              "chunk_size", reactor=reactor, step=step)
+    return chunk_size
 
 
 def _check_over(owner: StepTable, over: str, where: str, step: str) -> bool:

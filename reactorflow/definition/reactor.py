@@ -484,6 +484,7 @@ class Reactor(RunMethods["Reactor"]):
 
     def map_step(self, *, over: str | Step[Any, Any], batch_size: int = 50,
                  fan_out: bool = False, atomic: bool = True, reactor: Reactor | None = None,
+                 chunk_size: int | None = None,
                  name: str | None = None, retries: Retry | None = None,
                  timeout: float | None = None, when: Callable[..., Any] | None = None,
                  after: After = (), gates: Sequence[Any] = ()) -> MapDecorator:
@@ -491,7 +492,8 @@ class Reactor(RunMethods["Reactor"]):
         an earlier step whose value is a list/tuple); the first parameter receives the element.
 
         Elements start in index order, at most `batch_size` at once: inline in the run's process,
-        or one worker job each with `fan_out=True`. `atomic=True`: an element's failure fails the
+        or with `fan_out=True` in worker jobs of a chunk of consecutive elements each (each
+        element still settled on its own). `atomic=True`: an element's failure fails the
         map and rolls back the completed elements; `atomic=False`: the map completes with every
         element's outcome. With `reactor=`, each element runs that child reactor (the function
         returns the element's child inputs). See [Maps](maps.md). Returns a decorator that
@@ -501,12 +503,15 @@ class Reactor(RunMethods["Reactor"]):
             over: An input field's name, or an earlier step (name or handle) whose value is a
                 list or tuple.
             batch_size: The most elements in flight at once.
-            fan_out: Run each element as a worker job instead of inline (a map inside an
+            fan_out: Run the elements in worker jobs instead of inline (a map inside an
                 element reactor runs inline in its element either way).
             atomic: Fail the map on an element's failure (rolling back the completed
                 elements); `False` completes it with every element's outcome.
             reactor: A child reactor run once per element inside the run (a flattened child,
                 like `compose`; a map inside it runs inline in the element).
+            chunk_size: With `fan_out=True`, how many consecutive elements one worker job
+                carries (1 to `batch_size`); None (the default) sizes chunks from the measured
+                element cost. See [Maps](maps.md#chunks).
             name: The step's name (default: the function's name).
             retries: An `rf.Retry` policy per element (not with `reactor=`).
             timeout: Seconds each element's attempt may take (not with `reactor=`).
@@ -527,7 +532,7 @@ class Reactor(RunMethods["Reactor"]):
                 "element reactor is never retried as a whole; declare them on its steps",
                 reactor=self.name)
         options = dict(over=over, batch_size=batch_size, fan_out=fan_out, atomic=atomic,
-                       reactor=reactor)
+                       reactor=reactor, chunk_size=chunk_size)
 
         def decorate(f: Any) -> Any:
             return self._record(f, StepKind.MAP, name=name, retries=retries, timeout=timeout,

@@ -58,6 +58,10 @@ class InterruptOptions:
     on_timeout: OnTimeout | None = None  # None: the deadline fails the run (InterruptExpired)
 
 
+MAX_CHUNK = 1024
+"""The most elements one worker job of a fanned-out map carries (a chunk; `chunk_size`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class MapOptions:
     """What `map_step` declared beyond a plain step's options."""
@@ -70,3 +74,4 @@ class MapOptions:
     atomic: bool
     element_type: Any  # the element result's type (the child's value type with reactor=)
     undo_all: HandlerSignature | None = None
+    chunk_size: int | None = None  # fan-out: elements per job (None: sized from their cost)

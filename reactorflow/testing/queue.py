@@ -47,7 +47,8 @@ def describe(job: Job) -> str:
     if job.step:
         text += f":{job.step}"
     if job.kind in (JobKind.ELEMENT, JobKind.UNDO):
-        text += f"[{job.index}]"
+        last = job.index + job.count - 1
+        text += f"[{job.index}]" if job.count == 1 else f"[{job.index}..{last}]"
     return text
 
 

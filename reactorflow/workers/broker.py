@@ -274,11 +274,14 @@ def enqueue_unit(run_id: str, reactor: str, key: str, *, delay: float | None = N
 
 def enqueue_element(run_id: str, reactor: str, key: str, index: int, *,
                     delay: float | None = None, headers: Mapping[str, str] | None = None,
-                    version: int = 1, refused: float = 0.0) -> None:
-    """Ask a worker to run one element of a fanned-out map."""
+                    version: int = 1, refused: float = 0.0, count: int = 1) -> None:
+    """Ask a worker to run elements `index` .. `index + count - 1` of a fanned-out map (a
+    chunk; `count` a keyword only when not 1, so a one-element message reads as before)."""
     broker = current_broker()
     actor = actors_for(broker).execute_element
-    send(actor.message(run_id, reactor, key, index, **_extra(headers, version, refused)),
+    chunk = {"count": count} if count != 1 else {}
+    send(actor.message(run_id, reactor, key, index, **_extra(headers, version, refused),
+                       **chunk),
          broker,
          None if delay is None else int(delay * 1000))
 

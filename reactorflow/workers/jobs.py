@@ -44,14 +44,15 @@ async def execute_unit(run_id: str, reactor: str, key: str,
 
 def execute_element(run_id: str, reactor: str, key: str, index: int,
                     headers: Mapping[str, str] | None = None, version: int = 1,
-                    refused: float = 0.0) -> None:
-    """The map-element actor: `jobs.execute_element` in its message's context, on the event
-    loop thread; the jobs it enqueues are sent from this worker thread (`_off_the_loop`)."""
+                    refused: float = 0.0, count: int = 1) -> None:
+    """The map-element actor (`count` consecutive elements from `index`: a chunk):
+    `jobs.execute_element` in its message's context, on the event loop thread; the jobs it
+    enqueues are sent from this worker thread (`_off_the_loop`)."""
 
     async def body() -> None:
         with job_context(headers):
             await jobs.execute_element(run_id, reactor, key, index, version=version,
-                                       refused=refused)
+                                       refused=refused, count=count)
 
     _off_the_loop(body())
 
@@ -98,7 +99,9 @@ async def retries_exhausted(message: dict[str, Any], info: dict[str, Any]) -> No
         await give_up(Job.unit(run_id, reactor, key, version=version), reason)
     elif message.get("actor_name") == "reactorflow.execute_element" and len(args) >= 4:
         run_id, reactor, key = (str(a) for a in args[:3])
-        await give_up(Job.element(run_id, reactor, key, args[3], version=version), reason)
+        count = (message.get("kwargs") or {}).get("count", 1)
+        await give_up(Job.element(run_id, reactor, key, args[3], version=version, count=count),
+                      reason)
     elif message.get("actor_name") == "reactorflow.execute_undo" and len(args) >= 4:
         run_id, reactor, key = (str(a) for a in args[:3])
         await give_up(Job.undo(run_id, reactor, key, args[3], version=version), reason)

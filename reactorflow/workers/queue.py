@@ -44,7 +44,8 @@ class DramatiqQueue:
             case JobKind.ELEMENT:
                 broker.enqueue_element(job.run_id, job.reactor, job.step, job.index,
                                        delay=delay, headers=job.headers,
-                                       version=job.version, refused=job.refused)
+                                       version=job.version, refused=job.refused,
+                                       count=job.count)
             case JobKind.UNDO:
                 broker.enqueue_undo(job.run_id, job.reactor, job.step, job.index,
                                     delay=delay, headers=job.headers,

@@ -7,7 +7,7 @@ import pytest
 
 import reactorflow as rf
 from reactorflow.storage.contract.storage import Storage
-from reactorflow.storage.contract.values import ElementStart
+from reactorflow.storage.contract.values import Claim, ElementStart
 from tests.helpers import until_lock_lapses
 from tests.storage.test_contract import new_run
 
@@ -67,6 +67,72 @@ async def test_concurrent_settles_claim_each_counter_value_once(storage: Storage
                                     for i in range(40)))
     claimed = sorted(w.following for w in writes if w is not None and w.following is not None)
     assert claimed == list(range(20))  # one claim per stored outcome, none twice
+
+
+@BACKENDS
+async def test_a_window_claim_waits_until_a_chunk_fits(storage: Storage) -> None:
+    """With a `Claim`, a settle claims a chunk only once `want` indexes fit the window (or
+    nothing is out), then all the room there is, never past the map's end."""
+    run_id = await new_run(storage)
+    await storage.save_elements(run_id, "m#job", {3: b"4"})  # elements 0-3 dispatched
+    claim = Claim(want=3, window=4, total=9)
+
+    async def settle(index: int) -> tuple[int | None, int]:
+        written = await storage.settle_element(run_id, "m", index, b"x", control="m#job",
+                                               advance=3, claim=claim)
+        assert written is not None and written.written == 1
+        return written.following, written.claimed
+
+    assert await settle(0) == (None, 0)  # room 1 < 3: wait
+    assert await settle(1) == (None, 0)  # room 2 < 3
+    assert await settle(2) == (4, 3)  # room 3: elements 4-6
+    assert await settle(3) == (None, 0)  # room 1 again (4-6 are out)
+    assert await settle(4) == (7, 2)  # the map's last 2 fit: a shorter last chunk
+    assert await storage.load_elements(run_id, "m#job", 3, 1) == [b"9"]
+    for index in (5, 6, 7, 8):
+        assert await settle(index) == (None, 0)  # nothing left to claim
+    assert await storage.count_elements(run_id, "m") == 9
+
+
+@BACKENDS
+async def test_a_window_claim_takes_all_the_room_when_nothing_is_out(storage: Storage) -> None:
+    run_id = await new_run(storage)
+    await storage.save_elements(run_id, "m#job", {3: b"1"})  # element 0 dispatched
+    written = await storage.settle_element(run_id, "m", 0, b"x", control="m#job", advance=3,
+                                           claim=Claim(want=50, window=8, total=100))
+    assert written is not None and (written.following, written.claimed) == (1, 8)
+
+
+@BACKENDS
+async def test_concurrent_window_claims_never_put_more_than_the_window_out(
+        storage: Storage) -> None:
+    """Settles racing each other each see the window as the others left it: the indexes
+    claimed are disjoint and consecutive, and at no claim are more than `window` elements out
+    (dispatched without an outcome)."""
+    import asyncio
+
+    run_id = await new_run(storage)
+    window, total = 6, 60
+    await storage.save_elements(run_id, "m#job", {3: str(window).encode()})
+    claim = Claim(want=2, window=window, total=total)
+    claimed: list[int] = []
+    todo = list(range(window))
+
+    async def settle(index: int) -> None:
+        written = await storage.settle_element(run_id, "m", index, b"x", control="m#job",
+                                               advance=3, claim=claim)
+        assert written is not None
+        if written.following is not None:
+            taken = range(written.following, written.following + written.claimed)
+            claimed.extend(taken)
+            todo.extend(taken)
+            assert taken.stop - written.stored <= window  # out, as the claim left it
+
+    while todo:
+        batch, todo[:] = list(todo), []
+        await asyncio.gather(*(settle(index) for index in batch))
+    assert sorted(claimed) == list(range(window, total))  # each index claimed once
+    assert await storage.count_elements(run_id, "m") == total
 
 
 @BACKENDS

@@ -98,6 +98,12 @@ def _forged(run_id: str) -> dict[str, Job]:
         "undo index 2**53 + 2": Job.undo(run_id, healthy.name, "double", huge, version=1),
         "element index -1": Job.element(run_id, healthy.name, "double", -1, version=1),
         "element index past the map": Job.element(run_id, healthy.name, "double", 2, version=1),
+        "element chunk past the map": Job.element(run_id, healthy.name, "double", 1, version=1,
+                                                  count=2),
+        "element chunk of none": Job.element(run_id, healthy.name, "double", 0, version=1,
+                                             count=0),
+        "element chunk of 2**53 + 2": Job.element(run_id, healthy.name, "double", 0, version=1,
+                                                  count=huge),
         "element index of text": Job(JobKind.ELEMENT, run_id, healthy.name, "double",
                                      index="0"),  # type: ignore[arg-type]
         "run id with a brace": Job.run(run_id + "}", healthy.name, version=1),
@@ -186,7 +192,8 @@ def test_every_job_field_is_checked() -> None:
     from reactorflow.runtime.engine.job_checks import malformed
 
     bad: dict[str, Any] = {"run_id": 1, "reactor": "a b", "step": "", "index": 2**31,
-                           "snoozes": "1", "headers": {"k": 1}, "version": 0, "refused": "x"}
+                           "snoozes": "1", "headers": {"k": 1}, "version": 0, "refused": "x",
+                           "count": 0}
     assert set(bad) == set(Job.__struct_fields__) - {"kind"}
     good = Job.element("r1", "flow", "m", 0, version=1)
     assert malformed(good) is None

@@ -350,6 +350,35 @@ async def haul(item: int) -> int:
     return item * 3
 
 
+# -- a fanned-out map in chunks, one of them cut off mid-chunk by a SIGKILL ------------------------
+
+CHUNK = 10
+"""`pack`'s chunk (and window): its first job carries elements 0-9."""
+HANG_AT = 4
+"""In the doomed worker (`DOOMED_ENV`), element `HANG_AT`'s first execution hangs mid-body."""
+
+chunked_fleet = rf.Reactor("tests.bg.chunked", inputs=Fleet)
+
+
+def executions_key(namespace: str) -> str:
+    """The Redis hash counting each `pack` element's executions (it survives a killed
+    worker): element index -> how many times its body started."""
+    return f"{namespace}:test:pack-runs"
+
+
+@chunked_fleet.map_step(over="items", fan_out=True, batch_size=CHUNK, chunk_size=CHUNK)
+async def pack(item: int) -> int:
+    import redis
+
+    client = redis.Redis.from_url(os.environ["REACTORFLOW_REDIS_URL"])
+    runs = client.hincrby(executions_key(os.environ[NAMESPACE_ENV]), str(item), 1)
+    client.close()
+    if os.environ.get(DOOMED_ENV) and item == HANG_AT and runs == 1:
+        note(f"pack-hangs {item}")
+        await anyio.sleep_forever()  # until the test SIGKILLs this worker
+    return item * 2
+
+
 # -- a fanned-out map rolled back by undo jobs in the workers --------------------------------------
 
 DOOMED_ENV = "REACTORFLOW_TEST_DOOMED"

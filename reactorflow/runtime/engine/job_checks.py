@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, assert_never
 
 from reactorflow.definition.checks import REACTOR_NAME, STEP_NAME
+from reactorflow.definition.specs import MAX_CHUNK
 from reactorflow.errors import shown
 from reactorflow.records import ElementArgs
 from reactorflow.runtime.engine.job_queue import Job, JobKind
@@ -41,6 +42,7 @@ def malformed(job: Job) -> str | None:
     Needs no storage."""
     return (_run_id(job.run_id) or _text("reactor", job.reactor, REACTOR_NAME.match)
             or _step(job) or _whole("index", job.index, _index_limit(job.kind))
+            or _count(job)
             or _whole("snoozes", job.snoozes, MAX_SNOOZES) or bad_headers(job.headers)
             or _version(job))
 
@@ -93,9 +95,27 @@ def foreign_element(job: Job, shared: ElementArgs) -> str | None:
     run's owner: the truth), or None: another reactor, or an index past the map's end."""
     if shared.reactor and shared.reactor != job.reactor:
         return f"the run belongs to reactor {shown(shared.reactor)}, not {_shown(job.reactor)}"
-    if job.index >= shared.count:
-        return f"map {_shown(job.step)} has {shared.count} elements, not {job.index + 1}"
+    if job.index + job.count > shared.count:
+        return (f"map {_shown(job.step)} has {shared.count} elements, not "
+                f"{job.index + job.count}")
     return None
+
+
+def _count(job: Job) -> str | None:
+    """An element job carries 1 to `MAX_CHUNK` consecutive elements within `MAX_ELEMENTS`;
+    every other job carries one."""
+    match job.kind:
+        case JobKind.ELEMENT:
+            problem = _whole("count", job.count, MAX_CHUNK + 1)
+            if problem is None and job.count < 1:
+                return f"count {job.count} is out of range (1 to {MAX_CHUNK})"
+            if problem is None and job.index + job.count > MAX_ELEMENTS:
+                return f"count {job.count} runs past the last element index ({MAX_ELEMENTS - 1})"
+            return problem
+        case JobKind.RUN | JobKind.UNIT | JobKind.UNDO:
+            return None if job.count == 1 else f"count {_shown(job.count)} on a {job.kind} job"
+        case _:
+            assert_never(job.kind)
 
 
 def drop(job: Job, reason: str) -> None:

@@ -51,6 +51,7 @@ class Job(msgspec.Struct, frozen=True, omit_defaults=True):
     """Context for the worker from middleware (`Middleware.inject`), e.g. a trace parent."""
     version: int = 1  # the version of its reactor the run was on when the job was sent
     refused: float = 0.0  # when a worker first handed it back for want of that version
+    count: int = 1  # ELEMENT: how many consecutive elements from `index` (a chunk); else 1
 
     @classmethod
     def run(cls, run_id: str, reactor: str, *, version: int, snoozes: int = 0,
@@ -66,9 +67,9 @@ class Job(msgspec.Struct, frozen=True, omit_defaults=True):
 
     @classmethod
     def element(cls, run_id: str, reactor: str, step: str, index: int,
-                headers: dict[str, str] | None = None, *, version: int) -> Job:
+                headers: dict[str, str] | None = None, *, version: int, count: int = 1) -> Job:
         return cls(JobKind.ELEMENT, run_id, reactor, step, index=index, headers=headers or {},
-                   version=version)
+                   version=version, count=count)
 
     @classmethod
     def undo(cls, run_id: str, reactor: str, step: str, index: int,
@@ -206,9 +207,12 @@ def enqueue_unit(run_id: str, reactor: str, step: str, *, version: int) -> None:
     _enqueue(Job.unit(run_id, reactor, step, _headers(run_id), version=version))
 
 
-def enqueue_element(run_id: str, reactor: str, step: str, index: int, *, version: int) -> None:
-    """Ask a worker to run one element of a fanned-out map (see `jobs.execute_element`)."""
-    _enqueue(Job.element(run_id, reactor, step, index, _headers(run_id), version=version))
+def enqueue_element(run_id: str, reactor: str, step: str, index: int, *, version: int,
+                    count: int = 1) -> None:
+    """Ask a worker to run elements `index` .. `index + count - 1` of a fanned-out map, one
+    after the other (a chunk; see `jobs.execute_element`)."""
+    _enqueue(Job.element(run_id, reactor, step, index, _headers(run_id), version=version,
+                         count=count))
 
 
 def enqueue_undo(run_id: str, reactor: str, step: str, index: int, *, version: int) -> None:

@@ -1,18 +1,21 @@
-"""A fanned-out map (`fan_out=True`): one worker job per element, the run parked meanwhile.
+"""A fanned-out map (`fan_out=True`): worker jobs of a chunk of elements each (`chunks`), the
+run parked meanwhile. The window: at most `batch_size` elements dispatched (enqueued, or in a
+job) without an outcome.
 
 The owner (the execution holding the run):
 
 1. checkpoints the map `running`, writes what the element jobs share (each element's item and
    the map's resolved arguments, encoded once: `ElementArgs`), then enqueues the first
-   `batch_size` elements (checkpoint before enqueue) and parks the run: saved `running`, its
-   lock released, nothing held;
+   `batch_size` elements (checkpoint before enqueue), as jobs of `chunks.first_size` elements,
+   and parks the run: saved `running`, its lock released, nothing held;
 2. each time it is taken on again (the last element's signal, the fallback re-check every
    `async_wait_timeout`, or the sweeper), reads how many elements are settled: all of them →
    the map completes, or fails with the first failure an atomic map recorded; else, once parked
    there for `stall_timeout`, it re-enqueues the elements of the dispatch window that hold
    neither an outcome nor their lock (jobs lost with a dead worker), and parks again.
 
-An element job (`element_job.run_element`), in a worker:
+An element job (`element_job.run_chunk`), in a worker, runs its chunk's elements one after
+the other; for each:
 
 1. takes the element's own lock (`<run>:<map>:<index>`; held: a duplicate is running, end;
    kept alive while the element runs, then left to expire: its outcome guards it from then on),
@@ -24,10 +27,11 @@ An element job (`element_job.run_element`), in a worker:
 2. stores its outcome in its own slot, first wins (a duplicate that stored nothing ends here);
    an atomic failure also stores the map's stop marker (first wins: the first failure), in the
    same atomic call;
-3. enqueues the element it claimed with its outcome's write (the map's dispatch counter,
-   advanced in the same atomic call: back pressure, one element settled, one more enqueued, so
-   never more than `batch_size` enqueued or in flight; and elements are enqueued in index order
-   across the whole map);
+3. enqueues the elements it claimed with its outcome's write (the map's dispatch counter,
+   advanced in the same atomic call by a chunk, once a chunk of the size the job measured fits
+   the window, `Storage.settle_element`: back pressure, never more than `batch_size` enqueued
+   or in flight; and elements are enqueued in index order across the whole map), as jobs of
+   that chunk size;
 4. the element whose write made every element settled re-enqueues the run (a first-wins
    signal: exactly one write sees the count reach the total).
 """
@@ -48,6 +52,7 @@ from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.lockkeeper import ensure_live
 from reactorflow.runtime.engine.map_reads import element_count, page
 from reactorflow.runtime.engine.map_slot_keys import ARGS, element_lock, items_key, job_key
+from reactorflow.runtime.maps import chunks
 from reactorflow.runtime.maps.inline_window import MapEnd
 
 if TYPE_CHECKING:
@@ -82,8 +87,8 @@ def shared_arguments(ex: Execution, node: Node, kwargs: dict[str, Any], count: i
 
 async def start(ex: Execution, node: Node, kwargs: dict[str, Any],
                 items: list[Any] | tuple[Any, ...]) -> None:
-    """Write what the element jobs share, then enqueue the first `batch_size` elements (after
-    the map's `running` checkpoint). Safe to repeat: every write is first-wins."""
+    """Write what the element jobs share, then enqueue the first `batch_size` elements, in
+    chunks (after the map's `running` checkpoint). Safe to repeat: every write is first-wins."""
     options = node.spec.map
     assert options is not None
     storage, key = ex.storage, node.key
@@ -96,8 +101,9 @@ async def start(ex: Execution, node: Node, kwargs: dict[str, Any],
     await storage.save_elements(ex.run_id, job_key(key), {ARGS: records.encode(shared),
                                                           NEXT: str(first).encode()},
                                 owner=ex.owner)  # fenced: a zombie enqueues nothing
-    for index in range(first):
-        queue.enqueue_element(ex.run_id, ex.reactor, key, index, version=ex.meta.version)
+    for index, count in chunks.split(0, first, chunks.first_size(options)):
+        queue.enqueue_element(ex.run_id, ex.reactor, key, index, version=ex.meta.version,
+                              count=count)
 
 
 async def started(ex: Execution, node: Node) -> bool:

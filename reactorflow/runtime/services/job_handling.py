@@ -83,7 +83,8 @@ async def execute(job: Job) -> None:
                                    version=job.version, refused=job.refused)
             case JobKind.ELEMENT:
                 await execute_element(job.run_id, job.reactor, job.step, job.index,
-                                      version=job.version, refused=job.refused)
+                                      version=job.version, refused=job.refused,
+                                      count=job.count)
             case JobKind.UNDO:
                 await execute_undo(job.run_id, job.reactor, job.step, job.index,
                                    version=job.version, refused=job.refused)
@@ -287,11 +288,12 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
 
 
 async def execute_element(run_id: str, reactor_name: str, key: str, index: int, *,
-                          version: int = 1, refused: float = 0.0) -> None:
-    """Run one element of a fanned-out map (see `runtime.maps.fanout`); an element whose
-    reactor is not declared here fails (and its run is told)."""
+                          version: int = 1, refused: float = 0.0, count: int = 1) -> None:
+    """Run elements `index` .. `index + count - 1` of a fanned-out map, one after the other
+    (a chunk, see `runtime.maps.fanout`); elements whose reactor is not declared here fail (and
+    their run is told)."""
     job = Job(JobKind.ELEMENT, run_id, reactor_name, key, index=index, version=version,
-              refused=refused)
+              refused=refused, count=count)
     found = await _admit(job)
     if found is None:
         return
@@ -300,7 +302,7 @@ async def execute_element(run_id: str, reactor_name: str, key: str, index: int, 
         await _fail_element(storage, job, "UnknownReactor",
                             f"reactor {reactor_name!r} is not declared in this worker")
         raise PermanentFailure(f"unknown reactor {reactor_name!r}", run_id=run_id, step=key)
-    await element_job.run_element(storage, reactor, run_id, key, index)
+    await element_job.run_chunk(storage, reactor, run_id, key, index, job.count)
 
 
 async def execute_undo(run_id: str, reactor_name: str, key: str, index: int, *,
@@ -326,8 +328,9 @@ async def execute_undo(run_id: str, reactor_name: str, key: str, index: int, *,
 
 
 async def _fail_element(storage: Storage, job: Job, kind: str, reason: str) -> None:
-    """Fail an element that can never run, unless the job disagrees with its map's job data
-    (no such fanned-out map, another reactor, an index past its end): then it is dropped."""
+    """Fail the elements of a job (its chunk) that can never run (each one without an outcome:
+    first wins), unless the job disagrees with its map's job data (no such fanned-out map,
+    another reactor, an index past its end): then it is dropped."""
     shared = await element_job.shared_args(storage, job.run_id, job.step)
     problem = ("the run has no fanned-out map of that key" if shared is None
                else jobcheck.foreign_element(job, shared))
@@ -335,8 +338,9 @@ async def _fail_element(storage: Storage, job: Job, kind: str, reason: str) -> N
         jobcheck.drop(job, problem)
         return
     record = ElementRecord(StepStatus.FAILED, error=ErrorRecord(kind, reason))
-    await element_job.settle(storage, job.run_id, job.reactor, job.step, job.index, record,
-                             atomic=True, total=None, version=job.version)
+    for index in range(job.index, job.index + job.count):
+        await element_job.settle(storage, job.run_id, job.reactor, job.step, index, record,
+                                 atomic=True, total=None, version=job.version)
 
 
 async def _run_unit(ex: Execution, key: str, snoozes: int) -> None:

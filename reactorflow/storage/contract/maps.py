@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from reactorflow.errors import StorageError
-from reactorflow.storage.contract.values import ElementStart, SlotWrite
+from reactorflow.storage.contract.values import Claim, ElementStart, SlotWrite
 
 MAX_ELEMENTS = 2**31
 """Element indexes are whole numbers from 0 to `MAX_ELEMENTS - 1` (a map has at most this many
@@ -46,6 +46,18 @@ def check_ranges(ranges: Sequence[tuple[str, int, int]]) -> None:
         total += max(count, 1)
     if total > LOAD_LIMIT:
         raise StorageError(f"{total} element slots asked for in one call (at most {LOAD_LIMIT})")
+
+
+def claimable(claim: Claim, counter: int, stored: int) -> int:
+    """How many indexes `settle_element` claims within `claim`'s window, with the dispatch
+    counter at `counter` and `stored` outcomes held (the rule its docstring states; the Redis
+    script computes the same)."""
+    out = max(0, counter - stored)
+    left = claim.total - counter
+    take = min(claim.window - out, left)
+    if take <= 0:
+        return 0
+    return take if take >= min(claim.want, left) or out == 0 else 0
 
 
 class MapSlotsContract(abc.ABC):
@@ -98,12 +110,23 @@ class MapSlotsContract(abc.ABC):
     @abc.abstractmethod
     async def settle_element(self, run_id: str, key: str, index: int, outcome: bytes, *,
                              control: str, stop: int | None = None,
-                             advance: int | None = None) -> SlotWrite | None:
+                             advance: int | None = None,
+                             claim: Claim | None = None) -> SlotWrite | None:
         """Store one element's outcome of map `key`, first wins (as `save_elements`); when
         this call stored it, also (in the same atomic call, one round trip) set field `stop`
         of map `control`'s slots to the index, first wins (an atomic map's stop marker), and
-        claim the next index of the counter in field `advance` of `control` (its value before
-        this call, the counter then incremented: concurrent callers claim consecutive values).
+        claim indexes of the counter in field `advance` of `control` (its value before this
+        call, the counter then advanced by the number claimed: concurrent callers claim
+        disjoint consecutive ranges).
+
+        How many: one without `claim`. With `claim` (a chunk's window), with `next` the
+        counter, `out` = `next` minus the outcomes the map holds (after this one: elements
+        dispatched and not settled), `room` = `claim.window - out` and `left` = `claim.total -
+        next`: `min(room, left)` indexes when that is at least `min(claim.want, left)` or `out`
+        is 0, else none (a claim waits until a chunk fits; the caller whose outcome leaves
+        nothing out always claims, so the chain never stalls). So at most `claim.window`
+        elements are ever dispatched without an outcome.
+
         Unfenced: only element jobs settle elements, and they never hold the run's lock (see
         `save_elements`).
 
@@ -121,10 +144,12 @@ class MapSlotsContract(abc.ABC):
             stop: The field to mark with `index` (None: none).
             advance: The counter field to advance (None: none); it holds an integer (encoded
                 as decimal text), or nothing (counted from 0).
+            claim: Claim within a window, as above (None: one index).
 
         Returns:
-            As `save_elements`, with `following` the claimed counter value (None unless this
-            call stored the outcome, `advance` was given and the map is not closed) and
+            As `save_elements`, with `following` the first claimed counter value and `claimed`
+            how many (`following` None and `claimed` 0 unless this call stored the outcome,
+            `advance` was given, the map is not closed and something was claimed) and
             `closed`; None when the run does not exist.
 
         Raises:

@@ -178,6 +178,19 @@ class SlotWrite:
     stored: int
     following: int | None = None
     closed: bool = False  # `settle_element`: the run no longer goes forward (`CLOSES_MAPS`)
+    claimed: int = 0  # `settle_element`: how many indexes from `following` it claimed
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """How `settle_element` claims from a map's dispatch counter within its window: at most
+    `window` elements dispatched without an outcome, `total` elements in all, and a claim
+    taken only once `want` indexes (a chunk; fewer at the map's end) fit the window, or when
+    no element is out at all."""
+
+    want: int
+    window: int
+    total: int
 
 
 CLOSES_MAPS: frozenset[str] = frozenset({*TERMINAL, Status.ROLLING_BACK})

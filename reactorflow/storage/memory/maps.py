@@ -8,8 +8,8 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from reactorflow import clock
-from reactorflow.storage.contract.maps import check_ranges
-from reactorflow.storage.contract.values import CLOSES_MAPS, ElementStart, SlotWrite
+from reactorflow.storage.contract.maps import check_ranges, claimable
+from reactorflow.storage.contract.values import CLOSES_MAPS, Claim, ElementStart, SlotWrite
 from reactorflow.storage.memory.records import _Run
 
 
@@ -47,7 +47,8 @@ class MemoryMaps:
 
     async def settle_element(self, run_id: str, key: str, index: int, outcome: bytes, *,
                              control: str, stop: int | None = None,
-                             advance: int | None = None) -> SlotWrite | None:
+                             advance: int | None = None,
+                             claim: Claim | None = None) -> SlotWrite | None:
         now = clock.monotonic()
         with self._mutex:
             run = self._live(run_id, now)
@@ -61,11 +62,14 @@ class MemoryMaps:
             if stop is not None:
                 fields.setdefault(stop, str(index).encode())
             closed = run.status in CLOSES_MAPS
-            following = None
+            following, taken = None, 0
             if advance is not None and not closed:
-                following = int(fields.get(advance, b"0"))
-                fields[advance] = str(following + 1).encode()
-            return SlotWrite(1, len(slots), following, closed)
+                counter = int(fields.get(advance, b"0"))
+                taken = 1 if claim is None else claimable(claim, counter, len(slots))
+                if taken:
+                    following = counter
+                    fields[advance] = str(counter + taken).encode()
+            return SlotWrite(1, len(slots), following, closed, taken)
 
     async def start_element(self, lock_id: str, owner: str, ttl: float, run_id: str,
                             ranges: Sequence[tuple[str, int, int]], *, starts: tuple[str, int],

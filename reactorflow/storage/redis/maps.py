@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from reactorflow.errors import LockLost, RunRecordGone
 from reactorflow.storage.contract.maps import check_ranges
-from reactorflow.storage.contract.values import CLOSES_MAPS, ElementStart, SlotWrite
+from reactorflow.storage.contract.values import CLOSES_MAPS, Claim, ElementStart, SlotWrite
 from reactorflow.storage.redis.retry_tokens import token as _token
 
 _CLOSING = "," + ",".join(sorted(CLOSES_MAPS)) + ","  # as the scripts match a status
@@ -53,20 +53,23 @@ class RedisMaps:
 
     async def settle_element(self, run_id: str, key: str, index: int, outcome: bytes, *,
                              control: str, stop: int | None = None,
-                             advance: int | None = None) -> SlotWrite | None:
+                             advance: int | None = None,
+                             claim: Claim | None = None) -> SlotWrite | None:
         conn = await self._redis.get()
         keys = [self._keys.run(run_id), self._keys.elements(run_id, key),
                 self._keys.elements(run_id, control)]
         args: list[EncodableT] = [index, outcome,
                                   "" if stop is None else stop,
                                   "" if advance is None else advance, _CLOSING]
+        if claim is not None:
+            args.extend((claim.want, claim.window, claim.total))
         with self._errors():
             reply = await conn.script("settle_element", keys, args)
         if reply == -1:
             return None
-        following = int(reply[2])
-        return SlotWrite(int(reply[0]), int(reply[1]), following if following >= 0 else None,
-                         bool(int(reply[3])))
+        following, taken = int(reply[2]), int(reply[4])
+        return SlotWrite(int(reply[0]), int(reply[1]), following if taken > 0 else None,
+                         bool(int(reply[3])), taken)
 
     async def start_element(self, lock_id: str, owner: str, ttl: float, run_id: str,
                             ranges: Sequence[tuple[str, int, int]], *, starts: tuple[str, int],
