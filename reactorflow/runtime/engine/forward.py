@@ -381,7 +381,7 @@ class Forward(Runners):
             mapped = await node.spec.fn(**kwargs)
             child = self.plan.levels[key].reactor
             child_inputs = validate_inputs(child, mapped, step=key)
-            raw = records.raw(child_inputs)
+            clear = raw = records.raw(child_inputs)
             if raw != records.NIL:  # (nil: a child without inputs, told apart by it)
                 raw = ex.keys.seal_raw(fields.child_inputs(key), raw)
             if has_gates(node):
@@ -395,7 +395,7 @@ class Forward(Runners):
         except Exception as exc:
             await self._fail_step(node, exc, detail=summary(exc), started_at=started)
             return
-        ex.level_inputs[key] = self.plan.levels[key].inputs_decoder.decode(raw)
+        ex.level_inputs[key] = self.plan.levels[key].inputs_decoder.decode(clear)
         opened = StepRecord(StepStatus.RUNNING, 1, started, child_inputs=raw, child_opened=True)
         await self.writer.checkpoint(key, opened, [event(EventKind.COMPOSE_STARTED, key)])
         if self.writer.control is not None:
