@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 import reactorflow as rf
-from tests.protection.conftest import memory_bytes, redis_bytes
 from tests.helpers import unique
+from tests.protection.conftest import memory_bytes, redis_bytes
 from tests.protection.flows import MARKER, ChildIn, Order, everything, finished
 
 
