@@ -14,6 +14,8 @@ from tests.helpers import unique
 
 MARKER = "ZQX-secret-7f3a"
 """A text that appears in no reactorflow structure, only in the user values below."""
+CLEAR_MARKER = "KPL-clear-0b4d"
+"""The marker of the runs stored without a codec (the scans look for `MARKER` only)."""
 
 
 def codec(*ids: str, current: str | None = None) -> rf.EncryptionCodec:
@@ -104,20 +106,20 @@ def everything(*, fail_late: bool = False, fan_out: bool = True) -> rf.Reactor:
     return flow
 
 
-def order(tag: str = "") -> Order:
+def order(tag: str = "", marker: str = MARKER) -> Order:
     """Inputs carrying the marker everywhere (and one item that fails)."""
-    return Order(customer=f"{MARKER}-customer{tag}",
-                 items=[f"{MARKER}-a", f"{MARKER}-b", f"{MARKER}-bad!"],
-                 note=f"{MARKER}-note")
+    return Order(customer=f"{marker}-customer{tag}",
+                 items=[f"{marker}-a", f"{marker}-b", f"{marker}-bad!"],
+                 note=f"{marker}-note")
 
 
-def approval() -> dict[str, str]:
-    return {"by": f"{MARKER}-ann", "comment": f"{MARKER}-street"}
+def approval(marker: str = MARKER) -> dict[str, str]:
+    return {"by": f"{marker}-ann", "comment": f"{marker}-street"}
 
 
-async def finished(flow: rf.Reactor, tag: str = "") -> rf.Run:
+async def finished(flow: rf.Reactor, tag: str = "", marker: str = MARKER) -> rf.Run:
     """A run of an `everything` reactor, given its approval, at its end."""
-    run = await flow.run(order(tag))
+    run = await flow.run(order(tag, marker))
     assert run.status is rf.Status.PAUSED, run.error
-    await flow.continue_(run.id, step="approve", payload=approval())
+    await flow.continue_(run.id, step="approve", payload=approval(marker))
     return await flow.wait(run.id, timeout=60)

@@ -12,7 +12,7 @@ import pytest
 import reactorflow as rf
 from tests.helpers import unique
 from tests.protection.conftest import memory_bytes, redis_bytes
-from tests.protection.flows import MARKER, ChildIn, Order, everything, finished
+from tests.protection.flows import CLEAR_MARKER, MARKER, ChildIn, Order, everything, finished
 
 
 def _stored(storage: rf.Storage, request: pytest.FixtureRequest) -> list[bytes]:
@@ -51,9 +51,9 @@ async def test_no_marker_in_any_stored_byte(storage: rf.Storage, with_codec: rf.
 async def test_without_a_codec_the_same_values_are_stored_clear(
         storage: rf.Storage, request: pytest.FixtureRequest) -> None:
     """The scan can fail: without a codec it finds the marker (a check of the check)."""
-    done = await finished(everything(), "plain")
+    done = await finished(everything(), "plain", CLEAR_MARKER)
     assert done.status is rf.Status.COMPLETED, done.error
-    assert any(MARKER.encode() in b for b in _stored(storage, request))
+    assert any(CLEAR_MARKER.encode() in b for b in _stored(storage, request))
 
 
 repaired = rf.Reactor(unique("repaired"), inputs=Order, on_failure="hold")

@@ -25,7 +25,7 @@ from reactorflow.storage.redis.storage import RedisStorage
 from reactorflow.web import create_app
 from tests.helpers import unique
 from tests.operate.conftest import Shared, cli
-from tests.protection.flows import MARKER, Order, codec, everything, finished, order
+from tests.protection.flows import CLEAR_MARKER, MARKER, Order, codec, everything, finished, order
 
 paid = rf.Reactor(unique("paid"), inputs=Order)
 
@@ -125,12 +125,12 @@ async def test_values_stored_clear_stay_readable_with_one_warning(
         storage: rf.Storage, caplog: pytest.LogCaptureFixture) -> None:
     from reactorflow.protection import keys as keys_module
 
-    clear = await paid.run(order("clear"))
+    clear = await paid.run(order("clear", CLEAR_MARKER))
     keys_module._warned = False  # (the warning is once per process)
     rf.configure(codec=codec("k1"))
     try:
         with caplog.at_level(logging.WARNING, logger="reactorflow.protection"):
-            assert (await rf.get_run(clear.id)).inputs == order("clear")
+            assert (await rf.get_run(clear.id)).inputs == order("clear", CLEAR_MARKER)
             await rf.get_run(clear.id)
             done = await paid.continue_(clear.id, step="confirm", payload="yes")
         assert done.status is rf.Status.COMPLETED
