@@ -1,5 +1,5 @@
 """The cost of payload encryption (`rf.EncryptionCodec`): a 10-step chain whose inputs and step
-results are order-sized records (a dict of ten fields, about 300 bytes encoded), run with the
+results are order-sized records (a dict of ten fields, about 210 bytes encoded), run with the
 codec against the same run without it, on MemoryStorage and on RedisStorage, in alternating
 repetitions of the same process. With the codec every value crossing storage is sealed
 (AES-256-GCM, a fresh nonce, bound to its run and step) and a loaded run's values are
