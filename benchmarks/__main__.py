@@ -38,7 +38,7 @@ TOOLS = frozenset({"charts"})  # modules of the package that are not benchmarks
 ORDER = ("engine_chain", "engine_fanout", "checkpoint_growth", "redis_chain", "dbos_compare",
          "continue_latency", "runs_list", "search_key", "deploy_check", "sweep_cost", "map_inline",
          "map_redis", "map_fanout", "map_memory", "gates", "scale", "schedule_latency",
-         "pydantic_cost")
+         "pydantic_cost", "codec_cost")
 
 
 def available() -> list[str]:

@@ -39,6 +39,7 @@ from reactorflow.errors import (
     InterruptExpired,
     InterruptNotPending,
     InvalidSleep,
+    KeyUnavailable,
     LockLost,
     LockTimeout,
     MigrationError,
@@ -70,6 +71,7 @@ from reactorflow.errors import (
 from reactorflow.mapresults import MapResults
 from reactorflow.markers import Input, Outcome, Redacted, Result, StepContext
 from reactorflow.middleware import GateEvent, Middleware, RunEvent, StepEvent, TimerEvent
+from reactorflow.protection import EncryptionCodec
 from reactorflow.records import Event, PausedBy, RollbackFailure, RunError, WorkerInfo
 from reactorflow.retry import Retry
 from reactorflow.runtime.engine import job_queue as _queue
@@ -120,6 +122,7 @@ __all__ = [
     "Migration",
     "MigrationError",
     "DefinitionError",
+    "EncryptionCodec",
     "Event",
     "EventKind",
     "GateBusy",
@@ -133,6 +136,7 @@ __all__ = [
     "InputValidationError",
     "InterruptExpired",
     "InvalidSleep",
+    "KeyUnavailable",
     "InterruptNotPending",
     "Lock",
     "LockLost",

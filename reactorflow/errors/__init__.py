@@ -42,6 +42,7 @@ from reactorflow.errors.inputs import (
     ResultValidationError,
     UnknownInterrupt,
 )
+from reactorflow.errors.protection import KeyUnavailable
 from reactorflow.errors.runs import (
     AlreadyResumed,
     AsyncUnitFailed,
@@ -94,6 +95,7 @@ __all__ = [
     "InputValidationError",
     "InterruptExpired",
     "InvalidSleep",
+    "KeyUnavailable",
     "InterruptNotPending",
     "LockLost",
     "LockTimeout",

@@ -16,6 +16,8 @@ from reactorflow import clock, config, pydantic_types, records
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.params import Source
 from reactorflow.errors import LockLost
+from reactorflow.protection import fields, sealing
+from reactorflow.protection.resolve import run_keys
 from reactorflow.records import ElementArgs, ElementRecord
 from reactorflow.redaction import EVERY, secrets_in, watch
 from reactorflow.runtime.engine import job_queue as queue
@@ -44,6 +46,7 @@ from reactorflow.storage.contract.values import Claim
 if TYPE_CHECKING:
     from reactorflow.definition.graph import Node
     from reactorflow.definition.reactor import Reactor
+    from reactorflow.protection.keys import RunKeys
     from reactorflow.storage.contract.storage import Storage
 
 log = logging.getLogger("reactorflow.map")
@@ -56,11 +59,12 @@ def arguments_of(storage: Storage, scope: JobScope, node: Node, shared: ElementA
     for param in node.spec.params:
         if param.name in shared.lazy:
             ref, count = shared.lazy[param.name]
-            kwargs[param.name] = results_view(storage, scope.run_id, scope.plan.nodes[ref],
+            kwargs[param.name] = results_view(storage, scope.keys, scope.plan.nodes[ref],
                                               count)
         elif param.name in shared.values:
-            kwargs[param.name] = msgspec.msgpack.decode(shared.values[param.name],
-                                                        type=param.annotation)
+            kwargs[param.name] = msgspec.msgpack.decode(
+                scope.keys.open(fields.argument(node.key, param.name), shared.values[param.name]),
+                type=param.annotation)
         elif param.source is Source.DEFAULT:
             kwargs[param.name] = param.default
     return kwargs
@@ -101,8 +105,8 @@ class _Chunk:
     """What the elements of one job share: the map's job data and arguments (read and decoded
     once, with the first element's start) and the chunk's sizer."""
 
-    __slots__ = ("count", "first", "key", "kwargs", "node", "reactor", "run_id", "scope",
-                 "shared", "sizer", "storage")
+    __slots__ = ("count", "first", "key", "keys", "kwargs", "node", "reactor", "run_id",
+                 "scope", "shared", "sizer", "storage")
 
     def __init__(self, storage: Storage, reactor: Reactor, run_id: str, key: str, first: int,
                  count: int) -> None:
@@ -113,6 +117,7 @@ class _Chunk:
         self.node: Node | None = None
         self.kwargs: dict[str, Any] = {}
         self.sizer: chunks.Sizer | None = None
+        self.keys: RunKeys | None = None  # the run's (resolved once, with the job data)
 
     async def run(self, index: int) -> bool:
         """Run element `index` (steps 1-4 of `fanout`'s docstring); False when the rest of
@@ -161,7 +166,8 @@ class _Chunk:
             await self.storage.release_lock(lock, owner)
             return False
         self.shared = shared
-        self.scope = JobScope(self.run_id, plan_for(self.reactor))
+        self.keys = await run_keys(self.storage, None, self.run_id)
+        self.scope = JobScope(self.run_id, plan_for(self.reactor), self.keys)
         self.node = node = self.scope.plan.nodes[self.key]
         options = node.spec.map
         assert options is not None
@@ -182,7 +188,10 @@ class _Chunk:
                      "closed, it never starts", run_id, key, index)
             return ElementRecord(StepStatus.SKIPPED)  # its body never ran: nothing to undo
         element = node.spec.params[0]
-        item = pydantic_types.decode(item_raw, element.annotation)
+        keys = self.keys
+        assert keys is not None
+        item = pydantic_types.decode(keys.open(fields.item(key, index), item_raw),
+                                     element.annotation)
         kwargs = self.kwargs
         kept = element_places(storage, run_id, node, kwargs) if node.spec.gates else None
         if kept is not None:  # the parked map's gates: renewed while its elements run
@@ -192,7 +201,7 @@ class _Chunk:
         if kept is not None:
             kept.borrows = True  # the parked run's locks: re-entered, never released
             keeper.attach(hold, kept)
-        scope = JobScope(run_id, scope.plan, kept, lease=hold)
+        scope = JobScope(run_id, scope.plan, keys, kept, lease=hold)
         if scope.plan.redactions:
             held = ElementSecrets(node, scope, item, kwargs)
             watch(held)  # held here while the element runs (sources are held weakly)
@@ -209,11 +218,12 @@ class _Chunk:
         return record
 
     async def _settle(self, index: int, record: ElementRecord) -> None:
-        node, shared, sizer = self.node, self.shared, self.sizer
-        assert node is not None and shared is not None and sizer is not None
+        node, shared, sizer, keys = self.node, self.shared, self.sizer, self.keys
+        assert node is not None and shared is not None and sizer is not None and keys is not None
         options = node.spec.map
         assert options is not None
-        await settle(self.storage, self.run_id, self.reactor.name, self.key, index, record,
+        await settle(self.storage, self.run_id, self.reactor.name, self.key, index,
+                     sealing.element(keys, record),
                      version=self.reactor.version, atomic=options.atomic, total=shared.count,
                      window=options.batch_size, want=sizer.want())
 
