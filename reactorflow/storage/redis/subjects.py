@@ -1,0 +1,104 @@
+"""The data subjects of `RedisStorage` (the contract: `storage/contract/subjects.py`).
+
+Per subject two keys in its own slot (`{<digest>}`): `<ns>:subject:{<digest>}:key` (its wrapped
+data key, a string) and `<ns>:subject:{<digest>}:runs` (its run index, a set of run ids), so
+each script on them is atomic on a cluster too. Two global keys in slot `{subjects}`:
+`<ns>:{subjects}:all`, the set of digests with a key (written before the key is created and
+cleared after it is destroyed: a hint for a rotation's listing), and `<ns>:{subjects}:erased`,
+the audit list of erasures. The run index lives in another slot than the runs: `subject_runs`
+checks each run's record and removes the entries of runs that are gone (retention).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reactorflow.storage.contract.subjects import ERASURES_KEPT
+from reactorflow.storage.redis.connections import RedisConnector
+
+
+class RedisSubjects:
+    """Data keys, run indexes and erasure records, in Redis."""
+
+    _redis: RedisConnector
+    _keys: Any  # RedisKeys
+
+    def _subject_keys(self, subject: str) -> list[str]:
+        base = f"{self._keys.ns}:subject:{{{subject}}}"
+        return [f"{base}:key", f"{base}:runs"]
+
+    def _subjects_key(self, part: str) -> str:
+        return f"{self._keys.ns}:{{subjects}}:{part}"
+
+    async def put_subject_key(self, subject: str, wrapped: bytes) -> bytes:
+        conn = await self._redis.get()
+        with self._redis.errors():
+            await conn.client.sadd(self._subjects_key("all"), subject)  # the hint goes first
+            return bytes(await conn.script("subject_put", self._subject_keys(subject)[:1],
+                                           [wrapped]))
+
+    async def subject_key(self, subject: str) -> bytes | None:
+        conn = await self._redis.get()
+        with self._redis.errors():
+            found = await conn.client.get(self._subject_keys(subject)[0])
+        return None if found is None else bytes(found)
+
+    async def replace_subject_key(self, subject: str, expected: bytes, wrapped: bytes) -> bool:
+        conn = await self._redis.get()
+        with self._redis.errors():
+            return bool(await conn.script("subject_replace", self._subject_keys(subject)[:1],
+                                          [expected, wrapped]) == 1)
+
+    async def destroy_subject(self, subject: str) -> list[str] | None:
+        conn = await self._redis.get()
+        with self._redis.errors():
+            found = await conn.script("subject_destroy", self._subject_keys(subject), [])
+            if found is None:
+                return None
+            await conn.client.srem(self._subjects_key("all"), subject)  # the hint goes last
+        return sorted(_text(run_id) for run_id in found)
+
+    async def add_subject_run(self, subject: str, run_id: str) -> None:
+        conn = await self._redis.get()
+        with self._redis.errors():
+            await conn.client.sadd(self._subject_keys(subject)[1], run_id)
+
+    async def subject_runs(self, subject: str) -> list[str]:
+        conn = await self._redis.get()
+        index = self._subject_keys(subject)[1]
+        with self._redis.errors():
+            run_ids = sorted(_text(r) for r in await conn.client.smembers(index))
+            if not run_ids:
+                return []
+            pipe = conn.client.pipeline(transaction=False)
+            for run_id in run_ids:
+                pipe.exists(self._keys.run(run_id))
+            found = await pipe.execute()
+            gone = [run_id for run_id, there in zip(run_ids, found, strict=True) if not there]
+            if gone:
+                await conn.client.srem(index, *gone)
+        return [run_id for run_id, there in zip(run_ids, found, strict=True) if there]
+
+    async def subject_digests(self, cursor: str, limit: int) -> tuple[list[str], str]:
+        conn = await self._redis.get()
+        with self._redis.errors():
+            following, found = await conn.client.sscan(self._subjects_key("all"),
+                                                       cursor=int(cursor or 0), count=limit)
+        following = int(following)
+        return sorted(_text(d) for d in found), ("" if following == 0 else str(following))
+
+    async def record_erasure(self, record: bytes) -> None:
+        conn = await self._redis.get()
+        with self._redis.errors():
+            await conn.script("erasure_record", [self._subjects_key("erased")],
+                              [record, ERASURES_KEPT])
+
+    async def erasures(self, limit: int) -> list[bytes]:
+        conn = await self._redis.get()
+        with self._redis.errors():
+            found = await conn.client.lrange(self._subjects_key("erased"), 0, limit - 1)
+        return [bytes(record) for record in found]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
