@@ -30,31 +30,51 @@ def digest() -> str:
     return uuid.uuid4().hex * 2  # the shape of a subject digest (64 hex digits)
 
 
-async def test_the_first_key_put_wins_and_later_puts_read_it(storage: Storage) -> None:
+async def test_the_first_run_entered_creates_the_key_and_later_runs_get_it(
+        storage: Storage) -> None:
     s = digest()
+    first, second = await new_run(storage), await new_run(storage)
     assert await storage.subject_key(s) is None
-    assert await storage.put_subject_key(s, b"first") == b"first"
-    assert await storage.put_subject_key(s, b"second") == b"first"
+    assert await storage.enter_subject_run(s, first, b"first") == b"first"
+    assert await storage.enter_subject_run(s, second, b"second") == b"first"
+    assert await storage.enter_subject_run(s, second, b"third") == b"first"  # idempotent
     assert await storage.subject_key(s) == b"first"
+    assert sorted(await storage.subject_runs(s)) == sorted([first, second])
 
 
-async def test_concurrent_first_puts_agree_on_one_key(storage: Storage) -> None:
+async def test_concurrent_first_runs_agree_on_one_key(storage: Storage) -> None:
     s = digest()
+    runs = [await new_run(storage) for _ in range(20)]
     got: list[bytes] = []
 
-    async def put(n: int) -> None:
-        got.append(await storage.put_subject_key(s, b"key-%d" % n))
+    async def enter(n: int) -> None:
+        got.append(await storage.enter_subject_run(s, runs[n], b"key-%d" % n))
 
     async with anyio.create_task_group() as tg:
         for n in range(20):
-            tg.start_soon(put, n)
-    assert len(set(got)) == 1, got
+            tg.start_soon(enter, n)
+    assert len(got) == 20 and len(set(got)) == 1, got
     assert await storage.subject_key(s) == got[0]
+    assert sorted(await storage.subject_runs(s)) == sorted(runs)
+
+
+async def test_a_run_gets_the_key_only_while_it_is_indexed_under_it(storage: Storage) -> None:
+    s = digest()
+    old, stranger = await new_run(storage), await new_run(storage)
+    await storage.enter_subject_run(s, old, b"k1")
+    assert await storage.run_subject_key(s, old) == b"k1"
+    assert await storage.run_subject_key(s, stranger) is None  # never entered
+    await storage.destroy_subject(s)
+    assert await storage.run_subject_key(s, old) is None
+    fresh = await new_run(storage)
+    assert await storage.enter_subject_run(s, fresh, b"k2") == b"k2"  # a fresh key
+    assert await storage.run_subject_key(s, fresh) == b"k2"
+    assert await storage.run_subject_key(s, old) is None  # erased stays erased
 
 
 async def test_a_key_is_replaced_only_while_it_is_the_one_read(storage: Storage) -> None:
     s = digest()
-    await storage.put_subject_key(s, b"old")
+    await storage.enter_subject_run(s, "r", b"old")
     assert await storage.replace_subject_key(s, b"stale", b"new") is False
     assert await storage.subject_key(s) == b"old"
     assert await storage.replace_subject_key(s, b"old", b"new") is True
@@ -66,13 +86,11 @@ async def test_a_key_is_replaced_only_while_it_is_the_one_read(storage: Storage)
 async def test_destroy_removes_the_key_and_the_index_and_returns_the_runs(
         storage: Storage) -> None:
     s, other = digest(), digest()
-    await storage.put_subject_key(s, b"k")
-    await storage.put_subject_key(other, b"o")
     runs = sorted([await new_run(storage), await new_run(storage)])
     for run_id in runs:
-        await storage.add_subject_run(s, run_id)
+        await storage.enter_subject_run(s, run_id, b"k")
     kept = await new_run(storage)
-    await storage.add_subject_run(other, kept)
+    await storage.enter_subject_run(other, kept, b"o")
 
     assert await storage.destroy_subject(s) == runs
     assert await storage.subject_key(s) is None
@@ -81,30 +99,29 @@ async def test_destroy_removes_the_key_and_the_index_and_returns_the_runs(
     assert await storage.subject_key(other) == b"o"  # nothing else changes
     assert await storage.subject_runs(other) == [kept]
     # a new run of the forgotten subject starts afresh
-    assert await storage.put_subject_key(s, b"fresh") == b"fresh"
+    assert await storage.enter_subject_run(s, await new_run(storage), b"fresh") == b"fresh"
 
 
 async def test_an_unknown_subject_destroys_nothing(storage: Storage) -> None:
     s = digest()
-    await storage.add_subject_run(s, await new_run(storage))  # indexed, but no key yet
     assert await storage.destroy_subject(s) is None
-    assert len(await storage.subject_runs(s)) == 1
+    assert await storage.subject_key(s) is None
 
 
 async def test_the_index_lists_stored_runs_once_and_drops_those_that_are_gone(
         storage: Storage) -> None:
     s = digest()
     stored = await new_run(storage)
-    await storage.add_subject_run(s, stored)
-    await storage.add_subject_run(s, stored)  # idempotent
-    await storage.add_subject_run(s, "never-created")  # a start that failed before its run
+    await storage.enter_subject_run(s, stored, b"k")
+    await storage.enter_subject_run(s, stored, b"k")  # idempotent
+    await storage.enter_subject_run(s, "never-created", b"k")  # a start that failed
     assert await storage.subject_runs(s) == [stored]
 
 
 async def test_the_digests_of_subjects_with_a_key_are_listed_in_pages(storage: Storage) -> None:
     made = {digest() for _ in range(25)}
     for s in made:
-        await storage.put_subject_key(s, b"k")
+        await storage.enter_subject_run(s, "r", b"k")
     gone = sorted(made)[0]
     await storage.destroy_subject(gone)
     seen: list[str] = []
@@ -134,7 +151,7 @@ async def test_retention_drops_an_ended_runs_index_entry_with_the_run_memory() -
         storage = MemoryStorage(retention=60)
         s = digest()
         run_id = await new_run(storage)
-        await storage.add_subject_run(s, run_id)
+        await storage.enter_subject_run(s, run_id, b"k")
         await storage.save_state(run_id, OWNER, status="completed", previous_status="running",
                                  state=b"s", release=True)
         assert await storage.subject_runs(s) == [run_id]
@@ -154,7 +171,7 @@ async def test_retention_drops_an_ended_runs_index_entry_with_the_run_redis(
     try:
         s = digest()
         run_id = await new_run(storage)
-        await storage.add_subject_run(s, run_id)
+        await storage.enter_subject_run(s, run_id, b"k")
         conn = await storage._redis.get()
         await conn.client.delete(*storage._keys.run_keys(run_id))  # what its expiry does
         assert await storage.subject_runs(s) == []

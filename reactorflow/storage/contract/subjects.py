@@ -5,13 +5,15 @@ A subject is named here by its digest (`runtime/subjects/digest.py`), never by i
 subject the backend keeps, in one place (on Redis one hash slot, `{<digest>}`, so each method is
 one atomic script on a cluster too):
 
-* its **data key**, wrapped by the codec (opaque bytes): created first-wins
-  (`put_subject_key`: two concurrent first runs agree on one key), replaced only by a
-  compare-and-set (`replace_subject_key`: a key rotation re-wraps it), destroyed with the run
-  index in one atomic step (`destroy_subject`);
-* the **run index**: the ids of the runs started for the subject since its key was created.
-  An entry is written before the run is created and is a hint: a reader verifies it against the
-  run (a start that failed leaves an entry naming no run). Retention drops the entries of runs
+* its **data key**, wrapped by the codec (opaque bytes): created first-wins with the first
+  run's index entry (`enter_subject_run`: two concurrent first runs agree on one key),
+  replaced only by a compare-and-set (`replace_subject_key`: a key rotation re-wraps it),
+  destroyed with the run index in one atomic step (`destroy_subject`);
+* the **run index**: the ids of the runs created under the current key. A run's entry is
+  written, with the key it gets, before the run is created (a start that failed leaves an
+  entry naming no run: readers verify entries against the runs); a run whose entry is gone
+  from the index after its key was destroyed is erased (`run_subject_key` gives it no key,
+  even once a later run created a fresh one). Retention drops the entries of runs
   that are gone: memory with the run; Redis, where the index lives in another slot than the
   runs, when `subject_runs` reads them (the entries of runs whose record is gone are removed).
 
@@ -33,14 +35,30 @@ class SubjectsContract(abc.ABC):
     """Data keys, run indexes and erasure records of data subjects."""
 
     @abc.abstractmethod
-    async def put_subject_key(self, subject: str, wrapped: bytes) -> bytes:
-        """Store the subject's wrapped data key unless it has one: first wins (atomic). Returns
-        the key stored now, the caller's or the one that was there first; the caller uses the
-        returned key (two concurrent first runs thus agree on one).
+    async def enter_subject_run(self, subject: str, run_id: str, wrapped: bytes) -> bytes:
+        """Index a run about to be created for the subject and give it the subject's data key,
+        in one atomic step: the key is stored unless the subject has one (first wins: two
+        concurrent first runs agree on one key), the run enters the run index (idempotent),
+        and the key stored now is returned (the caller's `wrapped`, or the one there first).
 
         Args:
             subject: The subject's digest.
-            wrapped: Its new data key, wrapped by the codec.
+            run_id: The run about to be created.
+            wrapped: A new data key, wrapped by the codec (stored only if the subject has none).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
+    async def run_subject_key(self, subject: str, run_id: str) -> bytes | None:
+        """The subject's wrapped data key if `run_id` is in its run index (the run was created
+        under this key), else None: the key was destroyed since (the run's values are erased,
+        even when a later run created a fresh key). Read atomically.
+
+        Args:
+            subject: The subject's digest.
+            run_id: The run.
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
@@ -76,22 +94,10 @@ class SubjectsContract(abc.ABC):
     async def destroy_subject(self, subject: str) -> list[str] | None:
         """Destroy the subject's data key and empty its run index, in one atomic step. Returns
         the run ids the index held (hints: verify them against the runs), or None when the
-        subject had no key (nothing is written then). A later `put_subject_key` starts afresh.
+        subject had no key (nothing is written then). A later `enter_subject_run` starts afresh.
 
         Args:
             subject: The subject's digest.
-
-        Raises:
-            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
-        """
-
-    @abc.abstractmethod
-    async def add_subject_run(self, subject: str, run_id: str) -> None:
-        """Enter a run in the subject's run index (idempotent), before the run is created.
-
-        Args:
-            subject: The subject's digest.
-            run_id: The run about to be created for it.
 
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).

@@ -31,9 +31,17 @@ class MemorySubjects:
         if digest is not None:
             self._subject_runs.get(digest, set()).discard(run_id)
 
-    async def put_subject_key(self, subject: str, wrapped: bytes) -> bytes:
+    async def enter_subject_run(self, subject: str, run_id: str, wrapped: bytes) -> bytes:
         with self._mutex:
+            self._subject_runs.setdefault(subject, set()).add(run_id)
+            self._run_subjects[run_id] = subject
             return self._subject_keys.setdefault(subject, bytes(wrapped))
+
+    async def run_subject_key(self, subject: str, run_id: str) -> bytes | None:
+        with self._mutex:
+            if run_id not in self._subject_runs.get(subject, ()):
+                return None
+            return self._subject_keys.get(subject)
 
     async def subject_key(self, subject: str) -> bytes | None:
         with self._mutex:
@@ -54,11 +62,6 @@ class MemorySubjects:
             for run_id in run_ids:
                 self._run_subjects.pop(run_id, None)
             return sorted(run_ids)
-
-    async def add_subject_run(self, subject: str, run_id: str) -> None:
-        with self._mutex:
-            self._subject_runs.setdefault(subject, set()).add(run_id)
-            self._run_subjects[run_id] = subject
 
     async def subject_runs(self, subject: str) -> list[str]:
         with self._mutex:

@@ -30,12 +30,18 @@ class RedisSubjects:
     def _subjects_key(self, part: str) -> str:
         return f"{self._keys.ns}:{{subjects}}:{part}"
 
-    async def put_subject_key(self, subject: str, wrapped: bytes) -> bytes:
+    async def enter_subject_run(self, subject: str, run_id: str, wrapped: bytes) -> bytes:
         conn = await self._redis.get()
         with self._redis.errors():
             await conn.client.sadd(self._subjects_key("all"), subject)  # the hint goes first
-            return bytes(await conn.script("subject_put", self._subject_keys(subject)[:1],
-                                           [wrapped]))
+            return bytes(await conn.script("subject_enter", self._subject_keys(subject),
+                                           [run_id, wrapped]))
+
+    async def run_subject_key(self, subject: str, run_id: str) -> bytes | None:
+        conn = await self._redis.get()
+        with self._redis.errors():
+            found = await conn.script("subject_run_key", self._subject_keys(subject), [run_id])
+        return None if found is None else bytes(found)
 
     async def subject_key(self, subject: str) -> bytes | None:
         conn = await self._redis.get()
@@ -57,11 +63,6 @@ class RedisSubjects:
                 return None
             await conn.client.srem(self._subjects_key("all"), subject)  # the hint goes last
         return sorted(_text(run_id) for run_id in found)
-
-    async def add_subject_run(self, subject: str, run_id: str) -> None:
-        conn = await self._redis.get()
-        with self._redis.errors():
-            await conn.client.sadd(self._subject_keys(subject)[1], run_id)
 
     async def subject_runs(self, subject: str) -> list[str]:
         conn = await self._redis.get()
