@@ -3,7 +3,7 @@
 Subcommands live in `runs` (reading and steering runs), `repair` (the `runs` commands that
 repair a held run), `services` (worker, sweep, dashboard, demo), `schedules` (the scheduler,
 schedules list/pause/resume), `versions` (`versions`, `deploy-check`, `runs migrate`),
-`workers` (workers list), `bulk` (the bulk forms of `runs cancel|undo|retry|resume|
+`workers` (workers list), `subjects` (subjects forget|erasures), `bulk` (the bulk forms of `runs cancel|undo|retry|resume|
 retry-step`) and `graph`; `context` resolves the app modules, the storage and a run's reactor;
 `values` reads JSON and step names given on the line; `output` renders tables and JSON;
 `settle` waits (`--wait`, `runs watch`); `phrasing` says refusals as commands. Errors are one
@@ -21,7 +21,18 @@ from collections.abc import Sequence
 import click
 
 from reactorflow import __version__
-from reactorflow.cli import bulk, graph, repair, runs, schedules, services, versions, why, workers
+from reactorflow.cli import (
+    bulk,
+    graph,
+    repair,
+    runs,
+    schedules,
+    services,
+    subjects,
+    versions,
+    why,
+    workers,
+)
 from reactorflow.cli.phrasing import one_line
 from reactorflow.cli.settle import EXIT_TIMED_OUT
 from reactorflow.errors import WaitTimeout
@@ -62,6 +73,7 @@ for action, (single, what) in BULK_FORMS.items():
         action, bulk.BULK_HELP.format(what=what))))
 cli.add_command(schedules.schedules_group)
 cli.add_command(workers.workers_group)
+cli.add_command(subjects.subjects_group)
 for command in (runs.continue_command, runs.undo_command, runs.cancel_command,
                 runs.retry_command, graph.graph_command, services.worker_command,
                 services.sweep_command, services.dashboard_command, services.demo_command,

@@ -42,6 +42,7 @@ from reactorflow.storage.contract.values import (
 from reactorflow.storage.memory.gates import MemoryGates
 from reactorflow.storage.memory.maps import MemoryMaps
 from reactorflow.storage.memory.records import LIVE, _Lock, _Run
+from reactorflow.storage.memory.resealing import MemoryResealing
 from reactorflow.storage.memory.schedules import MemorySchedules
 from reactorflow.storage.memory.subjects import MemorySubjects
 from reactorflow.storage.memory.timers import MemoryTimers
@@ -70,7 +71,7 @@ class _MemorySubscription(Subscription):
 
 
 class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, MemoryWorkers,
-                    MemorySubjects, Storage):
+                    MemorySubjects, MemoryResealing, Storage):
     """Everything in this process's memory; lost when the process exits."""
 
     def __init__(self, *, retention: float = DEFAULT_RETENTION,
