@@ -4,7 +4,8 @@ Subcommands live in `runs` (reading and steering runs), `repair` (the `runs` com
 repair a held run), `services` (worker, sweep, dashboard, demo), `schedules` (the scheduler,
 schedules list/pause/resume), `versions` (`versions`, `deploy-check`, `runs migrate`),
 `workers` (workers list), `subjects` (subjects forget|erasures), `keys` (keys rotate|check),
-`bulk` (the bulk forms of `runs cancel|undo|retry|resume|retry-step`) and `graph`; `context` resolves the app modules, the storage and a run's reactor;
+`bulk` (the bulk forms of `runs cancel|undo|retry|resume|retry-step`) and `graph`; `context`
+resolves the app modules, the storage and a run's reactor;
 `values` reads JSON and step names given on the line; `output` renders tables and JSON;
 `settle` waits (`--wait`, `runs watch`); `phrasing` says refusals as commands. Errors are one
 line on stderr with a non-zero exit status (1 an error, 2 a bad option, 3 a wait that timed
