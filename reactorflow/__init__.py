@@ -69,7 +69,7 @@ from reactorflow.errors import (
 from reactorflow.mapresults import MapResults
 from reactorflow.markers import Input, Outcome, Redacted, Result, StepContext
 from reactorflow.middleware import GateEvent, Middleware, RunEvent, StepEvent, TimerEvent
-from reactorflow.records import Event, PausedBy, RollbackFailure, RunError, WorkerInfo
+from reactorflow.records import Erasure, Event, PausedBy, RollbackFailure, RunError, WorkerInfo
 from reactorflow.retry import Retry
 from reactorflow.runtime.engine import job_queue as _queue
 from reactorflow.runtime.gates.operate import ordered_peek, ordered_reset, ordered_skip
@@ -83,6 +83,7 @@ from reactorflow.runtime.services.heartbeats import list_workers
 from reactorflow.runtime.services.scheduler import schedule_once
 from reactorflow.runtime.services.sweeper import SweepReport, sweep_once
 from reactorflow.runtime.services.timers import fire_timers
+from reactorflow.runtime.subjects.forget import forget_subject, list_erasures
 from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
 from reactorflow.status import EventKind, HaltReason, HandlerKind, Status, StepStatus
 from reactorflow.storage.contract.storage import Storage
@@ -199,6 +200,9 @@ __all__ = [
     "get_run",
     "list_runs",
     "list_workers",
+    "list_erasures",
+    "forget_subject",
+    "Erasure",
     "ordered_peek",
     "ordered_reset",
     "ordered_skip",
