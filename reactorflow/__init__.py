@@ -38,6 +38,7 @@ from reactorflow.errors import (
     InterruptExpired,
     InterruptNotPending,
     InvalidSleep,
+    KeyUnavailable,
     LockLost,
     LockTimeout,
     MigrationError,
@@ -69,6 +70,7 @@ from reactorflow.errors import (
 from reactorflow.mapresults import MapResults
 from reactorflow.markers import Input, Outcome, Redacted, Result, StepContext
 from reactorflow.middleware import GateEvent, Middleware, RunEvent, StepEvent, TimerEvent
+from reactorflow.protection import EncryptionCodec
 from reactorflow.records import Erasure, Event, PausedBy, RollbackFailure, RunError, WorkerInfo
 from reactorflow.retry import Retry
 from reactorflow.runtime.engine import job_queue as _queue
@@ -119,6 +121,7 @@ __all__ = [
     "Migration",
     "MigrationError",
     "DefinitionError",
+    "EncryptionCodec",
     "Event",
     "EventKind",
     "GateBusy",
@@ -132,6 +135,7 @@ __all__ = [
     "InputValidationError",
     "InterruptExpired",
     "InvalidSleep",
+    "KeyUnavailable",
     "InterruptNotPending",
     "Lock",
     "LockLost",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from reactorflow.errors import ConfigurationError
+from reactorflow.protection.codec import EncryptionCodec
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.memory.storage import MemoryStorage
 from reactorflow.storage.redis.storage import RedisStorage
@@ -52,6 +53,8 @@ class Settings:
             is handed back before its run fails with `rf.DefinitionChanged`.
         heartbeat_interval: Seconds between two heartbeats of a worker process
             (`rf.list_workers()`); a heartbeat older than 3 intervals is gone.
+        codec: The `rf.EncryptionCodec` that encrypts every user value stored (`None`: values
+            are stored clear).
     """
 
     storage: Storage | None = None
@@ -66,6 +69,7 @@ class Settings:
     park_after: float = 5.0
     version_patience: float = 600.0
     heartbeat_interval: float = 5.0
+    codec: EncryptionCodec | None = None
 
 
 _NUMBERS = ("lock_ttl", "stall_timeout", "async_wait_timeout", "lock_wait", "gate_snooze",
@@ -97,6 +101,7 @@ def configure(
     park_after: float = _UNSET,
     version_patience: float = _UNSET,
     heartbeat_interval: float = _UNSET,
+    codec: EncryptionCodec | None = _UNSET,
     **unknown: Any,
 ) -> Settings:
     """Replace the named settings (others keep their values); returns the new `rf.Settings`.
@@ -130,6 +135,9 @@ def configure(
         heartbeat_interval: Seconds between two heartbeats of each worker process (default 5;
             `rf.list_workers()` lists the workers heard from within 3 intervals; see
             [Workers](workers.md#heartbeats)).
+        codec: An `rf.EncryptionCodec`: every user value stored from now on is encrypted
+            (values stored clear before stay readable); `None` removes it (see
+            [Protecting data](protecting-data.md)).
 
     Raises:
         ConfigurationError: An unknown option or a bad value (naming the option).
@@ -172,6 +180,12 @@ def configure(
         changes["broker"] = broker
     if middleware is not _UNSET:
         changes["middleware"] = tuple(middleware)
+    if codec is not _UNSET:
+        if codec is not None and not isinstance(codec, EncryptionCodec):
+            raise ConfigurationError(
+                f"rf.configure(codec=...): expected an rf.EncryptionCodec(keys=..., current=...) "
+                f"or None, got a {type(codec).__name__}", option="codec")
+        changes["codec"] = codec
     with _mutex:
         _current = replace(_current, **changes)
         return _current

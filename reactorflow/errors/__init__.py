@@ -41,6 +41,7 @@ from reactorflow.errors.inputs import (
     ResultValidationError,
     UnknownInterrupt,
 )
+from reactorflow.errors.protection import KeyUnavailable
 from reactorflow.errors.runs import (
     AlreadyResumed,
     AsyncUnitFailed,
@@ -92,6 +93,7 @@ __all__ = [
     "InputValidationError",
     "InterruptExpired",
     "InvalidSleep",
+    "KeyUnavailable",
     "InterruptNotPending",
     "LockLost",
     "LockTimeout",

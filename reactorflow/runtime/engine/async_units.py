@@ -27,6 +27,10 @@ from reactorflow.definition.graph import plan_for
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import AsyncWaitTimeout
 from reactorflow.markers import Outcome
+from reactorflow.protection import fields, sealing
+from reactorflow.protection.errors import open_run_error
+from reactorflow.protection.keys import RunKeys
+from reactorflow.protection.resolve import run_keys, stored_keys
 from reactorflow.records import ErrorRecord, RunError, StepRecord
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.execution import Execution, event
@@ -125,13 +129,15 @@ async def _finished_record(ex: Execution, key: str) -> StepRecord | None:
     node = ex.plan.nodes[key]
     if node.kind is StepKind.ASYNC_REACTOR and record is not None and record.child_run:
         # the child may have ended without reaching its parent (it died in between)
-        return await child_report(ex.storage, record.child_run, node, record)
+        return await child_report(ex.storage, record.child_run, node, record, ex.keys)
     return None
 
 
 async def child_report(storage: Storage, child_id: str, node: Node,
-                       marker: StepRecord) -> StepRecord | None:
-    """The record an ended child run reports to its parent's async_reactor step."""
+                       marker: StepRecord, parent: RunKeys) -> StepRecord | None:
+    """The record an ended child run reports to its parent's async_reactor step: the child's
+    value (opened with the child's keys, sealed again with the parent's, `parent`: a value is
+    bound to its run) or its error (its text opened: the parent's record seals it again)."""
     stored = await storage.load_run(child_id)
     if stored is None:
         return StepRecord(StepStatus.FAILED, 1, marker.started_at, clock.now(),
@@ -141,18 +147,22 @@ async def child_report(storage: Storage, child_id: str, node: Node,
     if not status.is_terminal:
         return None
     state = records.decode_state(stored.head.state)
+    child = await stored_keys(storage, child_id, stored.head.meta)
     if status is Status.COMPLETED:
         assert node.spec.child is not None
         value_key = plan_for(node.spec.child).levels[""].value_key
         raw = stored.steps.get(value_key or "")
         result = records.decode_step(raw).result if raw is not None else records.NIL
+        if raw is not None:
+            result = parent.seal_raw(fields.result(node.key),
+                                     child.open(fields.result(value_key or ""), result))
         return StepRecord(StepStatus.COMPLETED, 1, marker.started_at, clock.now(), result,
                           child_run=child_id)
     if status is Status.HALTED and state.halt_reason == HaltReason.PERIOD and \
             await _step_period_used(storage, node, stored.head.meta, state.updated_at):
         return StepRecord(StepStatus.SKIPPED, 1, marker.started_at, clock.now(),
                           child_run=child_id)
-    error = state.error
+    error = open_run_error(child, state.error, shown=True) if state.error else None
     reason = ErrorRecord(error.type, error.message, "", error.traceback) if error else \
         ErrorRecord(status.value.title(), f"child run {child_id!r} ended {status.value}")
     return StepRecord(StepStatus.FAILED, 1, marker.started_at, clock.now(), error=reason,
@@ -207,10 +217,12 @@ async def dispatch(ex: Execution, node: Node, child_inputs: Any = None,
 
 
 async def report(storage: Storage, run_id: str, key: str, record: StepRecord,
-                 events: list[Any]) -> None:
-    """Write a finished unit's record into its run and publish it."""
-    written = await storage.save_unit(run_id, key, records.encode(record),
-                                      [records.encode(e) for e in events])
+                 events: list[Any], *, keys: RunKeys | None = None) -> None:
+    """Write a finished unit's record into its run (its error text sealed with the run's
+    `keys`, resolved here when not given) and publish it."""
+    keys = keys if keys is not None else await run_keys(storage, None, run_id)
+    written = await storage.save_unit(run_id, key, records.encode(sealing.step(keys, record)),
+                                      [records.encode(sealing.event(keys, e)) for e in events])
     if not written:
         log.error("reactorflow.async.orphaned run_id=%s step=%s status=%s: the run it belongs "
                   "to is gone (expired or deleted); its outcome is only in this log", run_id, key,
@@ -256,7 +268,8 @@ async def report_child_end(storage: Storage, ex: Execution) -> None:
     if node is None:
         return
     marker = StepRecord(StepStatus.RUNNING, 1, meta.created_at, child_run=ex.run_id)
-    record = await child_report(storage, ex.run_id, node, marker)
+    record = await child_report(storage, ex.run_id, node, marker,
+                                await run_keys(storage, None, meta.parent_run))
     if record is not None:
         await report(storage, meta.parent_run, meta.parent_step, record,
                      [event(EventKind.ASYNC_FINISHED, meta.parent_step, detail=record.status)])

@@ -23,6 +23,9 @@ from reactorflow.definition.params import MapRead
 from reactorflow.definition.specs import UNIT_KINDS
 from reactorflow.errors import CorruptRecord, DefinitionChanged
 from reactorflow.middleware import Hooks
+from reactorflow.protection import fields
+from reactorflow.protection.keys import RunKeys
+from reactorflow.protection.resolve import plain_keys
 from reactorflow.records import Event, RunMeta, RunState, StepRecord
 from reactorflow.redaction import secrets_in, watch
 from reactorflow.runtime.engine.lockkeeper import Hold
@@ -51,6 +54,7 @@ class Execution:
         "enqueue_delay",
         "gates",
         "hooks",
+        "keys",
         "lease",
         "level_entries",
         "level_inputs",
@@ -91,8 +95,12 @@ class Execution:
         mode: DriveMode = CALLER,
         history: list[Event] | None = None,
         loaded_history: list[bytes] | None = None,
+        keys: RunKeys | None = None,
     ) -> None:
         self.plan = plan
+        # the keys its values are sealed and opened with, resolved once by whoever loaded or
+        # created the run (`protection.resolve.run_keys`)
+        self.keys = keys if keys is not None else plain_keys(meta.id)
         self.storage = storage
         self.owner = owner
         self.meta = meta
@@ -105,7 +113,8 @@ class Execution:
         self.mode = mode  # how it waits: its caller's, or the one `drive` is given
         self.values: dict[str, Any] = {}
         self.map_lists: dict[tuple[str, MapRead], list[Any]] = {}  # map readers' lists, loaded
-        self.level_inputs: dict[str, Any] = {"": plan.levels[""].inputs_decoder.decode(meta.inputs)}
+        self.level_inputs: dict[str, Any] = {"": plan.levels[""].inputs_decoder.decode(
+            self.keys.open(fields.INPUTS, meta.inputs))}
         self.enqueue_after_release = False  # set by a background hand-off, or a snooze
         self.enqueue_delay: float | None = None  # ...after this many seconds
         self.timer_at: float | None = None  # the timer its park armed (`parking.park`)
@@ -126,12 +135,12 @@ class Execution:
         self.writer = self.writer_kind(storage=storage, owner=owner, run_id=meta.id,
                                        reactor=meta.reactor, plan=plan, state=state, steps=steps,
                                        gates=self.gates, history=history,
-                                       loaded_history=loaded_history)
+                                       loaded_history=loaded_history, keys=self.keys)
         if len(plan.levels) > 1:  # composed children: the inputs of those that started
             for key, record in steps.items():
                 if record.child_started and key in plan.levels:
                     self.level_inputs[key] = plan.levels[key].inputs_decoder.decode(
-                        record.child_inputs)
+                        self.keys.open(fields.child_inputs(key), record.child_inputs))
         if plan.redactions:
             watch(self)  # error text recorded or logged in this context is scrubbed of secrets
 
@@ -150,13 +159,19 @@ class Execution:
         check_graph: bool = True,
         gates: GateHolds | None = None,
         mode: DriveMode = CALLER,
+        keys: RunKeys | None = None,
     ) -> Execution:
         """The execution of a run as read from storage; when its history was read too, it
         knows every event from here on (no reading back for a snapshot). `gates`: the places
-        it takes are held as these (an async unit's, as its own lock); `mode`: how it waits.
+        it takes are held as these (an async unit's, as its own lock); `mode`: how it waits;
+        `keys`: the run's keys (resolved by the caller, `protection.resolve.run_keys`). Every
+        sealed value is opened here once (and then again when it is decoded), so a value that
+        fails authentication stops the caller before it writes anything.
 
         Raises:
-            CorruptRecord: a record does not decode, or has another schema version.
+            CorruptRecord: a record does not decode, or has another schema version, or a
+                value of it fails authentication.
+            KeyUnavailable: a value is sealed under a key this process does not hold.
             DefinitionChanged: `check_graph` and the run's graph is not the plan's.
         """
         head = stored.head
@@ -182,11 +197,14 @@ class Execution:
             if differences:
                 raise DefinitionChanged(head.run_id, head.reactor, differences,
                                         version=meta.version)
+        run_keys = keys if keys is not None else plain_keys(head.run_id)
+        if run_keys.seals:
+            verify(run_keys, steps, claims)
         try:
             return cls(plan=plan, storage=storage, owner=owner, meta=meta, state=state,
                        steps=steps, claims=claims, hooks=hooks, gates=gates, mode=mode,
                        history=None if stored.history is None else [],
-                       loaded_history=stored.history)
+                       loaded_history=stored.history, keys=run_keys)
         except msgspec.DecodeError as exc:
             raise CorruptRecord(head.run_id, f"stored inputs cannot be decoded: {exc}") from exc
 
@@ -204,7 +222,7 @@ class Execution:
             pass
         record = self.records[key]
         node = self.plan.nodes[key]
-        value = node.decoder.decode(record.result)
+        value = node.decoder.decode(self.keys.open(fields.result(key), record.result))
         self.values[key] = value
         return value
 
@@ -225,7 +243,8 @@ class Execution:
                     continue
         for key, mask in masks.payloads.items():
             if key in self.claims:
-                found.update(secrets_in(msgspec.msgpack.decode(self.claims[key]), mask))
+                found.update(secrets_in(msgspec.msgpack.decode(
+                    self.keys.open(fields.claim(key), self.claims[key])), mask))
         for (key, read), items in self.map_lists.items():
             element = masks.elements.get(key)
             for item in items if element is not None else ():
@@ -274,6 +293,27 @@ class Execution:
                 compensate_pending=self.plan.nodes[key].spec.compensate is not None)
         return keys, [Event(now, EventKind.STEP_FAILED, key, self.records[key].attempts,
                             f"no further attempt: {why}") for key in keys]
+
+def verify(keys: RunKeys, steps: Mapping[str, StepRecord], claims: Mapping[str, bytes]) -> None:
+    """Open every sealed value of a loaded run's step records and claims (and drop the clear
+    bytes): one that fails authentication, or needs a key not held, raises before anything is
+    written.
+
+    Raises:
+        CorruptRecord: a value fails authentication.
+        KeyUnavailable: a value needs a key this process does not hold.
+    """
+    for key, record in steps.items():
+        if record.result is not records.NIL:
+            keys.open(fields.result(key), record.result)
+        if record.child_inputs is not records.NIL:
+            keys.open(fields.child_inputs(key), record.child_inputs)
+        for error in (record.error, record.rollback_error):
+            if error is not None:
+                keys.open_text(fields.ERROR, error.message)
+    for key, payload in claims.items():
+        keys.open(fields.claim(key), payload)
+
 
 _NO_HOOKS = Hooks(())
 

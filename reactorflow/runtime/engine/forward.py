@@ -22,6 +22,7 @@ from reactorflow.errors import (
     InputValidationError,
     SerializationError,
 )
+from reactorflow.protection import fields
 from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summary
 from reactorflow.runtime.engine.async_units import await_unit, unit_finished
 from reactorflow.runtime.engine.async_units import dispatch as dispatch_unit
@@ -380,7 +381,9 @@ class Forward(Runners):
             mapped = await node.spec.fn(**kwargs)
             child = self.plan.levels[key].reactor
             child_inputs = validate_inputs(child, mapped, step=key)
-            raw = records.raw(child_inputs)
+            clear = raw = records.raw(child_inputs)
+            if raw != records.NIL:  # (nil: a child without inputs, told apart by it)
+                raw = ex.keys.seal_raw(fields.child_inputs(key), raw)
             if has_gates(node):
                 entry = await open_level(ex, node, kwargs, child_inputs)
                 if not entry.admitted:
@@ -392,7 +395,7 @@ class Forward(Runners):
         except Exception as exc:
             await self._fail_step(node, exc, detail=summary(exc), started_at=started)
             return
-        ex.level_inputs[key] = self.plan.levels[key].inputs_decoder.decode(raw)
+        ex.level_inputs[key] = self.plan.levels[key].inputs_decoder.decode(clear)
         opened = StepRecord(StepStatus.RUNNING, 1, started, child_inputs=raw, child_opened=True)
         await self.writer.checkpoint(key, opened, [event(EventKind.COMPOSE_STARTED, key)])
         if self.writer.control is not None:
@@ -405,10 +408,12 @@ class Forward(Runners):
         level = self.plan.levels[node.key]
         value_key = level.value_key
         if value_key is None or ex.status_of(value_key) == StepStatus.SKIPPED:
-            raw, value = records.raw(None), None
+            raw, value = ex.keys.seal_raw(fields.result(node.key), records.encode(None)), None
         else:
-            raw = await map_value_raw(ex, value_key) or ex.records[value_key].result
-            value = node.decoder.decode(raw)
+            clear = await map_value_raw(ex, value_key) or ex.keys.open(
+                fields.result(value_key), ex.records[value_key].result)
+            value = node.decoder.decode(clear)
+            raw = ex.keys.seal_raw(fields.result(node.key), clear)
         ex.values[node.key] = value
         done = StepRecord(StepStatus.COMPLETED, record.attempts, record.started_at, clock.now(),
                           raw, seq=self.writer.next_seq(), child_inputs=record.child_inputs,

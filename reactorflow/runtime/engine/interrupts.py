@@ -10,6 +10,7 @@ import msgspec
 from reactorflow import clock, pydantic_types
 from reactorflow.definition.graph import join
 from reactorflow.errors import ArgumentError, CorrelationConflict, SerializationError
+from reactorflow.protection import fields
 from reactorflow.records import StepRecord, summary
 from reactorflow.runtime.engine.stepcall import arguments, read_input
 from reactorflow.status import Status, StepStatus
@@ -25,7 +26,8 @@ def claimed_payload(ex: Execution, node: Node) -> Any:
     options = node.spec.interrupt
     assert options is not None
     try:
-        return pydantic_types.decode(ex.claims[node.key], options.payload_type)
+        return pydantic_types.decode(ex.keys.open(fields.claim(node.key), ex.claims[node.key]),
+                                     options.payload_type)
     except msgspec.DecodeError as exc:
         raise SerializationError(
             f"the claimed payload of interrupt {node.key!r} no longer decodes with its schema: "

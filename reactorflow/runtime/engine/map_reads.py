@@ -12,8 +12,13 @@ from reactorflow import records
 from reactorflow.definition.graph import join
 from reactorflow.definition.params import MapRead
 from reactorflow.definition.specs import StepKind
+from reactorflow.errors import KeyUnavailable
 from reactorflow.mapresults import PAGE_SIZE, MapResults
 from reactorflow.markers import Outcome
+from reactorflow.protection import fields
+from reactorflow.protection.errors import open_error, placeholder
+from reactorflow.protection.keys import RunKeys
+from reactorflow.protection.resolve import plain_keys
 from reactorflow.records import ElementRecord, RunError, decode_element
 from reactorflow.redaction import masked
 from reactorflow.status import Status, StepStatus
@@ -59,32 +64,47 @@ async def walk(storage: Slots, run_id: str, key: str, count: int, *,
             yield index, record
 
 
-def outcome(node: Node, index: int, record: ElementRecord) -> Outcome[Any]:
-    """What a reader sees of one element."""
+def outcome(node: Node, index: int, record: ElementRecord, keys: RunKeys, *,
+            shown: bool = False) -> Outcome[Any]:
+    """What a reader sees of one element (its sealed values opened with `keys`; `shown`: a
+    value without its key reads `"<encrypted>"`, as a snapshot shows it).
+
+    Raises:
+        KeyUnavailable: not `shown`, and a value is sealed under a key not held here.
+        CorruptRecord: a sealed value fails authentication.
+    """
     if record.status in (StepStatus.COMPLETED, StepStatus.UNDONE):
-        return Outcome(True, node.decoder.decode(record.result))
+        try:
+            clear = keys.open(fields.element_result(node.key, index), record.result)
+        except KeyUnavailable as exc:
+            if not shown:
+                raise
+            return Outcome(True, placeholder(exc))
+        return Outcome(True, node.decoder.decode(clear))
     error = record.error
     if error is None:  # never started: an atomic map stopped first
         return Outcome(False, None, RunError(element_key(node.key, index), "Skipped",
                                              "the element never started"))
+    error = open_error(keys, error, shown=shown)
     return Outcome(False, None, RunError(element_key(node.key, index), error.type,
                                          error.message, error.traceback))
 
 
-def results_view(storage: Slots, run_id: str, node: Node, count: int) -> MapResults[Any]:
+def results_view(storage: Slots, keys: RunKeys, node: Node, count: int) -> MapResults[Any]:
     async def load(start: int, size: int) -> Sequence[Outcome[Any]]:
-        found = await page(storage, run_id, node.key, start, size)
-        return [outcome(node, start + i, r) for i, r in enumerate(found)]
+        found = await page(storage, keys.run_id, node.key, start, size)
+        return [outcome(node, start + i, r, keys) for i, r in enumerate(found)]
 
     return MapResults(node.key, count, load)
 
 
-async def load_list(storage: Slots, run_id: str, node: Node, count: int,
-                    read: MapRead) -> list[Any]:
-    """Every element's result (VALUES) or outcome (OUTCOMES), in index order."""
+async def load_list(storage: Slots, keys: RunKeys, node: Node, count: int,
+                    read: MapRead, *, shown: bool = False) -> list[Any]:
+    """Every element's result (VALUES) or outcome (OUTCOMES), in index order (`shown`: as a
+    snapshot shows them, see `outcome`)."""
     found: list[Any] = []
-    async for index, record in walk(storage, run_id, node.key, count):
-        seen = outcome(node, index, record)
+    async for index, record in walk(storage, keys.run_id, node.key, count):
+        seen = outcome(node, index, record, keys, shown=shown)
         found.append(seen if read is MapRead.OUTCOMES else seen.value)
     return found
 
@@ -99,19 +119,21 @@ async def prepare_readers(ex: Execution, node: Node) -> None:
         wanted = (dep, param.map_read)
         if wanted in ex.map_lists or ex.status_of(dep) != StepStatus.COMPLETED:
             continue
-        ex.map_lists[wanted] = await load_list(ex.slots, ex.run_id, ex.plan.nodes[dep],
+        ex.map_lists[wanted] = await load_list(ex.slots, ex.keys, ex.plan.nodes[dep],
                                                element_count(ex, dep), param.map_read)
 
 
 def map_argument(ex: Execution, dep: str, read: MapRead) -> Any:
     """The value a map reader gets (loaded beforehand by `prepare_readers` unless lazy)."""
     if read is MapRead.LAZY:
-        return results_view(ex.slots, ex.run_id, ex.plan.nodes[dep], element_count(ex, dep))
+        return results_view(ex.slots, ex.keys, ex.plan.nodes[dep], element_count(ex, dep))
     return ex.map_lists[(dep, read)]
 
 
-async def with_map_value(run: Run, plan: Plan | None, storage: Slots) -> Run:
-    """A completed run whose value is a map gets the list a reader would get."""
+async def with_map_value(run: Run, plan: Plan | None, storage: Slots, *,
+                         keys: RunKeys | None = None) -> Run:
+    """A completed run whose value is a map gets the list a reader would get (a value without
+    its key: `"<encrypted>"`)."""
     if plan is None or run.status is not Status.COMPLETED:
         return run
     key = plan.levels[""].value_key
@@ -121,7 +143,8 @@ async def with_map_value(run: Run, plan: Plan | None, storage: Slots) -> Run:
     options = node.spec.map
     assert options is not None
     read = MapRead.VALUES if options.atomic else MapRead.OUTCOMES
-    value = await load_list(storage, run.id, node, run.value, read)
+    keys = keys if keys is not None else plain_keys(run.id)
+    value = await load_list(storage, keys, node, run.value, read, shown=True)
     return msgspec.structs.replace(run, value=masked(value, plan.redactions.results.get(node.key)))
 
 
@@ -132,6 +155,6 @@ async def map_value_raw(ex: Execution, key: str) -> msgspec.Raw | None:
     if node.spec.map is None:
         return None
     read = MapRead.VALUES if node.spec.map.atomic else MapRead.OUTCOMES
-    found = await load_list(ex.slots, ex.run_id, node, element_count(ex, key), read)
+    found = await load_list(ex.slots, ex.keys, node, element_count(ex, key), read)
     return records.raw(found)
 

@@ -29,6 +29,7 @@ from reactorflow import records
 from reactorflow.definition.graph import SEP
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import MigrationError
+from reactorflow.protection import fields, sealing
 from reactorflow.records import NIL, RollbackFailure, RunError, StepRecord
 from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.map_slot_keys import ARGS, element_lock, job_key, slot_keys
@@ -116,9 +117,11 @@ async def _write_inputs(ex: Execution, inputs: msgspec.Raw) -> None:
     meta = msgspec.structs.replace(ex.meta, inputs=inputs)
     if not await ex.storage.migrate_run(ex.run_id, ex.owner, expected_meta=stored.meta,
                                         meta=records.encode(meta),
-                                        state=records.encode(ex.state), steps={},
+                                        state=records.encode(sealing.state(ex.keys, ex.state)),
+                                        steps={},
                                         removed=[]):
         raise MigrationError(ex.run_id, ex.reactor, meta.version, meta.version,
                              ["the run's meta changed while it was rewound"])
     ex.meta = meta
-    ex.level_inputs[""] = ex.plan.levels[""].inputs_decoder.decode(inputs)
+    ex.level_inputs[""] = ex.plan.levels[""].inputs_decoder.decode(
+        ex.keys.open(fields.INPUTS, inputs))

@@ -33,6 +33,7 @@ from reactorflow import clock
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import RecordedError
 from reactorflow.middleware import Hook, StepEvent
+from reactorflow.protection.fields import ERROR
 from reactorflow.records import ErrorRecord, RollbackFailure, StepRecord, describe, summary
 from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.kinds import handler_of
@@ -181,7 +182,8 @@ async def _run_handler(ex: Execution, kind: Literal[HandlerKind.UNDO, HandlerKin
                 first = live_error
             else:
                 stored = record.error or ErrorRecord("Exception", "")
-                first = RecordedError(stored.type, stored.message, step=key)
+                first = RecordedError(stored.type, ex.keys.shown_text(ERROR, stored.message),
+                                      step=key)
         case _:
             assert_never(kind)
     assert handler is not None
@@ -243,5 +245,6 @@ def collected_failures(ex: Execution) -> list[RollbackFailure]:
                     else HandlerKind.UNDO)
             error = record.rollback_error
             found.append((record.finished_at or clock.now(),
-                          RollbackFailure(key, kind, error.message, error.type)))
+                          RollbackFailure(key, kind, ex.keys.shown_text(ERROR, error.message),
+                                          error.type)))
     return [f for _, f in sorted(found, key=lambda item: item[0])]

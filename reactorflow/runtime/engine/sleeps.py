@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from reactorflow import clock, records
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import InvalidSleep
+from reactorflow.protection import fields
 from reactorflow.records import StepRecord, summary
 from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.kinds import KindHandler, register
@@ -111,7 +112,8 @@ async def _sleep(drive: Forward, node: Node) -> None:
     value = clock.utc(record.wake_at)
     ex.values[node.key] = value
     done = StepRecord(StepStatus.COMPLETED, 1, record.started_at, clock.now(),
-                      records.raw(value), seq=drive.writer.next_seq(), wake_at=record.wake_at)
+                      ex.keys.seal_raw(fields.result(node.key), records.encode(value)),
+                      seq=drive.writer.next_seq(), wake_at=record.wake_at)
     await drive._finish(node, done, [event(EventKind.SLEEP_WOKE, node.key,
                                            detail=value.isoformat())])
 

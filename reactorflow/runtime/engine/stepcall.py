@@ -27,6 +27,7 @@ from reactorflow.errors import (
 )
 from reactorflow.markers import StepContext, follow_path
 from reactorflow.middleware import Hook, StepEvent
+from reactorflow.protection import fields
 from reactorflow.records import ErrorRecord, Event, StepRecord, describe, summary
 from reactorflow.runtime.engine.async_units import outcome_of
 from reactorflow.runtime.engine.execution import event
@@ -219,7 +220,8 @@ def encode_result(ex: Execution, node: Node, result: Any) -> tuple[msgspec.Raw, 
     annotation...) decodes back as an equal value of its type: it is kept, not decoded.
     """
     try:
-        raw = msgspec.Raw(records.encode(result))  # (as `records.raw`)
+        clear = records.encode(result)
+        raw = msgspec.Raw(ex.keys.seal(fields.result(node.key), clear))  # (for its run, step)
     except (TypeError, OverflowError) as exc:
         raise SerializationError(
             f"step {node.key!r} returned a {type(result).__name__}, which cannot be stored: "
@@ -229,7 +231,7 @@ def encode_result(ex: Execution, node: Node, result: Any) -> tuple[msgspec.Raw, 
     if type(result) in node.same_types:
         return raw, result
     try:
-        return raw, node.decoder.decode(raw)
+        return raw, node.decoder.decode(clear)
     except msgspec.ValidationError as exc:
         raise SerializationError(
             f"step {node.key!r} returned a {type(result).__name__} that does not match its return "

@@ -23,6 +23,9 @@ import anyio
 
 from reactorflow import clock, records
 from reactorflow.errors import StorageError
+from reactorflow.protection import sealing
+from reactorflow.protection.keys import RunKeys
+from reactorflow.protection.resolve import plain_keys
 from reactorflow.records import Control, Event, RunState, StepRecord
 from reactorflow.runtime.engine.map_slot_keys import slot_keys
 from reactorflow.status import ENDED, Status
@@ -51,6 +54,7 @@ class RunWriter:
         "gates",
         "history",
         "hold",
+        "keys",
         "loaded_history",
         "owner",
         "plan",
@@ -67,8 +71,9 @@ class RunWriter:
     def __init__(self, *, storage: Storage, owner: str, run_id: str, reactor: str, plan: Plan,
                  state: RunState, steps: dict[str, StepRecord], gates: GateHolds,
                  history: list[Event] | None = None,
-                 loaded_history: list[bytes] | None = None) -> None:
+                 loaded_history: list[bytes] | None = None, keys: RunKeys | None = None) -> None:
         self.storage = storage
+        self.keys = keys if keys is not None else plain_keys(run_id)  # seals error text
         self.owner = owner
         self.run_id = run_id
         self.reactor = reactor
@@ -121,8 +126,9 @@ class RunWriter:
         unconfirmed = self.unconfirmed
         unconfirmed.add(key)
         save = self.storage.save_step
-        write = save(self.run_id, self.owner, key, _encode(record), list(map(_encode, events)),
-                     unit=unit)
+        keys = self.keys
+        write = save(self.run_id, self.owner, key, _encode(sealing.step(keys, record)),
+                     [_encode(sealing.event(keys, e)) for e in events], unit=unit)
         if getattr(save, INLINE, False) is True:  # awaits nothing: no cancellation reaches it
             control = await write
         else:
@@ -176,9 +182,10 @@ class RunWriter:
                 await self.checkpoint(key, self.records[key], pending)
             return
         events = [e for pending in folded.values() for e in pending]
-        steps = {key: _encode(self.records[key]) for key in folded}
+        keys = self.keys
+        steps = {key: _encode(sealing.step(keys, self.records[key])) for key in folded}
         control = await self.storage.save_steps(  # type: ignore[attr-defined]
-            self.run_id, self.owner, steps, list(map(_encode, events)))
+            self.run_id, self.owner, steps, [_encode(sealing.event(keys, e)) for e in events])
         self._remember(events)
         if control is not None and self.control is None:
             self.control = records.decode_control(control)
@@ -215,8 +222,10 @@ class RunWriter:
         if folded:
             steps = [*folded, *(steps or ())]
             events = [e for pending in folded.values() for e in pending] + (events or [])
+        keys = self.keys
         encoded_steps = (
-            {key: records.encode(self.records[key]) for key in steps} if steps else None
+            {key: _encode(sealing.step(keys, self.records[key])) for key in steps} if steps
+            else None
         )
         hold = self.hold if final and self.hold is not None and not self.hold.released else None
         places = self.gates.places_to_release() if final else []
@@ -229,8 +238,8 @@ class RunWriter:
             with self.shielded() if shield else _UNSHIELDED:
                 control = await write(
                     self.run_id, self.owner, status=status, previous_status=self.stored_status,
-                    state=records.encode(state), steps=encoded_steps,
-                    events=[records.encode(e) for e in events or ()],
+                    state=_encode(sealing.state(keys, state)), steps=encoded_steps,
+                    events=[_encode(sealing.event(keys, e)) for e in events or ()],
                     clear_control=clear_control, publish=publish, release=hold is not None,
                     gates=places, unless_control=unless_control,
                 )

@@ -41,6 +41,9 @@ from reactorflow.definition.graph import plan_for
 from reactorflow.definition.params import MapRead
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import GateBusy, LockLost, RecordedError
+from reactorflow.protection import fields, sealing
+from reactorflow.protection.fields import ERROR
+from reactorflow.protection.keys import RunKeys
 from reactorflow.records import (
     NIL,
     ElementRecord,
@@ -74,11 +77,19 @@ if TYPE_CHECKING:
     from reactorflow.definition.graph import Node, Plan
 
 
+def element_keys(scope: Scope, node: Node, index: int | None) -> RunKeys:
+    """The keys of an element reactor's execution: the run's, its values named under the
+    element (`maps.<map>.<i>.`; an async reactor's child inside an element: under its step)."""
+    return scope.keys.within(fields.element(node.key, index) if index is not None
+                             else f"steps.{node.key}.child.")
+
+
 def _execution(scope: Scope, node: Node, index: int | None, inputs: Any, steps: dict[str, Any],
                maps: dict[str, dict[int, bytes]] | None = None) -> ElementExecution:
     hooks = scope.hooks if scope.hooks is not None else hooks_for(scope.plan.reactor)
     ex = ElementExecution(scope.run_id, node, index, inputs, steps, hooks=hooks,
-                          gates=scope.gates, prefix=scope.step_prefix, maps=maps)
+                          gates=scope.gates, prefix=scope.step_prefix, maps=maps,
+                          keys=element_keys(scope, node, index))
     ex.lease = scope.lease  # its steps start only while its map's lock is held
     return ex
 
@@ -93,7 +104,7 @@ async def run_child(scope: Scope, node: Node, kwargs: dict[str, Any], index: int
     assert child is not None
     try:
         inputs = validate_inputs(child, await node.spec.fn(**kwargs))
-        raw = records.raw(inputs)
+        raw = element_keys(scope, node, index).seal_raw(fields.INPUTS, records.encode(inputs))
     except Exception as exc:
         return ElementRecord(StepStatus.FAILED, 1, error=ErrorRecord.from_exception(exc)), exc
     ex = _execution(scope, node, index, raw, {})
@@ -113,8 +124,8 @@ async def run_child(scope: Scope, node: Node, kwargs: dict[str, Any], index: int
                                            max_concurrency=child.max_concurrency).run()
             if verdict.status is Ending.COMPLETED:
                 value = await _value(ex)
-                result = records.raw(value) if index is None else encode(scope, node, index,
-                                                                         value)
+                result = (scope.keys.seal_raw(fields.result(node.key), records.encode(value))
+                          if index is None else encode(scope, node, index, value))
                 kept = dict(ex.records) if undoable(ex.plan) else {}
                 return ElementRecord(StepStatus.COMPLETED, 1, result, inputs=raw if kept else NIL,
                                      steps=kept, maps=ex.held.maps if kept else {}), None
@@ -143,7 +154,7 @@ async def _value(ex: ElementExecution) -> Any:
     options = ex.plan.nodes[key].spec.map
     if options is not None:
         read = MapRead.VALUES if options.atomic else MapRead.OUTCOMES
-        return await load_list(ex.slots, ex.run_id, ex.plan.nodes[key], element_count(ex, key),
+        return await load_list(ex.slots, ex.keys, ex.plan.nodes[key], element_count(ex, key),
                                read)
     return ex.value_of(key)
 
@@ -169,7 +180,8 @@ def _why(ex: ElementExecution, verdict: Verdict) -> BaseException:
             return error
         stored = ex.records[key].error
         if stored is not None:
-            return RecordedError(stored.type, stored.message, step=key)
+            return RecordedError(stored.type, ex.keys.shown_text(ERROR, stored.message),
+                                 step=key)
     if verdict.status is Ending.HALTED:
         return RecordedError("Halt", f"element reactor {ex.reactor!r} halted: "
                              f"{verdict.halt_reason or ''}", step=None)
@@ -206,9 +218,9 @@ async def undo_child(scope: Scope, node: Node, index: int,
 
     async def save() -> None:
         record.steps, record.maps = dict(ex.records), ex.held.maps
-        await scope.slots.save_elements(scope.run_id, node.key,
-                                        {index: records.encode(record)}, replace=True,
-                                        owner=fence(scope))
+        await scope.slots.save_elements(
+            scope.run_id, node.key, {index: records.encode(sealing.element(scope.keys, record))},
+            replace=True, owner=fence(scope))
 
     ex.writer.save = save
     ex.held.after = save  # each nested map's element undo, saved as it returns
@@ -289,7 +301,8 @@ class ElementForward(Forward):
         finally:
             await leave_whole(ex, entry, completed=outcome is not None and outcome.error is None)
         if error is None:
-            ex.values[node.key] = node.decoder.decode(outcome.result)
+            ex.values[node.key] = node.decoder.decode(
+                ex.keys.open(fields.result(node.key), outcome.result))
             done = StepRecord(StepStatus.COMPLETED, 1, started, clock.now(), outcome.result)
             await self._finish(node, done, [])  # seq 0: never undone
             return

@@ -16,6 +16,8 @@ from reactorflow import config, pydantic_types, records
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.params import Source
 from reactorflow.errors import LockLost
+from reactorflow.protection import fields, sealing
+from reactorflow.protection.resolve import run_keys
 from reactorflow.records import ElementArgs, ElementRecord
 from reactorflow.redaction import EVERY, secrets_in, watch
 from reactorflow.runtime.engine import job_queue as queue
@@ -54,11 +56,12 @@ def arguments_of(storage: Storage, scope: JobScope, node: Node, shared: ElementA
     for param in node.spec.params:
         if param.name in shared.lazy:
             ref, count = shared.lazy[param.name]
-            kwargs[param.name] = results_view(storage, scope.run_id, scope.plan.nodes[ref],
+            kwargs[param.name] = results_view(storage, scope.keys, scope.plan.nodes[ref],
                                               count)
         elif param.name in shared.values:
-            kwargs[param.name] = msgspec.msgpack.decode(shared.values[param.name],
-                                                        type=param.annotation)
+            kwargs[param.name] = msgspec.msgpack.decode(
+                scope.keys.open(fields.argument(node.key, param.name), shared.values[param.name]),
+                type=param.annotation)
         elif param.source is Source.DEFAULT:
             kwargs[param.name] = param.default
     return kwargs
@@ -113,7 +116,8 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
                       "map's job data is gone", run_id, key, index)
             return
         shared = records.decode_element_args(shared_raw)
-        scope = JobScope(run_id, plan_for(reactor), lease=hold)
+        keys = await run_keys(storage, None, run_id)
+        scope = JobScope(run_id, plan_for(reactor), keys, lease=hold)
         node = scope.plan.nodes[key]
         options = node.spec.map
         assert options is not None
@@ -123,7 +127,8 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
             record = ElementRecord(StepStatus.SKIPPED)  # its body never ran: nothing to undo
         else:  # (marked started: one whose body may have run before a crash runs again)
             element = node.spec.params[0]
-            item = pydantic_types.decode(item_raw, element.annotation)
+            item = pydantic_types.decode(keys.open(fields.item(key, index), item_raw),
+                                         element.annotation)
             kwargs = arguments_of(storage, scope, node, shared)
             kept = element_places(storage, run_id, node, kwargs) if node.spec.gates else None
             if kept is not None:  # the parked map's gates: renewed while its elements run
@@ -133,7 +138,7 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
             if kept is not None:
                 kept.borrows = True  # the parked run's locks: re-entered, never released
                 keeper.attach(hold, kept)
-                scope = JobScope(run_id, scope.plan, kept, lease=hold)
+                scope = JobScope(run_id, scope.plan, keys, kept, lease=hold)
             if scope.plan.redactions:
                 held = ElementSecrets(node, scope, item, kwargs)
                 watch(held)  # held here while the element runs (sources are held weakly)
@@ -145,8 +150,8 @@ async def run_element(storage: Storage, reactor: Reactor, run_id: str, key: str,
                             "the element stops, its outcome is left to whoever holds it",
                             run_id, key, index)
                 return
-        await settle(storage, run_id, reactor.name, key, index, record, version=reactor.version,
-                     atomic=options.atomic, total=shared.count)
+        await settle(storage, run_id, reactor.name, key, index, sealing.element(keys, record),
+                     version=reactor.version, atomic=options.atomic, total=shared.count)
 
 
 async def shared_args(storage: Storage, run_id: str, key: str) -> ElementArgs | None:

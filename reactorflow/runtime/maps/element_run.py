@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from reactorflow import clock, config, records
 from reactorflow.definition.graph import plan_for
+from reactorflow.protection.keys import RunKeys
 from reactorflow.records import (
     Event,
     RunMeta,
@@ -70,8 +71,8 @@ class ElementExecution(Execution):
 
     def __init__(self, run_id: str, node: Node, index: int | None, inputs: msgspec.Raw,
                  steps: dict[str, StepRecord], *, hooks: Hooks, gates: GateHolds | None,
-                 prefix: str = "", maps: Mapping[str, Mapping[int, bytes]] | None = None
-                 ) -> None:
+                 prefix: str = "", maps: Mapping[str, Mapping[int, bytes]] | None = None,
+                 keys: RunKeys | None = None) -> None:
         child = node.spec.child
         assert child is not None
         now = clock.now()
@@ -79,7 +80,7 @@ class ElementExecution(Execution):
         state = RunState(Status.RUNNING, now, handed_off=True)  # no background hand-off
         super().__init__(plan=plan_for(child), storage=config.current_storage(), owner="",
                          meta=meta, state=state, steps=steps, claims={}, hooks=hooks,
-                         gates=gates, mode=ELEMENT)
+                         gates=gates, mode=ELEMENT, keys=keys)
         # gates: the run's (inline) or the element job's, renewed by its holder; else a job's
         # own (an undo job's): never the run's execution, which may be parked
         if gates is None:

@@ -17,6 +17,8 @@ from reactorflow.definition.params import MapRead
 from reactorflow.definition.specs import UNIT_KINDS, StepKind
 from reactorflow.errors import ArgumentError, SerializationError, StepTimeout
 from reactorflow.markers import StepContext
+from reactorflow.protection import fields
+from reactorflow.protection.keys import RunKeys
 from reactorflow.records import ElementRecord, ErrorRecord, describe, summary
 from reactorflow.runtime.engine.lockkeeper import Hold, ensure_live
 from reactorflow.runtime.engine.map_reads import element_count, element_key, load_list
@@ -42,6 +44,10 @@ class Scope(Protocol):
 
     @property
     def plan(self) -> Plan: ...
+
+    @property
+    def keys(self) -> RunKeys:
+        """The run's keys (its values are sealed and opened with them)."""
 
     @property
     def gates(self) -> GateHolds | None:
@@ -81,6 +87,7 @@ class JobScope:
 
     run_id: str
     plan: Plan
+    keys: RunKeys  # the run's (resolved once by the job: `protection.resolve.run_keys`)
     gates: GateHolds | None = None
     hooks: Hooks | None = None
     step_prefix: str = ""
@@ -145,7 +152,7 @@ async def source_of(ex: Execution, node: Node) -> list[Any] | tuple[Any, ...]:
     assert options is not None
     over = join(node.level, options.over)
     if options.over_is_step and ex.plan.nodes[over].kind is StepKind.MAP:
-        return await load_list(ex.slots, ex.run_id, ex.plan.nodes[over],
+        return await load_list(ex.slots, ex.keys, ex.plan.nodes[over],
                                element_count(ex, over), MapRead.VALUES)
     return source_items(ex, node, read_source(ex, node))
 
@@ -154,14 +161,15 @@ def encode(ex: Scope, node: Node, index: int, result: Any) -> msgspec.Raw:
     """An element's result encoded, after checking it decodes with the element annotation."""
     where = element_key(node.key, index)
     try:
-        raw = records.raw(result)
+        clear = records.encode(result)
+        raw = ex.keys.seal_raw(fields.element_result(node.key, index), clear)
     except (TypeError, OverflowError) as exc:
         raise SerializationError(
             f"map {node.key!r}, element {index}: returned a {type(result).__name__}, which "
             f"cannot be stored: {describe(exc)}", run_id=ex.run_id, step=where,
             type_name=type(result).__name__, cause=exc) from exc
     try:
-        node.decoder.decode(raw)
+        node.decoder.decode(clear)
     except msgspec.ValidationError as exc:
         raise SerializationError(
             f"map {node.key!r}, element {index}: returned a {type(result).__name__} that does "

@@ -43,6 +43,8 @@ from reactorflow.definition.graph import join
 from reactorflow.definition.params import MapRead, Source
 from reactorflow.errors import RecordedError
 from reactorflow.mapresults import PAGE_SIZE
+from reactorflow.protection import fields
+from reactorflow.protection.fields import ERROR
 from reactorflow.records import ElementArgs, ErrorRecord
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.lockkeeper import ensure_live
@@ -76,7 +78,8 @@ def shared_arguments(ex: Execution, node: Node, kwargs: dict[str, Any], count: i
             ref = join(node.level, param.ref)
             lazy[param.name] = (ref, element_count(ex, ref))
             continue
-        values[param.name] = records.raw(kwargs[param.name])
+        values[param.name] = ex.keys.seal_raw(fields.argument(node.key, param.name),
+                                              records.encode(kwargs[param.name]))
     return ElementArgs(count, values, lazy, ex.reactor)
 
 
@@ -90,7 +93,8 @@ async def start(ex: Execution, node: Node, kwargs: dict[str, Any],
     for start_at in range(0, len(items), PAGE_SIZE):
         chunk = items[start_at:start_at + PAGE_SIZE]
         await storage.save_elements(ex.run_id, items_key(key), {
-            i: records.encode(item) for i, item in enumerate(chunk, start_at)}, owner=ex.owner)
+            i: ex.keys.seal(fields.item(key, i), records.encode(item))
+            for i, item in enumerate(chunk, start_at)}, owner=ex.owner)
     shared = shared_arguments(ex, node, kwargs, len(items))
     first = min(options.batch_size, len(items))
     await storage.save_elements(ex.run_id, job_key(key), {ARGS: records.encode(shared),
@@ -123,7 +127,7 @@ async def collect(ex: Execution, node: Node, count: int) -> MapEnd | None:
         index = int(stop)
         error = (await page(storage, ex.run_id, key, index, 1))[0].error
         error = error or ErrorRecord("Exception", "")
-        end.error = RecordedError(error.type, error.message, step=key)
+        end.error = RecordedError(error.type, ex.keys.shown_text(ERROR, error.message), step=key)
         end.error_record, end.failed_index = error, index
     return end
 

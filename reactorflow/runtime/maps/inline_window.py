@@ -28,6 +28,8 @@ import anyio
 
 from reactorflow import records
 from reactorflow.errors import RecordedError
+from reactorflow.protection import sealing
+from reactorflow.protection.fields import ERROR
 from reactorflow.records import ElementRecord, ErrorRecord
 from reactorflow.runtime.engine.map_reads import walk
 from reactorflow.runtime.maps.children import call_any_element
@@ -62,7 +64,7 @@ class _Writer:
         self.closed = False
 
     def add(self, index: int, record: ElementRecord) -> None:
-        self.pending[index] = records.encode(record)
+        self.pending[index] = records.encode(sealing.element(self.ex.keys, record))
         self.wake.set()
 
     async def run(self) -> None:
@@ -155,7 +157,8 @@ async def run_inline(ex: Execution, node: Node, base: dict[str, Any],
         for index, record in sorted(done.items()):
             if options.atomic and record.status is StepStatus.FAILED and end.failed_index is None:
                 error = record.error or ErrorRecord("Exception", "")
-                end.error = RecordedError(error.type, error.message, step=node.key)
+                end.error = RecordedError(error.type, ex.keys.shown_text(ERROR, error.message),
+                                          step=node.key)
                 end.error_record, end.failed_index = error, index
         todo = [] if end.failed_index is not None else [i for i in todo if i not in done]
     writer = _Writer(ex, node.key)

@@ -30,6 +30,9 @@ import msgspec
 from reactorflow import records
 from reactorflow.definition.graph import Node
 from reactorflow.errors import ArgumentError, LockLost
+from reactorflow.protection import fields, sealing
+from reactorflow.protection.fields import ERROR
+from reactorflow.protection.keys import RunKeys
 from reactorflow.records import ElementRecord, ErrorRecord, RollbackFailure, describe, summary
 from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.lockkeeper import ensure_live
@@ -98,7 +101,8 @@ async def _roll_back_here(ex: Execution, node: Node, count: int) -> list[Rollbac
     completed = 0
     async for index, record in walk(ex.slots, ex.run_id, key, count):
         if record.status is StepStatus.FAILED and record.rollback_error is not None:
-            failures.append(_failure(key, index, HandlerKind.COMPENSATE, record.rollback_error))
+            failures.append(_failure(ex.keys, key, index, HandlerKind.COMPENSATE,
+                                     record.rollback_error))
         elif record.status is StepStatus.COMPLETED and record.rollback_error is None:
             completed += 1
     base = await _base_arguments(ex, node)
@@ -131,10 +135,11 @@ async def _recorded_failures(ex: Execution, key: str, count: int) -> list[Rollba
         if record.rollback_error is None:
             continue
         if record.status is StepStatus.FAILED:
-            compensates.insert(0, _failure(key, index, HandlerKind.COMPENSATE,
+            compensates.insert(0, _failure(ex.keys, key, index, HandlerKind.COMPENSATE,
                                            record.rollback_error))
         elif record.status is StepStatus.COMPLETED:
-            undos.append(_failure(key, index, HandlerKind.UNDO, record.rollback_error))
+            undos.append(_failure(ex.keys, key, index, HandlerKind.UNDO,
+                                  record.rollback_error))
     return compensates + undos
 
 
@@ -162,7 +167,8 @@ async def undo_element(scope: Scope, node: Node, base: dict[str, Any], item: Any
             kwargs = {name: arguments[name] for name in handler.names if name in arguments}
             if handler.context_name is not None:
                 kwargs[handler.context_name] = context(scope, node, index, record.attempts or 1)
-            result = handler.fn(node.decoder.decode(record.result), **kwargs)
+            result = handler.fn(node.decoder.decode(scope.keys.open(
+                fields.element_result(node.key, index), record.result)), **kwargs)
             if inspect.isawaitable(result):
                 await result
     except LockLost:
@@ -194,8 +200,10 @@ async def _undo_each(ex: Execution, node: Node, base: dict[str, Any],
         await ensure_live(ex.lease)  # a lost lock starts no further undo
         await undo_element(ex, node, base, items[index] if items else None, index, record)
         if record.rollback_error is not None:
-            failures.append(_failure(node.key, index, HandlerKind.UNDO, record.rollback_error))
-        await ex.slots.save_elements(ex.run_id, node.key, {index: records.encode(record)},
+            failures.append(_failure(ex.keys, node.key, index, HandlerKind.UNDO,
+                                     record.rollback_error))
+        await ex.slots.save_elements(ex.run_id, node.key,
+                                     {index: records.encode(sealing.element(ex.keys, record))},
                                      replace=True, owner=fence(ex))
     return failures
 
@@ -207,9 +215,10 @@ async def _undo_all(ex: Execution, node: Node, base: dict[str, Any],
     handler = options.undo_all
 
     async def results() -> AsyncIterator[Any]:
-        async for _, record in walk(ex.slots, ex.run_id, node.key, count):
+        async for index, record in walk(ex.slots, ex.run_id, node.key, count):
             if record.status is StepStatus.COMPLETED and record.rollback_error is None:
-                yield node.decoder.decode(record.result)
+                yield node.decoder.decode(ex.keys.open(fields.element_result(node.key, index),
+                                                       record.result))
 
     kwargs = {name: base[name] for name in handler.names if name in base}
     if handler.context_name is not None:
@@ -229,6 +238,9 @@ async def _undo_all(ex: Execution, node: Node, base: dict[str, Any],
     return None
 
 
-def _failure(key: str, index: int, kind: HandlerKind, error: ErrorRecord) -> RollbackFailure:
+def _failure(keys: RunKeys, key: str, index: int, kind: HandlerKind,
+             error: ErrorRecord) -> RollbackFailure:
+    """A rollback failure of element `index` (its stored error text opened, to be sealed
+    again as part of the run's error)."""
     return RollbackFailure(key, kind, f"element {index} ({element_key(key, index)}): "
-                           f"{error.message}", error.type)
+                           f"{keys.shown_text(ERROR, error.message)}", error.type)

@@ -28,6 +28,8 @@ import msgspec
 from reactorflow import config, pydantic_types, records
 from reactorflow.definition.graph import plan_for
 from reactorflow.errors import LockLost
+from reactorflow.protection import fields, sealing
+from reactorflow.protection.resolve import run_keys
 from reactorflow.records import ErrorRecord, UndoThrow
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.job_checks import drop, foreign_element
@@ -82,11 +84,13 @@ async def run_undo(storage: Storage, reactor: Reactor, run_id: str, key: str,
         position = throw.indices.index(index)
         following = throw.indices[position + 1:position + 2]
         if undoable(record):
-            scope = JobScope(run_id, plan_for(reactor), lease=hold)
+            keys = await run_keys(storage, None, run_id)
+            scope = JobScope(run_id, plan_for(reactor), keys, lease=hold)
             node = scope.plan.nodes[key]
             options = node.spec.map
             assert options is not None
-            item = pydantic_types.decode(item_raw, node.spec.params[0].annotation)
+            item = pydantic_types.decode(keys.open(fields.item(key, index), item_raw),
+                                         node.spec.params[0].annotation)
             base = arguments_of(storage, scope, node, records.decode_element_args(shared_raw))
             try:
                 await ensure_live(hold)  # a lost lock starts no undo
@@ -99,8 +103,9 @@ async def run_undo(storage: Storage, reactor: Reactor, run_id: str, key: str,
                             "undo stops, its outcome is left to whoever holds it", run_id, key,
                             index)
                 return
-            await storage.save_elements(run_id, key, {index: records.encode(record)},
-                                        replace=True)
+            await storage.save_elements(
+                run_id, key, {index: records.encode(sealing.element(keys, record))},
+                replace=True)
         else:
             for successor in following:
                 queue.enqueue_undo(run_id, reactor.name, key, successor,
@@ -132,6 +137,8 @@ async def give_up(storage: Storage, run_id: str, reactor: str, key: str, index: 
     record = records.decode_element(own)
     if undoable(record):
         record = msgspec.structs.replace(record, rollback_error=ErrorRecord(kind, reason))
-        await storage.save_elements(run_id, key, {index: records.encode(record)}, replace=True)
+        keys = await run_keys(storage, None, run_id)
+        await storage.save_elements(
+            run_id, key, {index: records.encode(sealing.element(keys, record))}, replace=True)
     await _acknowledge(storage, run_id, reactor, key, index, throw, version=version)
 

@@ -7,9 +7,14 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from reactorflow import audit, clock, config, records
 from reactorflow.definition.graph import Plan, plan_for
 from reactorflow.errors import RunExists
+from reactorflow.protection import fields
+from reactorflow.protection.keys import RunKeys
+from reactorflow.protection.resolve import run_keys
 from reactorflow.records import Event, RunMeta, RunState
 from reactorflow.runtime.engine.execution import event, new_state
 from reactorflow.runtime.engine.ownership import new_owner
@@ -32,13 +37,20 @@ class NewRun:
     state: RunState
     started: Event
     creation: RunCreation
+    keys: RunKeys
 
 
-def new_run(reactor: Declared, plan: Plan, run_id: str, value: Any, owner: str, *,
-            idempotency_key: str | None = None, handed_off: bool = False,
-            parent: tuple[str, str] | None = None, retried_from: str | None = None,
-            parent_gates: tuple[str, list[str]] | None = None) -> NewRun:
-    """The records of a new run, encoded for storage (nothing stored yet)."""
+async def new_run(storage: Storage, reactor: Declared, plan: Plan, run_id: str, value: Any,
+                  owner: str, *, idempotency_key: str | None = None, handed_off: bool = False,
+                  parent: tuple[str, str] | None = None, retried_from: str | None = None,
+                  parent_gates: tuple[str, list[str]] | None = None) -> NewRun:
+    """The records of a new run, encoded for storage (nothing stored yet), and its keys: the
+    resolver (`protection.resolve.run_keys`) is given the new meta with its inputs still
+    clear, and the inputs are sealed with the keys it returns.
+
+    Raises:
+        TypeError: the inputs cannot be encoded.
+    """
     now = clock.now()
     meta = RunMeta(records.SCHEMA_VERSION, run_id, reactor.name, now, records.raw(value),
                    plan.fingerprint, idempotency_key, parent[0] if parent else None,
@@ -48,6 +60,9 @@ def new_run(reactor: Declared, plan: Plan, run_id: str, value: Any, owner: str, 
                    parent_reactor=parent_gates[0] if parent_gates else None,
                    parent_gates=parent_gates[1] if parent_gates else [],
                    version=reactor.version)
+    keys = await run_keys(storage, meta, run_id)
+    if keys.seals:
+        meta = msgspec.structs.replace(meta, inputs=keys.seal_raw(fields.INPUTS, meta.inputs))
     state = new_state(Status.RUNNING)
     state.handed_off = handed_off
     # a retry's new run: its first event names who retried (reactorflow.audit)
@@ -56,7 +71,7 @@ def new_run(reactor: Declared, plan: Plan, run_id: str, value: Any, owner: str, 
     creation = RunCreation(run_id, reactor.name, Status.RUNNING, records.encode(meta),
                            records.encode(state), now, owner, config.settings().lock_ttl,
                            [records.encode(started)], idempotency_key)
-    return NewRun(meta, state, started, creation)
+    return NewRun(meta, state, started, creation, keys)
 
 
 async def store_run(storage: Storage, run: NewRun) -> None:
@@ -81,7 +96,8 @@ async def create_run(storage: Storage, reactor: Declared, plan: Plan, run_id: st
                      parent_gates: tuple[str, list[str]] | None = None,
                      ) -> tuple[RunMeta, RunState, Event]:
     """Store a new run and take its lock for `owner` (`RunExists` if the id is taken)."""
-    run = new_run(reactor, plan, run_id, value, owner, parent=parent, parent_gates=parent_gates)
+    run = await new_run(storage, reactor, plan, run_id, value, owner, parent=parent,
+                        parent_gates=parent_gates)
     await store_run(storage, run)
     return run.meta, run.state, run.started
 

@@ -51,6 +51,8 @@ from reactorflow.definition.conformance import Rejected, conform
 from reactorflow.definition.graph import Node, Plan, compare_fingerprints, plan_for, waiting_label
 from reactorflow.definition.specs import OnTimeout
 from reactorflow.errors import ArgumentError, DefinitionChanged
+from reactorflow.protection import fields
+from reactorflow.protection.resolve import run_keys
 from reactorflow.records import RunError, RunState, summary
 from reactorflow.runtime.engine.mode import CALLER, DriveMode
 from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
@@ -166,14 +168,16 @@ async def _settle_earliest(reactor: Reactor, plan: Plan, storage: Storage, run_i
                  key, payload.type)
         return await operations.get(reactor, run_id)
     owner = new_owner()
+    keys = await run_keys(storage, None, run_id)
     outcome, stored = await storage.claim_and_lock(
-        run_id, key, payload, owner=owner, lock_ttl=config.settings().lock_ttl,
+        run_id, key, keys.seal(fields.claim(key), payload), owner=owner,
+        lock_ttl=config.settings().lock_ttl,
         then=resumption(plan, head, state, key))
     if outcome is not ClaimResult.ACCEPTED:
         return None  # `continue_` or another caller won; or the run ended meanwhile
     log.info("reactorflow.deadline.resumed run_id=%s step=%s", run_id, key)
     return await after_claim(reactor, plan, storage, run_id, key, owner, outcome, stored,
-                             hand_off=hand_off, mode=mode)
+                             hand_off=hand_off, mode=mode, keys=keys)
 
 
 async def _timeout_payload(reactor: Reactor, plan: Plan, storage: Storage, run_id: str,
@@ -189,8 +193,8 @@ async def _timeout_payload(reactor: Reactor, plan: Plan, storage: Storage, run_i
         stored = await storage.load_run(run_id)
         if stored is None:
             return None
-        ex = operations.owned_execution(reactor, storage, stored, new_owner(),
-                                        check_graph=False, plan=plan)  # read only
+        ex = await operations.owned_execution(reactor, storage, stored, new_owner(),
+                                              check_graph=False, plan=plan)  # read only
         try:
             kwargs = await arguments(ex, node)
             value = on_timeout.compute(**{name: kwargs[name] for name in on_timeout.names})

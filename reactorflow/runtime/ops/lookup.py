@@ -16,6 +16,7 @@ from reactorflow import config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import Plan, plan_for
 from reactorflow.errors import ReactorflowError, ReactorNotDeclared, RunNotFound
+from reactorflow.protection.resolve import stored_keys
 from reactorflow.runtime.engine.map_reads import with_map_value
 from reactorflow.runtime.ops import search
 from reactorflow.runtime.ops.snapshots import build_run
@@ -67,7 +68,9 @@ async def get_run(run_id: str) -> Run:
     if stored is None:
         raise RunNotFound(run_id)
     plan = plan_or_none(run_reactor(stored.head.reactor, stored.head.meta))
-    return await with_map_value(build_run(plan, stored, stored.history or []), plan, storage)
+    keys = await stored_keys(storage, run_id, stored.head.meta)
+    return await with_map_value(build_run(plan, stored, stored.history or [], keys=keys), plan,
+                                storage, keys=keys)
 
 
 async def declared_reactor(run_id: str) -> Reactor:

@@ -28,13 +28,16 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from reactorflow import clock, records
+from reactorflow import clock, config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import SEP, Plan, plan_for
 from reactorflow.definition.migrations import MigrationHook
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import ArgumentError, CorruptRecord, DefinitionChanged, MigrationError
-from reactorflow.records import Event, RunMeta, RunState, StepRecord
+from reactorflow.protection import fields, sealing
+from reactorflow.protection.keys import RunKeys
+from reactorflow.protection.resolve import run_keys
+from reactorflow.records import NIL, Event, RunMeta, RunState, StepRecord
 from reactorflow.snapshot import StepState
 from reactorflow.status import EventKind, StepStatus
 
@@ -232,8 +235,15 @@ async def migrated(stored: StoredRun, hooks: Sequence[MigrationHook]) -> Migrate
     try:
         meta = records.decode_meta(head.meta)
         state = records.decode_state(head.state)
-        steps = {key: records.decode_step(raw) for key, raw in stored.steps.items()}
-        inputs = msgspec.msgpack.decode(meta.inputs)
+    except ValueError as exc:
+        raise CorruptRecord(head.run_id, str(exc)) from exc
+    # the hooks and the checks see clear values; what is written is sealed again (a renamed
+    # step's result is bound to its new key)
+    keys = await run_keys(config.current_storage(), meta, head.run_id)
+    try:
+        steps = {key: _opened(keys, key, records.decode_step(raw))
+                 for key, raw in stored.steps.items()}
+        inputs = msgspec.msgpack.decode(keys.open(fields.INPUTS, meta.inputs))
     except ValueError as exc:
         raise CorruptRecord(head.run_id, str(exc)) from exc
     before = dict(steps)
@@ -265,16 +275,38 @@ async def migrated(stored: StoredRun, hooks: Sequence[MigrationHook]) -> Migrate
     if problems:
         raise MigrationError(head.run_id, head.reactor, meta.version, version, problems)
     new_meta = msgspec.structs.replace(
-        meta, version=version, fingerprint=plan.fingerprint, inputs=encoded_inputs,
+        meta, version=version, fingerprint=plan.fingerprint,
+        inputs=keys.seal_raw(fields.INPUTS, encoded_inputs),
         redacted_inputs=plan.redactions.inputs, redacted_results=plan.redactions.results)
-    written = {key: records.encode(record) for key, record in steps.items()
-               if before.get(key) is not record}
+    written = {key: records.encode(sealing.step(keys, _sealed(keys, key, record)))
+               for key, record in steps.items() if before.get(key) is not record}
+    state = sealing.state(keys, state)
     removed = [key for key in before if key not in steps]
     detail = "; ".join(actions)
     if dropped:
         detail += f"; undo given up: {', '.join(dropped)}"
     return Migrated(target, new_meta, state, written, removed,
                     Event(clock.now(), EventKind.RUN_MIGRATED, detail=detail), actions)
+
+
+def _opened(keys: RunKeys, key: str, record: StepRecord) -> StepRecord:
+    """A step record with its sealed values opened (for the hooks and the checks)."""
+    if record.result == NIL and record.child_inputs == NIL:
+        return record
+    return msgspec.structs.replace(
+        record, result=msgspec.Raw(keys.open(fields.result(key), record.result)),
+        child_inputs=msgspec.Raw(keys.open(fields.child_inputs(key), record.child_inputs)))
+
+
+def _sealed(keys: RunKeys, key: str, record: StepRecord) -> StepRecord:
+    """A step record to write: its values sealed for its (new) key (a nil child input stays
+    nil: it tells that no child inputs were stored)."""
+    if record.result == NIL and record.child_inputs == NIL:
+        return record
+    child = record.child_inputs
+    return msgspec.structs.replace(
+        record, result=keys.seal_raw(fields.result(key), record.result),
+        child_inputs=child if child == NIL else keys.seal_raw(fields.child_inputs(key), child))
 
 
 def misfits(plan: Plan, meta: RunMeta, state: RunState, steps: Mapping[str, StepRecord],

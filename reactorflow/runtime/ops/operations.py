@@ -26,6 +26,9 @@ from reactorflow.errors import (
     StorageConnectionError,
     WaitTimeout,
 )
+from reactorflow.protection import sealing
+from reactorflow.protection.keys import RunKeys
+from reactorflow.protection.resolve import run_keys, stored_keys
 from reactorflow.records import Control, PausedBy, RunError, RunState
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.async_units import report_child_end
@@ -57,6 +60,7 @@ from reactorflow.runtime.ops.snapshots import (
 )
 from reactorflow.snapshot import Run, RunPage
 from reactorflow.status import TERMINAL, ControlKind, EventKind, RollbackTrigger, Status
+from reactorflow.storage.contract.decoding import reading
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.values import RunHead, StoredRun
 
@@ -116,8 +120,9 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
     hooks = hooks_for(reactor)
     holds = GateHolds(storage, run_id, hooks=hooks, reactor=reactor.name)
     entry = None
-    run = new_run(reactor, plan, run_id, value, owner, idempotency_key=idempotency_key,
-                  handed_off=dispatch, retried_from=retried_from)
+    run = await new_run(storage, reactor, plan, run_id, value, owner,
+                        idempotency_key=idempotency_key, handed_off=dispatch,
+                        retried_from=retried_from)
     while True:
         if idempotency_key is not None:
             winner = await idempotency.claim(storage, reactor.name, idempotency_key, run_id,
@@ -149,10 +154,10 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
         # first: a worker can start meanwhile
         queue.enqueue_run(run_id, reactor.name, version=reactor.version)
         return assemble(plan, run_id, reactor.name, Status.RUNNING, meta, state, {},
-                        [started], meta.created_at)  # as handed over (from what it stored)
+                        [started], meta.created_at, keys=run.keys)  # as handed over
     ex = Execution(plan=plan, storage=storage, owner=owner, meta=meta, state=state, steps={},
                    claims={}, hooks=hooks, gates=holds,
-                   history=[started])  # a fresh run: this execution sees every event
+                   history=[started], keys=run.keys)  # a fresh run: it sees every event
     ex.run_entry = entry  # taken above (with `holds`), held until this execution stops
     return await snapshot(await run_owned(reactor, storage, run_id, owner, ex))
 
@@ -208,12 +213,14 @@ async def mark_unrecoverable(storage: Storage, run_id: str, kind: str, reason: s
     if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
         return False
     async with keep_alive(storage, run_id, owner, settings.lock_ttl):
+        keys = await run_keys(storage, None, run_id)
         state = RunState(status=Status.FAILED, updated_at=clock.now(),
                          error=RunError(None, kind, reason))
         await storage.save_state(run_id, owner, status=Status.FAILED,
-                                 previous_status=head.status, state=records.encode(state),
-                                 events=[records.encode(event(EventKind.RUN_FAILED,
-                                                              detail=reason))],
+                                 previous_status=head.status,
+                                 state=records.encode(sealing.state(keys, state)),
+                                 events=[records.encode(sealing.event(keys, event(
+                                     EventKind.RUN_FAILED, detail=reason)))],
                                  clear_control=True, publish=True)
     log.error("reactorflow.run.unrecoverable run_id=%s kind=%s reason=%s", run_id, kind, reason)
     return True
@@ -244,18 +251,30 @@ async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str
     own_head(reactor, run_id, None if stored is None else stored.head)  # storage is the truth
     assert stored is not None
     reactor, stored = await migrations.on_version(reactor, storage, stored, owner)
-    return owned_execution(reactor, storage, stored, owner)
+    return await owned_execution(reactor, storage, stored, owner)
 
 
-def owned_execution(reactor: Reactor, storage: Storage, stored: StoredRun, owner: str, *,
-                    check_graph: bool = True, plan: Plan | None = None) -> Execution:
+async def owned_execution(reactor: Reactor, storage: Storage, stored: StoredRun, owner: str, *,
+                          check_graph: bool = True, plan: Plan | None = None,
+                          keys: RunKeys | None = None) -> Execution:
     """The execution of a run read (with its history and claims) while `owner` held its lock;
     `check_graph=False` when the caller compared the run's graph with the reactor's already
     (a resume does, before it claims: a run's graph never changes); `plan`, the reactor's
-    when the caller has it at hand."""
+    when the caller has it at hand; `keys`, the run's keys when the caller resolved them
+    (else resolved here, once: `protection.resolve.run_keys`).
+
+    Raises:
+        CorruptRecord: a record or a sealed value of it cannot be read (nothing written).
+        KeyUnavailable: a value of it is sealed under a key this process does not hold.
+        DefinitionChanged: `check_graph` and the run's graph is not the reactor's.
+    """
+    if keys is None:
+        with reading(stored.head.run_id, "meta"):
+            meta = records.decode_meta(stored.head.meta)
+        keys = await run_keys(storage, meta, stored.head.run_id)
     return Execution.from_stored(stored, plan=plan if plan is not None else plan_for(reactor),
                                  storage=storage, owner=owner, claims=stored.claims or {},
-                                 hooks=hooks_for(reactor), check_graph=check_graph)
+                                 hooks=hooks_for(reactor), check_graph=check_graph, keys=keys)
 
 
 def needs_execution(ex: Execution) -> bool:
@@ -344,10 +363,10 @@ async def snapshot(ex: Execution) -> Run:
     else:
         history = decode_history(ex.run_id, await ex.storage.history(ex.run_id))
     run = assemble(ex.plan, ex.run_id, ex.reactor, Status(ex.state.status), ex.meta, ex.state,
-                   ex.records, history, ex.meta.created_at, values=ex.values)
+                   ex.records, history, ex.meta.created_at, values=ex.values, keys=ex.keys)
     if not ex.plan.map_keys:  # (no map: its value is no map's)
         return run
-    return await with_map_value(run, ex.plan, ex.storage)
+    return await with_map_value(run, ex.plan, ex.storage, keys=ex.keys)
 
 
 async def after_release(reactor: Reactor, storage: Storage, ex: Execution) -> None:
@@ -391,7 +410,9 @@ async def get(reactor: Reactor, run_id: str) -> Run:
     if stored.head.reactor != reactor.name:
         raise RunNotFound(run_id, reactor.name, other_reactor=stored.head.reactor)
     plan = lookup.plan_or_none(migrations.declared_for(reactor, stored.head.meta))
-    return await with_map_value(build_run(plan, stored, stored.history or []), plan, storage)
+    keys = await stored_keys(storage, run_id, stored.head.meta)
+    return await with_map_value(build_run(plan, stored, stored.history or [], keys=keys), plan,
+                                storage, keys=keys)
 
 
 def recheck_interval(timeout: float | None) -> float:

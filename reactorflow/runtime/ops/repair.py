@@ -34,6 +34,7 @@ from reactorflow.definition import registry
 from reactorflow.definition.conformance import Rejected, conform
 from reactorflow.definition.graph import SEP
 from reactorflow.errors import LockTimeout, ResultValidationError, RunStateError, StepNotFailed
+from reactorflow.protection import fields
 from reactorflow.records import StepRecord
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.execution import Execution, event
@@ -123,7 +124,8 @@ def _repaired(ex: Execution, key: str, operation: str, result: Any) -> None:
         raise ResultValidationError(ex.run_id, key, exc.field, exc.reason) from None
     now = clock.now()
     ex.records[key] = StepRecord(StepStatus.COMPLETED, record.attempts, record.started_at, now,
-                                 records.raw(value), seq=ex.writer.next_seq())
+                                 ex.keys.seal_raw(fields.result(key), records.encode(value)),
+                                 seq=ex.writer.next_seq())
     ex.values[key] = value
 
 

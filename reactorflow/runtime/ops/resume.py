@@ -55,6 +55,9 @@ from reactorflow.errors import (
     RunNotFound,
     RunStateError,
 )
+from reactorflow.protection import fields, sealing
+from reactorflow.protection.keys import RunKeys
+from reactorflow.protection.resolve import run_keys
 from reactorflow.records import Control, RunError, RunState
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.driver import drive
@@ -101,13 +104,17 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     key = step_key(step)
     owner = new_owner()
     lock_ttl = config.settings().lock_ttl
+    keys = await run_keys(storage, None, run_id)
     encoded = _conformed(plan, key, payload)
-    if encoded is not None:  # checks, claim, lock and the `running` write in one call
+    if encoded is not None:
+        # checks, claim, lock and the `running` write in one call
+        encoded = keys.seal(fields.claim(key), encoded)
         outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
                                                        lock_ttl=lock_ttl,
                                                        check=_check(reactor, plan, key))
         if outcome is not ClaimResult.REFUSED:
-            return await after_claim(reactor, plan, storage, run_id, key, owner, outcome, stored)
+            return await after_claim(reactor, plan, storage, run_id, key, owner, outcome, stored,
+                                     keys=keys)
         found = stored.head if stored is not None else None  # refused: say why from it
     else:
         found = await storage.load_head(run_id)
@@ -118,11 +125,13 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
         return await continue_run(own, run_id, step=step, payload=payload)
     node, state = await _checked(reactor, storage, plan, run_id, key, head)
     if encoded is None:
-        encoded = await _validated(reactor, storage, run_id, node, payload)
+        encoded = keys.seal(fields.claim(key),
+                            await _validated(reactor, storage, run_id, node, payload))
     outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
                                                    lock_ttl=lock_ttl,
                                                    then=resumption(plan, head, state, key))
-    return await after_claim(reactor, plan, storage, run_id, key, owner, outcome, stored)
+    return await after_claim(reactor, plan, storage, run_id, key, owner, outcome, stored,
+                             keys=keys)
 
 
 async def check_continue(reactor: Reactor, run_id: str, *, step: str | Sequence[str],
@@ -204,7 +213,8 @@ async def _refuse_ended(storage: Storage, run_id: str, key: str, status: str,
 
 async def after_claim(reactor: Reactor, plan: Plan, storage: Storage, run_id: str, key: str,
                       owner: str, outcome: ClaimResult, stored: StoredRun | None, *,
-                      hand_off: bool = False, mode: DriveMode = CALLER) -> Run:
+                      hand_off: bool = False, mode: DriveMode = CALLER,
+                      keys: RunKeys | None = None) -> Run:
     """After `claim_and_lock`: refuse a claim not accepted; else drive the run (as `stored`,
     read under the lock; waiting as `mode` says), hand it to a worker (`resume="background"`,
     or `hand_off`), or, when another execution holds it, return it as accepted."""
@@ -227,8 +237,8 @@ async def after_claim(reactor: Reactor, plan: Plan, storage: Storage, run_id: st
         claimed = set(await storage.claims(run_id)) | {key}
         return accepted(await operations.get(reactor, run_id), claimed)
     # (the graph was checked before the claim: by storage's check, or by `_checked`)
-    ex = operations.owned_execution(reactor, storage, stored, owner, check_graph=False,
-                                    plan=plan)
+    ex = await operations.owned_execution(reactor, storage, stored, owner, check_graph=False,
+                                          plan=plan, keys=keys)
     if hand_off or options.resume == "background":
         await _hand_to_worker(reactor, storage, ex, key)
         return await operations.get(reactor, run_id)
@@ -346,7 +356,8 @@ async def fail_run(reactor: Reactor, storage: Storage, run_id: str, error: RunEr
     owner = new_owner()
     if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
         request = Control(ControlKind.FAIL, str(error), error)
-        await storage.request_control(run_id, records.encode(request))
+        keys = await run_keys(storage, None, run_id)
+        await storage.request_control(run_id, records.encode(sealing.control(keys, request)))
         return True
     async with keep_alive(storage, run_id, owner, settings.lock_ttl) as hold:
         ex = await operations.load_owned(reactor, storage, run_id, owner)

@@ -19,6 +19,8 @@ import msgspec
 
 from reactorflow import config, records
 from reactorflow.errors import CorruptRecord, RunStateError
+from reactorflow.protection import fields
+from reactorflow.protection.resolve import run_keys
 from reactorflow.runtime.ops import operations
 from reactorflow.runtime.ops.lookup import plan_or_none
 from reactorflow.runtime.ops.snapshots import run_status
@@ -41,11 +43,14 @@ async def retry(reactor: Reactor, run_id: str, *, dispatch: bool = False) -> Run
     try:
         meta = records.decode_meta(head.meta)
         plan = plan_or_none(reactor)
+        # sealed inputs are opened first: a value failing authentication, or a key not held,
+        # raises here, before anything is written
+        clear = (await run_keys(storage, meta, run_id)).open(fields.INPUTS, meta.inputs)
         try:
-            inputs = (plan.levels[""].inputs_decoder.decode(meta.inputs) if plan is not None
-                      else msgspec.msgpack.decode(meta.inputs))
+            inputs = (plan.levels[""].inputs_decoder.decode(clear) if plan is not None
+                      else msgspec.msgpack.decode(clear))
         except msgspec.ValidationError:  # readable, but not what the inputs type is now:
-            inputs = msgspec.msgpack.decode(meta.inputs)  # `start` names the refused field
+            inputs = msgspec.msgpack.decode(clear)  # `start` names the refused field
     except msgspec.DecodeError as exc:
         raise CorruptRecord(run_id, f"its inputs cannot be read for a retry: {exc}") from exc
     return await operations.start(reactor, inputs, {}, dispatch=dispatch, retried_from=run_id)

@@ -30,6 +30,7 @@ from reactorflow import audit, config, records
 from reactorflow.definition import registry
 from reactorflow.definition.graph import SEP, Plan
 from reactorflow.errors import InputValidationError, LockTimeout, RunStateError, StepNotFound
+from reactorflow.protection import fields
 from reactorflow.records import NIL, RewindPlan
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.execution import Execution, event
@@ -108,8 +109,10 @@ def _planned(ex: Execution, to: str, inputs: Mapping[str, Any] | None) -> Rewind
     steps = _with_dependents(plan, to)
     encoded = NIL
     if inputs:
-        merged = {**(msgspec.msgpack.decode(ex.meta.inputs) or {}), **inputs}
-        encoded = records.raw(validate_inputs(plan.reactor, merged))
+        merged = {**(msgspec.msgpack.decode(ex.keys.open(fields.INPUTS, ex.meta.inputs))
+                     or {}), **inputs}
+        encoded = ex.keys.seal_raw(fields.INPUTS,
+                                   records.encode(validate_inputs(plan.reactor, merged)))
     return RewindPlan(to, steps, encoded)
 
 

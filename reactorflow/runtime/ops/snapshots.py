@@ -13,7 +13,12 @@ import msgspec
 from reactorflow import clock, records
 from reactorflow.definition.graph import VERSION_ENTRY, Plan, waiting_label
 from reactorflow.definition.redaction import NONE, Redactions
-from reactorflow.errors import CorruptRecord
+from reactorflow.errors import CorruptRecord, KeyUnavailable
+from reactorflow.protection import fields
+from reactorflow.protection.envelope import TEXT_PREFIX
+from reactorflow.protection.errors import open_run_error, placeholder
+from reactorflow.protection.keys import RunKeys
+from reactorflow.protection.resolve import plain_keys
 from reactorflow.records import Event, RunError, RunMeta, RunState, StepRecord
 from reactorflow.redaction import masked, merge
 from reactorflow.snapshot import Run, RunSummary, StepState, attach_result
@@ -80,12 +85,13 @@ def redactions_of(plan: Plan | None, meta: RunMeta | None) -> Redactions:
     return Redactions(merge(current.inputs, stored.inputs), results)
 
 
-def _step_state(plan: Plan | None, run_id: str, key: str, record: StepRecord,
+def _step_state(plan: Plan | None, keys: RunKeys, key: str, record: StepRecord,
                 values: Mapping[str, Any] | None, mask: Any) -> StepState:
     """The step as users see it, its redacted parts masked; its result is decoded only when
-    read (`StepState.result`)."""
+    read (`StepState.result`); a sealed value without its key reads `"<encrypted>"`."""
     error = record.rollback_error or record.error
-    text = f"{error.type}: {error.message}" if error is not None else None
+    text = (f"{error.type}: {keys.shown_text(fields.ERROR, error.message)}"
+            if error is not None else None)
     status = record.status
     state = StepState(status if type(status) is StepStatus else StepStatus(status),
                       record.attempts, record.started_at, record.finished_at, text,
@@ -96,41 +102,61 @@ def _step_state(plan: Plan | None, run_id: str, key: str, record: StepRecord,
     if values is not None and key in values:  # decoded already by the execution
         value = values[key]
         return attach_result(state, value=value if mask is None else masked(value, mask))
-    return attach_result(state, load=partial(_masked_result, mask, plan, run_id, key, record))
+    return attach_result(state, load=partial(_masked_result, mask, plan, keys, key, record))
 
 
-def _masked_result(mask: Any, plan: Plan | None, run_id: str, key: str,
+def _masked_result(mask: Any, plan: Plan | None, keys: RunKeys, key: str,
                    record: StepRecord) -> Any:
-    return masked(_decode_result(plan, run_id, key, record), mask)
+    return masked(_decode_result(plan, keys, key, record), mask)
 
 
-def _decode_result(plan: Plan | None, run_id: str, key: str, record: StepRecord) -> Any:
-    """A step's stored result, typed by its return annotation (untyped if that fails).
+def shown(keys: RunKeys, field: str, data: bytes) -> bytes | str:
+    """A stored value's clear bytes, or, without its key, the placeholder a reader shows
+    (`"<encrypted>"`, `"<erased>"`).
 
     Raises:
-        CorruptRecord: the result cannot be decoded at all.
+        CorruptRecord: it fails authentication.
     """
+    try:
+        return keys.open(field, data)
+    except KeyUnavailable as exc:
+        return placeholder(exc)
+
+
+def _decode_result(plan: Plan | None, keys: RunKeys, key: str, record: StepRecord) -> Any:
+    """A step's stored result, typed by its return annotation (untyped if that fails); a
+    sealed one without its key is `"<encrypted>"`.
+
+    Raises:
+        CorruptRecord: the result cannot be decoded at all, or fails authentication.
+    """
+    run_id = keys.run_id
+    clear = shown(keys, fields.result(key), record.result)
+    if isinstance(clear, str):
+        return clear
     node = plan.nodes.get(key) if plan is not None else None
     try:
         if node is not None and node.spec.map is not None:  # its element count (see maps)
-            return msgspec.msgpack.decode(record.result)
+            return msgspec.msgpack.decode(clear)
         if node is not None:
-            return node.decoder.decode(record.result)
+            return node.decoder.decode(clear)
     except msgspec.DecodeError:
         log.warning("reactorflow.run.value_undecodable step=%s", key)
     try:
-        return msgspec.msgpack.decode(record.result)
+        return msgspec.msgpack.decode(clear)
     except msgspec.DecodeError as exc:
         raise CorruptRecord(run_id, f"the result of step {key!r} cannot be decoded: "
                                     f"{exc}") from exc
 
 
-def build_run(plan: Plan | None, stored: StoredRun, history: Sequence[bytes]) -> Run:
-    """The snapshot of a stored run.
+def build_run(plan: Plan | None, stored: StoredRun, history: Sequence[bytes], *,
+              keys: RunKeys | None = None) -> Run:
+    """The snapshot of a stored run (`keys`: the run's, resolved by the caller).
 
     Raises:
-        CorruptRecord: its status, state or a step record cannot be read (a history entry that
-            cannot be decoded only shows as a `history.unreadable` event).
+        CorruptRecord: its status, state or a step record cannot be read, or a sealed value
+            fails authentication (a history entry that cannot be decoded only shows as a
+            `history.unreadable` event).
     """
     head = stored.head
     status = run_status(head)
@@ -142,7 +168,7 @@ def build_run(plan: Plan | None, stored: StoredRun, history: Sequence[bytes]) ->
             steps[key] = records.decode_step(raw)
     with reading(head.run_id, "step records"):  # (a value outside its enum)
         return assemble(plan, head.run_id, head.reactor, status, meta, state, steps, events,
-                        head.created_at)
+                        head.created_at, keys=keys)
 
 
 def decode_history(run_id: str, history: Iterable[bytes]) -> list[Event]:
@@ -168,12 +194,19 @@ appended them, the same for every reader."""
 def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
              meta: RunMeta | None, state: RunState, steps: Mapping[str, StepRecord],
              events: list[Event], created_at: float, *,
-             values: Mapping[str, Any] | None = None) -> Run:
+             values: Mapping[str, Any] | None = None, keys: RunKeys | None = None) -> Run:
     """A `Run` from decoded records (read back from storage, or held by an execution).
 
     History is in the order events happened: concurrent steps checkpoint over different
     connections, so the order in which storage appended their events may differ from it.
-    Redacted inputs and results are masked (see `redactions_of`)."""
+    Redacted inputs and results are masked (see `redactions_of`). Sealed values are opened
+    with `keys` (the run's; default: the codec's); one without its key reads `"<encrypted>"`
+    (`"<erased>"` for an erased subject's).
+
+    Raises:
+        CorruptRecord: a sealed value fails authentication.
+    """
+    keys = keys if keys is not None else plain_keys(run_id)
     redactions = redactions_of(plan, meta)
     masks = redactions.results
     states: dict[str, StepState] = {}
@@ -191,15 +224,15 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
                 done.__dict__["_result"] = known[key]
                 states[key] = done
             else:
-                states[key] = _step_state(plan, run_id, key, record, values, masks.get(key))
+                states[key] = _step_state(plan, keys, key, record, values, masks.get(key))
     elif meta is not None:  # no reactor: the graph stored with the run gives order and steps
         for key in run_steps(meta.fingerprint):
             record = steps.get(key)
             states[key] = (StepState(_PENDING) if record is None else
-                           _step_state(None, run_id, key, record, values, masks.get(key)))
+                           _step_state(None, keys, key, record, values, masks.get(key)))
     for key, record in steps.items():
         if key not in states:
-            states[key] = _step_state(plan, run_id, key, record, values, masks.get(key))
+            states[key] = _step_state(plan, keys, key, record, values, masks.get(key))
     for key, gate in state.gate_waits.items():  # steps a worker put back for a busy gate
         pending = states.get(key)
         if pending is not None and pending.status == StepStatus.PENDING:
@@ -211,17 +244,24 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
             value = value_state.result
     inputs: Any = None
     if meta is not None:
-        try:
-            inputs = (plan.levels[""].inputs_decoder.decode(meta.inputs) if plan is not None
-                      else msgspec.msgpack.decode(meta.inputs))
-        except msgspec.DecodeError:
-            inputs = msgspec.msgpack.decode(meta.inputs)
-        inputs = masked(inputs, redactions.inputs)
+        clear = shown(keys, fields.INPUTS, meta.inputs)
+        if isinstance(clear, str):
+            inputs = clear
+        else:
+            try:
+                inputs = (plan.levels[""].inputs_decoder.decode(clear) if plan is not None
+                          else msgspec.msgpack.decode(clear))
+            except msgspec.DecodeError:
+                inputs = msgspec.msgpack.decode(clear)
+            inputs = masked(inputs, redactions.inputs)
     waiting = state.waiting_on if status in (Status.PAUSED, Status.RUNNING) else []
+    error = state.error
+    if error is not None and _sealed(error):
+        error = open_run_error(keys, error, shown=True)
     return Run(
-        id=run_id, reactor=reactor, status=status, value=value, error=state.error,
+        id=run_id, reactor=reactor, status=status, value=value, error=error,
         waiting_on=[waiting_label(k) for k in waiting],
-        steps=states, history=sorted(events, key=_when),
+        steps=states, history=sorted(opened_history(keys, events), key=_when),
         created_at=meta.created_at if meta is not None else created_at,
         updated_at=state.updated_at,
         timeout_at=earliest_deadline(state, waiting), halt_reason=state.halt_reason,
@@ -230,6 +270,16 @@ def assemble(plan: Plan | None, run_id: str, reactor: str, status: Status,
         version=meta.version if meta is not None else 1,
         paused_by=state.paused_by if status is Status.PAUSED else None,
     )
+
+
+def _sealed(error: RunError) -> bool:
+    return error.message.startswith(TEXT_PREFIX) or error.traceback.startswith(TEXT_PREFIX)
+
+
+def opened_history(keys: RunKeys, events: Iterable[Event]) -> list[Event]:
+    """A run's events with the error text of their details opened (or `"<encrypted>"`)."""
+    return [msgspec.structs.replace(e, detail=keys.shown_text(fields.ERROR, e.detail))
+            if e.detail.startswith(TEXT_PREFIX) else e for e in events]
 
 
 def run_steps(fingerprint: Mapping[str, Sequence[str]]) -> list[str]:
@@ -271,10 +321,13 @@ def build_summaries(heads: Iterable[RunHead]) -> list[RunSummary]:
 def build_summary(head: RunHead) -> RunSummary:
     status = run_status(head)
     meta, state = _decode_head(head)
+    error = state.error
+    if error is not None and _sealed(error):  # (a listing resolves no data key: codec keys)
+        error = open_run_error(plain_keys(head.run_id), error, shown=True)
     return RunSummary(
         id=head.run_id, reactor=head.reactor, status=status,
         created_at=meta.created_at if meta is not None else head.created_at,
-        updated_at=state.updated_at, error=state.error,
+        updated_at=state.updated_at, error=error,
         waiting_on=[waiting_label(k) for k in state.waiting_on] if head.status in (
             Status.PAUSED, Status.RUNNING) else [],
         version=meta.version if meta is not None else 1,

@@ -29,11 +29,14 @@ from reactorflow.errors import (
     CorruptRecord,
     DefinitionChanged,
     GateBusy,
+    KeyUnavailable,
     MigrationError,
     ReactorflowError,
     RunNotFound,
 )
 from reactorflow.middleware import Hooks
+from reactorflow.protection import sealing
+from reactorflow.protection.resolve import stored_keys
 from reactorflow.records import ElementRecord, ErrorRecord, StepRecord, summary
 from reactorflow.runtime.engine import job_checks as jobcheck
 from reactorflow.runtime.engine import job_queue as queue
@@ -269,11 +272,12 @@ async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 
         reactor = own
         try:
             hooks = hooks_for(reactor)  # its gate places are held as the unit's own lock
+            keys = await stored_keys(storage, run_id, stored.head.meta)
             ex = Execution.from_stored(stored, plan=plan_for(reactor), storage=storage,
                                        owner=owner, claims={}, hooks=hooks, mode=UNIT,
                                        gates=GateHolds(storage, lock, hooks=hooks,
-                                                       reactor=reactor_name))
-        except (CorruptRecord, DefinitionChanged) as exc:  # never retried: it cannot change
+                                                       reactor=reactor_name), keys=keys)
+        except (CorruptRecord, DefinitionChanged, KeyUnavailable) as exc:  # it cannot change
             record = StepRecord(StepStatus.FAILED, 0, None, clock.now(),
                                 error=ErrorRecord(type(exc).__name__, exc.message))
             await report(storage, run_id, key, record, [event(EventKind.STEP_FAILED, key)])
@@ -373,7 +377,7 @@ async def _run_unit(ex: Execution, key: str, snoozes: int) -> None:
             return
         case _:
             assert_never(out.status)
-    await report(ex.storage, ex.run_id, key, record, events)
+    await report(ex.storage, ex.run_id, key, record, events, keys=ex.keys)
 
 
 async def _park_unit(ex: Execution, key: str, out: Outcome, events: list[Any]) -> None:
@@ -386,8 +390,10 @@ async def _park_unit(ex: Execution, key: str, out: Outcome, events: list[Any]) -
     if out.error is not None:  # (else an early job of a unit parked already)
         record = StepRecord(StepStatus.RUNNING, out.attempts, out.started_at,
                             error=ErrorRecord.from_exception(out.error), retry_at=out.retry_at)
-        await ex.storage.save_unit(ex.run_id, key, records.encode(record),
-                                   [records.encode(e) for e in events], settled=False)
+        keys = ex.keys
+        await ex.storage.save_unit(ex.run_id, key, records.encode(sealing.step(keys, record)),
+                                   [records.encode(sealing.event(keys, e)) for e in events],
+                                   settled=False)
     queue.current().enqueue(Job.unit(ex.run_id, ex.reactor, key, version=ex.meta.version),
                             delay=max(0.0, out.retry_at - clock.now()))
     log.info("reactorflow.async.parked run_id=%s step=%s attempts=%d next_in=%.1fs", ex.run_id,

@@ -55,6 +55,7 @@ from reactorflow.errors import (
     StorageConnectionError,
     StorageError,
 )
+from reactorflow.protection.resolve import run_keys
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.async_units import child_report
 from reactorflow.runtime.engine.async_units import report as report_unit
@@ -376,7 +377,8 @@ async def _sweep_unit(storage: Storage, unit: UnitLiveness, report: SweepReport)
         return  # parked between two attempts: its job is put back for the next one
     if node.kind is StepKind.ASYNC_REACTOR:
         if record.child_run:  # the child is a run of its own: swept as such; relay its end
-            report_record = await child_report(storage, record.child_run, node, record)
+            report_record = await child_report(storage, record.child_run, node, record,
+                                               await run_keys(storage, None, unit.run_id))
             if report_record is not None:
                 await report_unit(storage, unit.run_id, unit.key, report_record, [])
         return
