@@ -22,7 +22,8 @@ async def _three(customer: str) -> tuple[rf.Run, rf.Run, rf.Run]:
     sleeping = await flows.reminders.run(customer_id=customer, email=email)
     done = await flows.receipts.run(customer_id=customer, email=email)
     assert paused.status is rf.Status.PAUSED
-    assert sleeping.status is rf.Status.RUNNING and sleeping.steps["wait_a_day"].status == "running"
+    assert sleeping.status is rf.Status.RUNNING
+    assert sleeping.steps["wait_a_day"].status == "waiting"
     assert done.status is rf.Status.COMPLETED
     return paused, sleeping, done
 
@@ -118,4 +119,4 @@ async def test_bad_arguments_are_refused_and_change_nothing(sealed: rf.Storage) 
 async def test_a_subject_needs_a_codec(storage: rf.Storage) -> None:
     with pytest.raises(rf.ConfigurationError, match="declares subject=.*no codec is configured"):
         await flows.receipts.run(customer_id="c48", email="c48@example.com")
-    assert (await rf.list_runs(flows.receipts.name)).runs == []  # nothing was stored
+    assert (await flows.receipts.list_runs()).runs == []  # nothing was stored

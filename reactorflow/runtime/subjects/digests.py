@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from reactorflow.errors import InputValidationError, ReactorflowError
 from reactorflow.records import summary
-from reactorflow.runtime.engine.stepcall import read_input
 
 if TYPE_CHECKING:
     from reactorflow.definition.table import Declared
@@ -43,8 +42,10 @@ def run_subject(reactor: Declared, inputs: Any) -> str | None:
     template = reactor.subject
     if template is None:
         return None
-    values = {name: read_input(inputs, name) for name in reactor.input_names}
     try:
+        values = {name: inputs[name] if isinstance(inputs, dict) else getattr(inputs, name)
+                  for name in reactor.input_names if not isinstance(inputs, dict)
+                  or name in inputs}
         text = template.format(**values)
     except Exception as exc:
         raise InputValidationError(reactor.name, "subject",
