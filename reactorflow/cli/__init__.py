@@ -25,6 +25,7 @@ from reactorflow import __version__
 from reactorflow.cli import (
     bulk,
     graph,
+    keys,
     repair,
     runs,
     schedules,
@@ -75,6 +76,7 @@ for action, (single, what) in BULK_FORMS.items():
 cli.add_command(schedules.schedules_group)
 cli.add_command(workers.workers_group)
 cli.add_command(subjects.subjects_group)
+cli.add_command(keys.keys_group)
 for command in (runs.continue_command, runs.undo_command, runs.cancel_command,
                 runs.retry_command, graph.graph_command, services.worker_command,
                 services.sweep_command, services.dashboard_command, services.demo_command,
