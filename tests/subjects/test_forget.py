@@ -117,6 +117,6 @@ async def test_bad_arguments_are_refused_and_change_nothing(sealed: rf.Storage) 
 
 
 async def test_a_subject_needs_a_codec(storage: rf.Storage) -> None:
-    with pytest.raises(rf.ConfigurationError, match="declares subject=.*no codec is configured"):
+    with pytest.raises(rf.ConfigurationError, match=r"declares subject=.*no codec is configured"):
         await flows.receipts.run(customer_id="c48", email="c48@example.com")
     assert (await flows.receipts.list_runs()).runs == []  # nothing was stored

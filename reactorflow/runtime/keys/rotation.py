@@ -25,14 +25,14 @@ reported (a run that cannot be read at all is reported too); nothing else stops 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import msgspec
 
 from reactorflow import records
-from reactorflow.errors import ConfigurationError, CorruptRecord, KeyUnavailable, StorageError
+from reactorflow.errors import ConfigurationError, CorruptRecord, KeyUnavailable
 from reactorflow.protection import envelope, fields
 from reactorflow.protection.codec import DATA_KEY_PREFIX, EncryptionCodec
 from reactorflow.protection.keys import RunKeys
