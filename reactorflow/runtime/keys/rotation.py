@@ -26,7 +26,7 @@ reported (a run that cannot be read at all is reported too); nothing else stops 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -42,7 +42,7 @@ from reactorflow.runtime.subjects import data_keys
 from reactorflow.storage.contract.maps import LOAD_LIMIT
 from reactorflow.storage.contract.resealing import Reseal, Swap
 from reactorflow.storage.contract.storage import Storage
-from reactorflow.storage.contract.values import StoredRun
+from reactorflow.storage.contract.values import RunPageData, StoredRun
 
 ATTEMPTS = 5
 """Times a run whose records changed under a rotation is read again and retried."""
@@ -268,27 +268,41 @@ async def rotate(storage: Storage, codec: EncryptionCodec | None, to: str, *,
     """
     codec = check_target(codec, to)
     progress = Progress()
-    cursor = ""
-    while True:
-        digests, cursor = await storage.subject_digests(cursor, batch)
+    async for digests in subject_pages(storage, batch):
         for subject in digests:
             progress.data_keys += await _rewrap(storage, codec, subject)
-        if report is not None and digests:
+        if report is not None:
             report(progress)
-        if not cursor:
-            break
-    page_cursor: str | None = None
-    while True:
-        page = await storage.list_runs(None, None, batch, page_cursor)
+    async for page in run_pages(storage, batch):
         for head in page.heads:
             progress.runs += 1
             await _reseal_one(storage, codec, head.run_id, progress)
         progress.unreadable += [(r, "its record cannot be read") for r in page.unreadable]
         if report is not None:
             report(progress)
-        page_cursor = page.next_cursor
-        if page_cursor is None:
-            return progress
+    return progress
+
+
+async def subject_pages(storage: Storage, batch: int) -> AsyncIterator[list[str]]:
+    """The digests of every subject with a data key, a page at a time (none empty)."""
+    cursor = ""
+    while True:
+        digests, cursor = await storage.subject_digests(cursor, batch)
+        if digests:
+            yield digests
+        if not cursor:
+            return
+
+
+async def run_pages(storage: Storage, batch: int) -> AsyncIterator[RunPageData]:
+    """Every reactor's runs, newest first, a page of `batch` at a time."""
+    cursor: str | None = None
+    while True:
+        page = await storage.list_runs(None, None, batch, cursor)
+        yield page
+        cursor = page.next_cursor
+        if cursor is None:
+            return
 
 
 @dataclass(slots=True)
@@ -342,18 +356,12 @@ async def check(storage: Storage, *, batch: int = BATCH,
             count(data)
         return data
 
-    cursor = ""
-    while True:
-        digests, cursor = await storage.subject_digests(cursor, batch)
+    async for digests in subject_pages(storage, batch):
         for subject in digests:
             wrapped = await storage.subject_key(subject)
             if wrapped is not None:
                 found.data_keys[data_keys.wrapping_key(wrapped) or CLEAR] += 1
-        if not cursor:
-            break
-    page_cursor: str | None = None
-    while True:
-        page = await storage.list_runs(None, None, batch, page_cursor)
+    async for page in run_pages(storage, batch):
         for head in page.heads:
             stored = await storage.load_run(head.run_id, history=True, claims=True)
             if stored is None:
@@ -367,6 +375,4 @@ async def check(storage: Storage, *, batch: int = BATCH,
         found.unreadable += [(r, "its record cannot be read") for r in page.unreadable]
         if report is not None:
             report(found)
-        page_cursor = page.next_cursor
-        if page_cursor is None:
-            return found
+    return found
