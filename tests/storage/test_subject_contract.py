@@ -179,3 +179,24 @@ async def test_retention_drops_an_ended_runs_index_entry_with_the_run_redis(
         assert await conn.client.smembers(index) == set()  # removed, not only hidden
     finally:
         await storage.aclose()
+
+
+async def test_a_large_index_is_pruned_of_gone_runs_as_runs_enter_redis(redis_url: str) -> None:
+    """Redis keeps the index in another slot than the runs: past `PRUNE_AT` entries, each run
+    that enters also checks a sample of the index and removes the entries of runs gone."""
+    from reactorflow.storage.redis.subjects import PRUNE_AT, PRUNE_SAMPLE
+    from tests.helpers import redis_namespace
+
+    storage = RedisStorage.from_url(redis_url, namespace=redis_namespace("subj"))
+    try:
+        s = digest()
+        conn = await storage._redis.get()
+        index = storage._subject_keys(s)[1]
+        await conn.client.sadd(index, *[f"expired-{n}" for n in range(PRUNE_AT + 1)])
+        live = await new_run(storage)
+        await storage.enter_subject_run(s, live, b"k")
+        left = await conn.client.scard(index)
+        assert left <= PRUNE_AT + 2 - (PRUNE_SAMPLE - 1), left
+        assert await conn.client.sismember(index, live)  # a stored run is never pruned
+    finally:
+        await storage.aclose()

@@ -5,8 +5,11 @@ data key, a string) and `<ns>:subject:{<digest>}:runs` (its run index, a set of 
 each script on them is atomic on a cluster too. Two global keys in slot `{subjects}`:
 `<ns>:{subjects}:all`, the set of digests with a key (written before the key is created and
 cleared after it is destroyed: a hint for a rotation's listing), and `<ns>:{subjects}:erased`,
-the audit list of erasures. The run index lives in another slot than the runs: `subject_runs`
-checks each run's record and removes the entries of runs that are gone (retention).
+the audit list of erasures. The run index lives in another slot than the runs, so retention
+cannot drop an entry with its run: `subject_runs` checks each run's record and removes the
+entries of runs that are gone, and a new run entering an index of more than `PRUNE_AT` entries
+checks a random sample of `PRUNE_SAMPLE` of them the same way (an index holds the subject's
+live runs and not many more).
 """
 
 from __future__ import annotations
@@ -15,6 +18,11 @@ from typing import Any
 
 from reactorflow.storage.contract.subjects import ERASURES_KEPT
 from reactorflow.storage.redis.connections import RedisConnector
+
+PRUNE_AT = 1000
+"""Runs in a subject's index past which each new run's entry also prunes a sample of it."""
+PRUNE_SAMPLE = 100
+"""Entries of a subject's index checked (and removed when their run is gone) per prune."""
 
 
 class RedisSubjects:
@@ -34,8 +42,13 @@ class RedisSubjects:
         conn = await self._redis.get()
         with self._redis.errors():
             await conn.client.sadd(self._subjects_key("all"), subject)  # the hint goes first
-            return bytes(await conn.script("subject_enter", self._subject_keys(subject),
-                                           [run_id, wrapped]))
+            key, size = await conn.script("subject_enter", self._subject_keys(subject),
+                                          [run_id, wrapped])
+            if int(size) > PRUNE_AT:
+                await self._drop_gone_runs(conn, self._subject_keys(subject)[1],
+                                  await conn.client.srandmember(self._subject_keys(subject)[1],
+                                                                PRUNE_SAMPLE))
+        return bytes(key)
 
     async def run_subject_key(self, subject: str, run_id: str) -> bytes | None:
         conn = await self._redis.get()
@@ -68,16 +81,21 @@ class RedisSubjects:
         conn = await self._redis.get()
         index = self._subject_keys(subject)[1]
         with self._redis.errors():
-            run_ids = sorted(_text(r) for r in await conn.client.smembers(index))
-            if not run_ids:
-                return []
-            pipe = conn.client.pipeline(transaction=False)
-            for run_id in run_ids:
-                pipe.exists(self._keys.run(run_id))
-            found = await pipe.execute()
-            gone = [run_id for run_id, there in zip(run_ids, found, strict=True) if not there]
-            if gone:
-                await conn.client.srem(index, *gone)
+            return await self._drop_gone_runs(conn, index, await conn.client.smembers(index))
+
+    async def _drop_gone_runs(self, conn: Any, index: str, members: Any) -> list[str]:
+        """Remove from run index `index` the entries among `members` whose run is gone;
+        returns the others (their runs are stored), sorted."""
+        run_ids = sorted(_text(r) for r in members)
+        if not run_ids:
+            return []
+        pipe = conn.client.pipeline(transaction=False)
+        for run_id in run_ids:
+            pipe.exists(self._keys.run(run_id))
+        found = await pipe.execute()
+        gone = [run_id for run_id, there in zip(run_ids, found, strict=True) if not there]
+        if gone:
+            await conn.client.srem(index, *gone)
         return [run_id for run_id, there in zip(run_ids, found, strict=True) if there]
 
     async def subject_digests(self, cursor: str, limit: int) -> tuple[list[str], str]:
