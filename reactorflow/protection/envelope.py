@@ -143,11 +143,11 @@ def reserved(data: bytes) -> bool:
         return True
 
 
-def key_id_of(data: bytes | str) -> str | None:
-    """The key id a stored value (bytes or text) is sealed under, or None when it is clear (or
-    not an envelope at all): what `keys check` counts and keyless readers name."""
+def key_id_of(data: bytes | msgspec.Raw | str) -> str | None:
+    """The key id a stored value (bytes, a record's Raw field, or text) is sealed under, or
+    None when it is clear (or not an envelope at all): what `keys check` counts."""
     try:
-        body = text_body(data) if isinstance(data, str) else ext_data(data)
+        body = text_body(data) if isinstance(data, str) else ext_data(bytes(memoryview(data)))
         return None if body is None else parse(body).key_id
     except BadEnvelope:
         return None

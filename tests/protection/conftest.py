@@ -11,6 +11,7 @@ import redis
 
 import reactorflow as rf
 from reactorflow import config
+from tests.operate.conftest import shared  # noqa: F401 - the CLI test's Redis namespace
 from tests.protection.flows import codec
 
 

@@ -33,6 +33,7 @@ from reactorflow.runtime.engine.mode import CALLER, DriveMode
 from reactorflow.runtime.engine.writer import RunWriter
 from reactorflow.runtime.gates.scope import Entry, GateHolds
 from reactorflow.status import EventKind, Status, StepStatus
+from reactorflow.storage.contract.decoding import reading
 from reactorflow.storage.contract.maps import Slots
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.values import StoredRun
@@ -313,6 +314,24 @@ def verify(keys: RunKeys, steps: Mapping[str, StepRecord], claims: Mapping[str, 
                 keys.open_text(fields.ERROR, error.message)
     for key, payload in claims.items():
         keys.open(fields.claim(key), payload)
+
+
+def verify_stored(keys: RunKeys, stored: StoredRun) -> None:
+    """`verify` for a run as read from storage, its inputs too (before an operation that
+    writes first, such as `continue_`'s claim).
+
+    Raises:
+        CorruptRecord: a record does not decode, or a value fails authentication.
+        KeyUnavailable: a value needs a key this process does not hold.
+    """
+    run_id = stored.head.run_id
+    with reading(run_id, "meta"):
+        keys.open(fields.INPUTS, records.decode_meta(stored.head.meta).inputs)
+    steps = {}
+    for key, raw in stored.steps.items():
+        with reading(run_id, f"step {key!r}"):
+            steps[key] = records.decode_step(raw)
+    verify(keys, steps, stored.claims or {})
 
 
 _NO_HOOKS = Hooks(())

@@ -61,7 +61,7 @@ from reactorflow.protection.resolve import run_keys
 from reactorflow.records import Control, RunError, RunState
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.driver import drive
-from reactorflow.runtime.engine.execution import Execution, event
+from reactorflow.runtime.engine.execution import Execution, event, verify_stored
 from reactorflow.runtime.engine.mode import CALLER, WAITS_FOR_THROWS, DriveMode
 from reactorflow.runtime.engine.ownership import acquire, keep_alive, new_owner
 from reactorflow.runtime.gates.levels import has_gates
@@ -105,6 +105,10 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     owner = new_owner()
     lock_ttl = config.settings().lock_ttl
     keys = await run_keys(storage, None, run_id)
+    if keys.seals:  # its values are opened before the claim is written (a corrupt one: none)
+        found_run = await storage.load_run(run_id, claims=True)
+        if found_run is not None and found_run.head.reactor == reactor.name:
+            verify_stored(keys, found_run)
     encoded = _conformed(plan, key, payload)
     if encoded is not None:
         # checks, claim, lock and the `running` write in one call

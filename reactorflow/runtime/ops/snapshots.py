@@ -166,9 +166,28 @@ def build_run(plan: Plan | None, stored: StoredRun, history: Sequence[bytes], *,
     for key, raw in stored.steps.items():
         with reading(head.run_id, f"step {key!r}"):
             steps[key] = records.decode_step(raw)
+    if keys is not None and keys.seals:
+        authenticate(keys, steps)
     with reading(head.run_id, "step records"):  # (a value outside its enum)
         return assemble(plan, head.run_id, head.reactor, status, meta, state, steps, events,
                         head.created_at, keys=keys)
+
+
+def authenticate(keys: RunKeys, steps: Mapping[str, StepRecord]) -> None:
+    """Check every sealed step value of a run read back (results are decoded only when read):
+    one that fails authentication fails the snapshot now, naming its run and field; one whose
+    key is not held is left to read `"<encrypted>"`.
+
+    Raises:
+        CorruptRecord: a sealed value fails authentication.
+    """
+    for key, record in steps.items():
+        for field, data in ((fields.result(key), record.result),
+                            (fields.child_inputs(key), record.child_inputs)):
+            try:
+                keys.open(field, data)
+            except KeyUnavailable:
+                continue
 
 
 def decode_history(run_id: str, history: Iterable[bytes]) -> list[Event]:
