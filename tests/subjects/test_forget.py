@@ -58,11 +58,18 @@ async def test_forget_erases_one_subject_and_changes_nothing_else(sealed: rf.Sto
     assert "c42" not in repr(erasure)  # the audit record holds no subject data
 
 
-async def test_an_erased_run_cannot_be_continued(sealed: rf.Storage) -> None:
-    paused, _, _ = await _three("c43")
+async def test_an_erased_run_cannot_be_continued_undone_or_retried(sealed: rf.Storage) -> None:
+    """What was erased can never be read again: an operation that needs a value of the run
+    is refused naming the erasure, and writes nothing."""
+    paused, _, done = await _three("c43")
     await rf.forget_subject("c43")
-    with pytest.raises(rf.RunStateError):
+    with pytest.raises(rf.KeyUnavailable) as caught:
         await flows.signups.continue_(paused.id, step="confirm", payload={"code": "X"})
+    assert caught.value.erased and "can never be read again" in str(caught.value)
+    with pytest.raises(rf.KeyUnavailable, match="erased"):
+        await flows.receipts.undo(done.id)
+    assert (await rf.get_run(paused.id)).status is rf.Status.CANCELLED  # nothing written
+    assert (await rf.get_run(done.id)).status is rf.Status.COMPLETED
 
 
 async def test_an_unknown_or_erased_subject_is_a_no_op(sealed: rf.Storage) -> None:
