@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
+import anyio
 import msgspec
 
 import reactorflow as rf
@@ -81,3 +82,30 @@ plain = rf.Reactor("subj.plain", inputs=Account)
 @plain.step
 async def record(email: str) -> str:
     return f"recorded {email}"
+
+
+holds = rf.Reactor("subj.holds", inputs=Account, subject="{customer_id}", on_failure="hold")
+
+
+@holds.step
+async def charge(email: str) -> str:
+    raise ValueError(f"the card of {email} was declined")
+
+
+busy = rf.Reactor("subj.busy", inputs=Account, subject="{customer_id}")
+STARTED: list[anyio.Event] = []
+"""Set by `slow` as it starts (a test puts a fresh event here)."""
+RELEASE: list[anyio.Event] = []
+"""`slow` waits for it (a test puts a fresh event here)."""
+
+
+@busy.step
+async def slow(email: str) -> str:
+    STARTED[-1].set()
+    await RELEASE[-1].wait()
+    return f"slow work for {email}"
+
+
+@busy.step
+async def after_slow(slow: str) -> str:
+    return f"after {slow}"

@@ -127,3 +127,32 @@ async def test_a_subject_needs_a_codec(storage: rf.Storage) -> None:
     with pytest.raises(rf.ConfigurationError, match=r"declares subject=.*no codec is configured"):
         await flows.receipts.run(customer_id="c48", email="c48@example.com")
     assert (await flows.receipts.list_runs()).runs == []  # nothing was stored
+
+
+async def test_forget_cancels_held_runs_and_runs_in_the_middle_of_a_step(
+        sealed: rf.Storage) -> None:
+    """A held run is cancelled at once; a run whose step is running in another task is
+    cancelled at its next step boundary (the request is left for its execution): the step in
+    flight finishes, sealed under the destroyed key, so its result reads erased too."""
+    held = await flows.holds.run(customer_id="c50", email="c50@example.com")
+    assert held.status is rf.Status.HELD
+    flows.STARTED.append(anyio.Event())
+    flows.RELEASE.append(anyio.Event())
+    ended: list[rf.Run] = []
+
+    async def drive() -> None:
+        ended.append(await flows.busy.run(customer_id="c50", email="c50@example.com"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drive)
+        await flows.STARTED[-1].wait()
+        assert await rf.forget_subject("c50") == 2
+        flows.RELEASE[-1].set()
+    [busy] = ended
+    assert (busy.status, busy.cancel_reason) == (rf.Status.CANCELLED, "subject erased")
+    read = await rf.get_run(busy.id)
+    assert read.steps["slow"].result == ERASED and read.steps["after_slow"].status == "pending"
+    after = await rf.get_run(held.id)
+    assert (after.status, after.cancel_reason) == (rf.Status.CANCELLED, "subject erased")
+    assert after.error is None or after.error.message == ERASED
+    assert after.steps["charge"].error == f"ValueError: {ERASED}"  # its text named the e-mail
