@@ -156,3 +156,43 @@ async def test_forget_cancels_held_runs_and_runs_in_the_middle_of_a_step(
     assert (after.status, after.cancel_reason) == (rf.Status.CANCELLED, "subject erased")
     assert after.error is None or after.error.message == ERASED
     assert after.steps["charge"].error == f"ValueError: {ERASED}"  # its text named the e-mail
+
+
+async def test_the_subject_is_stored_nowhere_in_clear(sealed: rf.Storage,
+                                                      request: pytest.FixtureRequest) -> None:
+    """Only the subject's digest is stored (runs, index, data key, audit record): its text is
+    in no stored byte, before the erasure and after it; the scan finds the digest (a check of
+    the check)."""
+    from tests.protection.conftest import memory_bytes, redis_bytes
+
+    subject = "subject-marker-5f1e9c"
+    await flows.signups.run(customer_id=subject, email="m@example.com")
+    await flows.receipts.run(customer_id=subject, email="m@example.com")
+
+    def stored() -> list[bytes]:
+        if isinstance(sealed, rf.MemoryStorage):
+            return memory_bytes(sealed)
+        return redis_bytes(request.getfixturevalue("redis_url"))
+
+    digest = subject_digest(subject).encode()
+    for _ in ("before", "after"):
+        found = stored()
+        assert not [b for b in found if subject.encode() in b]
+        assert any(digest in b for b in found)
+        await rf.forget_subject(subject)
+
+
+async def test_a_subject_that_cannot_be_rendered_refuses_the_start(sealed: rf.Storage) -> None:
+    """A template over a nested field passes the declaration (its root is an input) but may
+    not render over given inputs: the start is refused naming the field, nothing stored."""
+    nested = rf.Reactor("subj.nested", inputs=flows.Account, subject="{email.domain}")
+
+    @nested.step
+    async def only(email: str) -> str:
+        return email
+
+    with pytest.raises(rf.InputValidationError) as caught:
+        await nested.run(customer_id="c51", email="c51@example.com")
+    assert caught.value.field == "subject"
+    assert "the template '{email.domain}' cannot be rendered" in str(caught.value)
+    assert (await nested.list_runs()).runs == []
