@@ -33,7 +33,7 @@ from benchmarks._report import Report
 ORDER = ("engine_chain", "engine_fanout", "checkpoint_growth", "redis_chain", "dbos_compare",
          "continue_latency", "runs_list", "search_key", "deploy_check", "sweep_cost", "map_inline",
          "map_redis", "map_fanout", "map_memory", "gates", "scale", "schedule_latency",
-         "pydantic_cost")
+         "pydantic_cost", "codec_cost")
 
 
 def available() -> list[str]:

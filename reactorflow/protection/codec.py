@@ -100,7 +100,14 @@ class EncryptionCodec:
         return tuple(self._ciphers)
 
     def cipher_for(self, key_id: str) -> Cipher | None:
-        """The cipher of `key_id`, or None when it holds no such key."""
+        """The cipher of a key it holds (what seals and opens values), never the key itself.
+
+        Args:
+            key_id: One of its key ids.
+
+        Returns:
+            The key's AES-256-GCM cipher, or None when it holds no such key id.
+        """
         return self._ciphers.get(key_id)
 
     def __repr__(self) -> str:

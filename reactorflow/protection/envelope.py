@@ -65,9 +65,20 @@ def header(key_id: str) -> bytes:
     return bytes((FORMAT, len(kid))) + kid
 
 
+_EXT_CODE_BYTE = bytes((EXT_CODE,))
+
+
 def pack(head: bytes, nonce: bytes, sealed: bytes) -> bytes:
-    """The stored bytes of an envelope: a MessagePack ext value of type `EXT_CODE`."""
-    return msgspec.msgpack.encode(msgspec.msgpack.Ext(EXT_CODE, head + nonce + sealed))
+    """The stored bytes of an envelope: a MessagePack ext value of type `EXT_CODE` (ext 8, 16
+    or 32 by its size: an envelope is never smaller than a fixext's 16 bytes)."""
+    size = len(head) + len(nonce) + len(sealed)
+    if size < 0x100:
+        lead = b"\xc7" + bytes((size,))
+    elif size < 0x10000:
+        lead = b"\xc8" + size.to_bytes(2, "big")
+    else:
+        lead = b"\xc9" + size.to_bytes(4, "big")
+    return b"".join((lead, _EXT_CODE_BYTE, head, nonce, sealed))
 
 
 def ext_data(data: bytes) -> bytes | None:

@@ -23,7 +23,7 @@ Opening (`open`, `open_raw`, `open_text`), in order:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -77,6 +77,8 @@ class RunKeys:
     # put before every value's field (not text's: error text is run-wide, `fields.ERROR`): an
     # element reactor's execution's `maps.<map>.<i>.`
     prefix: str = ""
+    _sealer: list[tuple[bytes, Cipher, bytes]] = field(default_factory=list, compare=False,
+                                                       repr=False)  # (see `_sealing`)
 
     def within(self, prefix: str) -> RunKeys:
         """These keys for the values of a part of the run (an element reactor's execution):
@@ -103,11 +105,10 @@ class RunKeys:
                 raise TypeError(f"msgpack ext type {envelope.EXT_CODE} is reserved for "
                                 "reactorflow's sealed values; use another ext code")
             return data if isinstance(data, bytes) else bytes(view)
-        key_id, aead = self._sealing()
-        head = envelope.header(key_id)
+        head, aead, bound = self._sealing()
         iv = nonce()
-        sealed = aead.encrypt(iv, bytes(data), envelope.associated(head, self.run_id,
-                                                            self.prefix + field))
+        sealed = aead.encrypt(iv, data if isinstance(data, bytes) else bytes(data),
+                              bound + (self.prefix + field).encode("utf-8", "surrogatepass"))
         return envelope.pack(head, iv, sealed)
 
     def seal_raw(self, field: str, data: Value) -> msgspec.Raw:
@@ -123,20 +124,30 @@ class RunKeys:
             return envelope.escape_text(text)
         if not text:
             return text
-        key_id, aead = self._sealing()
-        head = envelope.header(key_id)
+        head, aead, bound = self._sealing()
         iv = nonce()
         sealed = aead.encrypt(iv, text.encode("utf-8", "surrogatepass"),
-                              envelope.associated(head, self.run_id, field))
+                              bound + field.encode("utf-8", "surrogatepass"))
         return envelope.text_of(head, iv, sealed)
 
-    def _sealing(self) -> tuple[str, Cipher]:
+    def _sealing(self) -> tuple[bytes, Cipher, bytes]:
+        """The sealing key's envelope head, its cipher and the associated data up to the field
+        (`envelope.associated` without its last part), worked out once per `RunKeys`."""
+        found = self._sealer
+        if found:
+            return found[0]
         if self.data_key is not None:
-            return self.data_key.key_id, self.data_key.cipher
-        assert self.codec is not None
-        aead = self.codec.cipher_for(self.codec.current)
-        assert aead is not None
-        return self.codec.current, aead
+            key_id, aead = self.data_key.key_id, self.data_key.cipher
+        else:
+            assert self.codec is not None
+            key_id = self.codec.current
+            current = self.codec.cipher_for(key_id)
+            assert current is not None
+            aead = current
+        head = envelope.header(key_id)
+        made = (head, aead, envelope.associated(head, self.run_id, ""))
+        found.append(made)
+        return made
 
     # -- opening -------------------------------------------------------------------------------
 

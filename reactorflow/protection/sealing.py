@@ -31,10 +31,11 @@ from reactorflow.status import ControlKind, EventKind
 ERROR_DETAILS = frozenset({
     EventKind.STEP_FAILED, EventKind.STEP_RETRIED, EventKind.RUN_FAILED, EventKind.RUN_HELD,
     EventKind.UNDO_FAILED, EventKind.COMPENSATE_FAILED, EventKind.UNDO_ALL_FAILED,
-    EventKind.ASYNC_FINISHED, EventKind.RUN_ROLLING_BACK, EventKind.STEP_HALTED,
-    EventKind.RUN_HALTED,
+    EventKind.RUN_ROLLING_BACK,
 })
-"""The events whose detail may hold error text (an exception's message, a halt reason)."""
+"""The events whose detail may hold error text (an exception's message). Other details are
+structure (a child run's id, an interrupt's key, a status, a deadline) or an operator's or a
+halt's reason, which stay clear, as `RunState.cancel_reason` and `halt_reason` do."""
 
 
 def _clear(text: str) -> bool:

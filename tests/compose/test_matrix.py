@@ -4,6 +4,8 @@ other kind reads, on every lane. The kinds and pairs are declared in `tests.work
 
 Lanes:
 - `memory`, `redis`: that storage, with the embedded in-process worker (the default broker);
+- `memory_codec`, `redis_codec`: the same with an `rf.EncryptionCodec` configured (every
+  value each kind stores is sealed, and read back by the other kind);
 - `testkit`, `testkit_redis`: `reactorflow.testing.Environment` (what `rf_env` and
   `rf_redis_env` give a user's test) on memory and on Redis, its in-test queue drained by the
   test;
@@ -13,6 +15,7 @@ Lanes:
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
@@ -28,7 +31,7 @@ from tests.workers.test_real_workers import Shared, Workers
 from tests.workflows import background as bg
 from tests.workflows import matrix
 
-LANES = ("memory", "redis", "testkit", "testkit_redis", "workers")
+LANES = ("memory", "redis", "memory_codec", "redis_codec", "testkit", "testkit_redis", "workers")
 SETTLE_TIMEOUT = 30.0
 """Seconds a run may take to reach its next pause or its end (a broken hand-over waits this
 long, then the test fails naming where the run stood)."""
@@ -85,6 +88,10 @@ async def lane(request: pytest.FixtureRequest) -> AsyncIterator[Lane]:
     name = request.param
     if name in ("memory", "redis"):
         async with configured(make_storage(name, request)):
+            yield Lane(name)
+    elif name in ("memory_codec", "redis_codec"):
+        async with configured(make_storage(name.removesuffix("_codec"), request)):
+            rf.configure(codec=rf.EncryptionCodec(keys={"k1": os.urandom(32)}, current="k1"))
             yield Lane(name)
     elif name == "testkit":
         async with Environment() as env:

@@ -102,3 +102,11 @@ def test_the_field_and_the_run_are_bound() -> None:
     other = rf.EncryptionCodec(keys={"k2": KEY}, current="k2")
     with pytest.raises(rf.CorruptRecord):
         RunKeys("run-1", other).open("steps.a.result", renamed)
+
+
+@pytest.mark.parametrize("size", [1, 200, 300, 70_000])
+def test_the_envelope_is_the_msgpack_ext_value_msgspec_reads(size: int) -> None:
+    head, nonce, sealed = envelope.header("k1"), b"n" * 12, b"x" * size
+    packed = envelope.pack(head, nonce, sealed)
+    assert msgspec.msgpack.decode(packed) == msgspec.msgpack.Ext(82, head + nonce + sealed)
+    assert envelope.ext_data(packed) == head + nonce + sealed

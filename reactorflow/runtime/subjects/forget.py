@@ -50,7 +50,7 @@ async def forget_subject(subject: str, *, actor: str | None = None) -> int:
     runs in flight with the reason `"subject erased"`. Runs that ended stay as they are, but
     for their values; nothing of other subjects changes. The erasure is recorded, without the
     subject's data, for audit (`rf.list_erasures()`). See
-    [Subjects and key rotation](subjects.md#subjects-and-erasure).
+    [Protecting data](protecting-data.md#subjects-and-erasure).
 
     Args:
         subject: The subject as the reactor's `subject=` template renders it (a customer id,
