@@ -100,3 +100,35 @@ async def test_runs_in_flight_lose_nothing_while_keys_rotate(sealed: rf.Storage)
         assert read.status is rf.Status.COMPLETED
         assert read.steps["confirm"].result == (
             f"welcome sent to {read.inputs.email}, confirmed {run.id[-4:]}")
+
+
+@pytest.mark.parametrize("fail_late", [False, True])
+async def test_every_kind_of_value_is_resealed(sealed: rf.Storage, fail_late: bool) -> None:
+    """The data-protection tests' reactor stores every kind of value (inputs, results, a
+    payload, child inputs, map items, shared arguments and outcomes inline and fanned out, an
+    element reactor's inputs and steps, an async step's result, error texts): after a rotation
+    nothing is under the old key, and with the old key removed the run reads the same."""
+    from reactorflow.jsonforms import run_form
+    from tests.protection.flows import approval, everything, order
+
+    flow = everything(fail_late=fail_late)
+    run = await flow.run(order("rot"))
+    await flow.continue_(run.id, step="approve", payload=approval())
+    done = await flow.wait(run.id, timeout=60)
+    assert done.status is (rf.Status.FAILED if fail_late else rf.Status.COMPLETED)
+    shown = run_form(await rf.get_run(run.id))
+    before = await check(sealed)
+    assert before.values[flows.OLD] > 10, before
+
+    rf.configure(codec=flows.codec(flows.NEW))
+    done_rotating = await rotate(sealed, flows.codec(flows.NEW), flows.NEW)
+    assert not done_rotating.unreadable and not done_rotating.busy
+    after = await check(sealed)
+    assert after.values[flows.OLD] == 0, after
+    assert after.values[flows.NEW] == before.values[flows.OLD]
+
+    rf.configure(codec=rf.EncryptionCodec(keys={flows.NEW: flows.KEYS[flows.NEW]},
+                                          current=flows.NEW))
+    again = run_form(await rf.get_run(run.id))
+    assert again == shown
+    assert "<encrypted>" not in repr(again)

@@ -89,18 +89,31 @@ def event(text: Text, value: Event) -> Event:
     return value if detail is value.detail else msgspec.structs.replace(value, detail=detail)
 
 
-def element(visit: Bytes, text: Text, map_key: str, index: int,
-            record: ElementRecord) -> ElementRecord:
-    """A map element's outcome with its result, inputs, error texts and nested step records
-    visited."""
-    prefix = fields.element(map_key, index)
-    result = raw(visit, fields.element_result(map_key, index), record.result)
-    inputs = raw(visit, prefix + fields.INPUTS, record.inputs)
+def element(visit: Bytes, text: Text, map_key: str, index: int, record: ElementRecord, *,
+            prefix: str = "") -> ElementRecord:
+    """A map element's outcome with its result, inputs, error texts, nested step records and
+    the outcomes of the maps nested in it visited (`prefix`: the field prefix of an element
+    nested in another)."""
+    inner = prefix + fields.element(map_key, index)
+    result = raw(visit, prefix + fields.element_result(map_key, index), record.result)
+    inputs = raw(visit, inner + fields.INPUTS, record.inputs)
     error, rolled = _error(text, record.error), _error(text, record.rollback_error)
-    nested = {key: step(visit, text, key, r, prefix=prefix) for key, r in record.steps.items()}
+    nested = {key: step(visit, text, key, r, prefix=inner) for key, r in record.steps.items()}
+    maps = {key: {i: _nested(visit, text, key, i, slot, inner) for i, slot in slots.items()}
+            for key, slots in record.maps.items()}
     if (result is record.result and inputs is record.inputs and error is record.error
             and rolled is record.rollback_error
-            and all(nested[k] is record.steps[k] for k in nested)):
+            and all(nested[k] is record.steps[k] for k in nested)
+            and all(maps[k][i] is record.maps[k][i] for k in maps for i in maps[k])):
         return record
     return msgspec.structs.replace(record, result=result, inputs=inputs, error=error,
-                                   rollback_error=rolled, steps=nested)
+                                   rollback_error=rolled, steps=nested, maps=maps)
+
+
+def _nested(visit: Bytes, text: Text, map_key: str, index: int, slot: bytes,
+            prefix: str) -> bytes:
+    """An encoded outcome of a map nested in an element, visited (the same bytes if nothing
+    in it changed)."""
+    record = records.decode_element(slot)
+    again = element(visit, text, map_key, index, record, prefix=prefix)
+    return slot if again is record else records.encode(again)
