@@ -88,8 +88,9 @@ class Reactor(RunMethods["Reactor"]):
             rolls back by itself (`None`: it waits until one acts).
         subject: Whose personal data the runs carry: a template over the inputs, like a gate
             key (`"{customer_id}"`). Each subject's values are sealed under its own data key,
-            which `rf.forget_subject` destroys (see [Protecting data](protecting-data.md#subjects-and-erasure)).
-            Only a digest of the subject is stored, never its text.
+            which `rf.forget_subject` destroys (see
+            [Protecting data](protecting-data.md#subjects-and-erasure)). Only a digest of the
+            subject is stored, never its text.
 
     Raises:
         DefinitionError: A bad name, `max_concurrency`, `returns`, schedule or version (naming
