@@ -1,26 +1,27 @@
 """The storage contract for data subjects (part of `Storage`; see `storage/contract/storage.py`):
 each subject's wrapped data key, the index subject -> runs, and the audit trail of erasures.
 
-A subject is named here by its digest (`runtime/subjects/digest.py`), never by its text. Per
+A subject is named here by its digest (`runtime/subjects/digests.py`), never by its text. Per
 subject the backend keeps, in one place (on Redis one hash slot, `{<digest>}`, so each method is
 one atomic script on a cluster too):
 
-* its **data key**, wrapped by the codec (opaque bytes): created first-wins with the first
-  run's index entry (`enter_subject_run`: two concurrent first runs agree on one key),
-  replaced only by a compare-and-set (`replace_subject_key`: a key rotation re-wraps it),
-  destroyed with the run index in one atomic step (`destroy_subject`);
+* its **data key**, wrapped by the codec (opaque bytes): created first-wins with the first run's
+  index entry (`enter_subject_run`: two concurrent first runs agree on one key), replaced only
+  by a compare-and-set (`replace_subject_key`: a key rotation re-wraps it), destroyed with the
+  run index in one atomic step (`destroy_subject`);
 * the **run index**: the ids of the runs created under the current key. A run's entry is
-  written, with the key it gets, before the run is created (a start that failed leaves an
-  entry naming no run: readers verify entries against the runs); a run whose entry is gone
-  from the index after its key was destroyed is erased (`run_subject_key` gives it no key,
-  even once a later run created a fresh one). Retention drops the entries of runs
-  that are gone: memory with the run; Redis, where the index lives in another slot than the
-  runs, when `subject_runs` reads them (the entries of runs whose record is gone are removed).
+  written, with the key it gets, before the run is created (a start that failed leaves an entry
+  naming no run: readers verify entries against the runs); a run whose entry is gone from the
+  index after its key was destroyed is erased (`run_subject_key` gives it no key, even once a
+  later run created a fresh one). Retention drops the entries of runs that are gone: memory with
+  the run; Redis, where the index lives in another slot than the runs, when `subject_runs` reads
+  them and as new runs enter a large index (see `storage/redis/subjects.py`).
 
-The digests of every subject that has a key are listed for a key rotation
-(`subject_digests`, a hint: a digest whose key was destroyed is skipped). Erasures are
-recorded in a bounded audit list (`record_erasure`, `erasures`), newest first, never expiring
-(the newest `ERASURES_KEPT`). Nothing here is fenced: no run lock guards a subject.
+The digests of every subject that has a key are listed for a key rotation (`subject_digests`:
+Redis scans the data keys; a subject erased meanwhile may still be listed, and is skipped).
+Erasures are recorded in a bounded audit list (`record_erasure`, `erasures`), newest first,
+never expiring (the newest `ERASURES_KEPT`). Nothing here is fenced: no run lock guards a
+subject.
 """
 
 from __future__ import annotations

@@ -2,14 +2,14 @@
 
 Per subject two keys in its own slot (`{<digest>}`): `<ns>:subject:{<digest>}:key` (its wrapped
 data key, a string) and `<ns>:subject:{<digest>}:runs` (its run index, a set of run ids), so
-each script on them is atomic on a cluster too. Two global keys in slot `{subjects}`:
-`<ns>:{subjects}:all`, the set of digests with a key (written before the key is created and
-cleared after it is destroyed: a hint for a rotation's listing), and `<ns>:{subjects}:erased`,
-the audit list of erasures. The run index lives in another slot than the runs, so retention
-cannot drop an entry with its run: `subject_runs` checks each run's record and removes the
-entries of runs that are gone, and a new run entering an index of more than `PRUNE_AT` entries
-checks a random sample of `PRUNE_SAMPLE` of them the same way (an index holds the subject's
-live runs and not many more).
+each script on them is atomic on a cluster too. The audit list of erasures is one global key,
+`<ns>:{subjects}:erased`. A rotation lists the subjects with a key by `SCAN` of the data keys on
+every master (`subject_digests`): no global set is written as a run enters, so a subject's run
+costs one round trip more than a run without a subject, at its creation. The run index lives in
+another slot than the runs, so retention cannot drop an entry with its run: `subject_runs`
+checks each run's record and removes the entries of runs that are gone, and a new run entering
+an index of more than `PRUNE_AT` entries checks a random sample of `PRUNE_SAMPLE` of them the
+same way (an index holds the subject's live runs and not many more).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 from reactorflow.storage.contract.subjects import ERASURES_KEPT
 from reactorflow.storage.redis.connections import RedisConnector
+from reactorflow.storage.redis.reindex import SCAN_COUNT_CAP, SCANS_PER_CALL, _glob_escaped
 
 PRUNE_AT = 1000
 """Runs in a subject's index past which each new run's entry also prunes a sample of it."""
@@ -41,7 +42,6 @@ class RedisSubjects:
     async def enter_subject_run(self, subject: str, run_id: str, wrapped: bytes) -> bytes:
         conn = await self._redis.get()
         with self._redis.errors():
-            await conn.client.sadd(self._subjects_key("all"), subject)  # the hint goes first
             key, size = await conn.script("subject_enter", self._subject_keys(subject),
                                           [run_id, wrapped])
             if int(size) > PRUNE_AT:
@@ -72,9 +72,8 @@ class RedisSubjects:
         conn = await self._redis.get()
         with self._redis.errors():
             found = await conn.script("subject_destroy", self._subject_keys(subject), [])
-            if found is None:
-                return None
-            await conn.client.srem(self._subjects_key("all"), subject)  # the hint goes last
+        if found is None:
+            return None
         return sorted(_text(run_id) for run_id in found)
 
     async def subject_runs(self, subject: str) -> list[str]:
@@ -100,11 +99,33 @@ class RedisSubjects:
 
     async def subject_digests(self, cursor: str, limit: int) -> tuple[list[str], str]:
         conn = await self._redis.get()
+        client = conn.client
+        masters = sorted(node.name for node in client.get_primaries()) if conn.cluster else [""]
+        node, scan = (0, 0) if not cursor else (int(p) for p in cursor.split(":", 1))
+        prefix = f"{self._keys.ns}:subject:{{"
+        pattern = _glob_escaped(prefix) + "*}:key"
+        found: list[str] = []
         with self._redis.errors():
-            following, found = await conn.client.sscan(self._subjects_key("all"),
-                                                       cursor=int(cursor or 0), count=limit)
-        following = int(following)
-        return sorted(_text(d) for d in found), ("" if following == 0 else str(following))
+            for _ in range(SCANS_PER_CALL):
+                if node >= len(masters) or len(found) >= limit:
+                    break
+                count = min(max(limit, 10), SCAN_COUNT_CAP)
+                if conn.cluster:
+                    target = client.get_node(node_name=masters[node])
+                    if target is None:  # left the cluster: its slots are scanned elsewhere
+                        node, scan = node + 1, 0
+                        continue
+                    cursors, keys = await client.scan(cursor=scan, match=pattern, count=count,
+                                                      target_nodes=target)
+                    scan = int(cursors[masters[node]])
+                else:
+                    scan, keys = await client.scan(cursor=scan, match=pattern, count=count)
+                    scan = int(scan)
+                found += [_text(key)[len(prefix):-len("}:key")] for key in keys]
+                if scan == 0:
+                    node += 1
+        following = "" if node >= len(masters) else f"{node}:{scan}"
+        return sorted(set(found)), following
 
     async def record_erasure(self, record: bytes) -> None:
         conn = await self._redis.get()
