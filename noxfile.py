@@ -37,7 +37,7 @@ def typecheck(session: nox.Session) -> None:
     # the optional extras, pytest and pytest-asyncio too, so web/ (its /metrics with the
     # prometheus extra), otel.py, pydantic_types.py and the pytest plugin (which uses
     # pytest_asyncio.fixture where it is installed) are checked
-    session.install("-e", ".[web,otel,pydantic,prometheus]", "mypy>=1.11", "pytest>=8",
+    session.install("-e", ".[web,otel,pydantic,prometheus,crypto]", "mypy>=1.11", "pytest>=8",
                     "pytest-asyncio>=0.24")
     session.run("mypy", "--strict", "reactorflow")
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from reactorflow.protection.envelope import escape_text
 from reactorflow.pydantic_types import enc_hook
 from reactorflow.redaction import scrub
 from reactorflow.status import (
@@ -82,7 +83,7 @@ def describe(error: BaseException) -> str:
     Never raises: an exception whose `__str__` raises (or returns a non-str) is described by its
     type and what went wrong, so recording an error can never fail."""
     try:
-        return scrub(str(error))
+        return escape_text(scrub(str(error)))  # (never read as a sealed text: see protection)
     except Exception as exc:
         return (f"<message unavailable: {type(error).__name__}.__str__ raised "
                 f"{type(exc).__name__}>")

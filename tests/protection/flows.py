@@ -113,3 +113,11 @@ def order(tag: str = "") -> Order:
 
 def approval() -> dict[str, str]:
     return {"by": f"{MARKER}-ann", "comment": f"{MARKER}-street"}
+
+
+async def finished(flow: rf.Reactor, tag: str = "") -> rf.Run:
+    """A run of an `everything` reactor, given its approval, at its end."""
+    run = await flow.run(order(tag))
+    assert run.status is rf.Status.PAUSED, run.error
+    await flow.continue_(run.id, step="approve", payload=approval())
+    return await flow.wait(run.id, timeout=60)

@@ -11,14 +11,7 @@ import pytest
 
 import reactorflow as rf
 from tests.protection.conftest import memory_bytes, redis_bytes
-from tests.protection.flows import MARKER, approval, everything, order
-
-
-async def _drive(flow: rf.Reactor, tag: str) -> rf.Run:
-    run = await flow.run(order(tag))
-    assert run.status is rf.Status.PAUSED, run.error
-    await flow.continue_(run.id, step="approve", payload=approval())
-    return await flow.wait(run.id, timeout=60)
+from tests.protection.flows import MARKER, everything, finished
 
 
 def _stored(storage: rf.Storage, request: pytest.FixtureRequest) -> list[bytes]:
@@ -30,10 +23,10 @@ def _stored(storage: rf.Storage, request: pytest.FixtureRequest) -> list[bytes]:
 async def test_no_marker_in_any_stored_byte(storage: rf.Storage, with_codec: rf.EncryptionCodec,
                                             request: pytest.FixtureRequest) -> None:
     flow = everything(fail_late=False)
-    done = await _drive(flow, "ok")
+    done = await finished(flow, "ok")
     assert done.status is rf.Status.COMPLETED, done.error
     failing = everything(fail_late=True)
-    failed = await _drive(failing, "bad")
+    failed = await finished(failing, "bad")
     assert failed.status is rf.Status.FAILED
     # read back in process: every value whole
     assert done.inputs.customer == f"{MARKER}-customer" + "ok"
@@ -57,6 +50,6 @@ async def test_no_marker_in_any_stored_byte(storage: rf.Storage, with_codec: rf.
 async def test_without_a_codec_the_same_values_are_stored_clear(
         storage: rf.Storage, request: pytest.FixtureRequest) -> None:
     """The scan can fail: without a codec it finds the marker (a check of the check)."""
-    done = await _drive(everything(), "plain")
+    done = await finished(everything(), "plain")
     assert done.status is rf.Status.COMPLETED, done.error
     assert any(MARKER.encode() in b for b in _stored(storage, request))

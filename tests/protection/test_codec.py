@@ -110,3 +110,16 @@ def test_the_envelope_is_the_msgpack_ext_value_msgspec_reads(size: int) -> None:
     packed = envelope.pack(head, nonce, sealed)
     assert msgspec.msgpack.decode(packed) == msgspec.msgpack.Ext(82, head + nonce + sealed)
     assert envelope.ext_data(packed) == head + nonce + sealed
+
+
+def test_an_error_message_that_looks_sealed_is_stored_as_the_clear_text_it_is() -> None:
+    from reactorflow import records
+    from reactorflow.protection import sealing
+
+    made = rf.EncryptionCodec(keys={"k1": KEY}, current="k1")
+    keys = RunKeys("run-1", made)
+    error = ValueError(envelope.TEXT_PREFIX + "gotcha")
+    record = records.ErrorRecord.from_exception(error)
+    stored = sealing.error(keys, record)
+    assert stored is not None and stored.message.startswith(envelope.TEXT_PREFIX)  # sealed
+    assert keys.open_text("error", stored.message).endswith("rf-sealed:gotcha")

@@ -24,7 +24,7 @@ from reactorflow.storage.redis.storage import RedisStorage
 from reactorflow.web import create_app
 from tests.helpers import unique
 from tests.operate.conftest import Shared, cli
-from tests.protection.flows import MARKER, Order, approval, codec, everything, order
+from tests.protection.flows import MARKER, Order, codec, everything, finished, order
 
 paid = rf.Reactor(unique("paid"), inputs=Order)
 
@@ -75,10 +75,7 @@ async def _everything_written(storage: rf.Storage, run_id: str) -> dict[str, obj
 @pytest.mark.parametrize("fan_out", [True, False], ids=["fanned", "inline"])
 async def test_every_value_kind_reads_back(storage: rf.Storage, with_codec: rf.EncryptionCodec,
                                            fan_out: bool) -> None:
-    flow = everything(fan_out=fan_out)
-    run = await flow.run(order())
-    await flow.continue_(run.id, step="approve", payload=approval())
-    await flow.wait(run.id, timeout=60)
+    run = await finished(everything(fan_out=fan_out))
     got = await rf.get_run(run.id)
     assert got.status is rf.Status.COMPLETED, got.error
     assert got.inputs == order()
@@ -206,9 +203,7 @@ async def test_a_process_without_the_key_shows_encrypted_and_refuses_to_run(
         storage: rf.Storage) -> None:
     rf.configure(codec=codec("k1"))
     failing = everything(fail_late=True, fan_out=False)
-    failed = await failing.run(order("f"))
-    await failing.continue_(failed.id, step="approve", payload=approval())
-    failed = await failing.wait(failed.id, timeout=60)
+    failed = await finished(failing, "f")
     assert failed.status is rf.Status.FAILED
     paused = await paid.run(order("p"))
     rf.configure(codec=None)  # a keyless process
@@ -233,10 +228,7 @@ async def test_a_process_without_the_key_shows_encrypted_and_refuses_to_run(
 
 async def test_the_http_api_and_the_cli_without_a_key_show_encrypted(shared: Shared) -> None:
     rf.configure(codec=codec("k1"))
-    failing = everything(fail_late=True, fan_out=False)
-    run = await failing.run(order("api"))
-    await failing.continue_(run.id, step="approve", payload=approval())
-    run = await failing.wait(run.id, timeout=60)
+    run = await finished(everything(fail_late=True, fan_out=False), "api")
     assert run.status is rf.Status.FAILED
     rf.configure(codec=None)
     transport = httpx.ASGITransport(app=create_app())
