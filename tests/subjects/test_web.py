@@ -13,15 +13,12 @@ import pytest
 import reactorflow as rf
 from reactorflow.runtime.subjects.digests import subject_digest
 from reactorflow.web import create_app
+from tests.operate.test_web_roles import bearer
 from tests.subjects import flows
 
 READ, OPERATE = "SECRET-read-1a2b", "SECRET-operate-3c4d"
 TOKENS = {"viewer": {"role": "read", "token": READ},
           "dpo": {"role": "operate", "token": OPERATE}}
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 @pytest.fixture
