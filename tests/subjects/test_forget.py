@@ -196,3 +196,12 @@ async def test_a_subject_that_cannot_be_rendered_refuses_the_start(sealed: rf.St
     assert caught.value.field == "subject"
     assert "the template '{email.domain}' cannot be rendered" in str(caught.value)
     assert (await nested.list_runs()).runs == []
+
+
+async def test_sync_code_forgets_and_lists_erasures(sealed: rf.Storage) -> None:
+    await flows.receipts.run(customer_id="c60", email="c60@example.com")
+    assert await anyio.to_thread.run_sync(rf.sync.forget_subject, "c60") == 1
+    listed = await anyio.to_thread.run_sync(rf.sync.list_erasures, 1)
+    assert [e.subject_digest for e in listed] == [subject_digest("c60")]
+    with pytest.raises(rf.SyncInEventLoop):
+        rf.sync.forget_subject("c60")
