@@ -73,7 +73,7 @@ async def run(ctx: Context) -> None:
     runs = ctx.pick(full=300, quick=40)
     report.note(f"{ctx.reps} repetitions x {runs} runs of a {STEPS}-step chain per lane, the "
                 "codec on in every lane, lanes alternating; figures are per step")
-    for label, make in (("MemoryStorage", lambda: rf.MemoryStorage()),
+    for label, make in (("MemoryStorage", rf.MemoryStorage),
                         ("RedisStorage", lambda: ctx.redis_storage("subject"))):
         try:
             storage = make()
