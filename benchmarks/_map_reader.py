@@ -12,6 +12,7 @@ import reactorflow as rf
 from benchmarks._map_flows import big
 from reactorflow.definition.graph import plan_for
 from reactorflow.definition.params import MapRead
+from reactorflow.protection.resolve import plain_keys
 from reactorflow.runtime.engine.map_reads import load_list, results_view
 
 
@@ -25,16 +26,17 @@ def _kb(field: str) -> int:
 
 async def main(url: str, namespace: str, run_id: str, mode: str) -> None:
     storage = rf.RedisStorage.from_url(url, namespace=namespace)
+    keys = plain_keys(run_id)  # the run's keys (the configured codec's: none here)
     node = plan_for(big).nodes["label"]
     count = await storage.count_elements(run_id, "label")
     await storage.load_elements(run_id, "label", 0, 1)  # connection open, scripts loaded
     baseline = _kb("VmRSS")
     seen = 0
     if mode == "lazy":
-        async for outcome in results_view(storage, run_id, node, count):
+        async for outcome in results_view(storage, keys, node, count):
             seen += outcome.ok
     else:
-        values = await load_list(storage, run_id, node, count, MapRead.VALUES)
+        values = await load_list(storage, keys, node, count, MapRead.VALUES)
         seen = len(values)
     print(baseline, _kb("VmHWM"), seen, flush=True)
     await storage.aclose()

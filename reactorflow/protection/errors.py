@@ -9,7 +9,7 @@ import msgspec
 from reactorflow.errors import KeyUnavailable
 from reactorflow.protection.fields import ERROR
 from reactorflow.protection.keys import ENCRYPTED, ERASED, RunKeys
-from reactorflow.records import ErrorRecord, RollbackFailure, RunError
+from reactorflow.records import ErrorRecord, RollbackFailure, RunError, StepRecord
 
 
 def open_error(keys: RunKeys, record: ErrorRecord, *, shown: bool = False) -> ErrorRecord:
@@ -36,6 +36,21 @@ def open_run_error(keys: RunKeys, error: RunError, *, shown: bool = False) -> Ru
                     read(ERROR, error.traceback),
                     [RollbackFailure(f.step, f.kind, read(ERROR, f.message), f.type)
                      for f in error.rollback_failures])
+
+
+def opened_errors(keys: RunKeys, record: StepRecord) -> StepRecord:
+    """A step record read back with its error texts opened for a reader (`"<encrypted>"`
+    without the key), for messages built from them (never to be written back).
+
+    Raises:
+        CorruptRecord: a text fails authentication.
+    """
+    if record.error is None and record.rollback_error is None:
+        return record
+    return msgspec.structs.replace(
+        record, error=None if record.error is None else open_error(keys, record.error, shown=True),
+        rollback_error=None if record.rollback_error is None
+        else open_error(keys, record.rollback_error, shown=True))
 
 
 def placeholder(error: KeyUnavailable) -> str:

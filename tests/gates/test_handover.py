@@ -217,8 +217,8 @@ async def test_a_stale_entry_of_a_crashed_waiter_is_skipped(storage: Storage) ->
     flow = locked(60)
     other = f"h-{uuid.uuid4().hex[:8]}"
     await storage.gate_acquire("acct:A1", other, limit=1, ttl=60)
-    dead = new_run(flow, plan_for(flow), f"dead-{uuid.uuid4().hex[:8]}",
-                   Account("A1"), "gone-owner")
+    dead = await new_run(storage, flow, plan_for(flow), f"dead-{uuid.uuid4().hex[:8]}",
+                         Account("A1"), "gone-owner")
     await storage.gate_acquire("acct:A1", dead.creation.run_id, limit=1, ttl=60,
                                queue_for=0.05, creates=dead.creation)
     runs: list[rf.Run] = []
@@ -245,8 +245,8 @@ async def test_a_waiter_that_died_after_its_hand_over_is_recovered(storage: Stor
     flow = locked(60)
     other = f"h-{uuid.uuid4().hex[:8]}"
     await storage.gate_acquire("acct:A1", other, limit=1, ttl=60)
-    dead = new_run(flow, plan_for(flow), f"dead-{uuid.uuid4().hex[:8]}",
-                   Account("A1"), "gone-owner")
+    dead = await new_run(storage, flow, plan_for(flow), f"dead-{uuid.uuid4().hex[:8]}",
+                         Account("A1"), "gone-owner")
     await storage.gate_acquire("acct:A1", dead.creation.run_id, limit=1, ttl=60,
                                queue_for=60, creates=dead.creation)
     await storage.gate_release("acct:A1", other)

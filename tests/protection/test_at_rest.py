@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 
 import reactorflow as rf
+from tests.helpers import unique
 from tests.protection.conftest import memory_bytes, redis_bytes
-from tests.protection.flows import MARKER, everything, finished
+from tests.protection.flows import MARKER, ChildIn, Order, everything, finished
 
 
 def _stored(storage: rf.Storage, request: pytest.FixtureRequest) -> list[bytes]:
@@ -53,3 +54,51 @@ async def test_without_a_codec_the_same_values_are_stored_clear(
     done = await finished(everything(), "plain")
     assert done.status is rf.Status.COMPLETED, done.error
     assert any(MARKER.encode() in b for b in _stored(storage, request))
+
+
+repaired = rf.Reactor(unique("repaired"), inputs=Order, on_failure="hold")
+analytics = rf.Reactor(unique("analytics"), inputs=ChildIn)
+
+
+@analytics.step
+async def tally(address: str) -> str:
+    return f"tallied {address}"
+
+
+@repaired.step
+async def quote(customer: str, note: str) -> str:
+    return f"quote for {customer} ({note})"
+
+
+@repaired.async_reactor(analytics)
+async def track(customer: str) -> ChildIn:
+    return ChildIn(f"{customer} tracked")
+
+
+@repaired.step
+async def book(quote: str, track: str) -> str:
+    if "bad" in quote:
+        raise ValueError(f"cannot book {quote}")
+    return f"booked {quote} / {track}"
+
+
+async def test_repairs_and_child_runs_store_no_marker(storage: rf.Storage,
+                                                      with_codec: rf.EncryptionCodec,
+                                                      request: pytest.FixtureRequest) -> None:
+    """Values written by the repair operations (a skipped step's result, a rewind's new inputs,
+    the steps run again) and by an async reactor's child run are sealed too."""
+    held = await repaired.run(Order(f"{MARKER}-c", [], note="bad"))
+    held = await repaired.wait(held.id, timeout=30)
+    assert held.status is rf.Status.HELD, held.error
+    done = await repaired.skip_step(held.id, "book", result=f"{MARKER} booked by hand")
+    done = await repaired.wait(done.id, timeout=30)
+    assert done.status is rf.Status.COMPLETED, done.error
+    assert done.value == f"{MARKER} booked by hand"
+    again = await repaired.rewind(done.id, to="quote", inputs={"note": f"{MARKER}-good"})
+    again = await repaired.wait(again.id, timeout=30)
+    assert again.status is rf.Status.COMPLETED, again.error
+    assert again.inputs.note == f"{MARKER}-good"
+    assert again.value.startswith(f"booked quote for {MARKER}-c ({MARKER}-good)")
+    assert again.value.endswith(f"tallied {MARKER}-c tracked")
+    leaks = [b[:200] for b in _stored(storage, request) if MARKER.encode() in b]
+    assert leaks == []

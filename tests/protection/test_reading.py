@@ -12,6 +12,7 @@ import json
 import logging
 import os
 
+import anyio
 import httpx
 import msgspec
 import pytest
@@ -247,3 +248,23 @@ async def test_the_http_api_and_the_cli_without_a_key_show_encrypted(shared: Sha
     text = cli(shared, "runs", "show", run.id)
     assert text.code == 0, text.err
     assert MARKER not in text.out and "<encrypted>" in text.out
+
+
+async def test_a_keyless_continue_is_accepted_and_the_run_goes_on_with_the_key(
+        storage: rf.Storage) -> None:
+    """A process without the run's key can store a valid payload, but never drive the run:
+    `KeyUnavailable`, the lock given back; a process holding the key takes the run up (here
+    the sweeper) and applies the payload."""
+    made = codec("k1")
+    rf.configure(codec=made)
+    run = await paid.run(order("late"))
+    rf.configure(codec=None)
+    with pytest.raises(rf.KeyUnavailable):
+        await paid.continue_(run.id, step="confirm", payload="from a keyless tool")
+    assert await storage.lock_owner(run.id) is None  # given back
+    rf.configure(codec=made, stall_timeout=0.05)
+    await anyio.sleep(0.1)
+    await rf.sweep_once()
+    done = await paid.wait(run.id, timeout=30)
+    assert done.status is rf.Status.COMPLETED, done.error
+    assert done.value == "from a keyless tool"

@@ -28,7 +28,7 @@ from reactorflow.definition.specs import StepKind
 from reactorflow.errors import AsyncWaitTimeout
 from reactorflow.markers import Outcome
 from reactorflow.protection import fields, sealing
-from reactorflow.protection.errors import open_run_error
+from reactorflow.protection.errors import open_error, open_run_error
 from reactorflow.protection.keys import RunKeys
 from reactorflow.protection.resolve import run_keys, stored_keys
 from reactorflow.records import ErrorRecord, RunError, StepRecord
@@ -72,6 +72,7 @@ def outcome_of(ex: Execution, key: str) -> Outcome[Any]:
     if record.status == StepStatus.COMPLETED:
         return Outcome(True, ex.value_of(key))
     error = record.error or ErrorRecord("Unknown", "the unit failed")
+    error = open_error(ex.keys, error)  # (a worker sealed it: the reader gets it clear)
     return Outcome(False, None, RunError(key, error.type, error.message, error.traceback))
 
 

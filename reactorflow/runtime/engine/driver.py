@@ -54,6 +54,7 @@ from reactorflow import audit, clock, config, records
 from reactorflow.definition.specs import FailurePolicy
 from reactorflow.errors import GateBusy, LockLost, RecordedError, StorageError
 from reactorflow.middleware import GateEvent, Hook, RunEvent
+from reactorflow.protection import fields
 from reactorflow.records import (
     ErrorRecord,
     Event,
@@ -349,8 +350,9 @@ async def hold(ex: Execution, error: RunError) -> None:
     if until is not None:
         await arm_timer(ex, until)
     await ex.writer.save_state(Status.HELD, final=True, publish=True, steps=retrying,
-                               events=[*failed, event(EventKind.RUN_HELD, error.step or "",
-                                                      detail=f"{error.type}: {error.message}")],
+                               events=[*failed, event(EventKind.RUN_HELD, error.step or "", detail=(
+                                   f"{error.type}: "
+                                   f"{ex.keys.shown_text(fields.ERROR, error.message)}"))],
                                error=error, waiting_on=[], deadlines={}, timeout_at=None,
                                hold_until=until)
     log.warning("reactorflow.run.held run_id=%s reactor=%s step=%s error=%s: %s", ex.run_id,

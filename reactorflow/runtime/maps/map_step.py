@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from reactorflow import clock, records
 from reactorflow.errors import ArgumentError
+from reactorflow.protection.fields import ERROR
 from reactorflow.records import ErrorRecord, Event, StepRecord
 from reactorflow.runtime.engine.execution import event
 from reactorflow.runtime.engine.kinds import KindHandler
@@ -81,7 +82,7 @@ async def run_map(ex: Execution, node: Node, kwargs: dict[str, Any]) -> MapStepE
     if end.failed_index is not None:
         assert end.error is not None and end.error_record is not None
         detail = (f"element {end.failed_index}: {end.error_record.type}: "
-                  f"{end.error_record.message}")
+                  f"{ex.keys.shown_text(ERROR, end.error_record.message)}")
         return MapStepEnd(error=end.error, error_record=end.error_record, started_at=started,
                           detail=detail)
     done = StepRecord(StepStatus.COMPLETED, 1, started, clock.now(), records.raw(end.count),

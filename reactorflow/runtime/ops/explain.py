@@ -16,6 +16,8 @@ from reactorflow import clock, config
 from reactorflow.blockers import Blocker, BlockerKind
 from reactorflow.definition.gates import GateKind
 from reactorflow.errors import RunNotFound
+from reactorflow.protection.errors import open_run_error, opened_errors
+from reactorflow.protection.resolve import run_keys
 from reactorflow.records import GateBlock, RunState, StepRecord, decode_step
 from reactorflow.runtime.ops.snapshots import read_head
 from reactorflow.runtime.services.heartbeats import JOB_QUEUE, serving
@@ -45,11 +47,14 @@ async def explain(run_id: str) -> list[Blocker]:
     stored = await storage.load_run(run_id)
     if stored is None:
         raise RunNotFound(run_id)
-    status, _, state = read_head(stored.head)
+    status, meta, state = read_head(stored.head)
+    keys = await run_keys(storage, meta, run_id)  # error text is shown opened (or <encrypted>)
     steps: dict[str, StepRecord] = {}
     for key, raw in stored.steps.items():
         with reading(run_id, "step", key):
-            steps[key] = decode_step(raw)
+            steps[key] = opened_errors(keys, decode_step(raw))
+    if state.error is not None:
+        state.error = open_run_error(keys, state.error, shown=True)
     now = clock.now()
     match status:
         case (Status.COMPLETED | Status.FAILED | Status.HALTED | Status.CANCELLED

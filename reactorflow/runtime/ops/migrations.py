@@ -35,6 +35,7 @@ from reactorflow.definition.migrations import MigrationHook
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import ArgumentError, CorruptRecord, DefinitionChanged, MigrationError
 from reactorflow.protection import fields, sealing
+from reactorflow.protection.errors import opened_errors
 from reactorflow.protection.keys import RunKeys
 from reactorflow.protection.resolve import run_keys
 from reactorflow.records import NIL, Event, RunMeta, RunState, StepRecord
@@ -290,7 +291,9 @@ async def migrated(stored: StoredRun, hooks: Sequence[MigrationHook]) -> Migrate
 
 
 def _opened(keys: RunKeys, key: str, record: StepRecord) -> StepRecord:
-    """A step record with its sealed values opened (for the hooks and the checks)."""
+    """A step record with its sealed values opened (for the hooks and the checks; error text
+    is sealed again by `sealing.step` when it is written)."""
+    record = opened_errors(keys, record)
     if record.result == NIL and record.child_inputs == NIL:
         return record
     return msgspec.structs.replace(

@@ -47,9 +47,11 @@ from reactorflow.definition.graph import (
 from reactorflow.definition.specs import StepKind
 from reactorflow.errors import (
     AlreadyResumed,
+    CorruptRecord,
     DefinitionChanged,
     InterruptExpired,
     InterruptNotPending,
+    KeyUnavailable,
     NotPaused,
     PayloadValidationError,
     RunNotFound,
@@ -241,8 +243,14 @@ async def after_claim(reactor: Reactor, plan: Plan, storage: Storage, run_id: st
         claimed = set(await storage.claims(run_id)) | {key}
         return accepted(await operations.get(reactor, run_id), claimed)
     # (the graph was checked before the claim: by storage's check, or by `_checked`)
-    ex = await operations.owned_execution(reactor, storage, stored, owner, check_graph=False,
-                                          plan=plan, keys=keys)
+    try:
+        ex = await operations.owned_execution(reactor, storage, stored, owner, check_graph=False,
+                                              plan=plan, keys=keys)
+    except (KeyUnavailable, CorruptRecord):
+        # (a process without the run's key: the payload was accepted, and the run goes on
+        # once a process holding the key takes it up; the lock is given back now)
+        await storage.release_lock(run_id, owner)
+        raise
     if hand_off or options.resume == "background":
         await _hand_to_worker(reactor, storage, ex, key)
         return await operations.get(reactor, run_id)

@@ -227,6 +227,11 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0, *, versi
     except (CorruptRecord, MigrationError) as exc:
         await operations.mark_unrecoverable(storage, run_id, type(exc).__name__, exc.message)
         raise PermanentFailure(exc.message, run_id=run_id) from exc
+    except KeyUnavailable as exc:  # this worker lacks a key: the run is left as it is
+        log.error("reactorflow.worker.key_unavailable run_id=%s field=%s key_id=%s: this "
+                  "worker holds no key for the run's values; the job is retried (give the "
+                  "worker's codec that key)", run_id, exc.field, exc.key_id)
+        raise
 
 
 async def execute_unit(run_id: str, reactor_name: str, key: str, snoozes: int = 0, *,
