@@ -14,26 +14,11 @@ import os
 
 import reactorflow as rf
 from benchmarks._context import Context
-from benchmarks._flows import _compile, unique
 from benchmarks._report import Spread, ratios, settle, time_per_call
-from benchmarks.codec_cost import RECORD, STEPS, Start
+from benchmarks.codec_cost import STEPS, chain
 
 TITLE = "per-step cost of a subject's data key vs the codec alone (memory and Redis)"
 NEEDS_REDIS = True
-
-
-def chain(subject: str | None) -> rf.Reactor:
-    """`codec_cost.chain`, with `subject=` when given."""
-    flow = rf.Reactor(unique("subject"), inputs=Start, subject=subject)
-    source = ["async def s0(customer: str) -> dict:",
-              f"    return dict({RECORD!r}, customer=customer)"]
-    for i in range(1, STEPS):
-        source += [f"async def s{i}(s{i - 1}: dict) -> dict:",
-                   f"    return dict(s{i - 1}, step={i})"]
-    namespace = _compile("\n".join(source) + "\n")
-    for i in range(STEPS):
-        flow.step(namespace[f"s{i}"])
-    return flow
 
 
 async def _lane(ctx: Context, storage: rf.Storage, runs: int
