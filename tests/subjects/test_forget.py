@@ -205,3 +205,25 @@ async def test_sync_code_forgets_and_lists_erasures(sealed: rf.Storage) -> None:
     assert [e.subject_digest for e in listed] == [subject_digest("c60")]
     with pytest.raises(rf.SyncInEventLoop):
         rf.sync.forget_subject("c60")
+
+
+async def test_a_run_of_a_reactor_not_declared_here_gets_a_cancel_request(
+        sealed: rf.Storage) -> None:
+    """A process that does not declare a run's reactor cannot drive it: the erasure leaves a
+    cancel request ("subject erased") that the next execution of the run honours."""
+    from reactorflow.definition import naming
+
+    gone = rf.Reactor("subj.elsewhere", inputs=flows.Account, subject="{customer_id}")
+
+    @gone.interrupt
+    async def wait_here(payload: str) -> str:
+        return payload
+
+    paused = await gone.run(customer_id="c61", email="c61@example.com")
+    naming.forget(gone)  # as a process that never imported its module
+    assert await rf.forget_subject("c61") == 1
+    stored = await sealed.load_run(paused.id)
+    assert stored is not None and stored.head.status == "paused"
+    assert await sealed.request_control(paused.id, b"another") is False  # one is pending
+    [erasure] = await rf.list_erasures(1)
+    assert erasure.cancelled == (paused.id,)
