@@ -30,9 +30,10 @@ class Start(msgspec.Struct):
     customer: str
 
 
-def chain() -> rf.Reactor:
-    """`s0(customer...) -> record`, then `s<i>(s<i-1>) -> record`: a record crosses each step."""
-    flow = rf.Reactor(unique("codec"), inputs=Start)
+def chain(subject: str | None = None) -> rf.Reactor:
+    """`s0(customer...) -> record`, then `s<i>(s<i-1>) -> record`: a record crosses each step
+    (`subject`: the reactor's `subject=`, for `subject_cost`)."""
+    flow = rf.Reactor(unique("codec"), inputs=Start, subject=subject)
     source = ["async def s0(customer: str) -> dict:",
               f"    return dict({RECORD!r}, customer=customer)"]
     for i in range(1, STEPS):

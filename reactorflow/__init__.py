@@ -72,7 +72,8 @@ from reactorflow.mapresults import MapResults
 from reactorflow.markers import Input, Outcome, Redacted, Result, StepContext
 from reactorflow.middleware import GateEvent, Middleware, RunEvent, StepEvent, TimerEvent
 from reactorflow.protection import EncryptionCodec
-from reactorflow.records import Event, PausedBy, RollbackFailure, RunError, WorkerInfo
+from reactorflow.protection import resolve as _resolve
+from reactorflow.records import Erasure, Event, PausedBy, RollbackFailure, RunError, WorkerInfo
 from reactorflow.retry import Retry
 from reactorflow.runtime.engine import job_queue as _queue
 from reactorflow.runtime.gates.operate import ordered_peek, ordered_reset, ordered_skip
@@ -86,6 +87,8 @@ from reactorflow.runtime.services.heartbeats import list_workers
 from reactorflow.runtime.services.scheduler import schedule_once
 from reactorflow.runtime.services.sweeper import SweepReport, sweep_once
 from reactorflow.runtime.services.timers import fire_timers
+from reactorflow.runtime.subjects import data_keys as _data_keys
+from reactorflow.runtime.subjects.forget import forget_subject, list_erasures
 from reactorflow.snapshot import Run, RunPage, RunSummary, StepState
 from reactorflow.status import EventKind, HaltReason, HandlerKind, Status, StepStatus
 from reactorflow.storage.contract.storage import Storage
@@ -96,8 +99,9 @@ from reactorflow.workers.queue import current_queue as _current_queue
 
 # The wiring of the layers, from above: the declarations' run methods use the runtime, and the
 # runtime's job queue is the Dramatiq layer's; their sync twins (`reactor.sync`) block on the
-# runtime's event-loop thread.
+# runtime's event-loop thread; a run's keys come from the subjects layer (its data key).
 _runs.bind(_RUNTIME)
+_resolve.set_resolver(_data_keys.resolve)  # a run of a subject: its subject's data key
 _sync.bind(_portal.call)
 _queue.register(_current_queue)
 
@@ -205,6 +209,9 @@ __all__ = [
     "get_run",
     "list_runs",
     "list_workers",
+    "list_erasures",
+    "forget_subject",
+    "Erasure",
     "ordered_peek",
     "ordered_reset",
     "ordered_skip",

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from reactorflow import pydantic_types
-from reactorflow.records import Event, WorkerInfo
+from reactorflow.records import Erasure, Event, WorkerInfo
 from reactorflow.snapshot import Run, RunPage, RunSummary
 
 _encoder = msgspec.json.Encoder()
@@ -46,6 +46,12 @@ def workers_form(workers: list[WorkerInfo]) -> dict[str, Any]:
     """The live workers as JSON: `{"workers": [...]}`, each with the keys of `rf.WorkerInfo`
     (times as ISO strings)."""
     return {"workers": [pydantic_types.to_builtins(w) for w in workers]}
+
+
+def erasure_form(erasure: Erasure) -> dict[str, Any]:
+    """An erasure's audit record as JSON: the keys of `rf.Erasure` (its time an ISO string)."""
+    form: dict[str, Any] = pydantic_types.to_builtins(erasure)
+    return form
 
 
 def dumps(value: Any) -> bytes:

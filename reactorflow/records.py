@@ -258,6 +258,8 @@ class RunMeta(msgspec.Struct, frozen=True, omit_defaults=True):
     parent_reactor: str | None = None
     parent_gates: list[str] = msgspec.field(default_factory=list)
     version: int = 1  # the version of its reactor the run is on (a migration moves it)
+    # the digest of the run's data subject (`rf.Reactor(subject=...)`; never its text)
+    subject: str | None = None
 
 
 class RunState(msgspec.Struct, omit_defaults=True):
@@ -407,3 +409,27 @@ class WorkerInfo(msgspec.Struct, frozen=True):
 _worker_decoder = msgspec.msgpack.Decoder(WorkerInfo)
 decode_worker = _worker_decoder.decode
 encode_worker = msgspec.msgpack.Encoder().encode
+
+
+class Erasure(msgspec.Struct, frozen=True):
+    """An erasure of a data subject, as its audit record says (`rf.list_erasures()`): it
+    carries no data of the subject, only the digest its runs were indexed by.
+
+    Attributes:
+        subject_digest: The digest of the subject erased (hex; never its text).
+        at: When (an aware UTC datetime).
+        actor: Who erased it (`user@host` unless given).
+        runs: The runs of the subject whose values now read `"<erased>"`.
+        cancelled: The ids of its runs in flight that the erasure cancelled.
+    """
+
+    subject_digest: str
+    at: datetime
+    actor: str
+    runs: int
+    cancelled: tuple[str, ...] = ()
+
+
+_erasure_decoder = msgspec.msgpack.Decoder(Erasure)
+decode_erasure = _erasure_decoder.decode
+encode_erasure = msgspec.msgpack.Encoder().encode

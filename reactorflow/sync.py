@@ -22,11 +22,12 @@ from reactorflow.runtime.gates import operate
 from reactorflow.runtime.ops import explain as explaining
 from reactorflow.runtime.ops import lookup
 from reactorflow.runtime.services import heartbeats, portal, scheduler, sweeper, timers
+from reactorflow.runtime.subjects import forget
 
 if TYPE_CHECKING:
     from reactorflow.blockers import Blocker
     from reactorflow.definition.reactor import Reactor
-    from reactorflow.records import WorkerInfo
+    from reactorflow.records import Erasure, WorkerInfo
     from reactorflow.runtime.services.sweeper import SweepReport
     from reactorflow.snapshot import Run, RunPage
     from reactorflow.status import Status
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["explain", "fire_timers", "get_run", "list_runs", "list_workers", "ordered_peek",
+__all__ = ["explain", "fire_timers", "forget_subject", "get_run", "list_erasures", "list_runs",
+           "list_workers", "ordered_peek",
            "ordered_reset", "ordered_skip", "schedule_once", "sweep_once"]
 
 
@@ -199,3 +201,35 @@ def list_workers() -> list[WorkerInfo]:
         StorageError: the storage failed.
     """
     return _call("list_workers", heartbeats.list_workers)
+
+
+def forget_subject(subject: str, *, actor: str | None = None) -> int:
+    """`await rf.forget_subject(subject)` from sync code: erase a data subject.
+
+    Args:
+        subject: The subject as the reactor's `subject=` template renders it.
+        actor: Who erases it (default: this process's `user@host`).
+
+    Returns:
+        The number of runs touched (0: unknown, or erased already).
+
+    Raises:
+        SyncInEventLoop: called inside a running event loop (await `rf.forget_subject`).
+        ReactorflowError: a bad `subject` or `actor` (nothing changes).
+        StorageError: the storage failed.
+    """
+    return _call("forget_subject", partial(forget.forget_subject, subject, actor=actor))
+
+
+def list_erasures(limit: int = 100) -> list[Erasure]:
+    """`await rf.list_erasures()` from sync code: the newest erasures' audit records.
+
+    Args:
+        limit: How many at most (a whole number >= 1).
+
+    Raises:
+        SyncInEventLoop: called inside a running event loop (await `rf.list_erasures`).
+        ReactorflowError: a bad `limit`.
+        StorageError: the storage failed.
+    """
+    return _call("list_erasures", partial(forget.list_erasures, limit))

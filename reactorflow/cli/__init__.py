@@ -3,8 +3,9 @@
 Subcommands live in `runs` (reading and steering runs), `repair` (the `runs` commands that
 repair a held run), `services` (worker, sweep, dashboard, demo), `schedules` (the scheduler,
 schedules list/pause/resume), `versions` (`versions`, `deploy-check`, `runs migrate`),
-`workers` (workers list), `bulk` (the bulk forms of `runs cancel|undo|retry|resume|
-retry-step`) and `graph`; `context` resolves the app modules, the storage and a run's reactor;
+`workers` (workers list), `subjects` (subjects forget|erasures), `keys` (keys rotate|check),
+`bulk` (the bulk forms of `runs cancel|undo|retry|resume|retry-step`) and `graph`; `context`
+resolves the app modules, the storage and a run's reactor;
 `values` reads JSON and step names given on the line; `output` renders tables and JSON;
 `settle` waits (`--wait`, `runs watch`); `phrasing` says refusals as commands. Errors are one
 line on stderr with a non-zero exit status (1 an error, 2 a bad option, 3 a wait that timed
@@ -21,7 +22,19 @@ from collections.abc import Sequence
 import click
 
 from reactorflow import __version__
-from reactorflow.cli import bulk, graph, repair, runs, schedules, services, versions, why, workers
+from reactorflow.cli import (
+    bulk,
+    graph,
+    keys,
+    repair,
+    runs,
+    schedules,
+    services,
+    subjects,
+    versions,
+    why,
+    workers,
+)
 from reactorflow.cli.phrasing import one_line
 from reactorflow.cli.settle import EXIT_TIMED_OUT
 from reactorflow.errors import WaitTimeout
@@ -62,6 +75,8 @@ for action, (single, what) in BULK_FORMS.items():
         action, bulk.BULK_HELP.format(what=what))))
 cli.add_command(schedules.schedules_group)
 cli.add_command(workers.workers_group)
+cli.add_command(subjects.subjects_group)
+cli.add_command(keys.keys_group)
 for command in (runs.continue_command, runs.undo_command, runs.cancel_command,
                 runs.retry_command, graph.graph_command, services.worker_command,
                 services.sweep_command, services.dashboard_command, services.demo_command,

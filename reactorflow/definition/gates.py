@@ -63,6 +63,17 @@ def _count(kind: GateKind, key: Key, option: str, value: Any) -> int:
     return value
 
 
+def template_fields(template: str) -> list[tuple[str, str]]:
+    """The replacement fields of a `str.format` template, each with the name it starts from
+    (`"order.customer"` -> `("order.customer", "order")`), in order.
+
+    Raises:
+        ValueError: `template` is not a valid `str.format` template.
+    """
+    return [(field, re.split(r"[.\[]", field, maxsplit=1)[0])
+            for _, field, _, _ in string.Formatter().parse(template) if field is not None]
+
+
 def _check_key(kind: GateKind, key: Any) -> None:
     if isinstance(key, str):
         if not key:
@@ -352,10 +363,7 @@ def bind(gates: Any, *, where: str, available: Sequence[str], reactor: str,
 def _check_template(gate: Gate, where: str, available: Sequence[str], reactor: str,
                     step: str | None, secrets: Mapping[str, Any]) -> None:
     assert isinstance(gate.key, str)
-    for _, field, _, _ in string.Formatter().parse(gate.key):
-        if field is None:
-            continue
-        root = re.split(r"[.\[]", field, maxsplit=1)[0]
+    for field, root in template_fields(gate.key):
         if root not in available:
             what = "the step's parameters" if step is not None else "the reactor's inputs"
             raise DefinitionError(

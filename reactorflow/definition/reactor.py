@@ -21,6 +21,7 @@ from reactorflow.definition.handles import After, MapStep, Step, after_names
 from reactorflow.definition.runs import RunMethods
 from reactorflow.definition.schedules import bind as bind_schedules
 from reactorflow.definition.specs import ResumeMode, StepKind
+from reactorflow.definition.subjects import check_subject
 from reactorflow.definition.sync import SyncRunMethods
 from reactorflow.definition.table import Handoff, StepSpec, StepTable
 from reactorflow.errors import DefinitionError
@@ -85,10 +86,16 @@ class Reactor(RunMethods["Reactor"]):
             see [Repairing runs](repairing.md)). A step's own `on_failure=` wins.
         hold_timeout: Seconds (or a `timedelta`) a held run waits for an operator before it
             rolls back by itself (`None`: it waits until one acts).
+        subject: Whose personal data the runs carry: a template over the inputs, like a gate
+            key (`"{customer_id}"`). Each subject's values are sealed under its own data key,
+            which `rf.forget_subject` destroys (see
+            [Protecting data](protecting-data.md#subjects-and-erasure)). Only a digest of the
+            subject is stored, never its text.
 
     Raises:
         DefinitionError: A bad name, `max_concurrency`, `returns`, schedule or version (naming
-            the field), or the name and version already declared from another place.
+            the field), or the name and version already declared from another place; a `subject`
+            template that is not a template or names an unknown input.
     """
 
     def __init__(
@@ -105,6 +112,7 @@ class Reactor(RunMethods["Reactor"]):
         version: int = 1,
         on_failure: str = "rollback",
         hold_timeout: float | timedelta | None = None,
+        subject: str | None = None,
     ) -> None:
         if not isinstance(name, str) or not checks.REACTOR_NAME.match(name):
             raise DefinitionError(
@@ -136,6 +144,7 @@ class Reactor(RunMethods["Reactor"]):
             gates, where=f"reactor {name!r}", available=self.input_names, reactor=name,
             secrets=input_masks(inputs) if gates else None)
         self.schedules = bind_schedules(schedules, reactor=name)
+        self.subject = check_subject(subject, reactor=name, available=self.input_names)
         self.origin = naming.caller_origin()
         naming.register(self)
 

@@ -48,6 +48,9 @@ class Declared(Protocol):
     def hold_timeout(self) -> float | None: ...
 
     @property
+    def subject(self) -> str | None: ...
+
+    @property
     def table(self) -> StepTable: ...
 
     @property

@@ -32,11 +32,13 @@ async def codec_keys(storage: Storage, codec: EncryptionCodec | None, meta: RunM
 _resolver: Resolver = codec_keys
 
 
-def set_resolver(resolver: Resolver | None) -> None:
-    """Install the resolver every run's keys come from (None: the default, `codec_keys`). The
-    subjects layer installs its own: a run with a subject gets its data key."""
+def set_resolver(resolver: Resolver | None) -> Resolver:
+    """Install the resolver every run's keys come from (None: the default, `codec_keys`); returns
+    the one it replaces (to put back). The subjects layer installs its own at import
+    (`reactorflow/__init__.py`): a run with a subject gets its data key."""
     global _resolver
-    _resolver = resolver or codec_keys
+    previous, _resolver = _resolver, resolver or codec_keys
+    return previous
 
 
 async def run_keys(storage: Storage, meta: RunMeta | None, run_id: str) -> RunKeys:

@@ -16,7 +16,7 @@ from starlette.staticfiles import StaticFiles
 
 from reactorflow import audit
 from reactorflow.errors import ConfigurationError
-from reactorflow.web import api, bulk, events, prometheus, repair, stats, why
+from reactorflow.web import api, bulk, events, prometheus, repair, stats, subjects, why
 from reactorflow.web.auth import check
 from reactorflow.web.responses import JSON, error_response
 from reactorflow.web.roles import TokenSet, token_set
@@ -110,6 +110,8 @@ def build(token: str | None,
         Route("/api/stats/hour", read(stats.hour)),
         Route("/metrics", read(prometheus.metrics)),
         Route("/api/workers", read(api.list_workers)),
+        Route("/api/subjects:forget", write(subjects.forget), methods=["POST"]),
+        Route("/api/subjects/erasures", read(subjects.erasures)),
         Route("/api/schedules/{target}/pause", write(api.schedule_toggle(True)),
               methods=["POST"]),
         Route("/api/schedules/{target}/resume", write(api.schedule_toggle(False)),

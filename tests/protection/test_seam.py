@@ -57,12 +57,12 @@ class Subjects:
 @pytest.fixture
 def subjects() -> Iterator[Subjects]:
     layer = Subjects()
-    set_resolver(layer)
+    previous = set_resolver(layer)
     rf.configure(codec=codec("k1"))
     try:
         yield layer
     finally:
-        set_resolver(None)
+        set_resolver(previous)  # (the subjects layer's, installed at import)
         rf.configure(codec=None)
 
 

@@ -18,6 +18,8 @@ from reactorflow.protection.resolve import run_keys
 from reactorflow.records import Event, RunMeta, RunState
 from reactorflow.runtime.engine.execution import event, new_state
 from reactorflow.runtime.engine.ownership import new_owner
+from reactorflow.runtime.subjects.data_keys import new_run_keys
+from reactorflow.runtime.subjects.digests import run_subject
 from reactorflow.status import EventKind, Status
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.values import RunCreation
@@ -46,10 +48,14 @@ async def new_run(storage: Storage, reactor: Declared, plan: Plan, run_id: str, 
                   parent_gates: tuple[str, list[str]] | None = None) -> NewRun:
     """The records of a new run, encoded for storage (nothing stored yet), and its keys: the
     resolver (`protection.resolve.run_keys`) is given the new meta with its inputs still
-    clear, and the inputs are sealed with the keys it returns.
+    clear, and the inputs are sealed with the keys it returns. A run of a subject (the
+    reactor's `subject=`) stores the subject's digest in its meta, and enters the subject's
+    index with its data key first (`subjects.data_keys.new_run_keys`, which creates the key).
 
     Raises:
         TypeError: the inputs cannot be encoded.
+        InputValidationError: the subject template cannot be rendered over the inputs.
+        ConfigurationError: the reactor has a subject and no codec is configured.
     """
     now = clock.now()
     meta = RunMeta(records.SCHEMA_VERSION, run_id, reactor.name, now, records.raw(value),
@@ -59,8 +65,9 @@ async def new_run(storage: Storage, reactor: Declared, plan: Plan, run_id: str, 
                    redacted_results=plan.redactions.results,
                    parent_reactor=parent_gates[0] if parent_gates else None,
                    parent_gates=parent_gates[1] if parent_gates else [],
-                   version=reactor.version)
-    keys = await run_keys(storage, meta, run_id)
+                   version=reactor.version, subject=run_subject(reactor, value))
+    keys = await (run_keys(storage, meta, run_id) if meta.subject is None
+                  else new_run_keys(storage, config.settings().codec, meta))
     if keys.seals:
         meta = msgspec.structs.replace(meta, inputs=keys.seal_raw(fields.INPUTS, meta.inputs))
     state = new_state(Status.RUNNING)

@@ -46,7 +46,8 @@ in this folder: runs (`runs.py`), liveness locks (`locks.py`), what other caller
 run: control requests, interrupt claims, counters (`claims.py`), correlation ids and idempotency
 keys (`first_wins.py`), listing and sweeping (`indexes.py`), notification (`notification.py`),
 map element slots (`maps.py`), gates (`gates.py`), schedules (`schedules.py`), timers
-(`timers.py`) and worker heartbeats (`workers.py`); the values
+(`timers.py`), worker heartbeats (`workers.py`), data subjects (`subjects.py`) and a key rotation's
+compare-and-set of a run's records (`resealing.py`); the values
 they pass in `values.py`. Each method's docstring states its atomicity and fencing.
 """
 
@@ -60,7 +61,9 @@ from reactorflow.storage.contract.gates import GatesContract
 from reactorflow.storage.contract.indexes import IndexesContract
 from reactorflow.storage.contract.maps import MapSlotsContract
 from reactorflow.storage.contract.notification import NotificationContract
+from reactorflow.storage.contract.resealing import ResealContract
 from reactorflow.storage.contract.schedules import SchedulesContract
+from reactorflow.storage.contract.subjects import SubjectsContract
 from reactorflow.storage.contract.timers import TimersContract
 from reactorflow.storage.contract.values import (
     DEFAULT_HISTORY_LIMIT,
@@ -73,7 +76,7 @@ from reactorflow.storage.contract.workers import WorkersContract
 
 class Storage(ClaimsContract, FirstWinsContract, IndexesContract, NotificationContract,
               MapSlotsContract, GatesContract, SchedulesContract, TimersContract, WorkersContract,
-              abc.ABC):
+              SubjectsContract, ResealContract, abc.ABC):
     """Abstract storage backend. Methods state their atomicity; all are safe to retry unless
     noted (a retried write is idempotent because it writes the same bytes). The runs and locks
     parts come in through `ClaimsContract`, whose `claim_and_lock` composes them."""

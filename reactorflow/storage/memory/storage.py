@@ -42,7 +42,9 @@ from reactorflow.storage.contract.values import (
 from reactorflow.storage.memory.gates import MemoryGates
 from reactorflow.storage.memory.maps import MemoryMaps
 from reactorflow.storage.memory.records import LIVE, _Lock, _Run
+from reactorflow.storage.memory.resealing import MemoryResealing
 from reactorflow.storage.memory.schedules import MemorySchedules
+from reactorflow.storage.memory.subjects import MemorySubjects
 from reactorflow.storage.memory.timers import MemoryTimers
 from reactorflow.storage.memory.workers import MemoryWorkers
 
@@ -69,7 +71,7 @@ class _MemorySubscription(Subscription):
 
 
 class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, MemoryWorkers,
-                    Storage):
+                    MemorySubjects, MemoryResealing, Storage):
     """Everything in this process's memory; lost when the process exits."""
 
     def __init__(self, *, retention: float = DEFAULT_RETENTION,
@@ -106,6 +108,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
         self._init_schedules()
         self._init_timers()
         self._init_workers()
+        self._init_subjects()
         self._units: dict[tuple[str, str], float] = {}
         self._ops = 0
 
@@ -123,6 +126,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
         self._runs.pop(run.run_id, None)
         self._locks.pop(run.run_id, None)
         self._by_reactor.get(run.reactor, {}).pop(run.run_id, None)
+        self._drop_subject_run(run.run_id)
         if self._holds_claim(run) and run.idempotency is not None:
             del self._idempotency[run.idempotency]
 

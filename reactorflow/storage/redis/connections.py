@@ -109,7 +109,8 @@ SCRIPTS = ("create_run", "save_step", "save_state", "save_release", "save_unit",
            "schedule_pause", "claim_lock_load", "lock_load_elements", "index_done", "start_element",
            "unit_indexed", "idem_follow", "idem_done", "migrate_run", "forget_claims",
            "clear_elements", "timer_arm", "timer_disarm", "timer_claim", "worker_beat",
-           "worker_list", "worker_drop")
+           "worker_list", "worker_drop", "subject_enter", "subject_run_key", "subject_replace",
+           "subject_destroy", "erasure_record", "reseal_run")
 RUN_WRITES = frozenset({"create_run", "save_step", "save_state", "save_release", "save_unit",
                         "claim", "request_control", "incr_counter", "claim_lock_load",
                         "unit_indexed", "migrate_run"})

@@ -53,9 +53,11 @@ from reactorflow.storage.redis.gates import RedisGates
 from reactorflow.storage.redis.keys import HEAD_FIELDS, RedisKeys
 from reactorflow.storage.redis.maps import RedisMaps
 from reactorflow.storage.redis.reindex import RecordWalk, RedisReindex
+from reactorflow.storage.redis.resealing import RedisResealing
 from reactorflow.storage.redis.retry_tokens import token as _token
 from reactorflow.storage.redis.scans import RedisScans, unit_member
 from reactorflow.storage.redis.schedules import RedisSchedules
+from reactorflow.storage.redis.subjects import RedisSubjects
 from reactorflow.storage.redis.timers import RedisTimers
 from reactorflow.storage.redis.workers import RedisWorkers
 
@@ -119,7 +121,7 @@ _CLAIMED = {member.value.encode(): member for member in ClaimResult}
 
 
 class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedules, RedisTimers,
-                   RedisWorkers, Storage):
+                   RedisWorkers, RedisSubjects, RedisResealing, Storage):
     """Runs in Redis: durable across processes, shared by every worker of the namespace.
 
     Selected automatically when `REACTORFLOW_REDIS_URL` is set and no storage is configured. Key
