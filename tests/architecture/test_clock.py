@@ -39,6 +39,9 @@ ALLOWED: dict[str, tuple[set[str], str]] = {
     "runtime/services/timers.py": ({"move_on_after("},
                                    "a process's firing loop waits in real time on its own "
                                    "thread; under a fake clock `clock.advance` fires the timers"),
+    "runtime/services/takeover.py": ({"move_on_after("},
+                                     "a worker process's take-over watch ticks in real time on "
+                                     "its own thread, as the run locks it watches lapse"),
     "runtime/services/heartbeats.py": ({"move_on_after("},
                                        "a worker process's heartbeat loop beats in real time on "
                                        "its own thread, as its peers see it"),

@@ -219,6 +219,36 @@ async def test_killed_worker_is_recovered_by_the_sweeper(shared: Shared,
             second.stop()
 
 
+async def test_a_killed_workers_run_is_taken_over_without_a_sweep(shared: Shared,
+                                                                  gates: Path) -> None:
+    """No sweep runs, and the broker redelivers the dead worker's job only after its heartbeat
+    timeout (Dramatiq's Redis broker: 60 s): the surviving worker's take-over watch finds the
+    run whose lock lapsed and hands it on; the interrupted step runs again, once."""
+    log = shared.log
+    first = Workers(shared, gates, lock_ttl=1.0)
+    second: Workers | None = None
+    try:
+        await _ready(first)
+        second = Workers(shared, gates, lock_ttl=1.0)
+        run = await bg.killable.dispatch()
+        with anyio.fail_after(20):
+            while not any(line.startswith("k2 start") for line in bg.notes(log)):
+                await anyio.sleep(0.02)
+        first.kill()  # SIGKILL mid-step: its lock lapses, nothing releases it
+        (gates / "k2").touch()
+        done = await bg.killable.wait(run.id, timeout=30)
+        assert done.status is rf.Status.COMPLETED
+        lines = bg.notes(log)
+        starts = [line for line in lines if line.startswith("k2 start")]
+        assert lines.count("k1") == 1 and lines.count("k3") == 1
+        assert lines.count("k2 done") == 1
+        assert len(starts) == 2 and len(set(starts)) == 1  # same idempotency key both times
+    finally:
+        first.kill()
+        if second is not None:
+            second.stop()
+
+
 async def test_sweeper_hands_a_lost_async_unit_to_workers(shared: Shared,
                                                           gates: Path) -> None:
     """A unit whose job never reached a worker (its dispatcher died after the marker) runs
