@@ -29,12 +29,16 @@ crash, plus a job's pick-up. An outage of the storage makes a tick fail and the 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import threading
+
+import anyio
 
 from reactorflow import clock, config
 from reactorflow.runtime.engine.ownership import new_owner
 from reactorflow.runtime.services import sweeper
-from reactorflow.runtime.services.loop_thread import LoopThread
 
 log = logging.getLogger("reactorflow.takeover")
 
@@ -58,21 +62,43 @@ class TakeoverWatch:
     worker stops."""
 
     def __init__(self) -> None:
-        self._thread = LoopThread("reactorflow-takeover")
+        self._mutex = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._stopping = False
         self._owner = new_owner()
         self._handed: dict[str, float] = {}  # run id -> when this watch handed it on
 
     @property
     def running(self) -> bool:
-        return self._thread.running
+        return self._thread is not None
 
     def start(self) -> None:
         """Start the watch in a daemon thread (once; a started one goes on)."""
-        self._thread.start(self._run)
+        with self._mutex:
+            if self._thread is not None:
+                return
+            self._stopping = False
+            ready = threading.Event()
+            thread = threading.Thread(target=self._serve, args=(ready,), daemon=True,
+                                      name="reactorflow-takeover")
+            self._thread = thread
+            thread.start()
+        ready.wait(5.0)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the watch and join its thread."""
-        self._thread.stop(timeout)
+        with self._mutex:
+            thread, loop, wake = self._thread, self._loop, self._wake
+            self._thread = None
+            self._stopping = True
+        if thread is None:
+            return
+        if loop is not None and wake is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
+                loop.call_soon_threadsafe(wake.set)
+        thread.join(timeout)
 
     async def tick(self) -> list[str]:
         """One tick: the run ids handed on (none when another process watches this tick).
@@ -97,9 +123,21 @@ class TakeoverWatch:
                      "died)", run_id)
         return handed
 
+    def _serve(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            self._loop = loop
+            self._wake = asyncio.Event()
+            ready.set()
+            loop.run_until_complete(self._run())
+        finally:
+            self._loop = self._wake = None
+            loop.close()
+
     async def _run(self) -> None:
         backoff = 0.5
-        while not self._thread.stopping:
+        assert self._wake is not None
+        while not self._stopping:
             try:
                 await self.tick()
                 wait = period()
@@ -108,7 +146,9 @@ class TakeoverWatch:
                 log.warning("reactorflow.takeover.tick_failed (trying again in %.1fs)", backoff,
                             exc_info=True)
                 wait, backoff = backoff, min(backoff * 2, BACKOFF_CAP)
-            await self._thread.sleep(wait)
+            with anyio.move_on_after(wait):
+                await self._wake.wait()
+            self._wake.clear()
 
 
 WATCH = TakeoverWatch()
