@@ -17,22 +17,19 @@ drop out of the list meanwhile, and is back with its next beat.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import os
 import secrets
 import socket
-import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-import anyio
 import msgspec
 
 from reactorflow import clock, config
 from reactorflow.definition import registry
 from reactorflow.records import WorkerInfo, decode_worker, encode_worker
+from reactorflow.runtime.services.loop_thread import LoopThread
 
 log = logging.getLogger("reactorflow.workers")
 
@@ -52,24 +49,16 @@ def declared_versions() -> dict[str, tuple[int, ...]]:
     return {name: tuple(sorted(registry.versions(name))) for name in sorted(registry.names())}
 
 
-class Heartbeat:
+class Heartbeat(LoopThread):
     """A process's heartbeat loop (see the module): `start` with the queues its worker
     consumes, `job_started`/`job_finished` around each job, `stop` when the worker stops."""
 
     def __init__(self) -> None:
-        self._mutex = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._wake: asyncio.Event | None = None
-        self._stopping = False
+        super().__init__("reactorflow-heartbeat")
         self._queues: tuple[str, ...] = ()
         self._in_flight: set[str] = set()
         self._started_at = 0.0
         self.worker_id = ""
-
-    @property
-    def running(self) -> bool:
-        return self._thread is not None
 
     def start(self, queues: Iterable[str]) -> None:
         """Start beating, in a daemon thread (once; a started one goes on). The first beat is
@@ -78,32 +67,12 @@ class Heartbeat:
         Args:
             queues: The names of the queues this process's worker consumes.
         """
-        with self._mutex:
-            if self._thread is not None:
-                return
-            self._stopping = False
+        def prepare() -> None:
             self._queues = tuple(sorted(set(queues)))
             self._started_at = clock.now()
             self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-            ready = threading.Event()
-            thread = threading.Thread(target=self._serve, args=(ready,), daemon=True,
-                                      name="reactorflow-heartbeat")
-            self._thread = thread
-            thread.start()
-        ready.wait(5.0)
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop beating (the heartbeat is removed) and join the thread."""
-        with self._mutex:
-            thread, loop, wake = self._thread, self._loop, self._wake
-            self._thread = None
-            self._stopping = True
-        if thread is None:
-            return
-        if loop is not None and wake is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
-                loop.call_soon_threadsafe(wake.set)
-        thread.join(timeout)
+        self._start(prepare)
 
     def job_started(self, message_id: str) -> None:
         """A job (Dramatiq message `message_id`) started in this process (any thread)."""
@@ -135,29 +104,15 @@ class Heartbeat:
                                             now, now + LIVES * interval)
         return interval
 
-    def _serve(self, ready: threading.Event) -> None:
-        loop = asyncio.new_event_loop()
-        try:
-            self._loop = loop
-            self._wake = asyncio.Event()
-            ready.set()
-            loop.run_until_complete(self._run())
-        finally:
-            self._loop = self._wake = None
-            loop.close()
-
     async def _run(self) -> None:
-        assert self._wake is not None
-        while not self._stopping:
+        while not self.stopping:
             try:
                 wait = await self.beat()
             except Exception:
                 wait = config.settings().heartbeat_interval
                 log.warning("reactorflow.workers.heartbeat_failed (trying again in %.1fs)",
                             wait, exc_info=True)
-            with anyio.move_on_after(wait):
-                await self._wake.wait()
-            self._wake.clear()
+            await self.nap(wait)
         try:
             await config.current_storage().drop_worker(self.worker_id)
         except Exception:  # it expires by itself

@@ -25,13 +25,8 @@ due meanwhile fires late, once. `fire_timers()` fires what is due now in the cal
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import threading
 from typing import TYPE_CHECKING
-
-import anyio
 
 from reactorflow import clock, config
 from reactorflow.definition import registry
@@ -40,6 +35,7 @@ from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.execution import hooks_for
 from reactorflow.runtime.ops import operations
 from reactorflow.runtime.services import job_handling as jobs
+from reactorflow.runtime.services.loop_thread import LoopThread
 from reactorflow.storage.contract.values import DueTimer
 
 if TYPE_CHECKING:
@@ -124,72 +120,29 @@ def tell_fired(timer: DueTimer) -> None:
                                              max(clock.now(), timer.due)))
 
 
-class Firer:
+class Firer(LoopThread):
     """A process's firing loop (see the module): `start` once, `poke` when a timer is armed
     here, `stop` when the process's worker stops."""
 
     def __init__(self) -> None:
-        self._mutex = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._wake: asyncio.Event | None = None
-        self._stopping = False
+        super().__init__("reactorflow-timers")
         self._target = float("inf")  # when the loop looks next (Unix time)
-
-    @property
-    def running(self) -> bool:
-        return self._thread is not None
 
     def start(self) -> None:
         """Start the loop in a daemon thread (once; a started one goes on)."""
-        with self._mutex:
-            if self._thread is not None:
-                return
-            self._stopping = False
-            ready = threading.Event()
-            thread = threading.Thread(target=self._serve, args=(ready,), daemon=True,
-                                      name="reactorflow-timers")
-            self._thread = thread
-            thread.start()
-        ready.wait(5.0)
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop the loop and join its thread."""
-        with self._mutex:
-            thread, loop, wake = self._thread, self._loop, self._wake
-            self._thread = None
-            self._stopping = True
-        if thread is None:
-            return
-        if loop is not None and wake is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(wake.set)
-        thread.join(timeout)
+        self._start()
 
     def poke(self, due: float) -> None:
         """A timer due at `due` was armed in this process: look then, if that is earlier than
         the loop's next look (safe from any thread)."""
-        loop, wake = self._loop, self._wake
-        if loop is None or wake is None or due >= self._target:
+        if not self.running or due >= self._target:
             return
         self._target = due
-        with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
-            loop.call_soon_threadsafe(wake.set)
-
-    def _serve(self, ready: threading.Event) -> None:
-        loop = asyncio.new_event_loop()
-        try:
-            self._loop = loop
-            self._wake = asyncio.Event()
-            ready.set()
-            loop.run_until_complete(self._run())
-        finally:
-            self._loop = self._wake = None
-            loop.close()
+        self.wake()
 
     async def _run(self) -> None:
         backoff = 0.5
-        assert self._wake is not None
-        while not self._stopping:
+        while not self.stopping:
             try:
                 storage = config.current_storage()
                 fired = await fire_due(storage)
@@ -204,9 +157,7 @@ class Firer:
                             exc_info=True)
                 wait, backoff = backoff, min(backoff * 2, BACKOFF_CAP)
             self._target = clock.now() + wait
-            with anyio.move_on_after(wait):
-                await self._wake.wait()
-            self._wake.clear()
+            await self.nap(wait)
 
 
 FIRER = Firer()
