@@ -36,15 +36,11 @@ ALLOWED: dict[str, tuple[set[str], str]] = {
     "runtime/engine/lockkeeper.py": ({"time.monotonic(", "asyncio.wait_for("},
                               "the keeper's own thread keeps this process's locks alive in "
                               "real time; a fake clock extends live holds itself when it jumps"),
-    "runtime/services/timers.py": ({"move_on_after("},
-                                   "a process's firing loop waits in real time on its own "
-                                   "thread; under a fake clock `clock.advance` fires the timers"),
-    "runtime/services/takeover.py": ({"move_on_after("},
-                                     "a worker process's take-over watch ticks in real time on "
-                                     "its own thread, as the run locks it watches lapse"),
-    "runtime/services/heartbeats.py": ({"move_on_after("},
-                                       "a worker process's heartbeat loop beats in real time on "
-                                       "its own thread, as its peers see it"),
+    "runtime/services/loop_thread.py": ({"move_on_after("},
+                                        "a process's background loops (the timer firer, the "
+                                        "worker heartbeat) wait in real time on their own "
+                                        "thread; under a fake clock `clock.advance` fires the "
+                                        "timers, and peers see heartbeats in real time"),
     "storage/memory/storage.py": ({"asyncio.wait_for("},
                           "a subscription's wait is given real seconds (clock.wait_signal "
                           "bounds it in clock time)"),
