@@ -6,7 +6,8 @@ extending it; the lock lapses at most `lock_ttl` seconds later, and the run's re
 its lock was taken and never released (`Liveness.lapsed`). Its job is unacknowledged in the dead
 worker: a broker redelivers it late (Dramatiq's Redis broker after its heartbeat timeout, 60 s
 by default, and only at a random maintenance pass). So every worker process runs this watch,
-on an event loop of its own in a daemon thread, started and stopped with its Dramatiq worker.
+on an event loop of its own in a daemon thread (a `LoopThread`), started and stopped with its
+Dramatiq worker.
 Every `period()` seconds (`lock_ttl / 3`, as often as the lock keeper extends a lock):
 
 1. **One watcher per tick.** The process takes (or extends) the watch's own lock
@@ -29,16 +30,12 @@ crash, plus a job's pick-up. An outage of the storage makes a tick fail and the 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import threading
-
-import anyio
 
 from reactorflow import clock, config
 from reactorflow.runtime.engine.ownership import new_owner
 from reactorflow.runtime.services import sweeper
+from reactorflow.runtime.services.loop_thread import LoopThread
 
 log = logging.getLogger("reactorflow.takeover")
 
@@ -57,48 +54,18 @@ def period() -> float:
     return max(SHORTEST, config.settings().lock_ttl / 3)
 
 
-class TakeoverWatch:
+class TakeoverWatch(LoopThread):
     """A process's take-over watch (see the module): `start` once, `stop` when the process's
     worker stops."""
 
     def __init__(self) -> None:
-        self._mutex = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._wake: asyncio.Event | None = None
-        self._stopping = False
+        super().__init__("reactorflow-takeover")
         self._owner = new_owner()
         self._handed: dict[str, float] = {}  # run id -> when this watch handed it on
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None
-
     def start(self) -> None:
         """Start the watch in a daemon thread (once; a started one goes on)."""
-        with self._mutex:
-            if self._thread is not None:
-                return
-            self._stopping = False
-            ready = threading.Event()
-            thread = threading.Thread(target=self._serve, args=(ready,), daemon=True,
-                                      name="reactorflow-takeover")
-            self._thread = thread
-            thread.start()
-        ready.wait(5.0)
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop the watch and join its thread."""
-        with self._mutex:
-            thread, loop, wake = self._thread, self._loop, self._wake
-            self._thread = None
-            self._stopping = True
-        if thread is None:
-            return
-        if loop is not None and wake is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
-                loop.call_soon_threadsafe(wake.set)
-        thread.join(timeout)
+        self._start()
 
     async def tick(self) -> list[str]:
         """One tick: the run ids handed on (none when another process watches this tick).
@@ -123,21 +90,9 @@ class TakeoverWatch:
                      "died)", run_id)
         return handed
 
-    def _serve(self, ready: threading.Event) -> None:
-        loop = asyncio.new_event_loop()
-        try:
-            self._loop = loop
-            self._wake = asyncio.Event()
-            ready.set()
-            loop.run_until_complete(self._run())
-        finally:
-            self._loop = self._wake = None
-            loop.close()
-
     async def _run(self) -> None:
         backoff = 0.5
-        assert self._wake is not None
-        while not self._stopping:
+        while not self.stopping:
             try:
                 await self.tick()
                 wait = period()
@@ -146,9 +101,7 @@ class TakeoverWatch:
                 log.warning("reactorflow.takeover.tick_failed (trying again in %.1fs)", backoff,
                             exc_info=True)
                 wait, backoff = backoff, min(backoff * 2, BACKOFF_CAP)
-            with anyio.move_on_after(wait):
-                await self._wake.wait()
-            self._wake.clear()
+            await self.nap(wait)
 
 
 WATCH = TakeoverWatch()
