@@ -108,7 +108,6 @@ SCRIPTS = ("create_run", "save_step", "save_state", "save_unit", "acquire_lock",
            "ordered_peek", "ordered_reset",
            "load_run", "schedule_load", "schedule_advance", "schedule_record",
            "schedule_relet", "schedule_pause", "claim_lock_load", "lock_load_elements",
-           "lock_load_run",
            "index_done", "start_element", "unit_indexed", "idem_follow", "idem_done",
            "migrate_run", "forget_claims", "clear_elements",
            "timer_arm", "timer_disarm", "timer_claim", "worker_beat", "worker_list", "worker_drop")
@@ -117,8 +116,7 @@ RUN_WRITES = frozenset({"create_run", "save_step", "save_state", "save_unit", "c
                         "migrate_run"})
 """The scripts that write a run: `scripts/lib/run_write.lua` (retry tokens) and
 `scripts/lib/expiry.lua` (the retention rule) are prepended to each."""
-LOCK_TAKERS = frozenset({"acquire_lock", "lock_load_elements", "start_element",
-                         "lock_load_run"})
+LOCK_TAKERS = frozenset({"acquire_lock", "lock_load_elements", "start_element"})
 """The scripts that take a liveness lock: `scripts/lib/take_lock.lua` is prepended to each."""
 RUN_CREATORS = frozenset({"create_run", "gate_release"})
 """The scripts that create a run: `scripts/lib/create_run.lua` is prepended to each (after
