@@ -51,13 +51,31 @@ async def reader(unit: str) -> float:
     return time.time()  # when the reader was woken and ran
 
 
-def _instrument_worker() -> None:
-    """In the worker: note when a run's job starts, and when a unit's record write starts
-    (that write publishes)."""
-    from reactorflow.runtime.services import job_handling as bodies
-    from reactorflow.workers import jobs
+class _JobStarts(dramatiq.Middleware):
+    """Dramatiq's own start of each run job (`before_process_message`, in the worker thread,
+    before reactorflow's actor body runs), noted in Redis only once the job is over: a write
+    inside the job would add its round trip to reactorflow's figure."""
 
-    report, execute_run = bodies.report, jobs.execute_run
+    def __init__(self) -> None:
+        self.started: dict[str, float] = {}
+
+    def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
+        if message.actor_name == "reactorflow.execute_run":
+            self.started.setdefault(message.message_id, time.time())
+
+    def after_process_message(self, broker: dramatiq.Broker, message: Any, *,
+                              result: Any = None, exception: Any = None) -> None:
+        started = self.started.pop(message.message_id, None)
+        if started is not None:
+            _stamps.hsetnx(STARTED_KEY, str(message.args[0]), repr(started))
+
+
+def _instrument_worker() -> None:
+    """In the worker: note when Dramatiq starts a run's job, and when a unit's record write
+    starts (that write publishes)."""
+    from reactorflow.runtime.services import job_handling as bodies
+
+    report = bodies.report
 
     async def noted_report(storage: Any, run_id: str, key: str, record: Any,
                            events: Any) -> None:
@@ -65,15 +83,8 @@ def _instrument_worker() -> None:
         await report(storage, run_id, key, record, events)
         _stamps.hset(WRITTEN_KEY, run_id, repr(started))
 
-    async def noted_run(run_id: str, reactor_name: str, snoozes: int = 0) -> None:
-        started = time.time()  # noted after the job, so the noting does not delay the run
-        try:
-            await execute_run(run_id, reactor_name, snoozes)
-        finally:
-            _stamps.hsetnx(STARTED_KEY, run_id, repr(started))
-
     bodies.report = noted_report  # type: ignore[assignment]
-    jobs.execute_run = noted_run  # type: ignore[assignment]
+    broker.add_middleware(_JobStarts())
 
 
 if os.environ.get("RF_BENCH_WORKER"):

@@ -28,6 +28,7 @@ from dramatiq.middleware import AsyncIO, Retries
 from reactorflow import config
 from reactorflow.errors import BrokerError, ConfigurationError, ReactorflowError
 from reactorflow.runtime.services.heartbeats import HEARTBEAT, JOB_QUEUE
+from reactorflow.runtime.services.takeover import WATCH
 from reactorflow.runtime.services.timers import FIRER
 from reactorflow.storage.redis.connections import cluster_url
 from reactorflow.storage.redis.keys import safe_url, scheme_problem
@@ -88,6 +89,17 @@ class TimerFiring(dramatiq.Middleware):
         FIRER.stop()
 
 
+class TakeoverWatching(dramatiq.Middleware):
+    """Runs this process's take-over watch (`services.takeover.WATCH`) while its worker runs:
+    a run whose holder died goes on within about `lock_ttl`."""
+
+    def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        WATCH.start()
+
+    def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        WATCH.stop()
+
+
 class Heartbeats(dramatiq.Middleware):
     """Publishes this process's heartbeat (`services.heartbeats.HEARTBEAT`) while its worker
     runs, and counts the jobs its actors are running (the heartbeat's jobs in flight)."""
@@ -119,15 +131,18 @@ def consumed_queues(broker: dramatiq.Broker, worker: dramatiq.Worker) -> list[st
     return sorted(declared & {q_name(q) for q in chosen} if chosen else declared)
 
 
-def _per_process_loops() -> list[dramatiq.Middleware]:
-    """The middleware of the loops every worker process runs: timers and its heartbeat."""
-    return [TimerFiring(), Heartbeats()]
+def _per_process_loops(*, shared: bool = True) -> list[dramatiq.Middleware]:
+    """The middleware of the loops every worker process runs: timers and its heartbeat, and
+    on a shared broker the take-over watch (the embedded worker dies with the only process
+    that could hold its runs: nobody is left to take them over)."""
+    loops: list[dramatiq.Middleware] = [TimerFiring(), Heartbeats()]
+    return [*loops, TakeoverWatching()] if shared else loops
 
 
 def _embedded_broker() -> StubBroker:
     if _runtime.embedded is None:
         broker = StubBroker(middleware=[_EmbeddedAsyncIO(), Retries(max_retries=JOB_RETRIES),
-                                        *_per_process_loops()])
+                                        *_per_process_loops(shared=False)])
         broker.emit_after("process_boot")
         _runtime.embedded = broker
     return _runtime.embedded
@@ -182,7 +197,7 @@ def actors_for(broker: dramatiq.Broker) -> Actors:
             return known[1]
         if not any(isinstance(m, AsyncIO) for m in broker.middleware):
             broker.add_middleware(AsyncIO())
-        for loop in _per_process_loops():
+        for loop in _per_process_loops(shared=broker is not _runtime.embedded):
             if not any(isinstance(m, type(loop)) for m in broker.middleware):
                 broker.add_middleware(loop)
         options = dict(max_retries=JOB_RETRIES, min_backoff=500, max_backoff=10_000,

@@ -21,6 +21,7 @@ import reactorflow as rf
 from reactorflow.runtime.engine.mode import WORKER
 from reactorflow.runtime.ops.deadlines import deadline_due
 from reactorflow.testing import Environment
+from reactorflow.testing.clock import current_work
 from tests.helpers import kinds, unique, until_past
 
 pytestmark = pytest.mark.timeout(60)
@@ -44,8 +45,10 @@ class Part(msgspec.Struct):
 
 
 def _flow(log: list[str], *, timeout: Any = DAY, on_timeout: Any = None,
-          resume: Literal["inline", "background"] = "inline") -> rf.Reactor:
-    """prepare (with an undo) -> approve (the interrupt) -> ship."""
+          resume: Literal["inline", "background"] = "inline",
+          ran_in: list[str] | None = None) -> rf.Reactor:
+    """prepare (with an undo) -> approve (the interrupt) -> ship; `ran_in` notes, for approve
+    and ship, whether each ran in a job of the environment's queue (a worker) or not."""
     flow = rf.Reactor(unique("on-timeout"), inputs=Order)
 
     @flow.step
@@ -62,14 +65,21 @@ def _flow(log: list[str], *, timeout: Any = DAY, on_timeout: Any = None,
     @flow.interrupt(timeout=timeout, resume=resume, **given)
     async def approve(payload: Approval, prepare: str, order_id: str) -> Approval:
         log.append(f"approve by {payload.by}")
+        _where(ran_in)
         return payload
 
     @flow.step
     async def ship(approve: Approval, order_id: str) -> str:
         log.append("ship")
+        _where(ran_in)
         return f"{order_id}: approved={approve.approved} by {approve.by}"
 
     return flow
+
+
+def _where(ran_in: list[str] | None) -> None:
+    if ran_in is not None:
+        ran_in.append("worker" if current_work.get() is not None else "caller")
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -202,16 +212,18 @@ async def test_an_on_timeout_payload_resumes_the_run_once_at_its_deadline(
 
 async def test_a_background_interrupt_is_resumed_by_a_worker(env: Environment) -> None:
     log: list[str] = []
-    flow = _flow(log, timeout=60, on_timeout=TIMED_OUT, resume="background")
+    ran_in: list[str] = []
+    flow = _flow(log, timeout=60, on_timeout=TIMED_OUT, resume="background", ran_in=ran_in)
     paused = await flow.run(order_id="A3")
     await unfired(env.storage, paused)
     await env.clock.advance(60)
     settled = await deadline_due(flow, env.storage, paused.id)
     assert settled is not None and settled.status is rf.Status.RUNNING  # handed to a worker
-    assert log == ["prepare"]
     await env.drain()
     run = await flow.get(paused.id)
     assert run.status is rf.Status.COMPLETED and run.value == "A3: approved=False by timeout"
+    assert log == ["prepare", "approve by timeout", "ship"]
+    assert ran_in == ["worker", "worker"]  # the payload and the rest ran in a job, not here
     assert _resumes(run) == 1
 
 

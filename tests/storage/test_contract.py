@@ -664,6 +664,36 @@ async def test_scan_status_finds_runs_of_every_reactor_with_liveness(storage: St
     assert [live.run_id for live in await storage.scan_status(["completed"], 100)] == [done]
 
 
+
+async def test_scan_status_says_which_runs_lock_lapsed(storage: Storage) -> None:
+    """A lock taken and never released that expired is `lapsed` (its holder died); a lock
+    released (by `release_lock` or the final save), or still held, is not — also when the run
+    was taken on again after a lapse, or a run's lock was re-entered and left once."""
+    reactor = f"flow-{uuid.uuid4().hex[:6]}"
+    died = await new_run(storage, reactor=reactor, lock_ttl=0.5)  # created holding its lock
+    taken = await new_run(storage, reactor=reactor, owner=OTHER)
+    assert await storage.release_lock(taken, OTHER) == 0
+    assert await storage.acquire_lock(taken, OWNER, 0.5)  # taken again, then it lapses
+    released = await new_run(storage, reactor=reactor, owner=OTHER)
+    assert await storage.release_lock(released, OTHER) == 0
+    saved = await new_run(storage, reactor=reactor)
+    await storage.save_state(saved, OWNER, status="running", previous_status="running",
+                             state=b"s", release=True)
+    held = await new_run(storage, reactor=reactor)
+    assert await storage.acquire_lock(held, OWNER, 10.0)  # re-entered, left once: still held
+    assert await storage.release_lock(held, OWNER) == 1
+    resumed = await new_run(storage, reactor=reactor, lock_ttl=0.5)
+    for run_id in (died, taken, resumed):
+        await until_lock_lapses(storage, run_id)
+    assert await storage.acquire_lock(resumed, OTHER, 10.0)  # taken over after the lapse...
+    assert await storage.release_lock(resumed, OTHER) == 0  # ...and left cleanly
+
+    found = {live.run_id: live for live in await storage.scan_status(["running"], 1000)}
+    lapsed = {run_id for run_id in (died, taken, released, saved, held, resumed)
+              if found[run_id].lapsed}
+    assert lapsed == {died, taken}
+    assert found[held].lock_owner == OWNER and found[died].lock_owner is None
+
 # -- async units and notification --------------------------------------------------------------
 
 

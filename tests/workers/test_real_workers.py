@@ -189,34 +189,69 @@ async def test_duplicate_and_stray_messages_change_nothing(shared: Shared,
     assert bg.notes(log).count("h2") == 1 and bg.notes(log).count("h3") == 1
 
 
+async def _ran_k2_again(run_id: str, log: Path) -> None:
+    """The killed run completes; its steps each ran once, but `k2` (the one in flight at the
+    kill) started twice, with the same idempotency key both times, and finished once."""
+    done = await bg.killable.wait(run_id, timeout=30)
+    assert done.status is rf.Status.COMPLETED
+    lines = bg.notes(log)
+    starts = [line for line in lines if line.startswith("k2 start")]
+    assert lines.count("k1") == 1 and lines.count("k3") == 1
+    assert lines.count("k2 done") == 1
+    assert len(starts) == 2 and len(set(starts)) == 1
+
+
+def _stop_both(killed: Workers, second: Workers | None) -> None:
+    killed.kill()
+    if second is not None:
+        second.stop()
+
+
+async def _killable_running_in(workers: Workers, log: Path) -> str:
+    """Once `workers` is up, dispatch a `killable` run and wait until its `k2` runs there (the
+    only worker yet); returns the run's id."""
+    await _ready(workers)
+    run = await bg.killable.dispatch()
+    with anyio.fail_after(20):
+        while not any(line.startswith("k2 start") for line in bg.notes(log)):
+            await anyio.sleep(0.02)
+    return run.id
+
+
 async def test_killed_worker_is_recovered_by_the_sweeper(shared: Shared,
                                                          gates: Path) -> None:
     log = shared.log
     first = Workers(shared, gates, lock_ttl=1.0)
     second: Workers | None = None
     try:
-        await _ready(first)
-        run = await bg.killable.dispatch()
-        with anyio.fail_after(20):
-            while not any(line.startswith("k2 start") for line in bg.notes(log)):
-                await anyio.sleep(0.02)
+        run_id = await _killable_running_in(first, log)
         first.kill()  # SIGKILL mid-step: no chance to write anything
         (gates / "k2").touch()
         await anyio.sleep(1.6)  # past the lock TTL and the stall timeout
         second = Workers(shared, gates, lock_ttl=1.0)
         report = await rf.sweep_once()
-        assert run.id in report.enqueued
-        done = await bg.killable.wait(run.id, timeout=30)
-        assert done.status is rf.Status.COMPLETED
-        lines = bg.notes(log)
-        starts = [line for line in lines if line.startswith("k2 start")]
-        assert lines.count("k1") == 1 and lines.count("k3") == 1
-        assert lines.count("k2 done") == 1
-        assert len(starts) == 2 and len(set(starts)) == 1  # same idempotency key both times
+        assert run_id in report.enqueued
+        await _ran_k2_again(run_id, log)
     finally:
-        first.kill()
-        if second is not None:
-            second.stop()
+        _stop_both(first, second)
+
+
+async def test_a_killed_workers_run_is_taken_over_without_a_sweep(shared: Shared,
+                                                                  gates: Path) -> None:
+    """No sweep runs, and the broker redelivers the dead worker's job only after its heartbeat
+    timeout (Dramatiq's Redis broker: 60 s): the surviving worker's take-over watch finds the
+    run whose lock lapsed and hands it on; the interrupted step runs again, once."""
+    log = shared.log
+    first = Workers(shared, gates, lock_ttl=1.0)
+    second: Workers | None = None
+    try:
+        run_id = await _killable_running_in(first, log)
+        second = Workers(shared, gates, lock_ttl=1.0)
+        first.kill()  # SIGKILL mid-step: its lock lapses, nothing releases it
+        (gates / "k2").touch()
+        await _ran_k2_again(run_id, log)
+    finally:
+        _stop_both(first, second)
 
 
 async def test_sweeper_hands_a_lost_async_unit_to_workers(shared: Shared,

@@ -50,7 +50,7 @@ from reactorflow.runtime.gates.parked import release_stopped
 from reactorflow.runtime.gates.scope import Entry, GateHolds
 from reactorflow.runtime.maps.fanout import parks_on_map, untaken_map
 from reactorflow.runtime.ops import idempotency, lookup, migrations
-from reactorflow.runtime.ops.creation import NewRun, new_run, release, store_run
+from reactorflow.runtime.ops.creation import NewRun, new_run, release_and_send, store_run
 from reactorflow.runtime.ops.snapshots import (
     assemble,
     build_run,
@@ -150,9 +150,10 @@ async def _start(reactor: Reactor, value: Any, progress: _Progress, *,
         break
     meta, state, started = run.meta, run.state, run.started
     if dispatch:
-        await release(storage, run_id, owner)  # save before release: the run is stored
-        # first: a worker can start meanwhile
-        queue.enqueue_run(run_id, reactor.name, version=reactor.version)
+        # save before release, checkpoint before enqueue: the run is stored; its job goes
+        # out while the release's reply comes back
+        await release_and_send(storage, run_id, owner, lambda: queue.enqueue_run(
+            run_id, reactor.name, version=reactor.version))
         return assemble(plan, run_id, reactor.name, Status.RUNNING, meta, state, {},
                         [started], meta.created_at, keys=run.keys)  # as handed over
     ex = Execution(plan=plan, storage=storage, owner=owner, meta=meta, state=state, steps={},

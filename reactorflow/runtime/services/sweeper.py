@@ -1,7 +1,9 @@
 """Recovery: find stalled runs and take them on again (`rf.sweep_once`).
 
 A run is *stalled* when it is `running` or `rolling_back`, nobody holds its liveness lock, and
-nothing touched it for `stall_timeout` seconds: its execution died. Re-driving it resumes from
+either its lock *lapsed* (taken and never released: `Liveness.lapsed`, its holder died or
+stalled past the TTL) or nothing touched it for `stall_timeout` seconds (a job lost before any
+worker took the run on). Re-driving it resumes from
 its last checkpoint: completed steps never run again; the step that was in flight runs again
 (at least once per step, with the same `StepContext.idempotency_key`).
 
@@ -37,7 +39,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
 
@@ -165,6 +167,34 @@ async def sweep_once(*, limit: int = DEFAULT_LIMIT, records: int | None = None) 
     return report
 
 
+async def recover_lapsed(*, limit: int = DEFAULT_LIMIT,
+                         skip: Container[str] = ()) -> SweepReport:
+    """Take on again the running and rolling-back runs whose lock lapsed (`Liveness.lapsed`:
+    taken, never released, expired — the holder died), at once, without waiting for
+    `stall_timeout`: the part of `sweep_once` the take-over watch of every worker runs every
+    `lock_ttl / 3` (`services.takeover`). Each is enqueued for the workers (a shared queue) or
+    driven here, as `sweep_once` does.
+
+    Args:
+        limit: at most this many running and rolling-back runs are looked at (from a random
+            point when more are live, as `sweep_once`).
+        skip: run ids to leave alone (handed on already: their job is queued).
+
+    Raises:
+        StorageConnectionError: the storage cannot be reached.
+    """
+    storage = config.current_storage()
+    report = SweepReport()
+    now = clock.now()
+    for live in await storage.scan_status([Status.RUNNING, Status.ROLLING_BACK], limit):
+        if live.problem is None and live.lapsed and live.run_id not in skip:
+            await _isolated(report, live.run_id, _sweep_run(storage, live, report, now))
+    if report.recovered or report.enqueued:
+        log.info("reactorflow.sweep.lapsed recovered=%d enqueued=%d", len(report.recovered),
+                 len(report.enqueued))
+    return report
+
+
 def _record_budget(storage: Storage, limit: int, records: int | None) -> int:
     """The run records this sweep's record pass reads (see `sweep_once`)."""
     if records is not None:
@@ -267,7 +297,7 @@ async def _sweep_run(storage: Storage, live: Liveness, report: SweepReport, now:
     try:
         if live.status == Status.PAUSED:
             await _sweep_paused(storage, live, report)
-        elif now - live.touched_at >= config.settings().stall_timeout:
+        elif live.lapsed or now - live.touched_at >= config.settings().stall_timeout:
             if live.status == Status.RUNNING and await _asleep(storage, live.run_id, now):
                 return  # parked until its timer: not stalled (a firer resumes it)
             await _recover(storage, live, report)

@@ -145,6 +145,10 @@ class Liveness:
     problem: str | None = None
     """Why the run's record could not be read (then only `run_id`, `reactor` and the status of
     the index it was found in are known): reported, never fatal to the whole scan."""
+    lapsed: bool = False
+    """Its lock was taken and never released, and nobody holds it now: the lock lapsed, so
+    its holder died (or stalled past the lock's TTL). A run released cleanly (handed to a
+    worker, parked, settled) is not lapsed, however long it waits."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ class _Run:
     maps: dict[str, dict[int, bytes]] = field(default_factory=dict)  # map key -> element slots
     control: bytes | None = None
     idempotency: tuple[str, str] | None = None  # (reactor, key) of the claim it holds
+    held: bool = False  # its lock was taken and not yet released (`Liveness.lapsed`)
 
     def head(self) -> RunHead:
         return RunHead(self.run_id, self.reactor, self.status, self.meta, self.state,

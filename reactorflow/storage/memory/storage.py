@@ -228,6 +228,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
         self._runs[run_id] = run
         self._set_status(run, creation.status, now)
         self._locks[run_id] = _Lock(creation.owner, 1, now + creation.lock_ttl)
+        run.held = True
         self._by_reactor.setdefault(creation.reactor, {})[run_id] = creation.created_at
         self._touch(run, now)
         return True
@@ -324,6 +325,7 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
                 lock.count -= 1
                 if lock.count <= 0:
                     del self._locks[run_id]
+                    run.held = False
             self._set_status(run, status, now)
             run.state = state
             if steps:
@@ -370,15 +372,19 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
             return self._take_lock(run_id, owner, ttl, now)
 
     def _take_lock(self, run_id: str, owner: str, ttl: float, now: float) -> bool:
-        """`acquire_lock` under the mutex (held by the caller)."""
+        """`acquire_lock` under the mutex (held by the caller). A run's record notes that its
+        lock is held until released (`Liveness.lapsed`)."""
         lock = self._owner(run_id, now)
         if lock is None:
             self._locks[run_id] = _Lock(owner, 1, now + ttl)
-            return True
-        if lock.owner != owner:
+        elif lock.owner != owner:
             return False
-        lock.count += 1
-        lock.expires = now + ttl
+        else:
+            lock.count += 1
+            lock.expires = now + ttl
+        run = self._runs.get(run_id)
+        if run is not None:
+            run.held = True
         return True
 
     async def extend_lock(self, run_id: str, owner: str, ttl: float) -> bool:
@@ -399,8 +405,15 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
             lock.count -= 1
             if lock.count <= 0:
                 del self._locks[run_id]
+                self._released(run_id)
                 return 0
             return lock.count
+
+    def _released(self, run_id: str) -> None:
+        """A run's lock was released (not lapsed): its record no longer notes it held."""
+        run = self._runs.get(run_id)
+        if run is not None:
+            run.held = False
 
     async def lock_owner(self, run_id: str) -> str | None:
         with self._mutex:
@@ -573,7 +586,8 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
             for run in window(matching, limit):  # from a random start when more match
                 lock = self._owner(run.run_id, now)
                 found.append(Liveness(run.run_id, run.reactor, run.status, run.touched_at,
-                                      None if lock is None else lock.owner))
+                                      None if lock is None else lock.owner,
+                                      lapsed=lock is None and run.held))
         return found
 
     async def scan_records(self, limit: int) -> list[Liveness]:

@@ -224,7 +224,7 @@ class RedisScans:
                         status: str, stale: _Stale) -> list[Liveness]:
         pipe = conn.client.pipeline(transaction=False)
         for run_id in run_ids:
-            pipe.hmget(self._keys.run(run_id), ("reactor", "status", "touched"))
+            pipe.hmget(self._keys.run(run_id), ("reactor", "status", "touched", "hl"))
             pipe.hget(self._keys.lock(run_id), "owner")
         # one bad record fails only itself (a server not ready fails the call)
         replies = own_errors(await pipe.execute(raise_on_error=False))
@@ -236,7 +236,7 @@ class RedisScans:
                 live.append(Liveness(run_id, reactor, status, 0.0, None, problem=(
                     f"its {which} cannot be read: {fields if which == 'record' else owner}")))
                 continue
-            rec_reactor, rec_status, touched = fields
+            rec_reactor, rec_status, touched, held = fields
             if rec_reactor is None or _text(rec_reactor) != reactor:
                 stale.append((index, run_id))
                 continue
@@ -247,7 +247,8 @@ class RedisScans:
                 live.append(Liveness(run_id, reactor, status, 0.0, None, problem=problem))
             else:
                 live.append(Liveness(run_id, reactor, status, float(touched),
-                                     None if owner is None else _text(owner)))
+                                     None if owner is None else _text(owner),
+                                     lapsed=owner is None and held is not None))
         return live
 
     async def scan_units(self, limit: int) -> list[UnitLiveness]:

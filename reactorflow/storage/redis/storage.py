@@ -540,7 +540,8 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
     async def acquire_lock(self, run_id: str, owner: str, ttl: float) -> bool:
         conn = await self._redis.get()
         with self._errors():
-            held = await conn.script("acquire_lock", [self._keys.lock(run_id)],
+            held = await conn.script("acquire_lock",
+                                     [self._keys.lock(run_id), self._keys.run(run_id)],
                                      [owner, _ms(ttl), _token()])
         return bool(held == 1)
 
@@ -553,7 +554,9 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
     async def release_lock(self, run_id: str, owner: str) -> int:
         conn = await self._redis.get()
         with self._errors():
-            left = await conn.script("release_lock", [self._keys.lock(run_id)], [owner, _token()])
+            left = await conn.script("release_lock",
+                                     [self._keys.lock(run_id), self._keys.run(run_id)],
+                                     [owner, _token()])
         return int(left)
 
     async def lock_owner(self, run_id: str) -> str | None:

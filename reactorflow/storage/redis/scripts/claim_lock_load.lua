@@ -183,7 +183,7 @@ if mode ~= '' and (not retry or not seen(KEYS[7], ARGV[1])) then
   end
   if free then
     redis.call('HSET', KEYS[1], 'status', status, 'state', new_state, 'touched', ARGV[7],
-               'wn', int(n))
+               'wn', int(n), 'hl', '1')  -- held, not yet released (acquire_lock.lua)
     local gen = math.floor(n / WINDOW)  -- its token (as `remember`, in the one HSET of tok)
     prune(n, gen)
     local k = #tokens
@@ -200,6 +200,9 @@ if mode ~= '' and (not retry or not seen(KEYS[7], ARGV[1])) then
     end
     written = 1
   end
+end
+if written == 0 then
+  redis.call('HSET', KEYS[1], 'hl', '1')  -- held, not yet released (acquire_lock.lua)
 end
 settle(written == 1 and written_status or nil)
 local fields = head  -- as read first (no write of this call changed it), or as written

@@ -11,7 +11,8 @@
 --       [9 the new status's index  10 the reactor's index  11 the previous status's index]
 -- ARGV:
 --   1 token  2 owner  3 status  4 state  5 touched_at  6 retention (ms)  7 history limit
---   8 flags: "c" clear the control request, "r" release the lock once, "u" write nothing when
+--   8 flags: "c" clear the control request, "r" release the lock once (its last release also
+--     clears the run's `hl`, see acquire_lock.lua), "u" write nothing when
 --     a control request is pending (e.g. "cr", or "")
 --   9 channel to publish on ("" = none)  10 run id (the index member)  11 n = number of steps
 --   12 .. 11+2n step key, record pairs   12+2n .. events (oldest first)

@@ -5,7 +5,8 @@
 -- waiter the place.
 --
 -- Returns 1 created (or already created by this very call), 0 the run id exists or another
--- owner holds its lock (nothing written). A lock this owner already holds is kept.
+-- owner holds its lock (nothing written). A lock this owner already holds is kept. The run is
+-- created holding its lock, so its record has `hl` (see acquire_lock.lua).
 local function create(K, A)
   if redis.call('EXISTS', K[1]) == 1 then
     if seen(K[7], A[1]) then
@@ -20,7 +21,7 @@ local function create(K, A)
   -- Leftovers of an expired run with the same id (a lock outlives retention only by its TTL).
   redis.call('DEL', K[2], K[3], K[4], K[5], K[6], K[7], K[8])
   redis.call('HSET', K[1], 'reactor', A[2], 'status', A[3], 'meta', A[4],
-             'state', A[5], 'created', A[6], 'touched', A[7], 'wn', '1')
+             'state', A[5], 'created', A[6], 'touched', A[7], 'wn', '1', 'hl', '1')
   remember(K[7], A[1], 1)
   redis.call('HSET', K[8], 'owner', A[8], 'count', '1')
   redis.call('PEXPIRE', K[8], A[9])

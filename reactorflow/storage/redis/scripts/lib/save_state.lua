@@ -46,6 +46,7 @@ local function save_state(K, A)
   if string.find(A[8], 'r', 1, true) then
     if (tonumber(lock[2]) or 0) <= 1 then  -- its last hold: gone (as HINCRBY -1 reaching 0)
       redis.call('DEL', K[8])
+      redis.call('HDEL', K[1], 'hl')  -- released, not lapsed (acquire_lock.lua)
     else
       redis.call('HINCRBY', K[8], 'count', -1)
     end
