@@ -7,10 +7,15 @@ append-only file and fsynced before its reply), a private redis-server started h
    of the commands the runs sent (their EVALSHA calls; a script's inner commands are inside
    its time) divided by the steps, for sagas of 1, 3 and 10 steps (a per-step and a per-run
    fit), and the main thread's CPU (`INFO cpu`) over the same runs beside it.
+3. Where that time goes: each script's median time per call (`SLOWLOG` at threshold 0, the
+   script named by its SHA; a slowlog entry per inner command inflates these by ~15 %), and
+   the inner commands' own time per run (`INFO commandstats`).
 """
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import os
 import statistics
 import time
@@ -21,6 +26,7 @@ import reactorflow as rf
 from benchmarks import _flows, _redis
 from benchmarks._context import Context
 from benchmarks._report import Spread, percentile, ratios, settle
+from reactorflow.storage.redis.connections import SOURCES
 
 TITLE = "3-step saga at appendfsync always vs a SET p50; Redis server µs per durable step"
 TARGET_RATIO = 4.0
@@ -137,6 +143,40 @@ async def _server_cost(ctx: Context, client: redis.asyncio.Redis, url: str) -> N
                    f"further step; main-thread CPU {cpu_per_run[STEPS] / STEPS:.0f} µs/step)")
 
 
+async def _profile(ctx: Context, client: redis.asyncio.Redis, flow: rf.Reactor) -> None:
+    """Each script's time per call (SLOWLOG), and the inner commands' time per run."""
+    report = ctx.report
+    runs = ctx.pick(full=300, quick=50)
+    names = {hashlib.sha1(source.encode()).hexdigest(): name for name, source in SOURCES.items()}
+    await client.config_set("slowlog-log-slower-than", 0)
+    await client.config_set("slowlog-max-len", 32 * runs * (STEPS + 1))
+    try:
+        await client.slowlog_reset()
+        await client.config_resetstat()
+        for _ in range(runs):
+            await flow.run()
+        entries = await client.slowlog_get(32 * runs * (STEPS + 1))
+        stats = await _redis.command_usec(client)
+    finally:
+        await client.config_set("slowlog-log-slower-than", 10000)
+        await client.slowlog_reset()
+    calls: dict[str, list[int]] = collections.defaultdict(list)
+    for entry in entries:
+        words = entry["command"].split(b" ", 2)
+        if words[0].upper() in (b"EVALSHA", b"EVAL") and len(words) > 1:
+            calls[names.get(words[1].decode(), words[1][:8].decode())].append(
+                int(entry["duration"]))
+    for name, took in sorted(calls.items(), key=lambda item: -sum(item[1])):
+        report.row(f"  script {name} (SLOWLOG, per call)", f"{statistics.median(took):.0f} µs",
+                   note=f"{len(took) / runs:g} per run, {sum(took) / runs:.0f} µs per run")
+    inner = {name: value for name, value in stats.items()
+             if name.split("|")[0] not in ("evalsha", "eval", "slowlog", "config")}
+    top = sorted(inner.items(), key=lambda item: -item[1][1])
+    report.row("  inner commands, µs per run (commandstats)",
+               f"{sum(u for _, u in inner.values()) / runs:.0f} µs",
+               note=", ".join(f"{name} {c / runs:g}x {u / runs:.1f}" for name, (c, u) in top))
+
+
 async def run(ctx: Context) -> None:
     report = ctx.report
     try:
@@ -159,6 +199,7 @@ async def run(ctx: Context) -> None:
         flow = _flows.saga("durable.saga", STEPS)
         await _latency(ctx, client, server.baseline_key, flow)
         await _server_cost(ctx, client, server.url)
+        await _profile(ctx, client, flow)
     finally:
         await client.aclose()
         await storage.aclose()
