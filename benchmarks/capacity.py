@@ -33,7 +33,7 @@ from benchmarks._report import Spread
 TITLE = "runs/s of a 3-step saga by 1, 2, 3, 4, 6 client processes on one Redis; Redis CPU"
 ROOT = Path(__file__).resolve().parents[1]
 PROCESSES = (1, 2, 3, 4, 6)
-CONCURRENCY = 16  # concurrent runs per client process
+CONCURRENCY = 8  # concurrent runs per client process
 STEPS = client_process.STEPS
 READY_TIMEOUT = 120.0
 WINDOWS = 3  # measured windows per point (the median is reported, min-max beside it)
