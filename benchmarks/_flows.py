@@ -112,3 +112,15 @@ class SaveStepTimer:
 
     def remove(self) -> None:
         del self.storage.save_step  # the class's method again
+
+
+def saga(name: str, n: int) -> rf.Reactor:
+    """An n-step chain (as `chain`) where every step has an undo: a saga that completes."""
+    lines: list[str] = []
+    for i in range(n):
+        lines += [f"async def undo_s{i}(result: int) -> None:", "    return None"]
+    undos = _compile("\n".join(lines) + "\n")
+    flow = rf.Reactor(unique(name))
+    for i, fn in enumerate(chain_steps(n)):
+        flow.step(fn).undo(undos[f"undo_s{i}"])
+    return flow

@@ -119,6 +119,25 @@ def start() -> RedisServer:
     url = os.environ.get(URL_ENV)
     if url:
         return RedisServer(url, f"{_describe(url)} at {URL_ENV} (shared)", private=False)
+    return start_private(PLAIN)
+
+
+# The persistence options of a private server: none (the default benchmarks' server), or the
+# durable configuration (every write in the append-only file, fsynced before its reply).
+PLAIN = ("--appendonly", "no")
+DURABLE = ("--appendonly", "yes", "--appendfsync", "always")
+
+
+def start_private(persistence: tuple[str, ...]) -> RedisServer:
+    """A private redis-server with these persistence options (`PLAIN` or `DURABLE`), always
+    started here, whatever `REACTORFLOW_BENCH_REDIS_URL` says (RuntimeError when none starts).
+
+    Args:
+        persistence: redis-server options after `--save ''` (`PLAIN`, `DURABLE`).
+
+    Raises:
+        RuntimeError: no redis-server binary, or it did not answer within 10 s (five tries).
+    """
     binary = os.environ.get(SERVER_ENV) or shutil.which("redis-server") or "/usr/bin/redis-server"
     if not Path(binary).exists():
         raise RuntimeError(f"no redis-server found (looked on PATH and at {binary}); install it "
@@ -129,9 +148,8 @@ def start() -> RedisServer:
         port = _free_port()
         log = Path(directory.name) / "redis.log"
         process = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", directory.name, "--logfile", str(log),
-             "--daemonize", "no"],
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", *persistence,
+             "--dir", directory.name, "--logfile", str(log), "--daemonize", "no"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"redis://127.0.0.1:{port}/0"
         deadline = time.monotonic() + 10
@@ -144,7 +162,7 @@ def start() -> RedisServer:
                 time.sleep(0.02)
                 continue
             description = (f"{_describe(url)}, private redis-server on 127.0.0.1:{port} "
-                           "(--save '' --appendonly no)")
+                           f"(--save '' {' '.join(persistence)})")
             return RedisServer(url, description, private=True, process=process,
                                directory=directory)
         process.terminate()
@@ -331,3 +349,24 @@ async def scripted_write_latencies(storage: Any, key: str, iterations: int) -> l
             await conn.client.evalsha(sha, 1, key, b"1")
         found.append(clock() - start)
     return found
+
+
+# -- what the server spent ------------------------------------------------------------------------
+
+
+async def command_usec(client: redis.asyncio.Redis) -> dict[str, tuple[int, int]]:
+    """`INFO commandstats`: each command's (calls, usec) since the last `CONFIG RESETSTAT`,
+    by lower-case name. The time of a script's inner commands is counted twice there: under
+    their own names and inside the script's EVALSHA."""
+    info = await client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): (int(row["calls"]), int(row["usec"]))
+            for name, row in info.items()}
+
+
+async def server_cpu(client: redis.asyncio.Redis) -> tuple[float, float]:
+    """`INFO cpu`: the CPU seconds (user + system) of the server's main thread (the one that
+    runs every command: its core is what saturates) and of the whole process (its background
+    threads included), since it started."""
+    info = await client.info("cpu")
+    main = float(info["used_cpu_user_main_thread"]) + float(info["used_cpu_sys_main_thread"])
+    return main, float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
