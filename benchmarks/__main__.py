@@ -30,8 +30,9 @@ import reactorflow.config
 from benchmarks._context import Context
 from benchmarks._report import Report
 
-ORDER = ("engine_chain", "engine_fanout", "checkpoint_growth", "redis_chain", "dbos_compare",
-         "continue_latency", "runs_list", "search_key", "deploy_check", "sweep_cost", "map_inline",
+ORDER = ("engine_chain", "engine_instructions", "engine_fanout", "checkpoint_growth",
+         "redis_chain", "dbos_compare", "continue_latency", "runs_list", "search_key",
+         "deploy_check", "sweep_cost", "map_inline",
          "map_redis", "map_fanout", "map_memory", "gates", "scale", "schedule_latency",
          "pydantic_cost")
 

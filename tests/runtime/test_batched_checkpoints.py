@@ -172,3 +172,97 @@ async def test_memory_save_steps_is_fenced() -> None:
     stored = await storage.load_run(run_id)
     assert stored is not None and stored.steps == {"a": b"rec-a", "b": b"rec-b"}
     assert await storage.history(run_id) == [b"a.done", b"b.done"]
+
+
+def _chain(flow: rf.Reactor, names: Sequence[str]) -> list[Any]:
+    """Steps that never suspend, each taking the one before it (`n0`, then `n1(n0)`, ...), each
+    returning the names so far; the step objects are returned."""
+    steps: list[Any] = []
+    for i, name in enumerate(names):
+        if i == 0:
+            async def first() -> list[str]:
+                return [names[0]]
+
+            steps.append(flow.step(name=name)(first))
+        else:
+            namespace: dict[str, Any] = {}
+            exec(f"async def link({names[i - 1]}: list[str]) -> list[str]:\n"
+                 f"    return [*{names[i - 1]}, {name!r}]\n", namespace)
+            steps.append(flow.step(name=name)(namespace["link"]))
+    return steps
+
+
+async def test_memory_writes_a_chain_in_two_writes() -> None:
+    """A chain's steps wait for each other, and the run's task never suspends: the first
+    completion is a checkpoint (which reads control back), the others are kept and ride in the
+    final save."""
+    storage = rf.MemoryStorage()
+    writes: list[str] = []
+    save_step, save_steps, save_state = storage.save_step, storage.save_steps, storage.save_state
+
+    async def counted_save_step(*args: Any, **options: Any) -> bytes | None:
+        writes.append("step")
+        return await save_step(*args, **options)
+
+    async def counted_save_steps(*args: Any, **options: Any) -> bytes | None:
+        writes.append("steps")
+        return await save_steps(*args, **options)
+
+    async def counted_save_state(*args: Any, **options: Any) -> bytes | None:
+        writes.append(f"state:{len(options.get('steps') or ())}")
+        return await save_state(*args, **options)
+
+    storage.save_step = inline(foldable(counted_save_step))  # type: ignore[method-assign]
+    storage.save_steps = inline(counted_save_steps)  # type: ignore[method-assign]
+    storage.save_state = inline(counted_save_state)  # type: ignore[method-assign]
+    rf.configure(storage=storage)
+    flow = rf.Reactor(unique("batch-chain"))
+    names = [f"n{i}" for i in range(10)]
+    _chain(flow, names)
+    run = await flow.run()
+    assert run.status is rf.Status.COMPLETED and run.value == names
+    assert writes == ["step", "state:9"]
+    stored = await flow.get(run.id)
+    assert stored == run
+    assert _kinds(stored)[1:-1] == [f"step.{kind}:{n}" for n in names
+                                    for kind in ("started", "completed")]
+
+
+async def test_a_chain_step_that_suspends_finds_the_steps_before_it_stored(
+        storage: rf.Storage) -> None:
+    """`a` is written, `b` kept (nothing suspended since); `c` takes `b` and
+    waits: another task reading the run meanwhile sees `a` and `b` completed, and a failure of
+    `c` then rolls them back."""
+    flow = rf.Reactor(unique("batch-chain"))
+    undone: list[str] = []
+    for step in _chain(flow, ["a", "b"]):
+        async def undo(result: list[str]) -> None:
+            undone.append(result[-1])
+
+        step.undo(undo)
+    entered, release = anyio.Event(), anyio.Event()
+    ids: list[str] = []
+
+    @flow.step
+    async def c(b: list[str], ctx: rf.StepContext) -> None:
+        ids.append(ctx.run_id)
+        entered.set()
+        await release.wait()
+        raise RuntimeError("boom")
+
+    results: list[rf.Run] = []
+
+    async def run() -> None:
+        results.append(await flow.run())
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await entered.wait()
+            during = await flow.get(ids[0])
+            release.set()
+    assert {k: s.status for k, s in during.steps.items()} == {
+        "a": "completed", "b": "completed", "c": "pending"}
+    [result] = results
+    assert result.status is rf.Status.FAILED and undone == ["b", "a"]
+    assert await flow.get(result.id) == result
