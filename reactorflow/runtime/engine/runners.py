@@ -29,7 +29,7 @@ import anyio.lowlevel
 from reactorflow.definition.specs import UNIT_KINDS, StepKind
 from reactorflow.errors import GateBusy
 from reactorflow.records import Control, summary
-from reactorflow.runtime.engine.lockkeeper import ensure_live
+from reactorflow.runtime.engine.lockkeeper import ensure_live, live_now
 from reactorflow.runtime.engine.stepcall import scope_cancelled
 from reactorflow.runtime.engine.trampoline import in_copy
 from reactorflow.status import ControlKind, StepStatus
@@ -235,7 +235,8 @@ class Runners:
                 node = nodes[key]
                 in_flight.add(key)
                 try:
-                    await ensure_live(ex.lease)  # a lost lock starts no step (LockLost: fatal)
+                    if not live_now(ex.lease):  # a lost lock starts no step (LockLost: fatal)
+                        await ensure_live(ex.lease)
                     if node.plain and self.fast:
                         await self._plain(node)
                     else:
@@ -291,7 +292,7 @@ class Runners:
         or at the `background(after=...)` point; release the steps that waited for it."""
         if self.writer.control is not None:
             self._stop()
-        elif handoff and self.handoff == ("after", node.key):
+        elif handoff and self.handoff is not None and self.handoff == ("after", node.key):
             self._hand_off()
         level = node.level
         self.unsettled[level] -= 1

@@ -129,11 +129,7 @@ class RunWriter:
             with self.shielded():
                 control = await write
         unconfirmed.discard(key)
-        history = self.history
-        if history is not None:  # (as `_remember`, inline)
-            history.extend(events)
-            if len(history) + len(self.loaded_history or ()) > self.storage.history_limit:
-                self.history = self.loaded_history = None
+        self._remember(events)
         if unit:  # the unit's worker appends events of its own, unseen here
             self.history = self.loaded_history = None
         if control is not None and self.control is None:
