@@ -117,6 +117,9 @@ class Runners:
         # back) and its task has not suspended since: a completion may then be kept for a
         # batch (`RunWriter.flush`); False again wherever a runner may suspend or ends
         self.written = False
+        # a runner may have suspended (a step body, a write, a lock extension): a cancellation
+        # may have come meanwhile (see `run`); set wherever `written` goes False but at a start
+        self.suspended = False
 
     # -- the drive -----------------------------------------------------------------------------
 
@@ -127,13 +130,17 @@ class Runners:
             # would: a context variable a step sets never reaches the caller), on its own while
             # one step at a time is ready: no task, no task group, no loop turn
             await self._first_runner()
-            if self.queue and not self.stopping:  # more than one ready at once: in the group
+            grouped = bool(self.queue) and not self.stopping
+            if grouped:  # more than one ready at once: in the group
                 async with anyio.create_task_group() as tg:
                     self.tg = tg
                     await self._first_runner()  # (spares are tasks of the group)
             # a cancellation that came while a step was shielded (a checkpoint on its way) is
-            # seen here, as a task group's wait for its runner tasks would see it
-            await anyio.lowlevel.checkpoint_if_cancelled()
+            # seen here, as a task group's wait for its runner tasks would see it; a drive
+            # that never suspended (each step done at its body's first send, every write
+            # inline) received none, and a request older than it is the caller's to see
+            if grouped or self.suspended:
+                await anyio.lowlevel.checkpoint_if_cancelled()
         self.tg = None
         if self.fatal is not None:
             raise self.fatal
@@ -236,6 +243,7 @@ class Runners:
                 in_flight.add(key)
                 try:
                     if not live_now(ex.lease):  # a lost lock starts no step (LockLost: fatal)
+                        self.suspended = True
                         await ensure_live(ex.lease)
                     if node.plain and self.fast:
                         await self._plain(node)
@@ -320,11 +328,12 @@ class Runners:
     async def _before_suspending(self) -> None:
         """The running runner's task may suspend next: write the kept completions (no other
         task may see storage without them) and note that it may not keep more until it wrote
-        again (a control request may come meanwhile)."""
+        again (a control request may come meanwhile), and that a cancellation may come."""
         writer = self.writer
         if writer.folded and writer.batches:
             await writer.flush()
         self.written = False
+        self.suspended = True
 
     # -- what the drive provides -----------------------------------------------------------------
 
