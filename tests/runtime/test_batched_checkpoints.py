@@ -40,9 +40,11 @@ def _leaves(flow: rf.Reactor, names: Sequence[str], undone: list[str] | None = N
 
 
 class _Waiting:
-    """A step `name` that notes its run's id, then waits until released."""
+    """A step `name` (after the steps `after`) that notes its run's id, then waits until
+    released; then it returns its name, or raises when it `fails`."""
 
-    def __init__(self, flow: rf.Reactor, name: str) -> None:
+    def __init__(self, flow: rf.Reactor, name: str, *, after: Sequence[str] = (),
+                 fails: bool = False) -> None:
         self.ids: list[str] = []
         self.entered, self.release = anyio.Event(), anyio.Event()
         self.results: list[rf.Run] = []
@@ -51,9 +53,11 @@ class _Waiting:
             self.ids.append(ctx.run_id)
             self.entered.set()
             await self.release.wait()
+            if fails:
+                raise RuntimeError("boom")
             return name
 
-        flow.step(name=name)(waits)
+        flow.step(name=name, after=tuple(after))(waits)
         self.flow = flow
 
     async def run(self) -> None:
@@ -230,9 +234,9 @@ async def test_memory_writes_a_chain_in_two_writes() -> None:
 
 async def test_a_chain_step_that_suspends_finds_the_steps_before_it_stored(
         storage: rf.Storage) -> None:
-    """`a` is written, `b` kept (nothing suspended since); `c` takes `b` and
-    waits: another task reading the run meanwhile sees `a` and `b` completed, and a failure of
-    `c` then rolls them back."""
+    """`a` is written, `b` kept (nothing suspended since); `c` comes after `b` and waits:
+    another task reading the run meanwhile sees `a` and `b` completed, and a failure of `c`
+    then rolls them back."""
     flow = rf.Reactor(unique("batch-chain"))
     undone: list[str] = []
     for step in _chain(flow, ["a", "b"]):
@@ -240,29 +244,15 @@ async def test_a_chain_step_that_suspends_finds_the_steps_before_it_stored(
             undone.append(result[-1])
 
         step.undo(undo)
-    entered, release = anyio.Event(), anyio.Event()
-    ids: list[str] = []
-
-    @flow.step
-    async def c(b: list[str], ctx: rf.StepContext) -> None:
-        ids.append(ctx.run_id)
-        entered.set()
-        await release.wait()
-        raise RuntimeError("boom")
-
-    results: list[rf.Run] = []
-
-    async def run() -> None:
-        results.append(await flow.run())
-
+    c = _Waiting(flow, "c", after=["b"], fails=True)
     with anyio.fail_after(20):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            await entered.wait()
-            during = await flow.get(ids[0])
-            release.set()
+            tg.start_soon(c.run)
+            await c.entered.wait()
+            during = await flow.get(c.ids[0])
+            c.release.set()
     assert {k: s.status for k, s in during.steps.items()} == {
         "a": "completed", "b": "completed", "c": "pending"}
-    [result] = results
+    [result] = c.results
     assert result.status is rf.Status.FAILED and undone == ["b", "a"]
     assert await flow.get(result.id) == result
