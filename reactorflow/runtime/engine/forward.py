@@ -172,6 +172,7 @@ class Forward(Runners):
                     await self._before_suspending()
                     result = await go_on(body, suspended)
             else:
+                self._spare()
                 if writer.folded:
                     await writer.flush()  # (as `_before_suspending`)
                 self.written, self.suspended = False, True

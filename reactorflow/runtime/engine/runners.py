@@ -2,9 +2,10 @@
 
 `Runners` is the scheduling half of the forward drive (`forward.Forward` runs each kind of
 step): each level's dependency counts, the queue of ready steps, and the runners that take them.
-A runner takes the next ready step; before it starts one, it makes sure a spare runner exists
-while more steps are ready, so a step that suspends never holds back the others, and a step that
-finishes without suspending costs no task spawn. The first runner runs in the calling task on a
+A runner takes the next ready step; before it may suspend (a step body that awaits, a write,
+a lock extension: `_spare`), it makes sure a spare runner exists while more steps are ready, so
+a step that suspends never holds back the others, and steps that finish without suspending cost
+no task spawn. The first runner runs in the calling task on a
 copy of its context (`trampoline.in_copy`: no spawn, and a context variable a step sets never leaks
 into the caller), on its own while one step at a time is ready (a chain: no task group at all);
 once two are ready at once, the run's task group opens and the spares are tasks of it.
@@ -214,6 +215,13 @@ class Runners:
         self.idle += 1
         await in_copy(self._runner())
 
+    def _spare(self) -> None:
+        """The running runner may suspend: start a spare runner when steps are ready and no
+        runner is idle to take them, so a step that suspends holds back no other (a step that
+        completes without suspending needs none: the runner takes the next one itself)."""
+        if self.queue and self.idle == 0:
+            self._spawn()
+
     def _spawn(self) -> None:
         if self.runners >= self.limit or self.tg is None:
             return
@@ -233,16 +241,17 @@ class Runners:
             while queue and not self.stopping:
                 key = queue.popleft()
                 self.idle -= 1
-                if queue and self.idle == 0 and self.runners < self.limit:
-                    if self.tg is None:  # a second step is ready: `run` opens the group
-                        queue.appendleft(key)
-                        self.idle += 1
-                        return
-                    self._spawn()
+                if queue and self.tg is None and self.idle == 0 and self.runners < self.limit:
+                    # a second step is ready: `run` opens the group (its spares are started
+                    # only once this runner may suspend: `_spare`)
+                    queue.appendleft(key)
+                    self.idle += 1
+                    return
                 node = nodes[key]
                 in_flight.add(key)
                 try:
                     if not live_now(ex.lease):  # a lost lock starts no step (LockLost: fatal)
+                        self._spare()
                         self.suspended = True
                         await ensure_live(ex.lease)
                     if node.plain and self.fast:
@@ -329,6 +338,7 @@ class Runners:
         """The running runner's task may suspend next: write the kept completions (no other
         task may see storage without them) and note that it may not keep more until it wrote
         again (a control request may come meanwhile), and that a cancellation may come."""
+        self._spare()
         writer = self.writer
         if writer.folded and writer.batches:
             await writer.flush()
