@@ -82,12 +82,11 @@ async def test_a_fan_out_is_stored_whole_in_the_order_it_ran(storage: rf.Storage
                                     for kind in ("started", "completed")]
 
 
-async def test_memory_writes_a_fan_out_in_two_writes() -> None:
-    """The first completion (a checkpoint), then the rest kept and carried by the final save: no
-    step suspended, so no spare runner was started and the one runner never waited for one."""
-    storage = rf.MemoryStorage()
+def _counted_writes(storage: rf.MemoryStorage) -> list[str]:
+    """Note each run write made on `storage`: "step", "steps", or "state:<n>" (a state save
+    carrying n step records); the wrappers stay inline, as the originals await nothing."""
     writes: list[str] = []
-    save_step, save_steps = storage.save_step, storage.save_steps
+    save_step, save_steps, save_state = storage.save_step, storage.save_steps, storage.save_state
 
     async def counted_save_step(*args: Any, **options: Any) -> bytes | None:
         writes.append("step")
@@ -97,16 +96,28 @@ async def test_memory_writes_a_fan_out_in_two_writes() -> None:
         writes.append("steps")
         return await save_steps(*args, **options)
 
-    # (still inline: the originals await nothing)
+    async def counted_save_state(*args: Any, **options: Any) -> bytes | None:
+        writes.append(f"state:{len(options.get('steps') or ())}")
+        return await save_state(*args, **options)
+
     storage.save_step = inline(foldable(counted_save_step))  # type: ignore[method-assign]
     storage.save_steps = inline(counted_save_steps)  # type: ignore[method-assign]
+    storage.save_state = inline(counted_save_state)  # type: ignore[method-assign]
+    return writes
+
+
+async def test_memory_writes_a_fan_out_in_two_writes() -> None:
+    """The first completion (a checkpoint), then the rest kept and carried by the final save: no
+    step suspended, so no spare runner was started and the one runner never waited for one."""
+    storage = rf.MemoryStorage()
+    writes = _counted_writes(storage)
     assert batches(storage)
     rf.configure(storage=storage)
     flow = rf.Reactor(unique("batch"))
     _leaves(flow, [f"s{i}" for i in range(20)])
     run = await flow.run()
     assert run.status is rf.Status.COMPLETED and len(run.steps) == 20
-    assert writes == ["step"]  # (and the final save)
+    assert writes == ["step", "state:19"]
 
 
 async def test_kept_completions_are_stored_before_the_task_suspends(storage: rf.Storage) -> None:
@@ -201,24 +212,7 @@ async def test_memory_writes_a_chain_in_two_writes() -> None:
     completion is a checkpoint (which reads control back), the others are kept and ride in the
     final save."""
     storage = rf.MemoryStorage()
-    writes: list[str] = []
-    save_step, save_steps, save_state = storage.save_step, storage.save_steps, storage.save_state
-
-    async def counted_save_step(*args: Any, **options: Any) -> bytes | None:
-        writes.append("step")
-        return await save_step(*args, **options)
-
-    async def counted_save_steps(*args: Any, **options: Any) -> bytes | None:
-        writes.append("steps")
-        return await save_steps(*args, **options)
-
-    async def counted_save_state(*args: Any, **options: Any) -> bytes | None:
-        writes.append(f"state:{len(options.get('steps') or ())}")
-        return await save_state(*args, **options)
-
-    storage.save_step = inline(foldable(counted_save_step))  # type: ignore[method-assign]
-    storage.save_steps = inline(counted_save_steps)  # type: ignore[method-assign]
-    storage.save_state = inline(counted_save_state)  # type: ignore[method-assign]
+    writes = _counted_writes(storage)
     rf.configure(storage=storage)
     flow = rf.Reactor(unique("batch-chain"))
     names = [f"n{i}" for i in range(10)]
