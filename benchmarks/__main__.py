@@ -35,10 +35,11 @@ from benchmarks._context import Context
 from benchmarks._report import Report
 
 TOOLS = frozenset({"charts"})  # modules of the package that are not benchmarks
-ORDER = ("engine_chain", "engine_fanout", "checkpoint_growth", "redis_chain", "dbos_compare",
-         "continue_latency", "runs_list", "search_key", "deploy_check", "sweep_cost", "map_inline",
-         "map_redis", "map_fanout", "map_memory", "gates", "scale", "durable", "capacity",
-         "schedule_latency", "pydantic_cost", "codec_cost")
+ORDER = ("engine_chain", "engine_instructions", "engine_fanout", "checkpoint_growth",
+         "redis_chain", "dbos_compare", "continue_latency", "runs_list", "search_key",
+         "deploy_check", "sweep_cost", "map_inline", "map_redis", "map_fanout", "map_memory",
+         "gates", "scale", "durable", "capacity", "schedule_latency", "pydantic_cost",
+         "codec_cost")
 
 
 def available() -> list[str]:

@@ -15,7 +15,7 @@ from benchmarks._report import Spread, ratios, settle, time_per_call
 TITLE = "100 independent steps on MemoryStorage vs asyncio.TaskGroup of the same coroutines"
 NEEDS_REDIS = False
 WIDTH = 100
-TARGET_RATIO = 2.0
+TARGET_RATIO = 1.5
 
 
 async def run(ctx: Context) -> None:

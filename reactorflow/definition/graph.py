@@ -75,6 +75,8 @@ class Node:
     plain: bool  # a step or interrupt without gates, timeout, when=, map or async-unit reads
     # (the fast path, `Forward._plain`)
     same_types: frozenset[type]  # result types that decode back unchanged (see self_decoding)
+    # (a dependency's full key, why the step is skipped when that one was): `skip_reason`
+    skip_checks: tuple[tuple[str, str], ...]
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -174,6 +176,7 @@ class Plan:
                            reactor.steps[d].kind in UNIT_KINDS for d in spec.deps)
                        and not any(p.map_read is not None for p in spec.params)),
                 same_types=self_decoding(result_type),
+                skip_checks=_skip_checks(spec, level),
             )
             if spec.name == value_step:
                 value_type = result_type
@@ -222,6 +225,20 @@ class Plan:
                 reactor=self.reactor.name,
             )
         return node.spec
+
+
+def _skip_checks(spec: StepSpec, level: str) -> tuple[tuple[str, str], ...]:
+    """What `stepcall.skip_reason` looks at, in order: each dependency whose being skipped
+    skips the step (an `after=` one, a result parameter without a default, the step a map maps
+    over), by its full key, with the reason it gives."""
+    checks = [(join(level, after), f"after-dependency {after!r} was skipped")
+              for after in spec.after]
+    checks += [(join(level, p.ref), f"its input {p.ref!r} was skipped") for p in spec.params
+               if p.source is Source.RESULT and not p.has_default]
+    if spec.map is not None and spec.map.over_is_step:  # the list it maps over
+        checks.append((join(level, spec.map.over),
+                       f"the step it maps over, {spec.map.over!r}, was skipped"))
+    return tuple(checks)
 
 
 def display_path(key: str) -> str:

@@ -40,6 +40,9 @@ _lock = threading.Lock()
 # name -> version -> reactor (weak: a reactor no module keeps is gone)
 _reactors: dict[str, weakref.WeakValueDictionary[int, Named]] = {}
 _generation = 0
+# name -> (the generation it was found at, its newest version): `find(name)` without the lock
+# while no declaration changed (weak too: a newest version no module keeps is looked up again)
+_newest: dict[str, tuple[int, weakref.ref[Named]]] = {}
 _PACKAGE = __name__.rpartition(".")[0] + "."  # reactorflow.definition.
 
 
@@ -113,14 +116,24 @@ def forget(reactor: Named) -> None:
 def find(name: str, version: int | None = None) -> Named | None:
     """The reactor alive under `name` (at `version`; `None`: its newest version), or `None`
     (`registry.lookup` gives it its type)."""
+    if version is None:
+        cached = _newest.get(name)
+        if cached is not None and cached[0] == _generation:
+            found = cached[1]()
+            if found is not None:
+                return found
     with _lock:
         declared = _reactors.get(name)
         if declared is None:
             return None
         if version is not None:
             return declared.get(version)
+        generation = _generation
         alive = list(declared.keys())
-        return declared.get(max(alive)) if alive else None
+        newest = declared.get(max(alive)) if alive else None
+        if newest is not None:
+            _newest[name] = (generation, weakref.ref(newest))
+        return newest
 
 
 def versions(name: str) -> list[int]:

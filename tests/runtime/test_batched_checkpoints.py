@@ -40,9 +40,11 @@ def _leaves(flow: rf.Reactor, names: Sequence[str], undone: list[str] | None = N
 
 
 class _Waiting:
-    """A step `name` that notes its run's id, then waits until released."""
+    """A step `name` (after the steps `after`) that notes its run's id, then waits until
+    released; then it returns its name, or raises when it `fails`."""
 
-    def __init__(self, flow: rf.Reactor, name: str) -> None:
+    def __init__(self, flow: rf.Reactor, name: str, *, after: Sequence[str] = (),
+                 fails: bool = False) -> None:
         self.ids: list[str] = []
         self.entered, self.release = anyio.Event(), anyio.Event()
         self.results: list[rf.Run] = []
@@ -51,9 +53,11 @@ class _Waiting:
             self.ids.append(ctx.run_id)
             self.entered.set()
             await self.release.wait()
+            if fails:
+                raise RuntimeError("boom")
             return name
 
-        flow.step(name=name)(waits)
+        flow.step(name=name, after=tuple(after))(waits)
         self.flow = flow
 
     async def run(self) -> None:
@@ -78,12 +82,11 @@ async def test_a_fan_out_is_stored_whole_in_the_order_it_ran(storage: rf.Storage
                                     for kind in ("started", "completed")]
 
 
-async def test_memory_writes_a_fan_out_in_three_writes() -> None:
-    """The first completion (a checkpoint), the rest kept and written together when the runner
-    ends (the task group then waits), the final save."""
-    storage = rf.MemoryStorage()
+def _counted_writes(storage: rf.MemoryStorage) -> list[str]:
+    """Note each run write made on `storage`: "step", "steps", or "state:<n>" (a state save
+    carrying n step records); the wrappers stay inline, as the originals await nothing."""
     writes: list[str] = []
-    save_step, save_steps = storage.save_step, storage.save_steps
+    save_step, save_steps, save_state = storage.save_step, storage.save_steps, storage.save_state
 
     async def counted_save_step(*args: Any, **options: Any) -> bytes | None:
         writes.append("step")
@@ -93,16 +96,28 @@ async def test_memory_writes_a_fan_out_in_three_writes() -> None:
         writes.append("steps")
         return await save_steps(*args, **options)
 
-    # (still inline: the originals await nothing)
+    async def counted_save_state(*args: Any, **options: Any) -> bytes | None:
+        writes.append(f"state:{len(options.get('steps') or ())}")
+        return await save_state(*args, **options)
+
     storage.save_step = inline(foldable(counted_save_step))  # type: ignore[method-assign]
     storage.save_steps = inline(counted_save_steps)  # type: ignore[method-assign]
+    storage.save_state = inline(counted_save_state)  # type: ignore[method-assign]
+    return writes
+
+
+async def test_memory_writes_a_fan_out_in_two_writes() -> None:
+    """The first completion (a checkpoint), then the rest kept and carried by the final save: no
+    step suspended, so no spare runner was started and the one runner never waited for one."""
+    storage = rf.MemoryStorage()
+    writes = _counted_writes(storage)
     assert batches(storage)
     rf.configure(storage=storage)
     flow = rf.Reactor(unique("batch"))
     _leaves(flow, [f"s{i}" for i in range(20)])
     run = await flow.run()
     assert run.status is rf.Status.COMPLETED and len(run.steps) == 20
-    assert writes == ["step", "steps"]  # (and the final save)
+    assert writes == ["step", "state:19"]
 
 
 async def test_kept_completions_are_stored_before_the_task_suspends(storage: rf.Storage) -> None:
@@ -172,3 +187,66 @@ async def test_memory_save_steps_is_fenced() -> None:
     stored = await storage.load_run(run_id)
     assert stored is not None and stored.steps == {"a": b"rec-a", "b": b"rec-b"}
     assert await storage.history(run_id) == [b"a.done", b"b.done"]
+
+
+def _chain(flow: rf.Reactor, names: Sequence[str]) -> list[Any]:
+    """Steps that never suspend, each taking the one before it (`n0`, then `n1(n0)`, ...), each
+    returning the names so far; the step objects are returned."""
+    steps: list[Any] = []
+    for i, name in enumerate(names):
+        if i == 0:
+            async def first() -> list[str]:
+                return [names[0]]
+
+            steps.append(flow.step(name=name)(first))
+        else:
+            namespace: dict[str, Any] = {}
+            exec(f"async def link({names[i - 1]}: list[str]) -> list[str]:\n"
+                 f"    return [*{names[i - 1]}, {name!r}]\n", namespace)
+            steps.append(flow.step(name=name)(namespace["link"]))
+    return steps
+
+
+async def test_memory_writes_a_chain_in_two_writes() -> None:
+    """A chain's steps wait for each other, and the run's task never suspends: the first
+    completion is a checkpoint (which reads control back), the others are kept and ride in the
+    final save."""
+    storage = rf.MemoryStorage()
+    writes = _counted_writes(storage)
+    rf.configure(storage=storage)
+    flow = rf.Reactor(unique("batch-chain"))
+    names = [f"n{i}" for i in range(10)]
+    _chain(flow, names)
+    run = await flow.run()
+    assert run.status is rf.Status.COMPLETED and run.value == names
+    assert writes == ["step", "state:9"]
+    stored = await flow.get(run.id)
+    assert stored == run
+    assert _kinds(stored)[1:-1] == [f"step.{kind}:{n}" for n in names
+                                    for kind in ("started", "completed")]
+
+
+async def test_a_chain_step_that_suspends_finds_the_steps_before_it_stored(
+        storage: rf.Storage) -> None:
+    """`a` is written, `b` kept (nothing suspended since); `c` comes after `b` and waits:
+    another task reading the run meanwhile sees `a` and `b` completed, and a failure of `c`
+    then rolls them back."""
+    flow = rf.Reactor(unique("batch-chain"))
+    undone: list[str] = []
+    for step in _chain(flow, ["a", "b"]):
+        async def undo(result: list[str]) -> None:
+            undone.append(result[-1])
+
+        step.undo(undo)
+    c = _Waiting(flow, "c", after=["b"], fails=True)
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(c.run)
+            await c.entered.wait()
+            during = await flow.get(c.ids[0])
+            c.release.set()
+    assert {k: s.status for k, s in during.steps.items()} == {
+        "a": "completed", "b": "completed", "c": "pending"}
+    [result] = c.results
+    assert result.status is rf.Status.FAILED and undone == ["b", "a"]
+    assert await flow.get(result.id) == result

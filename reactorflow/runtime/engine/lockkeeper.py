@@ -83,6 +83,7 @@ class LockKeeper:
         self._mutex = threading.Lock()
         self._holds: dict[int, Hold] = {}
         self._thread: threading.Thread | None = None
+        self._running = False  # its thread was started and has not ended
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._ready = threading.Event()
@@ -127,12 +128,13 @@ class LockKeeper:
 
     def _ensure_thread(self) -> bool:
         """Start the keeper thread if it is not running; True if it was started now."""
-        if self._thread is not None and self._thread.is_alive():
+        if self._thread is not None and self._running:  # (`is_alive` takes a lock: per run)
             return False
         self._stopping = False
         self._ready.clear()
         self._thread = threading.Thread(target=self._run, name="reactorflow-lock-keeper",
                                         daemon=True)
+        self._running = True
         self._thread.start()
         return True
 
@@ -144,7 +146,10 @@ class LockKeeper:
                 loop.call_soon_threadsafe(wake.set)
 
     def _run(self) -> None:
-        asyncio.run(self._main())
+        try:
+            asyncio.run(self._main())
+        finally:
+            self._running = False
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -207,6 +212,7 @@ class LockKeeper:
         self._mutex = threading.Lock()
         self._holds = {}
         self._thread = None
+        self._running = False
         self._loop = None
         self._wake = None
         self._ready = threading.Event()
@@ -236,6 +242,15 @@ async def renew_gates(gates: GateHolds) -> None:
         log.warning("reactorflow.gate.extend_failed run_id=%s", gates.run_id, exc_info=True)
 
 
+def live_now(hold: Hold | None) -> bool:
+    """Whether work may start for `hold` with no round trip: it holds no lock of its own, its
+    lock was released (or is being released) by its final save, or its lease holds
+    (`ensure_live` then returns at once; a per-step caller asks this first, without a
+    coroutine)."""
+    return (hold is None or hold.released or hold.releasing
+            or (not hold.lost and time.monotonic() < hold.valid_until))
+
+
 async def ensure_live(hold: Hold | None) -> None:
     """Before starting work for a hold's lock: return at once while its lease holds (no
     round trip); past it, extend the lock (fenced on the owner: refused when it expired or was
@@ -248,12 +263,11 @@ async def ensure_live(hold: Hold | None) -> None:
         LockLost: the lock was lost (the hold is marked `lost`): start nothing.
         StorageError: storage could not be asked (nothing may start either).
     """
-    if hold is None or hold.released or hold.releasing:
+    if live_now(hold):
         return
+    assert hold is not None
     if hold.lost:
         raise LockLost(hold.run_id, hold.owner)
-    if time.monotonic() < hold.valid_until:
-        return
     sent = time.monotonic()
     if not await hold.storage.extend_lock(hold.run_id, hold.owner, hold.ttl):
         if hold.released or hold.releasing:

@@ -2,9 +2,10 @@
 
 `Runners` is the scheduling half of the forward drive (`forward.Forward` runs each kind of
 step): each level's dependency counts, the queue of ready steps, and the runners that take them.
-A runner takes the next ready step; before it starts one, it makes sure a spare runner exists
-while more steps are ready, so a step that suspends never holds back the others, and a step that
-finishes without suspending costs no task spawn. The first runner runs in the calling task on a
+A runner takes the next ready step; before it may suspend (a step body that awaits, a write,
+a lock extension: `_spare`), it makes sure a spare runner exists while more steps are ready, so
+a step that suspends never holds back the others, and steps that finish without suspending cost
+no task spawn. The first runner runs in the calling task on a
 copy of its context (`trampoline.in_copy`: no spawn, and a context variable a step sets never leaks
 into the caller), on its own while one step at a time is ready (a chain: no task group at all);
 once two are ready at once, the run's task group opens and the spares are tasks of it.
@@ -29,7 +30,7 @@ import anyio.lowlevel
 from reactorflow.definition.specs import UNIT_KINDS, StepKind
 from reactorflow.errors import GateBusy
 from reactorflow.records import Control, summary
-from reactorflow.runtime.engine.lockkeeper import ensure_live
+from reactorflow.runtime.engine.lockkeeper import ensure_live, live_now
 from reactorflow.runtime.engine.stepcall import scope_cancelled
 from reactorflow.runtime.engine.trampoline import in_copy
 from reactorflow.status import ControlKind, StepStatus
@@ -117,6 +118,9 @@ class Runners:
         # back) and its task has not suspended since: a completion may then be kept for a
         # batch (`RunWriter.flush`); False again wherever a runner may suspend or ends
         self.written = False
+        # a runner may have suspended (a step body, a write, a lock extension): a cancellation
+        # may have come meanwhile (see `run`); set wherever `written` goes False but at a start
+        self.suspended = False
 
     # -- the drive -----------------------------------------------------------------------------
 
@@ -127,13 +131,17 @@ class Runners:
             # would: a context variable a step sets never reaches the caller), on its own while
             # one step at a time is ready: no task, no task group, no loop turn
             await self._first_runner()
-            if self.queue and not self.stopping:  # more than one ready at once: in the group
+            grouped = bool(self.queue) and not self.stopping
+            if grouped:  # more than one ready at once: in the group
                 async with anyio.create_task_group() as tg:
                     self.tg = tg
                     await self._first_runner()  # (spares are tasks of the group)
             # a cancellation that came while a step was shielded (a checkpoint on its way) is
-            # seen here, as a task group's wait for its runner tasks would see it
-            await anyio.lowlevel.checkpoint_if_cancelled()
+            # seen here, as a task group's wait for its runner tasks would see it; a drive
+            # that never suspended (each step done at its body's first send, every write
+            # inline) received none, and a request older than it is the caller's to see
+            if grouped or self.suspended:
+                await anyio.lowlevel.checkpoint_if_cancelled()
         self.tg = None
         if self.fatal is not None:
             raise self.fatal
@@ -207,6 +215,13 @@ class Runners:
         self.idle += 1
         await in_copy(self._runner())
 
+    def _spare(self) -> None:
+        """The running runner may suspend: start a spare runner when steps are ready and no
+        runner is idle to take them, so a step that suspends holds back no other (a step that
+        completes without suspending needs none: the runner takes the next one itself)."""
+        if self.queue and self.idle == 0:
+            self._spawn()
+
     def _spawn(self) -> None:
         if self.runners >= self.limit or self.tg is None:
             return
@@ -226,16 +241,19 @@ class Runners:
             while queue and not self.stopping:
                 key = queue.popleft()
                 self.idle -= 1
-                if queue and self.idle == 0 and self.runners < self.limit:
-                    if self.tg is None:  # a second step is ready: `run` opens the group
-                        queue.appendleft(key)
-                        self.idle += 1
-                        return
-                    self._spawn()
+                if queue and self.tg is None and self.idle == 0 and self.runners < self.limit:
+                    # a second step is ready: `run` opens the group (its spares are started
+                    # only once this runner may suspend: `_spare`)
+                    queue.appendleft(key)
+                    self.idle += 1
+                    return
                 node = nodes[key]
                 in_flight.add(key)
                 try:
-                    await ensure_live(ex.lease)  # a lost lock starts no step (LockLost: fatal)
+                    if not live_now(ex.lease):  # a lost lock starts no step (LockLost: fatal)
+                        self._spare()
+                        self.suspended = True
+                        await ensure_live(ex.lease)
                     if node.plain and self.fast:
                         await self._plain(node)
                     else:
@@ -291,7 +309,7 @@ class Runners:
         or at the `background(after=...)` point; release the steps that waited for it."""
         if self.writer.control is not None:
             self._stop()
-        elif handoff and self.handoff == ("after", node.key):
+        elif handoff and self.handoff is not None and self.handoff == ("after", node.key):
             self._hand_off()
         level = node.level
         self.unsettled[level] -= 1
@@ -319,11 +337,13 @@ class Runners:
     async def _before_suspending(self) -> None:
         """The running runner's task may suspend next: write the kept completions (no other
         task may see storage without them) and note that it may not keep more until it wrote
-        again (a control request may come meanwhile)."""
+        again (a control request may come meanwhile), and that a cancellation may come."""
+        self._spare()
         writer = self.writer
         if writer.folded and writer.batches:
             await writer.flush()
         self.written = False
+        self.suspended = True
 
     # -- what the drive provides -----------------------------------------------------------------
 

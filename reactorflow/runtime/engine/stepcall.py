@@ -171,23 +171,13 @@ def unit_argument(ex: Execution, node: Node, name: str, dep: str, wants_outcome:
 
 
 def skip_reason(ex: Execution, node: Node) -> str | None:
-    """Why a step whose dependencies have settled must be skipped, if it must."""
-    level = node.level
+    """Why a step whose dependencies have settled must be skipped, if it must: the first of
+    its `Node.skip_checks` whose dependency was skipped."""
     found = ex.records.get  # (as `ex.status_of`, inline: every step with dependencies asks)
-    for after in node.spec.after:
-        record = found(join(level, after) if level else after)
+    for dep, reason in node.skip_checks:
+        record = found(dep)
         if record is not None and record.status == _SKIPPED:
-            return f"after-dependency {after!r} was skipped"
-    for param in node.spec.params:
-        if param.source is _RESULT and not param.has_default:
-            record = found(join(level, param.ref) if level else param.ref)
-            if record is not None and record.status == _SKIPPED:
-                return f"its input {param.ref!r} was skipped"
-    options = node.spec.map
-    if options is not None and options.over_is_step:  # the list it maps over
-        record = found(join(level, options.over) if level else options.over)
-        if record is not None and record.status == _SKIPPED:
-            return f"the step it maps over, {options.over!r}, was skipped"
+            return reason
     return None
 
 

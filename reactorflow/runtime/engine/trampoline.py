@@ -20,11 +20,12 @@ The algorithm (the protocol an asyncio task speaks with a coroutine):
 started by hand (`coro.send(None)`, to learn whether it completes without suspending: see
 `Forward._plain`) and suspended, from what it yielded first.
 
-Why it stays (measured side by side, old and new alternating, 5 rounds each, medians;
-`python -m benchmarks engine_chain`): with the first runner spawned as a task of the run's task
-group instead, a 10-step chain on MemoryStorage takes 196 µs per run instead of 112 (engine
-overhead 19.5 µs per step instead of 11.1). It is tested against a task's semantics in
-`tests/runtime/test_trampoline.py` (context isolation, cancellation, exceptions).
+Why it stays (measured side by side in callgrind instructions, 2026-12-02: the same program,
+`benchmarks/_chain_program.py`, on this code and on a copy whose first runner is a task of the
+run's task group, opened at once): a 10-step chain on MemoryStorage costs 1,288 k instructions
+per run that way and 807 k this way (-37%); earlier, in µs, 196 µs per run against 112. It is
+tested against a task's semantics in `tests/runtime/test_trampoline.py` (context isolation,
+cancellation, exceptions).
 
 The task stays the same throughout (`asyncio.current_task()`, anyio's cancel scopes and their
 deadlines are those of the caller), only the context variables differ.

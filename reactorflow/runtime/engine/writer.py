@@ -90,7 +90,7 @@ class RunWriter:
         self.unconfirmed: set[str] = set()  # step writes cut off: landed or not, unknown
         self.folded: dict[str, list[Event]] = {}  # completions the next save_state carries
         self.folds = is_foldable(storage.save_step)  # a plain run's last completion may, too
-        self.batches = batches(storage)  # and completions nothing waits for, until `flush`
+        self.batches = batches(storage)  # and completions made without suspending, until `flush`
         self._shield_kind: type[anyio.CancelScope] | None = None  # (see `shielded`)
 
     def _remember(self, events: Iterable[Event]) -> None:
@@ -135,11 +135,7 @@ class RunWriter:
             with self.shielded():
                 control = await write
         unconfirmed.discard(key)
-        history = self.history
-        if history is not None:  # (as `_remember`, inline)
-            history.extend(events)
-            if len(history) + len(self.loaded_history or ()) > self.storage.history_limit:
-                self.history = self.loaded_history = None
+        self._remember(events)
         if unit:  # the unit's worker appends events of its own, unseen here
             self.history = self.loaded_history = None
         if control is not None and self.control is None:
@@ -167,7 +163,8 @@ class RunWriter:
         """Write the completions kept by `fold` now, before the execution's task may suspend.
 
         Where storage `batches` (`MemoryStorage`), the forward drive keeps the completions of
-        steps that nothing waits for while its task does not suspend, and writes them here in
+        steps while its task does not suspend (their dependents may start meanwhile: such a
+        storage lives and dies with the process), and writes them here (or in the final save) in
         one fenced, atomic write (`save_steps`, which awaits nothing): before the task suspends
         (a step body that awaits, a runner that ends), and before any other checkpoint, so no
         other task ever sees storage without them, storage holds them in the order they

@@ -86,11 +86,15 @@ class GateHolds:
     def places_to_release(self) -> list[tuple[str, str]]:
         """The places to drop with the execution's final save (its last write: it drives
         nothing more), so that their release costs no round trip of its own."""
+        if not self._places:  # (the common case: a run holding no place, without the mutex)
+            return []
         with self._mutex:
             return [pair for pair in self._places if pair not in self._dropped]
 
     def released_by_save(self, pairs: list[tuple[str, str]]) -> None:
         """The final save dropped these places: `leave` only does the bookkeeping."""
+        if not pairs:
+            return
         with self._mutex:
             self._dropped.update(pairs)
 
@@ -100,6 +104,8 @@ class GateHolds:
 
     def shortest(self) -> float | None:
         """The shortest TTL or poison timeout held: what the keeper must renew before."""
+        if not self._places and not self._tickets:  # (as above)
+            return None
         with self._mutex:
             return min([*self._places.values(), *self._tickets.values()], default=None)
 

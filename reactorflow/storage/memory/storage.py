@@ -264,17 +264,10 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
                         events: Sequence[bytes] = (), *, unit: bool = False) -> bytes | None:
         now = clock.monotonic()
         with self._mutex:
-            lock = self._locks.get(run_id)
-            run = self._runs.get(run_id)
-            if (lock is None or lock.owner != owner or lock.expires <= now or run is None
-                    or run.expires <= now):  # (as `_fenced`, inline: the path of every step)
-                run = self._fenced(run_id, owner, now)
+            run = self._fenced(run_id, owner, now)
             run.steps[key] = record
             run.history.extend(events)
-            run.touched_at = clock.now()  # (as `_touch`, inline)
-            self._ops = ops = self._ops + 1
-            if ops % 1024 == 0:
-                self._purge(now)
+            self._touch(run, now)
             if unit:
                 self._units.setdefault((run_id, key), clock.now())
             return run.control
