@@ -536,6 +536,26 @@ def check_text(value: object, what: str) -> None:
             "str(value)); nothing was changed")
 
 
+async def _cancel_turn(storage: Storage, run_id: str, owner: str, requested: bool) -> bool:
+    """Take the run's lock for a cancel, or leave it to whoever holds it: an execution that
+    drives the run honours the cancel's request at its next step boundary (no wait); an
+    operator's action (pause, resume) reads no request back, and its turn ends in moments (wait
+    for it, up to `lock_wait`); so does another request's turn (`requested` False). Looked at
+    again when the lock was taken between the first look and the take: a pause that got there
+    first must not leave the cancel pending until the run is resumed."""
+    settings = config.settings()
+    if not requested:
+        return await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait)
+    if held_by_operator(await storage.lock_owner(run_id)):
+        return await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait)
+    if await acquire(storage, run_id, owner, settings.lock_ttl, 0.0):
+        return True
+    holder = await storage.lock_owner(run_id)  # taken meanwhile: by whom (or let go since)?
+    if holder is None or held_by_operator(holder):
+        return await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait)
+    return False
+
+
 async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
     check_text(reason, f"cancel(run {run_id!r}): reason")
     storage = config.current_storage()
@@ -550,11 +570,7 @@ async def cancel(reactor: Reactor, run_id: str, *, reason: str = "") -> Run:
                                               records.encode(Control(ControlKind.CANCEL, reason,
                                                                      actor=audit.who())))
     owner = new_owner()
-    wait = settings.lock_wait  # another request is pending: this cancel waits its turn
-    if requested and not held_by_operator(await storage.lock_owner(run_id)):
-        wait = 0.0  # an execution that drives it honours the request at its next boundary;
-        # an operator's action (pause, resume) reads none back: its turn ends in moments
-    if await acquire(storage, run_id, owner, settings.lock_ttl, wait):
+    if await _cancel_turn(storage, run_id, owner, requested):
         async with keep_alive(storage, run_id, owner, settings.lock_ttl):
             ex = await load_owned(reactor, storage, run_id, owner)
             if ex.state.status in (Status.PAUSED, Status.RUNNING, Status.HELD):
