@@ -78,9 +78,9 @@ def _instrument_worker() -> None:
     report = bodies.report
 
     async def noted_report(storage: Any, run_id: str, key: str, record: Any,
-                           events: Any) -> None:
+                           events: Any, **options: Any) -> None:
         started = time.time()  # noted after the write, so the noting does not delay it
-        await report(storage, run_id, key, record, events)
+        await report(storage, run_id, key, record, events, **options)
         _stamps.hset(WRITTEN_KEY, run_id, repr(started))
 
     bodies.report = noted_report  # type: ignore[assignment]

@@ -182,7 +182,7 @@ async def _wakeup(ctx: Context, flows: object, stamps: redis.Redis, url: str) ->
         for _ in range(samples):
             run = await units.run()
             if run.status is not rf.Status.COMPLETED:
-                raise RuntimeError(f"units run ended {run.status}")
+                raise RuntimeError(f"units run ended {run.status}: {run.error}")
             noted = stamps.hget(written, run.id)
             while noted is None:  # the worker notes it right after the write
                 await asyncio.sleep(0.001)

@@ -694,6 +694,25 @@ async def test_scan_status_says_which_runs_lock_lapsed(storage: Storage) -> None
     assert lapsed == {died, taken}
     assert found[held].lock_owner == OWNER and found[died].lock_owner is None
 
+
+async def test_lock_and_load_takes_the_lock_then_reads_the_run(storage: Storage) -> None:
+    """Lock, then load, in one call: taken, it reads what `load_run` would (history and claims
+    included); held by another owner, it reads and changes nothing."""
+    run_id = await new_run(storage, owner=OTHER, events=[b"started"])
+    assert await storage.claim(run_id, "approve", b"yes") is ClaimResult.ACCEPTED
+
+    assert await storage.lock_and_load(run_id, OWNER, 10.0) == (False, None)
+    assert await storage.lock_owner(run_id) == OTHER
+    assert await storage.release_lock(run_id, OTHER) == 0
+
+    held, stored = await storage.lock_and_load(run_id, OWNER, 10.0)
+    assert held is True and await storage.lock_owner(run_id) == OWNER
+    assert stored == await storage.load_run(run_id, history=True, claims=True)
+    assert stored is not None and stored.claims == {"approve": b"yes"}
+    assert stored.history == [b"started"]
+    assert await storage.release_lock(run_id, OWNER) == 0  # taken once (count 1)
+    assert await storage.lock_and_load("run-none-such", OWNER, 10.0) == (True, None)
+
 # -- async units and notification --------------------------------------------------------------
 
 

@@ -238,17 +238,20 @@ def runnable_claims(ex: Execution) -> bool:
     return any(key in ex.claims for key in ex.state.waiting_on)
 
 
-async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str) -> Execution:
-    """Lock, then load: read the run (with its claims) only while holding its lock; a run on
-    another version of the reactor is executed by that version's reactor, or migrated first
-    when this process does not declare it (`migrations.on_version`).
+async def load_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
+                     stored: StoredRun | None = None) -> Execution:
+    """Lock, then load: read the run (with its claims) only while holding its lock (`stored`:
+    as the caller read it when it took the lock, `Storage.lock_and_load`); a run on another
+    version of the reactor is executed by that version's reactor, or migrated first when this
+    process does not declare it (`migrations.on_version`).
 
     Raises:
         RunNotFound: no such run of the reactor.
         DefinitionChanged: the run's version is not declared here, with no migration from it.
         MigrationError: its migration was refused (nothing was written).
     """
-    stored = await storage.load_run(run_id, history=True, claims=True)
+    if stored is None:
+        stored = await storage.load_run(run_id, history=True, claims=True)
     own_head(reactor, run_id, None if stored is None else stored.head)  # storage is the truth
     assert stored is not None
     reactor, stored = await migrations.on_version(reactor, storage, stored, owner)
@@ -292,14 +295,15 @@ def needs_execution(ex: Execution) -> bool:
 
 async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
                     ex: Execution | None = None, *, mode: DriveMode = CALLER,
-                    loaded: bool = False) -> Execution:
+                    loaded: bool = False, stored: StoredRun | None = None) -> Execution:
     """Drive a run whose lock `owner` holds (count 1) until it settles, then release; returns
     the execution as it ended. `mode`, how it waits (`mode.DriveMode`): `WORKER`, a step
     waiting for an async unit parks the run instead of holding it (see `driver.park`);
     `WAITS_FOR_THROWS` (an in-process recovery), a fanned-out map's undo throws are waited for
     here instead of parking the run at them (see `maps.undo_throws`). `ex` is the run as this owner
     created it, or, with `loaded=True`, as it read it under the lock (it is then checked like
-    a run this call loads: one that needs no execution is only released).
+    a run this call loads: one that needs no execution is only released); `stored`, the run
+    as the caller read it when it took the lock (`Storage.lock_and_load`: not read again).
 
     After releasing a paused run, check for a claim that arrived while the lock was held: its
     `continue_` could not take the lock, so the holder applies it (an accepted resume is never
@@ -310,8 +314,8 @@ async def run_owned(reactor: Reactor, storage: Storage, run_id: str, owner: str,
     while True:
         async with keep_alive(storage, run_id, owner, ttl) as hold:
             if ex is None or loaded:
-                ex = ex or await load_owned(reactor, storage, run_id, owner)
-                loaded = False
+                ex = ex or await load_owned(reactor, storage, run_id, owner, stored)
+                loaded, stored = False, None
                 if not needs_execution(ex):
                     return ex
             ex.writer.hold = ex.lease = hold  # its final save releases the lock in the same write

@@ -178,7 +178,8 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0, *, versi
     (`deadlines.deadline_due`: failed, or resumed with its `on_timeout`).
 
     Lock: if another execution holds the run for `RUN_LOCK_WAIT` seconds, re-enqueue this job
-    `SNOOZE_DELAY` (+ jitter) later and end. Load: read the run while holding its lock. Act:
+    `SNOOZE_DELAY` (+ jitter) later and end. Load: read the run while holding its lock (the
+    first try takes the lock and reads the run in one call, `Storage.lock_and_load`). Act:
     drive a `running` run (a parked one only when one of its units finished or its wait ran
     out: an early or duplicate job writes nothing), finish a rollback, apply claimed payloads
     of a paused one; a settled run needs nothing. A step that waits for an async unit parks the
@@ -200,7 +201,9 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0, *, versi
         raise PermanentFailure(reason, run_id=run_id)
     settings = config.settings()
     owner = new_owner()
-    if not await acquire(storage, run_id, owner, settings.lock_ttl, RUN_LOCK_WAIT):
+    held, stored = await storage.lock_and_load(run_id, owner, settings.lock_ttl)
+    if not held and not await acquire(storage, run_id, owner, settings.lock_ttl,
+                                      RUN_LOCK_WAIT):
         delay = SNOOZE_DELAY + random.random() * SNOOZE_DELAY
         queue.enqueue_run(run_id, reactor_name, version=job.version, delay=delay,
                           snoozes=snoozes + 1)
@@ -209,7 +212,8 @@ async def execute_run(run_id: str, reactor_name: str, snoozes: int = 0, *, versi
                      reactor_name, snoozes)
         return
     try:
-        ex = await operations.run_owned(reactor, storage, run_id, owner, mode=WORKER)
+        ex = await operations.run_owned(reactor, storage, run_id, owner, mode=WORKER,
+                                        stored=stored)
         if ex.state.status is Status.PAUSED and due_interrupts(ex.state, ex.claims,
                                                                 clock.now()):
             # its timer fired (or a sweep found it): the deadline is settled here, lock free

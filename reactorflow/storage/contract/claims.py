@@ -105,6 +105,30 @@ class ClaimsContract(RunsContract, LocksContract, abc.ABC):
             stored = await self.load_run(run_id, history=True, claims=True)
         return outcome, stored
 
+    async def lock_and_load(self, run_id: str, owner: str, ttl: float
+                            ) -> tuple[bool, StoredRun | None]:
+        """Take the run's lock (as `acquire_lock`) and, when taken, read the run with its
+        history and claims (as `load_run`): lock, then load, in one call (a worker taking a run
+        on: one round trip on Redis, atomic there). The read sees the run as it was when the
+        lock was taken.
+
+        Args:
+            run_id: The run's id (its liveness lock).
+            owner: Who takes the lock.
+            ttl: The lock's time to live, in seconds.
+
+        Returns:
+            Whether `owner` holds the lock now, and the run as `load_run` reads it (None when
+            the lock was not taken: another owner holds it, nothing was read or changed; or
+            when the run does not exist).
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+        if not await self.acquire_lock(run_id, owner, ttl):
+            return False, None
+        return True, await self.load_run(run_id, history=True, claims=True)
+
     @abc.abstractmethod
     async def claims(self, run_id: str) -> dict[str, bytes]:
         """Every claim of the run (applied or not).

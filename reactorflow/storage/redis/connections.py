@@ -109,14 +109,15 @@ SCRIPTS = ("create_run", "save_step", "save_state", "save_release", "save_unit",
            "schedule_pause", "claim_lock_load", "lock_load_elements", "index_done", "start_element",
            "unit_indexed", "idem_follow", "idem_done", "migrate_run", "forget_claims",
            "clear_elements", "timer_arm", "timer_disarm", "timer_claim", "worker_beat",
-           "worker_list", "worker_drop", "subject_enter", "subject_run_key", "subject_replace",
-           "subject_destroy", "erasure_record", "reseal_run")
+           "worker_list", "worker_drop", "lock_load_run", "subject_enter", "subject_run_key",
+           "subject_replace", "subject_destroy", "erasure_record", "reseal_run")
 RUN_WRITES = frozenset({"create_run", "save_step", "save_state", "save_release", "save_unit",
                         "claim", "request_control", "incr_counter", "claim_lock_load",
                         "unit_indexed", "migrate_run"})
 """The scripts that write a run: `scripts/lib/run_write.lua` (retry tokens) and
 `scripts/lib/expiry.lua` (the retention rule) are prepended to each."""
-LOCK_TAKERS = frozenset({"acquire_lock", "lock_load_elements", "start_element"})
+LOCK_TAKERS = frozenset({"acquire_lock", "lock_load_elements", "start_element",
+                         "lock_load_run"})
 """The scripts that take a liveness lock: `scripts/lib/take_lock.lua` is prepended to each."""
 RUN_CREATORS = frozenset({"create_run", "gate_release", "save_release"})
 """The scripts that create a run: `scripts/lib/create_run.lua` is prepended to each (after

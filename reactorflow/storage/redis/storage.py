@@ -545,6 +545,19 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
                                      [owner, _ms(ttl), _token()])
         return bool(held == 1)
 
+    async def lock_and_load(self, run_id: str, owner: str, ttl: float
+                            ) -> tuple[bool, StoredRun | None]:
+        conn = await self._redis.get()
+        keys = [self._keys.lock(run_id), *self._load_keys(run_id)]
+        with self._errors():
+            try:
+                reply = await conn.script("lock_load_run", keys, [owner, _ms(ttl), _token()])
+            except ResponseError as exc:  # (the script's reply names no key: the run's is named)
+                raise wrong_type(run_id, self._keys.run(run_id), exc) or exc from exc
+        if reply == 0:
+            return False, None
+        return True, self._stored_run(run_id, self._script_replies(reply, True, True), True, True)
+
     async def extend_lock(self, run_id: str, owner: str, ttl: float) -> bool:
         conn = await self._redis.get()
         with self._errors():
