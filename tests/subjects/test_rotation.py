@@ -63,6 +63,16 @@ async def test_rotation_refuses_a_codec_that_does_not_seal_with_the_target(
     assert (await check(sealed)).values[flows.NEW] == 0  # nothing was written
 
 
+async def test_with_a_codec_from_the_start_no_value_is_counted_clear(
+        sealed: rf.Storage) -> None:
+    """Placeholders of values not there yet (a paused step's result, a step without child
+    inputs) and events whose detail is structure (a pause's step name) are no clear values."""
+    await _runs()
+    counted = await check(sealed)
+    assert counted.values[CLEAR] == 0, counted.values
+    assert counted.values[flows.OLD] + counted.values[SUBJECT_KEYS] > 0
+
+
 async def test_clear_values_stored_before_the_codec_are_counted_and_left(
         storage: rf.Storage) -> None:
     clear = await flows.plain.run(customer_id="p9", email="p9@example.com")  # no codec yet

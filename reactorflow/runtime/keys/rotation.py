@@ -324,6 +324,8 @@ class KeyCount:
 
 
 CLEAR = "clear"
+NIL_BYTES = bytes(records.NIL)
+"""How a Raw field that holds no value (yet) is stored: never counted as a clear value."""
 SUBJECT_KEYS = "subject data keys"
 
 
@@ -348,7 +350,8 @@ async def check(storage: Storage, *, batch: int = BATCH,
                      SUBJECT_KEYS if key_id.startswith(DATA_KEY_PREFIX) else key_id] += 1
 
     def value(_: str, data: bytes) -> bytes:
-        count(data)
+        if data != NIL_BYTES:  # an absent value's placeholder (a pending step's result): none
+            count(data)
         return data
 
     def text(data: str) -> str:

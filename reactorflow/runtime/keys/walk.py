@@ -13,6 +13,7 @@ import msgspec
 
 from reactorflow import records
 from reactorflow.protection import fields
+from reactorflow.protection.sealing import ERROR_DETAILS
 from reactorflow.records import (
     ElementRecord,
     ErrorRecord,
@@ -84,7 +85,10 @@ def step(visit: Bytes, text: Text, key: str, record: StepRecord, *,
 
 
 def event(text: Text, value: Event) -> Event:
-    """An event with its detail visited."""
+    """An event with its detail visited, where it may hold error text (a failure event's: the
+    codec seals those, `sealing.ERROR_DETAILS`; other details are structure, kept clear)."""
+    if value.kind not in ERROR_DETAILS:
+        return value
     detail = text(value.detail)
     return value if detail is value.detail else msgspec.structs.replace(value, detail=detail)
 
