@@ -201,3 +201,64 @@ async def test_a_forgotten_subject_shows_erased(dashboard: Dashboard, tmp_path: 
     assert await page.locator("#protected-note").is_hidden()
     assert await page.locator("#actions button[data-action='cancel']").is_enabled()  # paused
     assert errors == []
+
+
+class Basket(msgspec.Struct):
+    owner: str
+    items: list[str]
+
+
+class Address(msgspec.Struct):
+    street: str
+
+
+def packing() -> rf.Reactor:
+    """A map over the items (one fails: its outcome carries an error text) and a composed
+    child, so a keyless page reads sealed map outcomes and a child's sealed inputs."""
+    child = rf.Reactor(unique("protected.label"), inputs=Address)
+
+    @child.step
+    async def label(street: str) -> str:
+        return f"label for {street}"
+
+    flow = rf.Reactor(unique("protected.pack"), inputs=Basket)
+
+    @flow.map_step(over="items", atomic=False)
+    async def pack(item: str) -> str:
+        if item.endswith("!"):
+            raise ValueError(f"cannot pack {item}")
+        return f"packed {item}"
+
+    @flow.compose(child)
+    async def address(owner: str) -> Address:
+        return Address(f"{owner} street")
+
+    @flow.step
+    async def total(pack: list[rf.Outcome[str]], address: str) -> int:
+        return len(pack)
+
+    return flow
+
+
+async def test_maps_and_children_read_without_the_key(dashboard: Dashboard) -> None:
+    flow = packing()
+    rf.configure(codec=codec())
+    run = await flow.run(owner=f"{SECRET}-ann", items=[f"{SECRET}-a", f"{SECRET}-b!"])
+    assert run.status is rf.Status.COMPLETED, run.error
+    rf.configure(codec=None)
+
+    page = dashboard.page
+    await dashboard.sign_in()
+    errors = watch_console(dashboard)
+    await page.goto(f"{dashboard.url}?run={run.id}")
+    await page.locator("#run-status .s-completed").wait_for()
+    progress = page.locator("#graph g[data-step='pack'] .map-progress")
+    await progress.wait_for()
+    assert (await progress.get_attribute("data-total"), await progress.get_attribute(
+        "data-done"), await progress.get_attribute("data-failed")) == ("2", "1", "1")
+    await page.locator("#graph g[data-step='address.label']").wait_for()
+    await _shown_as(dashboard, "#inputs", "encrypted")
+    await _shown_as(dashboard, "#value", "encrypted")
+    assert SECRET not in await _page_text(dashboard)
+    assert await page.locator("#message").text_content() == ""
+    assert errors == []
