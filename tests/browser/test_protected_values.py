@@ -131,6 +131,8 @@ async def test_a_dashboard_without_the_key_shows_encrypted(
     assert SECRET not in listed
     note = await page.locator(f"#runs tr[data-run='{failed.id}'] td:last-child").text_content()
     assert note == "ship: ValueError: <encrypted>"
+    assert await page.locator(f"#runs tr[data-run='{failed.id}'] td.note .protected"
+                              ).get_attribute("data-protected") == "encrypted"
 
     await _open_run(dashboard, done.id)
     assert await page.locator("#run-status .status").text_content() == "completed"

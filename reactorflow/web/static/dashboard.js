@@ -246,14 +246,14 @@
     for (const run of page.runs) {
       const href = "?run=" + encodeURIComponent(run.id);
       const link = el("a", { href, text: run.id });
-      const note = run.waiting_on.length ? "waiting on " + run.waiting_on.map(label).join(", ")
-        : run.error ? (run.error.step ? run.error.step + ": " : "") + run.error.type + ": " + run.error.message : "";
+      const note = run.waiting_on.length ? ["waiting on " + run.waiting_on.map(label).join(", ")]
+        : run.error ? [(run.error.step ? run.error.step + ": " : "") + run.error.type + ": ", sealedText(run.error.message)] : [];
       const row = el("tr", { "data-run": run.id, class: "run-row" }, el("td", {}, link), el("td", { text: run.reactor }),
         el("td", { class: "version", text: run.version }), el("td", {}, badge(run.status)),
         el("td", { class: "nowrap created", title: agoAt(run.created_at, now) }, el("span", { class: "at", text: at(run.created_at) }),
           el("span", { class: "ago", text: agoAt(run.created_at, now) })),
         el("td", { class: "nowrap updated", title: at(run.updated_at), text: agoAt(run.updated_at, now) }),
-        el("td", { class: "nowrap took", text: inWords(Math.max(0, run.updated_at - run.created_at)) }), el("td", { text: note }));
+        el("td", { class: "nowrap took", text: inWords(Math.max(0, run.updated_at - run.created_at)) }), el("td", { class: "note" }, ...note));
       // the whole row leads to the run (its id is the link; a click elsewhere follows it too)
       row.addEventListener("click", (event) => { if (!event.target.closest("a, button, input") && !String(window.getSelection())) location.href = href; });
       body.append(row);
