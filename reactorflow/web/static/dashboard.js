@@ -102,6 +102,26 @@
   const label = (l) => (Array.isArray(l) ? l.join("/") : l);
   const badge = (s) => el("span", { class: "status s-" + s, text: s });
   const pretty = (v) => (v === null || v === undefined ? "-" : JSON.stringify(v, null, 2));
+  // a value this server cannot open reads "<encrypted>" (no key for it) or "<erased>" (its
+  // subject was forgotten): shown as that word, muted, never as a quoted JSON string
+  const PROTECTED = { "<encrypted>": ["encrypted", "encrypted: this server holds no key for this value"],
+    "<erased>": ["erased", "erased: this run's subject was forgotten; the value can never be read again"] };
+  const protectedAs = (v) => (typeof v === "string" && Object.hasOwn(PROTECTED, v) ? PROTECTED[v] : null);
+  function showValue(node, v, otherwise) { // a <pre> of a value: pretty JSON, or the protected word
+    const sealed = protectedAs(v);
+    node.classList.toggle("protected", !!sealed);
+    if (sealed) { node.dataset.protected = sealed[0]; node.title = sealed[1]; node.textContent = v; return; }
+    delete node.dataset.protected; node.removeAttribute("title");
+    node.textContent = otherwise === undefined ? pretty(v) : otherwise;
+  }
+  const NEEDS_VALUES = ["undo", "retry", "retry-step", "skip-step", "rewind"];
+  const SEALED_NOTE = {
+    encrypted: "This run's values are encrypted, and this server holds no key for them: they show as <encrypted>. Undo, retry and rewind need a server that holds the key.",
+    erased: "This run's subject was forgotten: its values are erased and show as <erased>. They can never be read again, so it cannot be undone, retried or rewound." };
+  const sealedText = (text) => { // error text: the protected word as a muted mark, else the text
+    const sealed = protectedAs(text);
+    return sealed ? el("span", { class: "protected", "data-protected": sealed[0], title: sealed[1], text }) : text || "";
+  };
   // a run.migrated event's detail, "1 -> 2: completed fraud_check; undo given up: bill" (what
   // the hooks did, hop by hop), reads "version 1 → 2: completed fraud_check; undo given up: bill"
   const MIGRATED = "run.migrated";
@@ -226,14 +246,14 @@
     for (const run of page.runs) {
       const href = "?run=" + encodeURIComponent(run.id);
       const link = el("a", { href, text: run.id });
-      const note = run.waiting_on.length ? "waiting on " + run.waiting_on.map(label).join(", ")
-        : run.error ? (run.error.step ? run.error.step + ": " : "") + run.error.type + ": " + run.error.message : "";
+      const note = run.waiting_on.length ? ["waiting on " + run.waiting_on.map(label).join(", ")]
+        : run.error ? [(run.error.step ? run.error.step + ": " : "") + run.error.type + ": ", sealedText(run.error.message)] : [];
       const row = el("tr", { "data-run": run.id, class: "run-row" }, el("td", {}, link), el("td", { text: run.reactor }),
         el("td", { class: "version", text: run.version }), el("td", {}, badge(run.status)),
         el("td", { class: "nowrap created", title: agoAt(run.created_at, now) }, el("span", { class: "at", text: at(run.created_at) }),
           el("span", { class: "ago", text: agoAt(run.created_at, now) })),
         el("td", { class: "nowrap updated", title: at(run.updated_at), text: agoAt(run.updated_at, now) }),
-        el("td", { class: "nowrap took", text: inWords(Math.max(0, run.updated_at - run.created_at)) }), el("td", { text: note }));
+        el("td", { class: "nowrap took", text: inWords(Math.max(0, run.updated_at - run.created_at)) }), el("td", { class: "note" }, ...note));
       // the whole row leads to the run (its id is the link; a click elsewhere follows it too)
       row.addEventListener("click", (event) => { if (!event.target.closest("a, button, input") && !String(window.getSelection())) location.href = href; });
       body.append(row);
@@ -465,7 +485,17 @@
       "retry-step": held, "skip-step": held,
       rewind: ["completed", "paused", "held", "cancelled", "aborted"].includes(run.status),
       pause: run.status === "running", resume: run.status === "paused" && !!run.paused_by };
-    for (const button of document.querySelectorAll("#actions button")) { button.disabled = !allowed[button.dataset.action]; guard(button); }
+    // a run whose values this server cannot open: the operations that read them are refused
+    // (rf.KeyUnavailable), so they are disabled, saying why
+    const sealed = protectedAs(run.inputs);
+    $("protected-note").hidden = !sealed;
+    $("protected-note").textContent = sealed ? SEALED_NOTE[sealed[0]] : "";
+    for (const button of document.querySelectorAll("#actions button")) {
+      const unreadable = sealed && NEEDS_VALUES.includes(button.dataset.action);
+      button.disabled = !allowed[button.dataset.action] || unreadable;
+      button.title = unreadable ? SEALED_NOTE[sealed[0]] : "";
+      guard(button);
+    }
     for (const name of ["retry-step", "skip-step"]) document.querySelector(`#actions button[data-action='${name}']`).hidden = !held;
     document.querySelector("#actions .sep").hidden = !held;
     const open = $("repair").dataset;
@@ -475,11 +505,11 @@
     renderInterrupts(run);
     renderGraph(run);
     renderSteps(run);
-    $("inputs").textContent = pretty(run.inputs);
-    $("value").textContent = run.status === "completed" ? pretty(run.value) : (terminal ? "-" : "(not finished)");
+    showValue($("inputs"), run.inputs);
+    showValue($("value"), run.status === "completed" ? run.value : null, run.status === "completed" ? undefined : (terminal ? "-" : "(not finished)"));
     $("history").tBodies[0].replaceChildren(...run.history.map((e) => el("tr", { "data-kind": e.kind, class: e.kind === MIGRATED ? "migrated" : "" },
       el("td", { class: "nowrap", text: clock(e.at) }), el("td", { text: e.kind }), el("td", { text: e.step }),
-      el("td", { text: e.attempt || "" }), el("td", { text: e.kind === MIGRATED ? migration(e.detail) : e.detail }),
+      el("td", { text: e.attempt || "" }), el("td", { class: "detail" }, e.kind === MIGRATED ? migration(e.detail) : sealedText(e.detail)),
       el("td", { class: "actor", text: e.actor || "" }))));
   }
 
@@ -529,10 +559,10 @@
   function renderError(error) {
     $("error-box").hidden = !error;
     if (!error) return;
-    $("error-text").textContent = (error.step ? "Step " + error.step + " failed: " : "The run failed: ") + error.type + ": " + error.message;
+    $("error-text").replaceChildren((error.step ? "Step " + error.step + " failed: " : "The run failed: ") + error.type + ": ", sealedText(error.message));
     $("rollback-failures").replaceChildren(...error.rollback_failures.map((f) =>
-      el("li", { text: "rollback failure: " + f.kind + " of " + f.step + ": " + (f.type ? f.type + ": " : "") + f.message })));
-    $("traceback").textContent = error.traceback || "(none recorded)";
+      el("li", {}, "rollback failure: " + f.kind + " of " + f.step + ": " + (f.type ? f.type + ": " : ""), sealedText(f.message))));
+    showValue($("traceback"), error.traceback, error.traceback || "(none recorded)");
   }
 
   function graphOf(reactor, run) {
