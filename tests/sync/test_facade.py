@@ -212,6 +212,8 @@ MODULE_CALLS: dict[str, Callable[[], Any]] = {
     "sweep_once": rf.sync.sweep_once,
     "fire_timers": rf.sync.fire_timers,
     "list_workers": rf.sync.list_workers,
+    "forget_subject": lambda: rf.sync.forget_subject("c42"),
+    "list_erasures": rf.sync.list_erasures,
 }
 
 

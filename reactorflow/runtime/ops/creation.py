@@ -127,12 +127,28 @@ async def release_and_send(storage: Storage, run_id: str, owner: str,
     2. The job is sent (`send`: a broker's enqueue, blocking on its own round trip).
     3. The release's reply is awaited (its errors raise here, as an awaited release's).
 
-    The run is stored before either (checkpoint before enqueue; save before release).
+    The run is stored before either (checkpoint before enqueue; save before release). An
+    error of either raises as itself (never wrapped in an exception group), once the release
+    has ended: the send's first (`BrokerError`: the run is stored, its job is not), else the
+    release's.
     """
+    failed: list[Exception] = []
+
+    async def releasing() -> None:
+        try:
+            await release(storage, run_id, owner)
+        except Exception as exc:  # raised below, once the send was tried too
+            failed.append(exc)
+
     async with anyio.create_task_group() as group:
-        group.start_soon(release, storage, run_id, owner)
+        group.start_soon(releasing)
         await anyio.lowlevel.checkpoint()  # the release task sends its command
-        send()
+        try:
+            send()
+        except Exception as exc:
+            failed.insert(0, exc)
+    if failed:
+        raise failed[0]
 
 
 async def create_child_run(child: Declared, inputs: Any, run_id: str, *,
