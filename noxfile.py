@@ -45,10 +45,10 @@ def typecheck(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Benchmarks, each printed beside its baseline, written as JSON to
-    benchmarks/results/ (DBOS and matplotlib are installed here only: matplotlib draws the
-    charts of docs/img/bench/, `-- --charts`; the test extra brings the web app and httpx that
+    benchmarks/results/ (DBOS is installed here only; the test extra brings matplotlib, which
+    draws the charts of docs/img/bench/ with `-- --charts`, and the web app and httpx that
     `runs_list` drives)."""
-    session.install("-e", ".[test]", "dbos>=1.0", "matplotlib>=3.7")
+    session.install("-e", ".[test]", "dbos>=1.0")
     session.run("python", "-m", "benchmarks", *session.posargs)
 
 

@@ -1,6 +1,7 @@
 """The charts (`python -m benchmarks.charts`): drawn from a results file and a history made by
 the report, one PNG per chart that has data; clear errors where there is nothing to draw.
-Skipped where matplotlib is not installed (it is a bench-session dependency only)."""
+Skipped where matplotlib is not installed (the `test` extra brings it; the library never
+imports it)."""
 
 from __future__ import annotations
 
