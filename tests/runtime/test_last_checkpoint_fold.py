@@ -15,7 +15,6 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import records
-from reactorflow.storage.contract.method_marks import batches
 from tests.helpers import kinds, unique
 
 
@@ -57,9 +56,7 @@ async def test_the_last_step_rides_in_the_final_save(storage: rf.Storage) -> Non
     assert run.status is rf.Status.COMPLETED and run.value == 3
     [final] = saves
     assert final["status"] == "completed"
-    # where storage batches (MemoryStorage), `b` was kept too after `a`'s write read control
-    # back, and rides in the same save (tests/runtime/test_batched_checkpoints.py)
-    assert list(final["steps"]) == (["b", "c"] if batches(storage) else ["c"])
+    assert list(final["steps"]) == ["c"]
     assert records.decode_step(final["steps"]["c"]).status == rf.StepStatus.COMPLETED
     assert await flow.get(run.id) == run
     assert kinds(run, "run.", "step.completed") == [

@@ -157,10 +157,11 @@ class Forward(Runners):
             return
         if node.context_name is not None:
             kwargs[node.context_name] = context_for(ex, node, 1)
-        # where storage batches (it lives and dies with the process: no crash to survive), a
-        # step may keep its completion for a batch (`RunWriter.flush`): its body is started by
-        # hand, to learn whether it suspends (kept ones land first then)
-        keeps = writer.batches and not node.level and waiting is None
+        # a step nothing waits for may keep its completion for a batch (`RunWriter.flush`): its
+        # body is started by hand, to learn whether it suspends (kept ones land first then). A
+        # step with dependents is checkpointed: its fenced write is where an execution whose
+        # lock was taken over learns it, before it starts any step that reads it
+        keeps = not node.dependents and writer.batches and not node.level and waiting is None
         began = clock.now()
         try:
             body = node.spec.fn(**kwargs)
@@ -192,8 +193,8 @@ class Forward(Runners):
                 done.deadline = waiting.deadline
                 done.correlation_id = waiting.correlation_id
                 events.insert(0, event(EventKind.INTERRUPT_RESUMED, key))
-            # kept for a batch when its task has not suspended since a write read control
-            # back; or, as in `_ended`, when it completes the run
+            # kept for a batch when nothing waits for it and its task has not suspended since
+            # a write read control back; or, as in `_ended`, when it completes the run
             if (keeps and self.written) or ((writer.folds or ex.claims)
                                             and completes_run(self, node)):
                 writer.fold(key, done, events)

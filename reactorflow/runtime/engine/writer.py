@@ -90,7 +90,7 @@ class RunWriter:
         self.unconfirmed: set[str] = set()  # step writes cut off: landed or not, unknown
         self.folded: dict[str, list[Event]] = {}  # completions the next save_state carries
         self.folds = is_foldable(storage.save_step)  # a plain run's last completion may, too
-        self.batches = batches(storage)  # and completions made without suspending, until `flush`
+        self.batches = batches(storage)  # and completions nothing waits for, until `flush`
         self._shield_kind: type[anyio.CancelScope] | None = None  # (see `shielded`)
 
     def _remember(self, events: Iterable[Event]) -> None:
@@ -163,8 +163,7 @@ class RunWriter:
         """Write the completions kept by `fold` now, before the execution's task may suspend.
 
         Where storage `batches` (`MemoryStorage`), the forward drive keeps the completions of
-        steps while its task does not suspend (their dependents may start meanwhile: such a
-        storage lives and dies with the process), and writes them here (or in the final save) in
+        steps that nothing waits for while its task does not suspend, and writes them here in
         one fenced, atomic write (`save_steps`, which awaits nothing): before the task suspends
         (a step body that awaits, a runner that ends), and before any other checkpoint, so no
         other task ever sees storage without them, storage holds them in the order they

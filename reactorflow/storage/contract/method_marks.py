@@ -18,10 +18,8 @@ so each step is then written through it, the last one included.
 
 A backend whose `save_step` is both may also define `save_steps(run_id, owner, steps, events)`,
 marked `@inline` (`MemoryStorage` does): the checkpoints of several steps in one fenced write.
-The engine then keeps the completions of steps while its task does not suspend, and writes them
-together before it does (`batches`, `Execution.flush`). Such a backend lives and dies with its
-process (no crash to survive), so a step's dependents may start before its completion is written:
-no other task can read storage before it is.
+The engine then keeps the completions of steps that nothing waits for while its task does not
+suspend, and writes them together before it does (`batches`, `Execution.flush`).
 """
 
 from __future__ import annotations
