@@ -40,3 +40,14 @@ def newest(reactor: D) -> D | Reactor:
     version's object the call is made on): `reactor` itself when it is the newest."""
     found = lookup(reactor.name)
     return found if found is not None and found.version > reactor.version else reactor
+
+
+def declares_subject(name: str) -> bool:
+    """Whether some version of reactor `name` declared here has `subject=` (its runs may then
+    carry a subject; a name none of whose versions does stores runs without one).
+
+    Args:
+        name: The reactor's name.
+    """
+    return any(getattr(lookup(name, version), "subject", None) is not None
+               for version in versions(name))

@@ -62,9 +62,9 @@ def plain_keys(run_id: str) -> RunKeys:
 
 async def stored_keys(storage: Storage, run_id: str, meta: bytes) -> RunKeys:
     """`run_keys` for a run read from storage, given its encoded meta (a meta that does not
-    decode is given as None: whoever reads the run reports it)."""
+    decode gets the codec's keys, without a data key: whoever reads the run reports it)."""
     try:
-        decoded: RunMeta | None = records.decode_meta(meta)
-    except (ValueError, TypeError):
-        decoded = None
+        decoded = records.decode_meta(meta)
+    except (ValueError, TypeError):  # (not read again by the resolver: it would fail the same)
+        return plain_keys(run_id)
     return await run_keys(storage, decoded, run_id)

@@ -1,7 +1,8 @@
 """Reactors of the subject tests (importable by the CLI's subprocesses with `--app`): each run
 is about one customer (`subject="{customer_id}"`), and reaches a paused, sleeping or completed
-state. Importing this module configures the codec with the test key `KEY` (a process that
-reads the same runs must hold it), and `rotating` configures the next one."""
+state. Imported by a CLI subprocess (`SUBJECTS_TEST_CURRENT` set), it configures the codec with
+the test keys (a process that reads the same runs must hold them); in the test process it
+configures nothing (the fixtures do)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def codec(current: str | None = None) -> rf.EncryptionCodec:
     return rf.EncryptionCodec(keys=KEYS, current=current or os.environ.get(ROTATED_ENV, OLD))
 
 
-rf.configure(codec=codec())
+if ROTATED_ENV in os.environ:  # a CLI subprocess (`--app tests.subjects.flows`): it holds the key
+    rf.configure(codec=codec())  # (never in the test process: importing it configures nothing)
 
 
 class Account(msgspec.Struct):

@@ -214,7 +214,9 @@ async def mark_unrecoverable(storage: Storage, run_id: str, kind: str, reason: s
     if not await acquire(storage, run_id, owner, settings.lock_ttl, settings.lock_wait):
         return False
     async with keep_alive(storage, run_id, owner, settings.lock_ttl):
-        keys = await run_keys(storage, None, run_id)
+        # (from the head read: a meta that cannot be read, often why it is marked, gets the
+        # codec's keys without a data key, never a second failing read)
+        keys = await stored_keys(storage, run_id, head.meta)
         state = RunState(status=Status.FAILED, updated_at=clock.now(),
                          error=RunError(None, kind, reason))
         await storage.save_state(run_id, owner, status=Status.FAILED,

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import msgspec
 
 from reactorflow import audit, clock, config, records
+from reactorflow.definition import registry
 from reactorflow.definition.conformance import Rejected, conform
 from reactorflow.definition.graph import (
     Node,
@@ -59,7 +60,7 @@ from reactorflow.errors import (
 )
 from reactorflow.protection import fields, sealing
 from reactorflow.protection.keys import RunKeys
-from reactorflow.protection.resolve import run_keys
+from reactorflow.protection.resolve import plain_keys, run_keys
 from reactorflow.records import Control, RunError, RunState
 from reactorflow.runtime.engine import job_queue as queue
 from reactorflow.runtime.engine.driver import drive
@@ -106,7 +107,9 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     key = step_key(step)
     owner = new_owner()
     lock_ttl = config.settings().lock_ttl
-    keys = await run_keys(storage, None, run_id)
+    # (a reactor none of whose versions declares a subject stores runs without one: no read)
+    keys = (await run_keys(storage, None, run_id) if registry.declares_subject(reactor.name)
+            else plain_keys(run_id))
     if keys.seals:  # its values are opened before the claim is written (a corrupt one: none)
         found_run = await storage.load_run(run_id, claims=True)
         if found_run is not None and found_run.head.reactor == reactor.name:

@@ -156,5 +156,4 @@ async def _stored_meta(storage: Storage, run_id: str) -> RunMeta | None:
 
 def subjects_declared() -> bool:
     """Some reactor declared in this process (any version of it) has `subject=`."""
-    return any(getattr(registry.lookup(name, version), "subject", None) is not None
-               for name in naming.names() for version in naming.versions(name))
+    return any(registry.declares_subject(name) for name in naming.names())
