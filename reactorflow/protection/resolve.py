@@ -32,6 +32,11 @@ async def codec_keys(storage: Storage, codec: EncryptionCodec | None, meta: RunM
 _resolver: Resolver = codec_keys
 
 
+def installed() -> Resolver:
+    """The resolver every run's keys come from now."""
+    return _resolver
+
+
 def set_resolver(resolver: Resolver | None) -> Resolver:
     """Install the resolver every run's keys come from (None: the default, `codec_keys`); returns
     the one it replaces (to put back). The subjects layer installs its own at import

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import msgspec
 
 from reactorflow import audit, clock, config, records
-from reactorflow.definition import registry
 from reactorflow.definition.conformance import Rejected, conform
 from reactorflow.definition.graph import (
     Node,
@@ -71,6 +70,7 @@ from reactorflow.runtime.gates.levels import has_gates
 from reactorflow.runtime.ops import migrating, operations
 from reactorflow.runtime.ops.payloads import checked_payload, interrupt_node, step_key
 from reactorflow.runtime.ops.snapshots import read_head
+from reactorflow.runtime.subjects.data_keys import subjectless
 from reactorflow.snapshot import Run
 from reactorflow.status import ControlKind, EventKind, RollbackTrigger, Status
 from reactorflow.storage.contract.storage import Storage
@@ -108,8 +108,8 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     owner = new_owner()
     lock_ttl = config.settings().lock_ttl
     # (a reactor none of whose versions declares a subject stores runs without one: no read)
-    keys = (await run_keys(storage, None, run_id) if registry.declares_subject(reactor.name)
-            else plain_keys(run_id))
+    keys = plain_keys(run_id) if subjectless(reactor.name) else \
+        await run_keys(storage, None, run_id)
     if keys.seals:  # its values are opened before the claim is written (a corrupt one: none)
         found_run = await storage.load_run(run_id, claims=True)
         if found_run is not None and found_run.head.reactor == reactor.name:

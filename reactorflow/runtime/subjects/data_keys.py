@@ -28,6 +28,7 @@ from reactorflow import records
 from reactorflow.definition import naming, registry
 from reactorflow.errors import ConfigurationError, CorruptRecord
 from reactorflow.protection import envelope
+from reactorflow.protection import resolve as resolve_keys
 from reactorflow.protection.codec import DATA_KEY_PREFIX, EncryptionCodec, cipher, invalid_tag
 from reactorflow.protection.codec import nonce as new_nonce
 from reactorflow.protection.keys import DataKey, RunKeys
@@ -152,6 +153,17 @@ async def _stored_meta(storage: Storage, run_id: str) -> RunMeta | None:
         return None
     with reading(run_id, "meta"):
         return records.decode_meta(head.meta)
+
+
+def subjectless(name: str) -> bool:
+    """Whether the runs of reactor `name` carry no subject for sure: this layer resolves run
+    keys (another resolver may give any run a data key) and no version of `name` declared
+    here has `subject=` (its runs' keys are then the codec's: nothing to read).
+
+    Args:
+        name: The reactor's name.
+    """
+    return resolve_keys.installed() is resolve and not registry.declares_subject(name)
 
 
 def subjects_declared() -> bool:
