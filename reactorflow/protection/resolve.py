@@ -1,5 +1,5 @@
 """Resolving a run's keys (`RunKeys`) once, when an execution, a snapshot or a job loads or
-creates the run: the one seam where a per-run data key plugs in (see SEAM.md).
+creates the run: the one seam where a per-run data key plugs in (see protection/SEAM.md).
 
 The default resolver (`codec_keys`) gives every run the configured codec's keys. The subjects
 layer installs its own with `set_resolver`: a run with a subject gets its data key (or learns

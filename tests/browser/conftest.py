@@ -13,6 +13,7 @@ import shutil
 import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -29,6 +30,27 @@ TOKEN = "browser-token-7"
 
 SKIP_REASON = ("chromium is not installed: apt-get install chromium (the Debian package; "
                "or set REACTORFLOW_CHROMIUM to a Chromium executable)")
+DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
+"""The docs' screenshots, refreshed by the browser tests with REACTORFLOW_DOCS_SCREENSHOTS=1."""
+docs_screenshots = pytest.mark.skipif(not os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS"),
+                                      reason="set REACTORFLOW_DOCS_SCREENSHOTS=1 to refresh "
+                                      "docs/img")
+"""Marks a test that only refreshes the docs' screenshots."""
+
+
+def require_playwright() -> Any:
+    """`playwright.async_api`, for a browser test module to call as it is imported: without
+    Chromium or Playwright the module is skipped, saying what to install."""
+    if CHROMIUM is None:
+        pytest.skip(SKIP_REASON, allow_module_level=True)
+    return pytest.importorskip("playwright.async_api",
+                               reason="playwright is not installed: pip install playwright")
+
+
+def screenshot_dir(tmp_path: Path) -> Path:
+    """Where a test saves the screenshots it looks at: docs/img with
+    REACTORFLOW_DOCS_SCREENSHOTS=1 (to refresh the docs), else beside its temporary files."""
+    return DOCS_IMG if os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS") else tmp_path
 
 
 class Server:

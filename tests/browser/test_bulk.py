@@ -6,21 +6,16 @@ temporary files) and looked at."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 import reactorflow as rf
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, Dashboard
+from tests.browser.conftest import Dashboard, require_playwright, screenshot_dir
 from tests.operate.flows import orders
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-pytest.importorskip("playwright.async_api",
-                    reason="playwright is not installed: pip install playwright")
+require_playwright()
 pytestmark = pytest.mark.slow
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
 async def test_selected_rows_are_cancelled_after_confirmation(dashboard: Dashboard,
@@ -48,7 +43,7 @@ async def test_selected_rows_are_cancelled_after_confirmation(dashboard: Dashboa
     await page.locator(f"#runs tr[data-run='{paused[0].id}'] .s-cancelled").wait_for()
     await page.locator("#bulk-count", has_text="0 run(s) selected").wait_for()
     assert await page.locator("#bulk-bar button[data-bulk='cancel']").is_disabled()
-    shot = DOCS_IMG if os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS") else tmp_path
+    shot = screenshot_dir(tmp_path)
     await page.screenshot(path=str(shot / "dashboard-bulk.png"), full_page=True)
     statuses = [(await orders.get(r.id)).status for r in paused]
     assert statuses == [rf.Status.CANCELLED, rf.Status.CANCELLED, rf.Status.PAUSED]

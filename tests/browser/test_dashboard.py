@@ -4,10 +4,8 @@ filter the list, and every user value shown as text (never run as HTML)."""
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,15 +14,11 @@ import reactorflow as rf
 from reactorflow import config, records
 from reactorflow.records import ErrorRecord, Event, RollbackFailure, RunError, RunMeta, RunState
 from reactorflow.status import HandlerKind, Status, StepStatus
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, TOKEN, Dashboard
+from tests.browser.conftest import DOCS_IMG, TOKEN, Dashboard, docs_screenshots, require_playwright
 from tests.operate.flows import XSS, approval, orders, payments, signoffs
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-expect = pytest.importorskip(
-    "playwright.async_api", reason="playwright is not installed: pip install playwright").expect
+expect = require_playwright().expect
 pytestmark = pytest.mark.slow
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 LIVE = 20_000  # ms: how long the page may take to show a change (it arrives within ~1 s)
 
 
@@ -224,8 +218,7 @@ async def test_every_user_value_is_shown_as_text(dashboard: Dashboard) -> None:
     assert await page.locator("main img, main script").count() == 0
 
 
-@pytest.mark.skipif(not os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS"),
-                    reason="set REACTORFLOW_DOCS_SCREENSHOTS=1 to refresh docs/img")
+@docs_screenshots
 async def test_screenshots_for_the_docs(dashboard: Dashboard) -> None:
     """docs/img/dashboard-*.png, taken from the real browser."""
     for item in ("tea", "coffee", "cocoa"):

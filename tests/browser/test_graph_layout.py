@@ -8,7 +8,6 @@ REACTORFLOW_DOCS_SCREENSHOTS=1, else beside the test's temporary files) and look
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +16,10 @@ import pytest
 
 import reactorflow as rf
 from tests.browser import graph_flows as flows
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, Dashboard
+from tests.browser.conftest import Dashboard, require_playwright, screenshot_dir
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-pytest.importorskip("playwright.async_api",
-                    reason="playwright is not installed: pip install playwright")
+require_playwright()
 pytestmark = pytest.mark.slow
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 GEOMETRY = (Path(__file__).parent / "graph_geometry.js").read_text()
 """Nodes, groups, labels (with their box) and edges (their points) in screen pixels."""
@@ -114,7 +109,7 @@ async def test_a_40_step_graph_is_laid_out_readably(dashboard: Dashboard, tmp_pa
                         continue
                     assert not _segment_hits(a, b, _shrunk(r, 1)), (edge, step)
 
-        shot = (DOCS_IMG if os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS") else tmp_path)
+        shot = screenshot_dir(tmp_path)
         await page.locator("#graph").screenshot(path=str(shot / "dashboard-graph.png"))
 
         # zoom with the wheel, pan by dragging, fit again

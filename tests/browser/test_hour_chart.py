@@ -8,13 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, Dashboard
+from tests.browser.conftest import Dashboard, require_playwright
 from tests.operate.flows import approval, orders, payments
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-pytest.importorskip("playwright.async_api",
-                    reason="playwright is not installed: pip install playwright")
+require_playwright()
 pytestmark = pytest.mark.slow
 SHOTS = Path(os.environ.get("REACTORFLOW_SCREENSHOTS", "/tmp/reactorflow-screenshots"))
 

@@ -17,15 +17,11 @@ import msgspec
 import pytest
 
 import reactorflow as rf
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, Dashboard
+from tests.browser.conftest import Dashboard, require_playwright, screenshot_dir
 from tests.helpers import unique
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-pytest.importorskip("playwright.async_api",
-                    reason="playwright is not installed: pip install playwright")
+require_playwright()
 pytestmark = pytest.mark.slow
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 SECRET = "QWV-secret-51c9"
 """Only in the user values of the runs below: the page must never show it without the key."""
 
@@ -162,7 +158,7 @@ async def test_a_dashboard_without_the_key_shows_encrypted(
     await _shown_as(dashboard, "#inputs", "encrypted")
     assert SECRET not in await _page_text(dashboard)
     assert await page.locator("#message").text_content() == ""
-    shot = DOCS_IMG if os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS") else tmp_path
+    shot = screenshot_dir(tmp_path)
     await _open_run(dashboard, failed.id)
     await page.screenshot(path=str(shot / "dashboard-run-encrypted.png"), full_page=True)
     assert errors == []
@@ -188,7 +184,7 @@ async def test_a_forgotten_subject_shows_erased(dashboard: Dashboard, tmp_path: 
     await _shown_as(dashboard, "#inputs", "erased")
     assert SECRET not in await _page_text(dashboard)
     await _refused_for_its_values(dashboard, "erased", "undo", "retry", "rewind")
-    shot = DOCS_IMG if os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS") else tmp_path
+    shot = screenshot_dir(tmp_path)
     await page.screenshot(path=str(shot / "dashboard-run-erased.png"), full_page=True)
 
     await _open_run(dashboard, done.id)

@@ -11,14 +11,11 @@ from pathlib import Path
 import pytest
 
 import reactorflow as rf
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, Dashboard
-from tests.browser.test_dashboard import DOCS_IMG, _open_run, _status
+from tests.browser.conftest import DOCS_IMG, Dashboard, docs_screenshots, require_playwright
+from tests.browser.test_dashboard import _open_run, _status
 from tests.operate.flows import BILLING_FIXED_ENV, Bill, invoices, orders, reminders
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-expect = pytest.importorskip(
-    "playwright.async_api", reason="playwright is not installed: pip install playwright").expect
+expect = require_playwright().expect
 pytestmark = pytest.mark.slow
 SHOTS = Path(os.environ.get("REACTORFLOW_TEST_SHOTS", "/tmp/reactorflow-shots"))
 
@@ -189,8 +186,7 @@ async def test_a_refused_repair_shows_why_and_changes_nothing(dashboard: Dashboa
     assert (await invoices.get(held.id)).status is rf.Status.HELD
 
 
-@pytest.mark.skipif(not os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS"),
-                    reason="set REACTORFLOW_DOCS_SCREENSHOTS=1 to refresh docs/img")
+@docs_screenshots
 async def test_screenshots_for_the_docs(dashboard: Dashboard) -> None:
     """docs/img/dashboard-run-held.png and dashboard-skip-form.png, from the real browser."""
     held = await _held()

@@ -12,15 +12,12 @@ import pytest
 
 import reactorflow as rf
 from reactorflow.web import create_app
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, TOKEN, Dashboard, Server
+from tests.browser.conftest import TOKEN, Dashboard, Server, require_playwright
 from tests.browser.test_dashboard import _open_run, _status
 from tests.operate.conftest import Shared
 from tests.operate.flows import orders
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-expect = pytest.importorskip(
-    "playwright.async_api", reason="playwright is not installed: pip install playwright").expect
+expect = require_playwright().expect
 pytestmark = pytest.mark.slow
 SHOTS = Path(os.environ.get("REACTORFLOW_TEST_SHOTS", "/tmp/reactorflow-shots"))
 READ_TOKEN = "browser-read-token-3"

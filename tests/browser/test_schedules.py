@@ -4,24 +4,18 @@ their button after a confirmation; a change without the token is refused on the 
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 import pytest
 
 import reactorflow as rf
 from reactorflow import config
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, Dashboard
+from tests.browser.conftest import DOCS_IMG, Dashboard, docs_screenshots, require_playwright
 from tests.operate.flows import XSS
 from tests.schedules.flows import minutely
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-pytest.importorskip("playwright.async_api",
-                    reason="playwright is not installed: pip install playwright")
+require_playwright()
 pytestmark = pytest.mark.slow
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 KEY = "sched-minutely:every-minute"
 NIGHTLY = "sched-minutely:1"
 
@@ -90,8 +84,7 @@ async def test_without_a_token_pausing_is_refused(dashboard: Dashboard) -> None:
     assert state is None or not state.paused
 
 
-@pytest.mark.skipif(not os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS"),
-                    reason="set REACTORFLOW_DOCS_SCREENSHOTS=1 to refresh docs/img")
+@docs_screenshots
 async def test_screenshot_for_the_docs(dashboard: Dashboard) -> None:
     """docs/img/dashboard-schedules.png, taken from the real browser."""
     storage = config.current_storage()

@@ -6,7 +6,6 @@ REACTORFLOW_DOCS_SCREENSHOTS=1, else beside the test's temporary files) and look
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -14,15 +13,11 @@ import msgspec
 import pytest
 
 import reactorflow as rf
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, Dashboard
+from tests.browser.conftest import Dashboard, require_playwright, screenshot_dir
 from tests.helpers import unique
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-pytest.importorskip("playwright.async_api",
-                    reason="playwright is not installed: pip install playwright")
+expect = require_playwright().expect
 pytestmark = pytest.mark.slow
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
 class Order(msgspec.Struct):
@@ -56,22 +51,24 @@ async def test_the_search_box_opens_a_run_by_id_correlation_id_or_idempotency_ke
     page = dashboard.page
     await dashboard.sign_in()
     await page.locator(f"#runs tr[data-run='{o11.id}']").wait_for()
-    shot = DOCS_IMG if os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS") else tmp_path
+    shot = screenshot_dir(tmp_path)
     await page.screenshot(path=str(shot / "dashboard-search.png"))
 
     await _find(dashboard, o10.id)
     await page.wait_for_url(re.compile(rf"\?run={o10.id}$"))
+    # a find navigates: the new page has loaded before its script has opened the run
+    await expect(page.locator("#run-id")).to_have_text(o10.id)
     await page.locator("#run-status .status").wait_for()
-    assert await page.locator("#run-id").text_content() == o10.id
 
     await page.goto(dashboard.url)
     await _find(dashboard, "order:O11")
     await page.wait_for_url(re.compile(rf"\?run={o11.id}$"))
-    assert await page.locator("#run-id").text_content() == o11.id
+    await expect(page.locator("#run-id")).to_have_text(o11.id)
 
     await page.goto(dashboard.url)
     await _find(dashboard, "checkout-O10")
     await page.wait_for_url(re.compile(rf"\?run={o10.id}$"))
+    await expect(page.locator("#run-id")).to_have_text(o10.id)
 
     await page.goto(dashboard.url)
     await _find(dashboard, "order:nobody")

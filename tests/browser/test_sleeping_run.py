@@ -4,25 +4,19 @@ phrases durations and notes exactly as `reactorflow runs show` does."""
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 import pytest
 
 import reactorflow as rf
 from reactorflow import clock
 from reactorflow.cli.notes import sleeping, span, step_note
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, Dashboard
+from tests.browser.conftest import DOCS_IMG, Dashboard, docs_screenshots, require_playwright
 from tests.operate.flows import reminders
 from tests.timers.test_sleep_shown import SPANS
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-pytest.importorskip("playwright.async_api",
-                    reason="playwright is not installed: pip install playwright")
+require_playwright()
 pytestmark = pytest.mark.slow
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
 async def _open_run(board: Dashboard, run_id: str) -> None:
@@ -86,8 +80,7 @@ async def test_the_page_phrases_notes_as_the_cli_does(dashboard: Dashboard) -> N
     assert shown == [step_note(s, now) for s in states]
 
 
-@pytest.mark.skipif(not os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS"),
-                    reason="set REACTORFLOW_DOCS_SCREENSHOTS=1 to refresh docs/img")
+@docs_screenshots
 async def test_screenshot_for_the_docs(dashboard: Dashboard) -> None:
     """docs/img/dashboard-run-sleeping.png, taken from the real browser."""
     run = await reminders.run(order_id="1042")

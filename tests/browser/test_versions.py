@@ -6,12 +6,9 @@ with the run."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, Dashboard
+from tests.browser.conftest import DOCS_IMG, Dashboard, docs_screenshots, require_playwright
 from tests.helpers import redeploy, unique
 from tests.versions.flows import (
     V1_STEPS,
@@ -23,12 +20,8 @@ from tests.versions.flows import (
     version_2,
 )
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-pytest.importorskip("playwright.async_api",
-                    reason="playwright is not installed: pip install playwright")
+require_playwright()
 pytestmark = pytest.mark.slow
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
 async def _open_run(board: Dashboard, run_id: str, version: int, source: str) -> None:
@@ -116,8 +109,7 @@ async def test_a_run_of_a_version_no_module_declares_is_drawn_from_its_stored_st
     assert "s-completed" in (await reserve.get_attribute("class") or "").split()
 
 
-@pytest.mark.skipif(not os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS"),
-                    reason="set REACTORFLOW_DOCS_SCREENSHOTS=1 to refresh docs/img")
+@docs_screenshots
 async def test_screenshot_for_the_docs(dashboard: Dashboard) -> None:
     """docs/img/dashboard-run-migrated.png, taken from the real browser."""
     deployed: Deployed = await migrated_run("shop.checkout")

@@ -5,20 +5,15 @@ beside the test's temporary files) and looked at."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, Dashboard
+from tests.browser.conftest import Dashboard, require_playwright, screenshot_dir
 from tests.operate.flows import orders, reminders
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-pytest.importorskip("playwright.async_api",
-                    reason="playwright is not installed: pip install playwright")
+require_playwright()
 pytestmark = pytest.mark.slow
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
 async def _open_run(board: Dashboard, run_id: str) -> None:
@@ -41,7 +36,7 @@ async def test_the_banner_says_what_the_run_waits_on_and_since_when(
     assert text is not None
     assert text.startswith("Waiting on interrupt (step approve) since ")
     assert " UTC (" in text and "waiting for a payload for interrupt 'approve'" in text
-    shot = (DOCS_IMG if os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS") else tmp_path)
+    shot = screenshot_dir(tmp_path)
     await page.screenshot(path=str(shot / "dashboard-why.png"))
 
     await _open_run(dashboard, sleeping.id)

@@ -14,15 +14,11 @@ import pytest
 from reactorflow import clock, config
 from reactorflow.records import WorkerInfo, encode_worker
 from reactorflow.runtime.services.heartbeats import Heartbeat
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, Dashboard
+from tests.browser.conftest import Dashboard, require_playwright, screenshot_dir
 from tests.operate.flows import XSS, orders
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-pytest.importorskip("playwright.async_api",
-                    reason="playwright is not installed: pip install playwright")
+require_playwright()
 pytestmark = pytest.mark.slow
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
 async def _stranger_beats() -> None:
@@ -46,7 +42,7 @@ async def test_live_workers_are_listed_and_a_stopped_one_leaves(dashboard: Dashb
         mine = page.locator(f"#workers tr[data-process='{os.getpid()}']")
         await mine.wait_for()
         # looked at; refreshed in docs/img with REACTORFLOW_DOCS_SCREENSHOTS=1, as the others
-        shots = DOCS_IMG if os.environ.get("REACTORFLOW_DOCS_SCREENSHOTS") else tmp_path
+        shots = screenshot_dir(tmp_path)
         await page.locator("#workers-box").screenshot(path=str(shots / "dashboard-workers.png"))
         await _stranger_beats()  # listed at the page's next refresh
         cells = mine.locator("td")

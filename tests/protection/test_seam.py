@@ -1,7 +1,8 @@
-"""The seam a per-run data key plugs into (`protection.resolve.set_resolver`, SEAM.md): a
-resolver is asked once per run an execution creates (never per value), its data key seals the
-run's values under a `~` key id that the codec's keys cannot open, and a resolver that reports
-the key erased makes every such value read `"<erased>"` and the engine refuse to run."""
+"""The seam a per-run data key plugs into (`protection.resolve.set_resolver`,
+reactorflow/protection/SEAM.md): a resolver is asked once per run an execution creates (never per
+value), its data key seals the run's values under a `~` key id that the codec's keys cannot open,
+and a resolver that reports the key erased makes every such value read `"<erased>"` and the engine
+refuse to run."""
 
 from __future__ import annotations
 

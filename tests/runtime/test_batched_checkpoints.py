@@ -63,6 +63,17 @@ class _Waiting:
     async def run(self) -> None:
         self.results.append(await self.flow.run())
 
+    async def seen_while_waiting(self) -> rf.Run:
+        """Run the reactor; what another task reads of the run while this step waits (then
+        the step is released and the run finishes)."""
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.run)
+                await self.entered.wait()
+                during = await self.flow.get(self.ids[0])
+                self.release.set()
+        return during
+
 
 def _kinds(run: rf.Run) -> list[str]:
     return [f"{e.kind}:{e.step}" if e.step else e.kind for e in run.history]
@@ -126,12 +137,7 @@ async def test_kept_completions_are_stored_before_the_task_suspends(storage: rf.
     flow = rf.Reactor(unique("batch"), max_concurrency=1)
     _leaves(flow, ["a", "b"])
     c = _Waiting(flow, "c")
-    with anyio.fail_after(20):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(c.run)
-            await c.entered.wait()
-            during = await flow.get(c.ids[0])
-            c.release.set()
+    during = await c.seen_while_waiting()
     assert during.status is rf.Status.RUNNING
     assert {k: s.status for k, s in during.steps.items()} == {
         "a": "completed", "b": "completed", "c": "pending"}
@@ -240,12 +246,7 @@ async def test_a_chain_step_that_suspends_finds_the_steps_before_it_stored(
 
         step.undo(undo)
     c = _Waiting(flow, "c", after=["b"], fails=True)
-    with anyio.fail_after(20):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(c.run)
-            await c.entered.wait()
-            during = await flow.get(c.ids[0])
-            c.release.set()
+    during = await c.seen_while_waiting()
     assert {k: s.status for k, s in during.steps.items()} == {
         "a": "completed", "b": "completed", "c": "pending"}
     [result] = c.results

@@ -166,6 +166,22 @@ def subjectless(name: str) -> bool:
     return resolve_keys.installed() is resolve and not registry.declares_subject(name)
 
 
+# (the declaration generation it was worked out at, the answer): element and unit jobs ask
+# on every job, and walking every declared reactor each time cost a lock and a sort per name
+_declared: tuple[int, bool] = (-1, False)
+
+
 def subjects_declared() -> bool:
-    """Some reactor declared in this process (any version of it) has `subject=`."""
-    return any(registry.declares_subject(name) for name in naming.names())
+    """Some reactor declared in this process (any version of it) has `subject=`.
+
+    Worked out again only when a declaration changed (`naming.generation`). A reactor the
+    garbage collector took bumps no generation, so the answer may stay True after the last
+    subject reactor is gone: that costs a meta read, never a missed subject.
+    """
+    global _declared
+    generation, answer = _declared
+    now = naming.generation()
+    if generation != now:
+        answer = any(registry.declares_subject(name) for name in naming.names())
+        _declared = (now, answer)
+    return answer
