@@ -4,6 +4,10 @@ the inputs at run time and stored only as its digest."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import msgspec
 import pytest
 
@@ -50,3 +54,30 @@ def test_the_subject_is_rendered_from_the_inputs_and_digested() -> None:
 def test_a_subject_must_be_a_non_empty_str(bad: object) -> None:
     with pytest.raises(rf.ReactorflowError, match="a subject is a non-empty str"):
         subject_digest(bad)  # type: ignore[arg-type]
+
+
+def test_a_subject_reactor_is_known_once_declared_and_until_it_is_gone() -> None:
+    """Element and unit jobs read their run's meta only while `subjects_declared()`: its
+    answer is kept per declaration generation, and a declaration, or a forgotten one, is seen
+    at once. In a fresh interpreter, so that no other test's reactors are declared."""
+    script = textwrap.dedent("""
+        import msgspec, reactorflow as rf
+        from reactorflow.definition import naming
+        from reactorflow.runtime.subjects.data_keys import subjects_declared
+
+        class Order(msgspec.Struct):
+            customer_id: str
+
+        plain = rf.Reactor("decl.plain", inputs=Order)
+        assert not subjects_declared()
+        assert not subjects_declared()  # (kept)
+        personal = rf.Reactor("decl.personal", inputs=Order, subject="{customer_id}")
+        assert subjects_declared()
+        naming.forget(personal)
+        assert not subjects_declared()
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
