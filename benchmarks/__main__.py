@@ -17,6 +17,7 @@ import importlib
 import os
 import pkgutil
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -144,6 +145,27 @@ async def run_all(names: list[str], ctx: Context) -> None:
             report.timed(time.perf_counter() - began)
 
 
+def _ended(how: str, status: int) -> int:
+    print(f"{how}: the run stopped before its end, and no results were written (the "
+          "benchmarks' own redis-servers are stopped)", file=sys.stderr)
+    return status
+
+
+class Terminated(BaseException):
+    """The run got SIGTERM (a CI job's timeout, `kill`): a BaseException, as KeyboardInterrupt
+    is, so that no benchmark's `except Exception` takes it for its own failure."""
+
+
+def _end_on_sigterm() -> None:
+    """Make SIGTERM end the run by an exception, as Ctrl-C does, so that every `finally` runs
+    and the private redis-servers the benchmarks started are stopped (the default action left
+    them running)."""
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, terminated)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -185,8 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     header(report, args, names)
     ctx = Context(report=report, quick=args.quick, reps=args.reps)
     began = time.perf_counter()
+    _end_on_sigterm()
     try:
         asyncio.run(run_all(names, ctx))
+    except (Terminated, KeyboardInterrupt) as exc:
+        ended = "SIGTERM" if isinstance(exc, Terminated) else "interrupted"
+        return _ended(ended, 143 if isinstance(exc, Terminated) else 130)
     finally:
         ctx.stop()
     elapsed = time.perf_counter() - began
