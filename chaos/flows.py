@@ -48,8 +48,14 @@ def ledger() -> Ledger:
     return _ledger
 
 
+CODEC_KEY_ID = "chaos-1"
+"""Every chaos process seals the values it stores (a fixed key: the harness guards no secret,
+it proves that sealing holds under the faults as the rest does)."""
+
+
 def configure_from_env() -> None:
-    """Storage, broker and the short timings of the chaos lanes, from the environment."""
+    """Storage, broker, the codec and the short timings of the chaos lanes, from the
+    environment."""
     storage_url = os.environ[STORAGE_ENV]
     broker_url = os.environ[BROKER_ENV]
     namespace = os.environ.get(NAMESPACE_ENV, "chaos")
@@ -62,8 +68,10 @@ def configure_from_env() -> None:
         from dramatiq.brokers.redis import RedisBroker  # noqa: PLC0415 - lane-only
 
         broker = RedisBroker(url=broker_url, namespace=f"{namespace}-dramatiq")
+    codec = rf.EncryptionCodec(keys={CODEC_KEY_ID: bytes(range(32))}, current=CODEC_KEY_ID)
     rf.configure(storage=rf.RedisStorage.from_url(storage_url, namespace=namespace),
-                 broker=broker, lock_ttl=LOCK_TTL, stall_timeout=1.0, async_wait_timeout=10.0)
+                 broker=broker, codec=codec, lock_ttl=LOCK_TTL, stall_timeout=1.0,
+                 async_wait_timeout=10.0)
 
 
 if os.environ.get(STORAGE_ENV) and os.environ.get(BROKER_ENV):
@@ -184,7 +192,7 @@ async def collect(pack: list[str], ctx: rf.StepContext) -> list[str]:
 survey = rf.Reactor("chaos.survey", inputs=Batch)
 
 
-@survey.map_step(over="items", fan_out=True, batch_size=3, atomic=False)
+@survey.map_step(over="items", fan_out=True, batch_size=3, atomic=False, chunk_size=2)
 async def weigh(item: int, ctx: rf.StepContext) -> str:
     return await apply("elem", ctx, fail=item % 4 == 3, compensated=True)
 
