@@ -149,12 +149,24 @@ def steering(action: str) -> Callable[[Request], Awaitable[JSON]]:
     return handler
 
 
+def inputs_schema(reactor: Reactor) -> dict[str, Any] | None:
+    """The JSON Schema of a reactor's inputs type (what a rewind's changed inputs must fit; the
+    dashboard checks them against it before sending), or None: no inputs type, or one JSON
+    Schema cannot describe (the server still checks)."""
+    if reactor.inputs is None:
+        return None
+    try:
+        return pydantic_types.json_schema(reactor.inputs)
+    except TypeError:
+        return None
+
+
 def reactor_form(reactor: Reactor) -> dict[str, Any]:
-    """A reactor's graph (steps with kind and dependencies) and its interrupts' JSON Schemas,
-    of its version (`version`), with every version of its name this process declares
-    (`versions`, lowest first)."""
+    """A reactor's graph (steps with kind and dependencies), its interrupts' JSON Schemas and
+    its inputs' (`inputs`, or null), of its version (`version`), with every version of its name
+    this process declares (`versions`, lowest first)."""
     identity = {"name": reactor.name, "version": reactor.version,
-                "versions": registry.versions(reactor.name)}
+                "versions": registry.versions(reactor.name), "inputs": inputs_schema(reactor)}
     try:
         plan: Plan | None = plan_for(reactor)
     except ReactorflowError as exc:

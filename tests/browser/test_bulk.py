@@ -30,7 +30,8 @@ async def test_selected_rows_are_cancelled_after_confirmation(dashboard: Dashboa
 
     dashboard.confirm = False  # a no sends nothing
     await page.locator("#bulk-bar button[data-bulk='cancel']").click()
-    assert dashboard.dialogs[-1] == "Cancel 3 selected run(s)?"
+    assert dashboard.dialogs[-1] == (f"Cancel 3 selected run(s): {paused[0].id}, "
+                                     f"{paused[1].id}, {failed.id}?")  # named, each of them
     assert [(await orders.get(r.id)).status for r in paused] == [rf.Status.PAUSED] * 3
 
     dashboard.confirm = True
@@ -61,7 +62,8 @@ async def test_select_all_matching_acts_on_the_filtered_runs(dashboard: Dashboar
     await page.get_by_role("button", name="Select all matching").click()
     await page.locator("#bulk-count", has_text="All 4 matching run(s) selected").wait_for()
     await page.locator("#bulk-bar button[data-bulk='cancel']").click()
-    assert dashboard.dialogs[-1] == "Cancel all 4 run(s) matching the list's filters?"
+    assert dashboard.dialogs[-1] == ("Cancel all 4 run(s) matching the list's filters "
+                                     "(status=paused)?")
     await page.locator("#bulk-summary", has_text="cancel: 4 ok, 0 refused (of 4)").wait_for()
     assert [(await orders.get(r.id)).status for r in paused] == [rf.Status.CANCELLED] * 4
     assert (await orders.get(failed.id)).status is rf.Status.FAILED

@@ -4,6 +4,7 @@ attempt, and the user confirms before anything is sent."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 import reactorflow as rf
@@ -58,22 +59,49 @@ async def test_sending_asks_first_and_a_refusal_sends_nothing(dashboard: Dashboa
     assert done.value == "rejected by ann" and len(dashboard.dialogs) == 2
 
 
+class UniqueSignoff(msgspec.Struct):
+    """A sign-off whose tags are each given once: a rule its JSON Schema does not state, so
+    the form cannot check it and only the server refuses it (a wrong type, which the schema
+    states, the form refuses itself: tests/browser/test_form_rules.py)."""
+
+    approved: bool
+    by: str
+    tags: list[str] = []
+
+    def __post_init__(self) -> None:
+        if len(set(self.tags)) != len(self.tags):
+            raise ValueError("each tag at most once")
+
+
+unique_signoffs = rf.Reactor("ops.unique-signoffs")
+
+
+@unique_signoffs.interrupt(max_attempts=2)
+async def sign(payload: UniqueSignoff) -> UniqueSignoff:
+    return payload
+
+
+@unique_signoffs.step
+async def record(sign: UniqueSignoff) -> str:
+    return f"{'approved' if sign.approved else 'rejected'} by {sign.by}"
+
+
 async def test_the_server_checks_first_without_counting_an_attempt(
         dashboard: Dashboard) -> None:
-    paused = await signoffs.run()  # its interrupt allows 2 attempts
+    paused = await unique_signoffs.run()  # its interrupt allows 2 attempts
     await dashboard.sign_in()
     await _open_run(dashboard, paused.id)
     form = dashboard.page.locator("form[data-interrupt='sign']")
     await form.get_by_role("group", name="approved").get_by_label("yes", exact=True).check()
     await form.get_by_label("by").fill("ann")
-    await form.get_by_label("tags").fill('{"not": "a list"}')  # JSON, not what the schema takes
+    await form.get_by_label("tags").fill('["urgent", "urgent"]')  # fits the schema, not the type
     for _ in range(3):  # each one would be an attempt if counted: the 2nd would fail the run
         await form.get_by_role("button", name="Continue").click()
         await form.get_by_text("checked only: nothing was sent and no attempt").wait_for()
         await form.locator("p.error").evaluate("node => { node.textContent = ''; }")
     assert dashboard.dialogs == []  # refused by the check: never asked, never sent
-    assert (await signoffs.get(paused.id)).status is rf.Status.PAUSED
+    assert (await unique_signoffs.get(paused.id)).status is rf.Status.PAUSED
     await form.get_by_label("tags").fill('["urgent"]')
     await form.get_by_role("button", name="Continue").click()
     await _status(dashboard, "completed")
-    assert (await signoffs.get(paused.id)).value == "approved by ann"
+    assert (await unique_signoffs.get(paused.id)).value == "approved by ann"

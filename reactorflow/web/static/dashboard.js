@@ -357,12 +357,22 @@
 
   function bulkMessage(text) { $("bulk-result").hidden = false; $("bulk-summary").className = "bad"; $("bulk-summary").textContent = text; $("bulk-outcomes").replaceChildren(); }
 
+  const LISTED = 20; // the runs a bulk confirmation names one by one, at most
+  function bulkWhich(count) { // which runs a bulk action acts on: their ids, or the filters that match them
+    if (bulk.matching) {
+      const filter = Object.entries(bulk.matching.filter).map(([k, v]) => k + "=" + v).join(", ");
+      return "all " + count + " run(s) matching the list's filters (" + (filter || "none: every run") + ")";
+    }
+    const ids = [...bulk.ids];
+    const more = ids.length > LISTED ? " and " + (ids.length - LISTED) + " more" : "";
+    return count + " selected run(s): " + ids.slice(0, LISTED).join(", ") + more;
+  }
+
   async function runBulk(action) {
     const count = bulk.matching ? bulk.matching.count : bulk.ids.size;
     if (!count) return;
     const verb = { cancel: "Cancel", undo: "Undo (roll back every completed step of)", retry: "Retry (start a new run with the inputs of)", resume: "Resume" }[action];
-    const what = bulk.matching ? "all " + count + " run(s) matching the list's filters" : count + " selected run(s)";
-    if (!window.confirm(verb + " " + what + "?")) return;
+    if (!window.confirm(verb + " " + bulkWhich(count) + "?")) return;
     try {
       const done = await call("api/runs:bulk", { method: "POST", body: JSON.stringify(bulkBody(action)) });
       const refused = done.runs.filter((r) => !r.ok).length;
@@ -610,11 +620,102 @@
 
   // -- interrupt forms from JSON Schema -----------------------------------------------------------
   function resolve(schema, root) {
-    while (schema && schema.$ref) schema = root.$defs[schema.$ref.split("/").pop()];
+    while (schema && schema.$ref) schema = (root.$defs || {})[schema.$ref.split("/").pop()];
     return schema || {};
   }
 
-  function field(schema, root, name, required) {
+  // what a JSON Schema refuses, field by field ("ship_to.zip: at least 3 characters"): a form
+  // checks its values here before anything is sent (the server checks again, naming the field)
+  const within = (path, key) => (path ? path + "." + key : key);
+  const IS = { string: (v) => typeof v === "string", integer: Number.isInteger, number: (v) => typeof v === "number" && Number.isFinite(v),
+    boolean: (v) => typeof v === "boolean", null: (v) => v === null, array: Array.isArray,
+    object: (v) => v !== null && typeof v === "object" && !Array.isArray(v) };
+  const A = { string: "a string", integer: "a whole number", number: "a number", boolean: "true or false", null: "null", array: "a list", object: "an object" };
+  const kindOf = (v) => (v === null ? "null" : Array.isArray(v) ? "a list" : typeof v === "object" ? "an object" : typeof v === "boolean" ? String(v) : A[typeof v] || typeof v);
+  function rangeProblem(schema, v) { // a number's bounds, as the schema states them ("" if none is broken)
+    if (schema.minimum !== undefined && v < schema.minimum) return "must be \u2265 " + schema.minimum;
+    if (schema.maximum !== undefined && v > schema.maximum) return "must be \u2264 " + schema.maximum;
+    if (schema.exclusiveMinimum !== undefined && v <= schema.exclusiveMinimum) return "must be > " + schema.exclusiveMinimum;
+    if (schema.exclusiveMaximum !== undefined && v >= schema.exclusiveMaximum) return "must be < " + schema.exclusiveMaximum;
+    if (schema.multipleOf !== undefined) { const q = v / schema.multipleOf; if (Math.abs(q - Math.round(q)) > 1e-9) return "must be a multiple of " + schema.multipleOf; }
+    return "";
+  }
+  function textProblem(schema, v) { // a text's length (in characters, as JSON Schema counts) and pattern
+    const length = [...v].length;
+    if (schema.minLength !== undefined && length < schema.minLength) return "at least " + schema.minLength + " characters";
+    if (schema.maxLength !== undefined && length > schema.maxLength) return "at most " + schema.maxLength + " characters";
+    if (schema.pattern) {
+      // found anywhere in the text, as JSON Schema means it (an <input pattern> must match all
+      // of it); a pattern this browser cannot compile is left to the server
+      let pattern = null;
+      try { pattern = new RegExp(schema.pattern, "u"); } catch (e) { pattern = null; }
+      if (pattern && !pattern.test(v)) return "must match " + schema.pattern;
+    }
+    return "";
+  }
+  function problems(schema, root, value, path) { // ["path: why", ...]: empty when the value fits
+    schema = resolve(schema, root);
+    const name = path || "value";
+    const options = schema.anyOf || schema.oneOf;
+    if (options) {
+      const each = options.map((s) => problems(s, root, value, path));
+      if (each.some((found) => !found.length)) return [];
+      const typed = options.findIndex((s) => { const t = [].concat(resolve(s, root).type || []); return t.some((k) => IS[k] && IS[k](value)); });
+      if (typed >= 0) return each[typed];
+      const kinds = options.flatMap((s) => [].concat(resolve(s, root).type || [])).map((k) => A[k] || k);
+      return [name + ": must be " + (kinds.length ? kinds.join(" or ") : "one of the schema's choices") + ", not " + kindOf(value)];
+    }
+    const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+    if (schema.const !== undefined && !same(value, schema.const)) return [name + ": must be " + JSON.stringify(schema.const)];
+    if (schema.enum && !schema.enum.some((e) => same(e, value))) return [name + ": must be one of " + schema.enum.map((e) => JSON.stringify(e)).join(", ")];
+    const types = [].concat(schema.type || []);
+    if (types.length && !types.some((t) => IS[t] && IS[t](value))) return [name + ": must be " + types.map((t) => A[t] || t).join(" or ") + ", not " + kindOf(value)];
+    if (typeof value === "number") { const why = rangeProblem(schema, value); return why ? [name + ": " + why] : []; }
+    if (typeof value === "string") { const why = textProblem(schema, value); return why ? [name + ": " + why] : []; }
+    const found = [];
+    if (Array.isArray(value)) {
+      if (schema.minItems !== undefined && value.length < schema.minItems) found.push(name + ": at least " + schema.minItems + " items");
+      if (schema.maxItems !== undefined && value.length > schema.maxItems) found.push(name + ": at most " + schema.maxItems + " items");
+      const prefix = schema.prefixItems || [];
+      value.forEach((v, i) => {
+        const item = i < prefix.length ? prefix[i] : schema.items;
+        if (item === false) found.push(name + "[" + i + "]: no item expected here");
+        else if (item) found.push(...problems(item, root, v, name + "[" + i + "]"));
+      });
+    } else if (IS.object(value)) {
+      const props = schema.properties || {};
+      const count = Object.keys(value).length;
+      if (schema.minProperties !== undefined && count < schema.minProperties) found.push(name + ": at least " + schema.minProperties + " entries");
+      if (schema.maxProperties !== undefined && count > schema.maxProperties) found.push(name + ": at most " + schema.maxProperties + " entries");
+      for (const key of schema.required || []) if (!Object.hasOwn(value, key)) found.push(within(path, key) + ": required");
+      for (const [key, v] of Object.entries(value)) {
+        if (Object.hasOwn(props, key)) found.push(...problems(props[key], root, v, within(path, key)));
+        else if (schema.additionalProperties && typeof schema.additionalProperties === "object") found.push(...problems(schema.additionalProperties, root, v, within(path, key)));
+        // a record's unknown field is refused (the server refuses it too: reactorflow reads no
+        // field its type does not declare)
+        else if (schema.properties || schema.additionalProperties === false) found.push(within(path, key) + ": not a field of " + (schema.title || name) + " (its fields: " + Object.keys(props).join(", ") + ")");
+      }
+    }
+    return found;
+  }
+
+  // a form refused: each invalid control by the field it fills ("Fix the highlighted fields.
+  // amount: must be ≤ 100; ship_to.zip: at least 3 characters"), nothing sent
+  function refuse(form, message) {
+    const said = new Map();
+    for (const control of form.elements) {
+      if (!control.willValidate || control.validity.valid) continue;
+      const name = control.dataset.field || control.name, text = control.validationMessage;
+      if (!said.has(name)) said.set(name, [":", ".", "["].some((s) => text.startsWith(name + s)) ? text : name + ": " + text);
+    }
+    form.reportValidity();
+    message.textContent = ("Fix the highlighted fields. " + [...said.values()].join("; ")).trim();
+  }
+
+  // one form field per schema (`path`: the field's place in the value, which its messages name)
+  function field(schema, root, name, required, path) {
+    const declared = schema;
+    const where = path || name;
     schema = resolve(schema, root);
     let nullable = false;
     if (schema.anyOf) {
@@ -627,7 +728,7 @@
     if (schema.type === "object" && schema.properties) {
       const box = el("fieldset", {}, el("legend", { text: title }));
       const parts = Object.entries(schema.properties).map(([key, sub]) => {
-        const f = field(sub, root, key, (schema.required || []).includes(key));
+        const f = field(sub, root, key, (schema.required || []).includes(key), within(path, key));
         box.append(f.node);
         return [key, f];
       });
@@ -635,7 +736,7 @@
     }
     const wrap = (input, hint) => el("label", {}, el("span", { text: title + (required ? " *" : "") }), input, ...(hint ? [el("span", { class: "hint", text: hint })] : []));
     if (schema.enum) {
-      const select = el("select", { name });
+      const select = el("select", { name, "data-field": where });
       select.append(el("option", { value: "", text: required && !nullable ? "choose\u2026" : "" }));
       schema.enum.forEach((v, i) => select.append(el("option", { value: String(i), text: String(v) })));
       if (required && !nullable) select.required = true;
@@ -648,9 +749,9 @@
       const group = "f" + (++fieldCount) + "-" + name;
       const choices = [["yes", true], ["no", false]];
       if (nullable) choices.push(["none", null]);
-      const box = el("fieldset", { class: "choice", "data-field": name }, el("legend", { text: title + (required ? " *" : "") }));
+      const box = el("fieldset", { class: "choice", "data-field": where }, el("legend", { text: title + (required ? " *" : "") }));
       const radios = choices.map(([text, v]) => {
-        const radio = el("input", { type: "radio", name: group, value: String(v) });
+        const radio = el("input", { type: "radio", name: group, value: String(v), "data-field": where });
         radio.required = required;
         if (schema.default === v) radio.checked = true;
         box.append(el("label", {}, radio, el("span", { text })));
@@ -659,38 +760,48 @@
       return { node: box, value: () => { const picked = radios.find(([r]) => r.checked); return picked ? picked[1] : undefined; } };
     }
     if (schema.type === "integer" || schema.type === "number") {
-      const input = el("input", { type: "number", name, step: schema.type === "integer" ? "1" : "any" });
+      const input = el("input", { type: "number", name, step: schema.type === "integer" ? "1" : "any", "data-field": where });
       const hints = [];
+      if (schema.type === "integer") hints.push("whole number");
       if (schema.minimum !== undefined) { input.min = schema.minimum; hints.push("\u2265 " + schema.minimum); }
       if (schema.maximum !== undefined) { input.max = schema.maximum; hints.push("\u2264 " + schema.maximum); }
       if (schema.exclusiveMinimum !== undefined) hints.push("> " + schema.exclusiveMinimum);
       if (schema.exclusiveMaximum !== undefined) hints.push("< " + schema.exclusiveMaximum);
       input.required = required && !nullable;
       if (schema.default !== undefined) input.value = schema.default;
-      const check = () => {
+      const check = () => { // (text that is no number at all: the input's own badInput)
         const v = Number(input.value);
-        input.setCustomValidity(input.value !== "" && ((schema.exclusiveMinimum !== undefined && v <= schema.exclusiveMinimum) || (schema.exclusiveMaximum !== undefined && v >= schema.exclusiveMaximum)) ? "out of range (" + hints.join(", ") + ")" : "");
+        input.setCustomValidity(input.value === "" ? "" : schema.type === "integer" && !Number.isInteger(v) ? "must be a whole number" : rangeProblem(schema, v));
       };
       input.addEventListener("input", check);
       return { node: wrap(input, hints.join(", ")), value: () => { check(); return input.value === "" ? (nullable ? null : undefined) : Number(input.value); } };
     }
     if (schema.type === "string") {
-      const input = el("input", { type: "text", name });
+      const input = el("input", { type: "text", name, "data-field": where });
       if (schema.minLength !== undefined) input.minLength = schema.minLength;
       if (schema.maxLength !== undefined) input.maxLength = schema.maxLength;
-      if (schema.pattern) input.pattern = schema.pattern;
       // a required text must be typed in: an untouched field is not an answer
       input.required = required && !nullable;
       if (schema.default !== undefined) input.value = schema.default;
-      const hint = schema.minLength || schema.maxLength ? (schema.minLength || 0) + "\u2013" + (schema.maxLength || "\u221e") + " characters" : "";
-      return { node: wrap(input, hint), value: () => (input.value === "" && nullable ? null : input.value) };
+      const hints = [];
+      if (schema.minLength || schema.maxLength) hints.push((schema.minLength || 0) + "\u2013" + (schema.maxLength || "\u221e") + " characters");
+      if (schema.pattern) hints.push("matching " + schema.pattern);
+      const check = () => input.setCustomValidity(input.value === "" ? "" : textProblem(schema, input.value));
+      input.addEventListener("input", check);
+      // left empty: null where the schema allows it, else not sent (an optional field keeps its default)
+      return { node: wrap(input, hints.join(", ")), value: () => { check(); return input.value === "" && (nullable || !required) ? (nullable ? null : undefined) : input.value; } };
     }
-    const area = el("textarea", { name, rows: "3", placeholder: "JSON" });
+    const area = el("textarea", { name, rows: "3", placeholder: "JSON", "data-field": where });
     area.required = required && !nullable;
     if (schema.default !== undefined) area.value = JSON.stringify(schema.default);
-    return { node: wrap(area, "JSON"), value: () => {
-      try { area.setCustomValidity(""); return area.value.trim() === "" ? (required ? undefined : null) : JSON.parse(area.value); }
-      catch (e) { area.setCustomValidity("not JSON"); return undefined; }
+    const kinds = [].concat(schema.type || []).map((t) => A[t] || t);
+    return { node: wrap(area, "JSON" + (kinds.length ? ": " + kinds.join(" or ") : "")), value: () => {
+      area.setCustomValidity("");
+      if (area.value.trim() === "") return nullable ? null : undefined; // (a required one: the area's own valueMissing)
+      let v;
+      try { v = JSON.parse(area.value); } catch (e) { area.setCustomValidity("not JSON"); return undefined; }
+      area.setCustomValidity(problems(declared, root, v, where).join("; "));
+      return v;
     } };
   }
 
@@ -718,7 +829,7 @@
       form.addEventListener("submit", async (event) => {
         event.preventDefault();
         const payload = root.value();
-        if (!form.checkValidity()) { form.reportValidity(); message.textContent = "Fix the highlighted fields."; return; }
+        if (!form.checkValidity()) { refuse(form, message); return; }
         const path = "api/runs/" + encodeURIComponent(run.id) + "/continue";
         const body = JSON.stringify({ step: Array.isArray(waiting) ? waiting : key, payload });
         // the server checks first (nothing is sent, no attempt counted), then the user confirms
@@ -747,6 +858,17 @@
     return button;
   }
 
+  // the changed input fields of a rewind, each checked as the inputs' schema states it (the
+  // changes are merged into the run's inputs: only the fields given are checked here)
+  function changedProblems(schema, changed) {
+    if (!schema) return [];
+    const declared = resolve(schema, schema);
+    const props = declared.properties;
+    return Object.entries(changed).flatMap(([key, v]) => (props && !Object.hasOwn(props, key)
+      ? [key + ": not an input field (the inputs: " + Object.keys(props).join(", ") + ")"]
+      : problems(props ? props[key] : {}, schema, v, key)));
+  }
+
   // Rewind: choose the step to go back to, and optionally change input fields (JSON)
   function openRewind(run) {
     const box = $("repair");
@@ -754,15 +876,17 @@
     box.dataset.run = run.id; box.dataset.kind = "rewind";
     // the run's own graph's root steps (a nested step's key has a "."): what `to` may name
     const steps = graphOf(versionOf(run) || null, run).filter((s) => !s.element_of && !s.level && !s.key.includes(".")).map((s) => s.key);
-    const select = el("select", { name: "to" }, el("option", { value: "", text: "choose\u2026" }), ...steps.map((k) => el("option", { value: k, text: k })));
+    const select = el("select", { name: "to", "data-field": "to" }, el("option", { value: "", text: "choose\u2026" }), ...steps.map((k) => el("option", { value: k, text: k })));
     select.required = true;
-    const inputs = el("textarea", { name: "inputs", rows: "3", placeholder: '{"field": "new value"}' });
+    const inputs = el("textarea", { name: "inputs", rows: "3", placeholder: '{"field": "new value"}', "data-field": "inputs" });
+    // the inputs' JSON Schema of the run's version (null: not declared here, the server checks)
+    const schema = (versionOf(run) || {}).inputs || null;
     const message = el("p", { class: "error", role: "alert" });
     const form = el("form", { class: "rewind entry", "data-rewind": run.id, novalidate: "" },
       el("h2", { text: "Rewind" }),
       el("p", { class: "hint", text: "The step and every step that depends on it are undone, newest first (their undo handlers run), then run again in this run. The other steps keep their results." }),
       el("label", {}, el("span", { text: "to step *" }), select),
-      el("label", {}, el("span", { text: "changed inputs" }), inputs, el("span", { class: "hint", text: "JSON object, optional" })),
+      el("label", {}, el("span", { text: "changed inputs" }), inputs, el("span", { class: "hint", text: "JSON object, optional" + (schema && resolve(schema, schema).properties ? "; the input fields: " + Object.keys(resolve(schema, schema).properties).join(", ") : "") })),
       el("div", { class: "buttons" }, el("button", { type: "submit", class: "primary", text: "Rewind" }), " ", closeButton()), message);
     form.addEventListener("input", () => { message.textContent = ""; inputs.setCustomValidity(""); });
     form.addEventListener("submit", async (event) => {
@@ -771,8 +895,9 @@
       if (inputs.value.trim()) {
         try { changed = JSON.parse(inputs.value); } catch (e) { changed = undefined; }
         if (changed === undefined || changed === null || typeof changed !== "object" || Array.isArray(changed)) inputs.setCustomValidity("a JSON object of the changed fields");
+        else inputs.setCustomValidity(changedProblems(schema, changed).join("; "));
       }
-      if (!form.checkValidity()) { form.reportValidity(); message.textContent = "Fix the highlighted fields."; return; }
+      if (!form.checkValidity()) { refuse(form, message); return; }
       const to = select.value;
       const asked = "Rewind run " + run.id + " to step " + to + " (undo it and every step that depends on it, newest first, then run them again)?" +
         (changed ? "\n\nWith these inputs changed:\n" + JSON.stringify(changed, null, 2) : "");
@@ -806,7 +931,7 @@
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const result = root.value();
-      if (!form.checkValidity() || result === undefined) { form.reportValidity(); message.textContent = "Fix the highlighted fields."; return; }
+      if (!form.checkValidity() || result === undefined) { refuse(form, message); return; }
       if (!window.confirm("Skip step " + step + " of run " + run.id + " with this result?\n\n" + JSON.stringify(result, null, 2))) { message.textContent = "Not sent."; return; }
       try {
         const updated = await call("api/runs/" + encodeURIComponent(run.id) + "/skip-step", { method: "POST", body: JSON.stringify({ step, result }) });
