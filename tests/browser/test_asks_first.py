@@ -15,14 +15,11 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import config
-from tests.browser.conftest import CHROMIUM, SKIP_REASON, Dashboard
+from tests.browser.conftest import Dashboard, require_playwright
 from tests.browser.test_dashboard import _choose, _open_run, _status
 from tests.operate.flows import BILLING_FIXED_ENV, invoices, orders, reminders
 
-if CHROMIUM is None:
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-pytest.importorskip("playwright.async_api", reason="playwright is not installed: pip install "
-                    "playwright")
+require_playwright()
 pytestmark = pytest.mark.slow
 
 Act = Callable[[Dashboard], Awaitable[None]]
