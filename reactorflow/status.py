@@ -125,11 +125,12 @@ class EventKind(StrEnum):
     worker, `run.migrated` when a migration moved it onto a newer version), `step` (an attempt
     started, completed, failed, was retried, skipped or halted; `step.snoozed` when its gate was
     busy in a worker), `gate.acquired` (a step's gates were taken), `interrupt` (waiting,
-    resumed), `compose.started`, `async` (`async.dispatched`: a unit was handed to a worker, for
-    an async reactor with the child run id as detail; `async.finished`: an async reactor's child
-    reported its end), `undo` and `compensate` (started, completed, failed), `undo_all.failed`
-    (a map's bulk undo raised), and `history.unreadable` (a stored event that could not be read
-    back, in its place).
+    resumed; `interrupt.accepted`: a payload was accepted without the `running` write of the
+    claim's own call, so it names who gave it), `compose.started`, `async` (`async.dispatched`:
+    a unit was handed to a worker, for an async reactor with the child run id as detail;
+    `async.finished`: an async reactor's child reported its end), `undo` and `compensate`
+    (started, completed, failed), `undo_all.failed` (a map's bulk undo raised), and
+    `history.unreadable` (a stored event that could not be read back, in its place).
     """
 
     # the run
@@ -166,6 +167,9 @@ class EventKind(StrEnum):
     SLEEP_WOKE = "sleep.woke"  # its deadline came: the sleep completed
     INTERRUPT_WAITING = "interrupt.waiting"
     INTERRUPT_RESUMED = "interrupt.resumed"
+    # a payload accepted without the claim's own `running` write (another execution holds the
+    # run and applies it, the run was running already, or its gates come first): step, actor
+    INTERRUPT_ACCEPTED = "interrupt.accepted"
     COMPOSE_STARTED = "compose.started"
     ASYNC_DISPATCHED = "async.dispatched"
     ASYNC_FINISHED = "async.finished"

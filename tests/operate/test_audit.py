@@ -5,11 +5,14 @@ events the engine writes by itself have none. On both backends."""
 from __future__ import annotations
 
 import anyio
+import anyio.abc
+import httpx
 import msgspec
 import pytest
 
 import reactorflow as rf
 from reactorflow.audit import operator
+from reactorflow.web import create_app
 from tests.helpers import redeploy, unique
 from tests.operate.flows import Bill, approval, invoices, orders, reminders
 
@@ -133,3 +136,109 @@ def test_an_event_written_with_an_actor_reads_back_in_code_without_the_field() -
     assert msgspec.msgpack.decode(new, type=OldEvent) == OldEvent(1.0, "run.cancelled")
     old = msgspec.msgpack.encode(OldEvent(1.0, "run.cancelled", detail="why"))
     assert msgspec.msgpack.decode(old, type=rf.Event).actor == ""
+
+
+class Held:
+    """A run waiting on two interrupts; continuing `first` keeps the run held, in `slow`, by
+    that continuation, while a payload for `second` is given."""
+
+    def __init__(self) -> None:
+        self.entered, self.release = anyio.Event(), anyio.Event()
+        flow = self.flow = rf.Reactor(unique("audit.held"))
+
+        @flow.interrupt
+        async def first(payload: int) -> int:
+            return payload
+
+        @flow.interrupt
+        async def second(payload: int) -> int:
+            return payload
+
+        @flow.step
+        async def slow(first: int) -> int:
+            self.entered.set()
+            await self.release.wait()
+            return first
+
+        @flow.step
+        async def total(slow: int, second: int) -> int:
+            return slow + second
+
+    async def hold(self, tasks: anyio.abc.TaskGroup, ended: list[rf.Run]) -> rf.Run:
+        """The paused run, once a continuation (by "bob") holds it inside `slow`."""
+        paused = await self.flow.run()
+        assert sorted(paused.waiting_on) == ["first", "second"]
+
+        async def drive() -> None:
+            ended.append(await self.flow.continue_(paused.id, step="first", payload=1,
+                                                   actor="bob"))
+
+        tasks.start_soon(drive)
+        await self.entered.wait()
+        return paused
+
+
+async def test_a_payload_accepted_while_another_execution_holds_the_run_names_its_actor(
+        storage: rf.Storage) -> None:
+    held, ended = Held(), []
+    async with anyio.create_task_group() as tasks:
+        paused = await held.hold(tasks, ended)
+        accepted = await held.flow.continue_(paused.id, step="second", payload=41, actor="ann")
+        assert accepted.status is rf.Status.RUNNING and accepted.waiting_on == []
+        assert acted(accepted) == [("run.resumed", "bob"), ("interrupt.accepted", "ann")]
+        held.release.set()
+    done = await held.flow.get(paused.id)
+    assert done.status is rf.Status.COMPLETED and done.value == 42  # the holder applied it
+    assert ended[0].status is rf.Status.COMPLETED
+    assert acted(done) == [("run.resumed", "bob"), ("interrupt.accepted", "ann")]
+    [event] = [e for e in done.history if e.kind is rf.EventKind.INTERRUPT_ACCEPTED]
+    assert event.step == "second"
+
+
+async def test_a_payload_accepted_through_the_api_while_the_run_is_held_names_the_token(
+        storage: rf.Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("REACTORFLOW_DASHBOARD_TOKEN", raising=False)
+    secret = "SECRET-operate-audit"
+    app = create_app(tokens={"alice": {"role": "operate", "token": secret}})
+    held, ended = Held(), []
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
+                                 headers={"Authorization": f"Bearer {secret}"}) as http:
+        async with anyio.create_task_group() as tasks:
+            paused = await held.hold(tasks, ended)
+            answer = await http.post(f"/api/runs/{paused.id}/continue",
+                                     json={"step": "second", "payload": 41})
+            assert answer.status_code == 200 and answer.json()["status"] == "running"
+            held.release.set()
+        shown = (await http.get(f"/api/runs/{paused.id}")).json()["history"]
+    assert [(e["kind"], e["step"], e["actor"]) for e in shown if e["actor"]] == [
+        ("run.resumed", "", "bob"), ("interrupt.accepted", "second", "alice")]
+    done = await held.flow.get(paused.id)
+    assert done.status is rf.Status.COMPLETED and done.value == 42
+    assert [(str(e.kind), e.step, e.actor) for e in done.history if e.actor] == [
+        ("run.resumed", "", "bob"), ("interrupt.accepted", "second", "alice")]
+
+
+async def test_a_continue_that_resumes_the_run_itself_names_its_actor_once(
+        storage: rf.Storage) -> None:
+    """Its claim's own `running` write names the actor (`run.resumed`); with a gate first (no
+    such write: admission decides), the claim's `interrupt.accepted` does, and the resume the
+    drive then writes names nobody."""
+    paused = await orders.run(item="tea")
+    done = await orders.continue_(paused.id, step="approve", payload=approval(), actor="ann")
+    assert done.status is rf.Status.COMPLETED
+    assert acted(done) == [("run.resumed", "ann")]
+
+    gated = rf.Reactor(unique("audit.gated"), gates=[rf.Lock("audit-gated")])
+
+    @gated.interrupt
+    async def approve(payload: int) -> int:
+        return payload
+
+    waiting = await gated.run()
+    finished = await gated.continue_(waiting.id, step="approve", payload=3, actor="cy")
+    assert finished.status is rf.Status.COMPLETED and finished.value == 3
+    assert acted(finished) == [("interrupt.accepted", "cy")]
+    assert [e.kind for e in finished.history].count(rf.EventKind.RUN_RESUMED) == 1
+    background = await gated.run()
+    anonymous = await gated.continue_(background.id, step="approve", payload=4)
+    assert acted(anonymous) == [("interrupt.accepted", operator())]  # user@host: no actor=

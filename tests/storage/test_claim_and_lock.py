@@ -3,7 +3,7 @@ first), on every backend; on Redis one command, retry-safe."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -13,6 +13,7 @@ from reactorflow.records import RollbackFailure, RunError, RunState
 from reactorflow.status import Status
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.values import ClaimResult, ResumeCheck, Resumption
+from reactorflow.storage.memory.storage import MemoryStorage
 from reactorflow.storage.redis.storage import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import redis_namespace
@@ -148,7 +149,7 @@ async def test_redis_claim_and_lock_replayed_resumes_once(redis_url: str) -> Non
     conn = await redis_storage._redis.get()
     keys = redis_storage._keys.run_keys(run_id)
     args: list[Any] = ["token-1", "approve", b"p", 60_000, RESUMER, 10_000, "1.0", 100, run_id,
-                       "then", "running", "paused", b"state-0", b"state-1", 0, b"resumed"]
+                       "then", "running", "paused", b"state-0", b"state-1", 0, 1, b"resumed"]
     first = await conn.script("claim_lock_load", keys, args)
     again = await conn.script("claim_lock_load", keys, args)
     assert first[6] == 1 and again[6] == 0  # the retry recognised its write
@@ -299,7 +300,7 @@ async def test_redis_claim_and_lock_check_replayed_answers_as_the_first(redis_ur
     conn = await redis_storage._redis.get()
     keys = redis_storage._keys.run_keys(run_id)
     args: list[Any] = ["token-1", "approve", b"p", 60_000, RESUMER, 10_000, "1.0", 100, run_id,
-                       "check", "flow", MARKER, 2_000.0, "1", b"resumed"]
+                       "check", "flow", MARKER, 2_000.0, "1", 1, b"resumed"]
     first = await conn.script("claim_lock_load", keys, args)
     again = await conn.script("claim_lock_load", keys, args)
     assert first[:2] == again[:2] == [b"accepted", 1]
@@ -331,4 +332,128 @@ async def test_redis_claim_and_lock_check_path_reads_the_run_hash_once(redis_url
     assert stored.head.status == "running"
     assert on_run == ["HMGET", "HSET"], on_run
     assert stored.head == await redis_storage.load_head(run_id)
+    await redis_storage.aclose()
+
+
+# -- the claim's own events (`events`): written with the claim when the call makes no status
+# write (the audit of who gave a payload that another execution applies)
+
+ACCEPTED = [b"accepted-by-ann"]
+
+
+async def test_claim_and_lock_writes_the_claims_events_when_another_owner_holds_the_run(
+        storage: Storage) -> None:
+    run_id = await _waiting(storage)
+    assert await storage.acquire_lock(run_id, OTHER, 10.0)
+    assert await storage.claim_and_lock(run_id, "approve", b"p", owner=RESUMER, lock_ttl=10.0,
+                                        check=_check(), events=ACCEPTED) == (
+        ClaimResult.ACCEPTED, None)
+    assert await storage.claims(run_id) == {"approve": b"p"}
+    assert await storage.history(run_id) == [b"e1", b"e2", *ACCEPTED]
+    assert await storage.lock_owner(run_id) == OTHER
+    head = await storage.load_head(run_id)
+    assert head is not None and head.status == "paused"  # the holder resumes it
+
+
+@pytest.mark.parametrize("why", ["running", "no resume", "changed"])
+async def test_claim_and_lock_writes_the_claims_events_when_it_makes_no_status_write(
+        storage: Storage, why: str) -> None:
+    """Locked, but no `running` write: the run was running already, the caller asked for none
+    (gates first), or it changed since the caller read it: the claim's events are written."""
+    run_id = await _waiting(storage, status="running" if why == "running" else "paused")
+    if why == "changed":
+        outcome, stored = await storage.claim_and_lock(
+            run_id, "approve", b"p", owner=RESUMER, lock_ttl=10.0,
+            then=_resumption(expected=b"another state"), events=ACCEPTED)
+    else:
+        outcome, stored = await storage.claim_and_lock(
+            run_id, "approve", b"p", owner=RESUMER, lock_ttl=10.0,
+            check=_check(resume=why != "no resume"), events=ACCEPTED)
+    assert outcome is ClaimResult.ACCEPTED and stored is not None
+    assert stored.history == [b"e1", b"e2", *ACCEPTED]  # read after the write, as stored
+    assert await storage.history(run_id) == stored.history
+    assert await storage.lock_owner(run_id) == RESUMER
+
+
+@pytest.mark.parametrize("how", ["check", "then"])
+async def test_claim_and_lock_with_its_status_write_writes_only_that_writes_events(
+        storage: Storage, how: str) -> None:
+    run_id = await _waiting(storage) if how == "check" else await _paused(storage)
+    options: dict[str, Any] = {"check": _check()} if how == "check" else {
+        "then": _resumption()}
+    outcome, stored = await storage.claim_and_lock(run_id, "approve", b"p", owner=RESUMER,
+                                                   lock_ttl=10.0, events=ACCEPTED, **options)
+    assert outcome is ClaimResult.ACCEPTED and stored is not None
+    assert stored.head.status == "running"
+    assert await storage.history(run_id) == [b"e1", b"e2", b"resumed"]  # one event, not two
+
+
+async def test_claim_and_lock_refused_writes_none_of_the_claims_events(
+        storage: Storage) -> None:
+    taken = await _waiting(storage)
+    assert await storage.claim(taken, "approve", b"first") is ClaimResult.ACCEPTED
+    assert await storage.acquire_lock(taken, OTHER, 10.0)
+    assert await storage.claim_and_lock(taken, "approve", b"p", owner=RESUMER, lock_ttl=10.0,
+                                        events=ACCEPTED) == (ClaimResult.TAKEN, None)
+    done = await _waiting(storage, status="completed")
+    assert await storage.claim_and_lock(done, "approve", b"p", owner=RESUMER, lock_ttl=10.0,
+                                        events=ACCEPTED) == (ClaimResult.NOT_RESUMABLE, None)
+    refused = await _waiting(storage, _state(waiting_on=["other"]))
+    outcome, _ = await storage.claim_and_lock(refused, "approve", b"p", owner=RESUMER,
+                                              lock_ttl=10.0, check=_check(), events=ACCEPTED)
+    assert outcome is ClaimResult.REFUSED
+    for run_id in (taken, done, refused):
+        assert await storage.history(run_id) == [b"e1", b"e2"]
+    assert await storage.claims(refused) == {} and await storage.claims(done) == {}
+
+
+@pytest.fixture(params=ALL_BACKENDS)
+async def factory(request: pytest.FixtureRequest) -> AsyncIterator[Callable[..., Storage]]:
+    """Builds storages of one backend with options (`history_limit`); named as the contract
+    suite's, so that its cluster parameter is marked for the cluster lane (tests/conftest.py)."""
+    made: list[Storage] = []
+
+    def make(**options: Any) -> Storage:
+        backend: Storage
+        if request.param == "memory":
+            backend = MemoryStorage(**options)
+        else:
+            url = request.getfixturevalue("redis_cluster_url" if request.param == "cluster"
+                                          else "redis_url")
+            backend = RedisStorage.from_url(url, namespace=redis_namespace(), **options)
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        await backend.aclose()
+
+
+async def test_claim_and_lock_claims_events_keep_the_history_limit(
+        factory: Callable[..., Storage]) -> None:
+    storage = factory(history_limit=3)
+    run_id = await _waiting(storage)  # e1, e2
+    assert await storage.acquire_lock(run_id, OTHER, 10.0)
+    assert await storage.claim_and_lock(run_id, "approve", b"p", owner=RESUMER, lock_ttl=10.0,
+                                        events=[b"a1", b"a2"]) == (ClaimResult.ACCEPTED, None)
+    assert await storage.history(run_id) == [b"e2", b"a1", b"a2"]
+
+
+async def test_redis_claim_and_lock_replayed_writes_the_claims_events_once(
+        redis_url: str) -> None:
+    """A retry after a lost reply (the same call sent twice) appends the claim's events once,
+    also when the holder's lock is gone by the retry."""
+    redis_storage = RedisStorage.from_url(redis_url, namespace=redis_namespace())
+    run_id = await _paused(redis_storage)
+    assert await redis_storage.acquire_lock(run_id, OTHER, 10.0)
+    conn = await redis_storage._redis.get()
+    keys = redis_storage._keys.run_keys(run_id)
+    args: list[Any] = ["token-1", "approve", b"p", 60_000, RESUMER, 10_000, "1.0", 100, run_id,
+                       "", *ACCEPTED]
+    first = await conn.script("claim_lock_load", keys, args)
+    assert await redis_storage.release_lock(run_id, OTHER) == 0
+    again = await conn.script("claim_lock_load", keys, args)
+    assert first == [b"accepted", 0] and again[:2] == [b"accepted", 1]
+    assert await redis_storage.history(run_id) == [b"e1", b"e2", *ACCEPTED]
+    assert await redis_storage.release_lock(run_id, RESUMER) == 0
     await redis_storage.aclose()

@@ -15,7 +15,8 @@ from reactorflow.storage.redis.storage import RedisStorage
 
 SCRIPTS = files("reactorflow.storage.redis") / "scripts"
 BOUNDED_LIMIT = re.compile(
-    r"^(#\w+|\d+|last|first_event - 1|first_removed - 1|15 \+ unclaimed|start \+ count - 1"
+    r"^(#\w+|\d+|last|first_event - 1|first_removed - 1|15 \+ unclaimed|claim_events - 1"
+    r"|start \+ count - 1"
     r"|redis\.call\('(SCARD|HLEN|ZCARD)', KEYS\[\d\]\)( \+ redis\.call\('(SCARD|HLEN|ZCARD)', "
     r"KEYS\[\d\]\) \+ 1)?)$")
 """What a numeric `for` may run to (each of the named counts is checked by its script first)."""
@@ -100,6 +101,14 @@ async def test_a_count_from_argv_is_checked_before_anything_is_written(
                           ["t", "gate", b"p", 1000, "me", 1000, "1", 10, "r2", "then", "running",
                            "paused", b"", b"", 10**15])
     assert "ARGV[15]" in claim
+    events = await _script(redis, "claim_lock_load", keys,  # the status write's events counted
+                           ["t", "gate", b"p", 1000, "me", 1000, "1", 10, "r2", "then", "running",
+                            "paused", b"", b"", 0, 10**15])
+    assert "ARGV[16]" in events
+    checked = await _script(redis, "claim_lock_load", keys,
+                            ["t", "gate", b"p", 1000, "me", 1000, "1", 10, "r2", "check", "flow",
+                             b"m", "1.0", "1", 2])
+    assert "ARGV[15]" in checked
     migrated = await _script(redis, "migrate_run", keys,
                              ["t", "me", b"old", b"new", b"", "1", 10, 10**15, 0])
     assert "ARGV[8]" in migrated

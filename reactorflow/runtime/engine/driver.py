@@ -115,12 +115,13 @@ async def drive(ex: Execution, mode: DriveMode) -> None:
             await roll_back_held(ex, [why])
         if ex.state.status in (Status.RUNNING, Status.PAUSED):
             if ex.state.status == Status.PAUSED:  # applying a claimed payload: visible at once
+                # (by the engine: who gave each payload is on its claim's own event,
+                # `interrupt.accepted`, written with the claim; see `resume.after_claim`)
                 resumed = [k for k in ex.state.waiting_on if k in ex.claims]
                 still = [k for k in ex.state.waiting_on if k not in ex.claims]
                 await ex.writer.save_state(Status.RUNNING, waiting_on=still,
                                            events=[event(EventKind.RUN_RESUMED,
-                                                         detail=", ".join(resumed),
-                                                         actor=audit.in_effect())])
+                                                         detail=", ".join(resumed))])
             ex.parked_since, ex.state.parked_on, ex.state.wake_at = ex.state.parked_on, {}, None
             while True:
                 forward = Forward(ex, kinds=kinds.forward_table(),

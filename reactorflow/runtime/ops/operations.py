@@ -452,9 +452,11 @@ async def wait(reactor: Reactor, run_id: str, *, timeout: float | None = None) -
                                     why=f"run {run_id} to settle")
 
 
-HANDED_OVER = frozenset({EventKind.RUN_STARTED, EventKind.RUN_HANDED_OFF, EventKind.RUN_RESUMED})
+HANDED_OVER = frozenset({EventKind.RUN_STARTED, EventKind.RUN_HANDED_OFF, EventKind.RUN_RESUMED,
+                         EventKind.INTERRUPT_ACCEPTED})
 """The last event of a run that waits for a worker (a dispatch, a hand-off, a background
-resume). An execution that takes the run on holds its lock, and its steps add events."""
+resume, a payload accepted for another execution to apply). An execution that takes the run
+on holds its lock, and its steps add events."""
 
 
 async def unclaimed(storage: Storage, run: Run) -> bool:

@@ -24,6 +24,12 @@ The protocol (the same for an interrupt nested in a composed child, named by its
 4. The owner applies every claim and drives the run. If another execution holds the run,
    return at once with status `running`: that execution applies the claim once it is free
    (see `operations.run_owned`), so an accepted payload is never stranded.
+
+Who gave the payload (api.md §16, `audit.who()`) is on exactly one event, written in the
+claim's own storage call: `run.resumed` when that call makes the `running` write; else (another
+execution holds the run, it was running already, gates come first, or it changed since read)
+`interrupt.accepted` for the interrupt, appended with the claim (`claim_and_lock`'s `events`).
+The `run.resumed` a later drive writes when it applies the claim names nobody.
 """
 
 from __future__ import annotations
@@ -120,7 +126,8 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
         encoded = keys.seal(fields.claim(key), encoded)
         outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
                                                        lock_ttl=lock_ttl,
-                                                       check=_check(reactor, plan, key))
+                                                       check=_check(reactor, plan, key),
+                                                       events=_accepted_events(key))
         if outcome is not ClaimResult.REFUSED:
             return await after_claim(reactor, plan, storage, run_id, key, owner, outcome, stored,
                                      keys=keys)
@@ -138,7 +145,8 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
                             await _validated(reactor, storage, run_id, node, payload))
     outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
                                                    lock_ttl=lock_ttl,
-                                                   then=resumption(plan, head, state, key))
+                                                   then=resumption(plan, head, state, key),
+                                                   events=_accepted_events(key))
     return await after_claim(reactor, plan, storage, run_id, key, owner, outcome, stored,
                              keys=keys)
 
@@ -262,6 +270,15 @@ async def after_claim(reactor: Reactor, plan: Plan, storage: Storage, run_id: st
                                    mode=mode))
 
 
+def _accepted_events(key: str) -> list[bytes]:
+    """The event written with the claim when its call makes no `running` write of its own
+    (`claim_and_lock`'s `events`): `interrupt.accepted`, naming the interrupt and who gave the
+    payload. The claim's `running` write carries `run.resumed` with the actor instead, so one
+    action writes one event naming its actor; the execution that applies a payload accepted
+    so (another, or this caller's own drive of a run still `paused`) names nobody."""
+    return [records.encode(event(EventKind.INTERRUPT_ACCEPTED, key, actor=audit.who()))]
+
+
 def _conformed(plan: Plan, key: str, payload: Any) -> bytes | None:
     """The payload encoded, when `key` is an interrupt and the payload conforms to its schema;
     else None (nothing is counted here: the checks come first, see `_validated`)."""
@@ -324,14 +341,14 @@ def accepted(run: Run, claimed: set[str]) -> Run:
 
 async def _hand_to_worker(reactor: Reactor, storage: Storage, ex: Execution, key: str) -> None:
     """resume="background": mark the run (read under its lock) running, release it, and let a
-    worker go on."""
+    worker go on. (Still `paused` here, the claim's call made no `running` write: it wrote the
+    claim's `interrupt.accepted`, naming the actor, so this `run.resumed` names nobody.)"""
     settings = config.settings()
     run_id = ex.run_id
     async with keep_alive(storage, run_id, ex.owner, settings.lock_ttl):
         if ex.state.status == Status.PAUSED:
             await ex.writer.save_state(Status.RUNNING,
-                                       events=[event(EventKind.RUN_RESUMED, detail=key,
-                                                     actor=audit.who())])
+                                       events=[event(EventKind.RUN_RESUMED, detail=key)])
     log.info("reactorflow.resume.deferred run_id=%s step=%s reason=background", run_id, key)
     queue.enqueue_run(run_id, reactor.name, version=ex.meta.version)
 

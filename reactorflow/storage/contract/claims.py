@@ -51,16 +51,23 @@ class ClaimsContract(RunsContract, LocksContract, abc.ABC):
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
 
+    @abc.abstractmethod
     async def claim_and_lock(self, run_id: str, name: str, payload: bytes, *, owner: str,
                              lock_ttl: float, then: Resumption | None = None,
-                             check: ResumeCheck | None = None,
+                             check: ResumeCheck | None = None, events: Sequence[bytes] = (),
                              ) -> tuple[ClaimResult, StoredRun | None]:
         """`check` (if given: else nothing is checked first), then `claim`, then, if it was
         accepted, `acquire_lock(run_id, owner, lock_ttl)`, then, if the lock was taken, the
         status write `then` (when the run is still as it describes; with `check`, the one the
         check makes), then `load_run(run_id, history=True, claims=True)`: what `continue_` does
-        first, in one call. Redis does it all in one script (one round trip); this default makes
-        the calls in turn.
+        first, in one atomic call (Redis: one script, one round trip).
+
+        `events` are appended to the run's history with the claim, in the same atomic write,
+        when this call makes the claim and no status write of its own (the status write's own
+        events say the same: `then.events`, `check.events`): the lock is held by another
+        owner, or the run is not (or no longer) as `then` or `check` would write it. Never for
+        a claim not accepted (nothing is written then), nor again for a retry of a call that
+        claimed. The history keeps its newest `history_limit` events, as every append does.
 
         Args:
             run_id: The run's id.
@@ -73,6 +80,8 @@ class ClaimsContract(RunsContract, LocksContract, abc.ABC):
                 and the caller sees the run as it is.
             check: What must hold before anything is claimed (see `ResumeCheck`; not with
                 `then`). A retry of a call that claimed skips it (it answers as that call did).
+            events: Encoded history events written with the claim when no status write is
+                made (the audit of who gave a payload another execution applies).
 
         Returns:
             The claim's outcome, and the run as `load_run` reads it (after the status write,
@@ -85,25 +94,6 @@ class ClaimsContract(RunsContract, LocksContract, abc.ABC):
         Raises:
             StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
         """
-        if check is not None:
-            head = await self.load_head(run_id)
-            if head is None or not check.admits(head, name):
-                return ClaimResult.REFUSED, None if head is None else StoredRun(head, {})
-            then = check.resumption(head, name)
-        outcome = await self.claim(run_id, name, payload)
-        if outcome is not ClaimResult.ACCEPTED or not await self.acquire_lock(run_id, owner,
-                                                                               lock_ttl):
-            return outcome, None
-        stored = await self.load_run(run_id, history=True, claims=True)
-        if (then is not None and stored is not None
-                and stored.head.status == then.previous_status
-                and stored.head.state == then.expected_state
-                and not any(k in (stored.claims or {}) for k in then.unclaimed)):
-            await self.save_state(run_id, owner, status=then.status,
-                                  previous_status=then.previous_status, state=then.state,
-                                  events=then.events)
-            stored = await self.load_run(run_id, history=True, claims=True)
-        return outcome, stored
 
     async def lock_and_load(self, run_id: str, owner: str, ttl: float
                             ) -> tuple[bool, StoredRun | None]:

@@ -30,6 +30,8 @@ from reactorflow.storage.contract.values import (
     DEFAULT_RETENTION,
     ClaimResult,
     Liveness,
+    ResumeCheck,
+    Resumption,
     RunCreation,
     RunHead,
     RunKey,
@@ -436,6 +438,42 @@ class MemoryStorage(MemoryMaps, MemoryGates, MemorySchedules, MemoryTimers, Memo
                 return ClaimResult.NOT_RESUMABLE
             run.claims[name] = payload
             return ClaimResult.ACCEPTED
+
+    @inline
+    async def claim_and_lock(self, run_id: str, name: str, payload: bytes, *, owner: str,
+                             lock_ttl: float, then: Resumption | None = None,
+                             check: ResumeCheck | None = None, events: Sequence[bytes] = (),
+                             ) -> tuple[ClaimResult, StoredRun | None]:
+        now = clock.monotonic()
+        with self._mutex:
+            run = self._live(run_id, now)
+            if check is not None:
+                if run is None:
+                    return ClaimResult.REFUSED, None
+                head = run.head()
+                if not check.admits(head, name):
+                    return ClaimResult.REFUSED, StoredRun(head, {})
+                then = check.resumption(head, name)
+            if run is None:
+                return ClaimResult.NOT_RESUMABLE, None
+            if name in run.claims:
+                return ClaimResult.TAKEN, None
+            if run.status not in _RESUMABLE or run.control is not None:
+                return ClaimResult.NOT_RESUMABLE, None
+            run.claims[name] = payload
+            if not self._take_lock(run_id, owner, lock_ttl, now):
+                run.history.extend(events)  # (the claim's own audit: the holder applies it)
+                return ClaimResult.ACCEPTED, None
+            if (then is not None and run.status == then.previous_status
+                    and run.state == then.expected_state
+                    and not any(k in run.claims for k in then.unclaimed)):
+                self._set_status(run, then.status, now)
+                run.state = then.state
+                run.history.extend(then.events)
+                self._touch(run, now)
+            else:
+                run.history.extend(events)
+            return ClaimResult.ACCEPTED, self._stored(run_id, now, True, True)
 
     async def claims(self, run_id: str) -> dict[str, bytes]:
         with self._mutex:

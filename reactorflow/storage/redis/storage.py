@@ -596,7 +596,7 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
 
     async def claim_and_lock(self, run_id: str, name: str, payload: bytes, *, owner: str,
                              lock_ttl: float, then: Resumption | None = None,
-                             check: ResumeCheck | None = None,
+                             check: ResumeCheck | None = None, events: Sequence[bytes] = (),
                              ) -> tuple[ClaimResult, StoredRun | None]:
         conn = self._redis.current() or await self._redis.get()
         now = _now() if check is None else repr(check.now)  # (one text for both: the same)
@@ -608,14 +608,15 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         change = ("", "")  # the status write's new and previous status
         if check is not None:
             args += ["check", check.reactor, check.marker, now,
-                     "1" if check.resume else "0", *check.events]
+                     "1" if check.resume else "0", len(check.events), *check.events]
             reactor, change = check.reactor, ("running", "paused")  # (checked by the script)
         elif then is not None:
             args += ["then", then.status, then.previous_status, then.expected_state, then.state,
-                     len(then.unclaimed), *then.unclaimed, *then.events]
+                     len(then.unclaimed), *then.unclaimed, len(then.events), *then.events]
             change = (then.status, then.previous_status)
         else:
             args.append("")
+        args += events  # (the rest: written with the claim when no status write is made)
         indexes: tuple[str, ...] = ()
         if change[0] and reactor is not None and not conn.cluster:  # the script moves them
             indexes = (self._keys.by_status(reactor, change[0]), self._keys.by_reactor(reactor),

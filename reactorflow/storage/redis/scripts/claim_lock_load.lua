@@ -6,19 +6,26 @@
 -- if none of the other interrupts named is claimed (on a single node with its index moves,
 -- KEYS 9-11; without them it leaves its token in the run hash's field `ix`, a pending-index
 -- record, as save_state does), then read the run (as `load_run` with its history and claims): the start of
--- `continue_` in one round trip. A retry of this very call answers as the first did (the
--- claim's, the lock's and the write's token; it skips the checks).
+-- `continue_` in one round trip. When this call makes the claim but no status write (the lock
+-- is another owner's, or the run is not as the write needs), the claim's own events (the
+-- audit of who gave the payload) are appended to the history with it. A retry of this very
+-- call answers as the first did (the claim's, the lock's and the write's token; it skips the
+-- checks, and appends no claim events again).
 --
 -- KEYS: 1 run  2 steps  3 hist  4 ctl  5 claims  6 ctr  7 tok  8 lock
 --       [9 the new status's index  10 the reactor's index  11 the previous status's index]
 -- ARGV: 1 token  2 interrupt name  3 payload  4 retention (ms)  5 owner  6 lock ttl (ms)
 --       7 touched_at  8 history limit  9 run id (the index member)
 --       10 mode: '' (no check, no status write), 'then' or 'check'
+--   '':      11 .. the claim's events (oldest first)
 --   'then':  11 new status  12 previous status  13 expected state  14 new state
 --            15 n = number of interrupts that must be unclaimed  16 .. 15+n their names
---            16+n .. events (oldest first)
+--            16+n m = number of the status write's events  17+n .. 16+n+m those events
+--            17+n+m .. the claim's events (all oldest first)
 --   'check': 11 reactor  12 meta marker  13 now (seconds, the caller's clock)
---            14 '1' to make the resumption, else '0'  15 .. events (oldest first)
+--            14 '1' to make the resumption, else '0'
+--            15 m = number of the status write's events  16 .. 15+m those events
+--            16+m .. the claim's events (all oldest first)
 -- Returns: {'refused', head fields (reactor, status, meta, state, created, touched)} when the
 --          check failed ({'refused'} when the run is gone);
 --          {verdict} when not accepted ('taken' or 'not_resumable', as `claim`);
@@ -26,15 +33,38 @@
 --          {'accepted', 1, head fields, steps as a flat field/value list, history list,
 --           claims flat list, 1 if the status write was made by this call else 0}.
 local name, mode = ARGV[2], ARGV[10]
--- Mode 'then': how many interrupt names follow, checked before anything is written (a count
--- that is no whole number within the ARGV given is refused: the loop over them is bounded).
-local unclaimed = 0
-if mode == 'then' then
-  unclaimed = tonumber(ARGV[15])
-  if not unclaimed or unclaimed % 1 ~= 0 or unclaimed < 0 or 15 + unclaimed > #ARGV then
-    return redis.error_reply('ERR claim_lock_load: ARGV[15] (' .. tostring(ARGV[15])
-      .. ') is not a count of the interrupt names that follow')
+-- The counts of what follows them (mode 'then': the interrupt names, then the status write's
+-- events; mode 'check': its events), checked before anything is written (a count that is no
+-- whole number within the ARGV given is refused: the loops over them are bounded).
+local function count(i, what)
+  local c = tonumber(ARGV[i])
+  if not c or c % 1 ~= 0 or c < 0 or i + c > #ARGV then
+    return nil, redis.error_reply('ERR claim_lock_load: ARGV[' .. i .. '] ('
+      .. tostring(ARGV[i]) .. ') is not a count of the ' .. what .. ' that follow')
   end
+  return c
+end
+-- `unclaimed` interrupt names; the status write's events: ARGV[events_at .. claim_events - 1];
+-- the claim's own events: ARGV[claim_events ..].
+local unclaimed, events_at, err = 0, 11, nil
+if mode == 'then' then
+  unclaimed, err = count(15, 'interrupt names')
+  if not unclaimed then
+    return err
+  end
+  events_at = 16 + unclaimed
+elseif mode == 'check' then
+  events_at = 15
+end
+local claim_events = events_at
+if mode ~= '' then
+  local m
+  m, err = count(events_at, 'events')
+  if not m then
+    return err
+  end
+  events_at = events_at + 1
+  claim_events = events_at + m
 end
 -- The run's head (reactor, status, meta, state, created, touched) is read with its expiry
 -- (lib/expiry.lua), in one command, and reused below: nothing of it changes before the status write.
@@ -57,7 +87,13 @@ local retry = claimed and redis.call('HGET', KEYS[7], 'claim:' .. name) == ARGV[
 -- What this call's writes leave to do before it answers, done once (`settle`): its tokens,
 -- written in one HSET of the tok hash, and the run's expiry (lib/expiry.lua): set by the
 -- status the call wrote (`status`, nil for none), else taken by the keys the writes created.
-local tokens, fresh, wrote = {}, {}, false
+local tokens, fresh, wrote, made = {}, {}, false, false
+-- The claim's own events, appended when this call made the claim and no status write.
+local function audit()
+  if made and append(KEYS[3], claim_events, ARGV[8]) then
+    fresh[#fresh + 1] = KEYS[3]
+  end
+end
 local function settle(status)
   if #tokens > 0 then
     redis.call('HSET', KEYS[7], unpack(tokens))
@@ -128,12 +164,13 @@ else
   end
   claims[#claims + 1] = name
   claims[#claims + 1] = ARGV[3]
-  tokens[1], tokens[2], wrote = 'claim:' .. name, ARGV[1], true
+  tokens[1], tokens[2], wrote, made = 'claim:' .. name, ARGV[1], true, true
 end
 local lock = redis.call('HMGET', KEYS[8], 'owner', 't')
 if not lock[1] then
   redis.call('HSET', KEYS[8], 'owner', ARGV[5], 'count', '1', 't', ARGV[1])
 elseif lock[1] ~= ARGV[5] then
+  audit()
   settle()
   return {'accepted', 0}
 elseif lock[2] ~= ARGV[1] then
@@ -143,7 +180,7 @@ end
 redis.call('PEXPIRE', KEYS[8], ARGV[6])
 
 -- The status write: new status, previous status, new state, the interrupts that must be
--- unclaimed, the first event's ARGV index; nil when there is none to make.
+-- unclaimed; nil when there is none to make (its events: ARGV[events_at .. claim_events - 1]).
 local function write()
   if mode == 'then' then
     if head[2] ~= ARGV[12] or head[4] ~= ARGV[13] then
@@ -153,7 +190,7 @@ local function write()
     for i = 16, 15 + unclaimed do
       others[#others + 1] = ARGV[i]
     end
-    return ARGV[11], ARGV[12], ARGV[14], others, 16 + unclaimed
+    return ARGV[11], ARGV[12], ARGV[14], others
   end
   if mode ~= 'check' or not state or ARGV[14] ~= '1' or head[2] ~= 'paused'
       or has_empty(state) then
@@ -168,14 +205,14 @@ local function write()
   state.status = 'running'
   state.updated_at = tonumber(ARGV[13])
   state.waiting_on = #others > 0 and others or nil
-  return 'running', 'paused', cmsgpack.pack(state), others, 15
+  return 'running', 'paused', cmsgpack.pack(state), others
 end
 
 local written, written_status, new_state = 0, nil, nil
 -- (a call that is no retry of an earlier one carries a token no write has recorded)
 if mode ~= '' and (not retry or not seen(KEYS[7], ARGV[1])) then
-  local status, previous, others, first_event
-  status, previous, new_state, others, first_event = write()
+  local status, previous, others
+  status, previous, new_state, others = write()
   written_status = status
   local free = status ~= nil
   for _, key in ipairs(others or {}) do
@@ -188,7 +225,11 @@ if mode ~= '' and (not retry or not seen(KEYS[7], ARGV[1])) then
     prune(n, gen)
     local k = #tokens
     tokens[k + 1], tokens[k + 2], wrote = 'w' .. ARGV[1], int(gen), true
-    if append(KEYS[3], first_event, ARGV[8]) then
+    local events = {}
+    for i = events_at, claim_events - 1 do
+      events[#events + 1] = ARGV[i]
+    end
+    if append(KEYS[3], 1, ARGV[8], events) then
       fresh[#fresh + 1] = KEYS[3]
     end
     if #KEYS > 8 then
@@ -203,6 +244,7 @@ if mode ~= '' and (not retry or not seen(KEYS[7], ARGV[1])) then
 end
 if written == 0 then
   redis.call('HSET', KEYS[1], 'hl', '1')  -- held, not yet released (acquire_lock.lua)
+  audit()
 end
 settle(written == 1 and written_status or nil)
 local fields = head  -- as read first (no write of this call changed it), or as written
