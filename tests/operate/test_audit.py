@@ -242,3 +242,26 @@ async def test_a_continue_that_resumes_the_run_itself_names_its_actor_once(
     background = await gated.run()
     anonymous = await gated.continue_(background.id, step="approve", payload=4)
     assert acted(anonymous) == [("interrupt.accepted", operator())]  # user@host: no actor=
+
+
+class _Answer(msgspec.Struct):
+    approved: bool
+
+
+async def test_an_interrupt_resumed_by_its_deadline_names_nobody(storage: rf.Storage) -> None:
+    """The deadline's `on_timeout` payload is the engine's own act: its `run.resumed` has no
+    actor (it named the `user@host` of the process whose timer fired)."""
+    flow = rf.Reactor(unique("audit.deadline"))
+
+    @flow.interrupt(timeout=0.2, on_timeout=_Answer(approved=False))
+    async def approve(payload: _Answer) -> bool:
+        return payload.approved
+
+    run = await flow.run()
+    with anyio.fail_after(20):  # (paused until its deadline: this process's timers fire it)
+        while (done := await flow.get(run.id)).status is rf.Status.PAUSED:
+            await anyio.sleep(0.05)
+    assert done.status is rf.Status.COMPLETED, done.error
+    assert done.value is False
+    assert rf.EventKind.RUN_RESUMED in [e.kind for e in done.history]
+    assert acted(done) == []

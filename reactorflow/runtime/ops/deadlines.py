@@ -172,7 +172,7 @@ async def _settle_earliest(reactor: Reactor, plan: Plan, storage: Storage, run_i
     outcome, stored = await storage.claim_and_lock(
         run_id, key, keys.seal(fields.claim(key), payload), owner=owner,
         lock_ttl=config.settings().lock_ttl,
-        then=resumption(plan, head, state, key))
+        then=resumption(plan, head, state, key, actor=""))  # (the engine's own: no actor)
     if outcome is not ClaimResult.ACCEPTED:
         return None  # `continue_` or another caller won; or the run ended meanwhile
     log.info("reactorflow.deadline.resumed run_id=%s step=%s", run_id, key)

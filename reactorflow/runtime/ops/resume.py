@@ -145,7 +145,8 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
                             await _validated(reactor, storage, run_id, node, payload))
     outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
                                                    lock_ttl=lock_ttl,
-                                                   then=resumption(plan, head, state, key),
+                                                   then=resumption(plan, head, state, key,
+                                                                  actor=audit.who()),
                                                    events=_accepted_events(key))
     return await after_claim(reactor, plan, storage, run_id, key, owner, outcome, stored,
                              keys=keys)
@@ -308,11 +309,13 @@ def _check(reactor: Reactor, plan: Plan, key: str) -> ResumeCheck:
     return ResumeCheck(reactor.name, marker, clock.now(), resume, events)
 
 
-def resumption(plan: Plan, head: RunHead, state: RunState, key: str) -> Resumption | None:
+def resumption(plan: Plan, head: RunHead, state: RunState, key: str, *,
+               actor: str) -> Resumption | None:
     """The write `driver.drive` starts a resumed run with (`running`, no longer waiting on
-    `key`, event `run.resumed`), made in the claim's own call instead (`claim_and_lock`), if
-    the run is still as read here and no other interrupt it waits on is claimed by then. Not
-    for a reactor with gates: their admission comes first and may decide otherwise."""
+    `key`, event `run.resumed` naming `actor`: who gave the payload, `""` for the engine's own
+    deadline), made in the claim's own call instead (`claim_and_lock`), if the run is still as
+    read here and no other interrupt it waits on is claimed by then. Not for a reactor with
+    gates: their admission comes first and may decide otherwise."""
     if head.status != Status.PAUSED or plan.reactor.gates or any(
             has_gates(node) for node in plan.nodes.values()):
         return None
@@ -321,8 +324,7 @@ def resumption(plan: Plan, head: RunHead, state: RunState, key: str) -> Resumpti
                                       waiting_on=others)
     return Resumption(Status.PAUSED.value, head.state, Status.RUNNING.value,
                       records.encode(resumed),
-                      [records.encode(event(EventKind.RUN_RESUMED, detail=key,
-                                            actor=audit.who()))],
+                      [records.encode(event(EventKind.RUN_RESUMED, detail=key, actor=actor))],
                       others)
 
 
