@@ -624,79 +624,165 @@
     return schema || {};
   }
 
-  // what a JSON Schema refuses, field by field ("ship_to.zip: at least 3 characters"): a form
-  // checks its values here before anything is sent (the server checks again, naming the field)
+  // what a JSON Schema refuses, field by field ("ship_to.zip: must be ≥ 3"): a form checks its
+  // values before anything is sent (the server checks again, naming the field). Every schema
+  // rule is checked by @cfworker/json-schema (vendor/json-schema.min.js, the global
+  // `jsonSchema`; see vendor/README.md); this code only prepares the schema and words the
+  // library's errors: each leaf error as "path: why", the chain of its parents left out.
   const within = (path, key) => (path ? path + "." + key : key);
-  const IS = { string: (v) => typeof v === "string", integer: Number.isInteger, number: (v) => typeof v === "number" && Number.isFinite(v),
-    boolean: (v) => typeof v === "boolean", null: (v) => v === null, array: Array.isArray,
-    object: (v) => v !== null && typeof v === "object" && !Array.isArray(v) };
-  const A = { string: "a string", integer: "a whole number", number: "a number", boolean: "true or false", null: "null", array: "a list", object: "an object" };
-  const kindOf = (v) => (v === null ? "null" : Array.isArray(v) ? "a list" : typeof v === "object" ? "an object" : typeof v === "boolean" ? String(v) : A[typeof v] || typeof v);
-  function rangeProblem(schema, v) { // a number's bounds, as the schema states them ("" if none is broken)
-    if (schema.minimum !== undefined && v < schema.minimum) return "must be \u2265 " + schema.minimum;
-    if (schema.maximum !== undefined && v > schema.maximum) return "must be \u2264 " + schema.maximum;
-    if (schema.exclusiveMinimum !== undefined && v <= schema.exclusiveMinimum) return "must be > " + schema.exclusiveMinimum;
-    if (schema.exclusiveMaximum !== undefined && v >= schema.exclusiveMaximum) return "must be < " + schema.exclusiveMaximum;
-    if (schema.multipleOf !== undefined) { const q = v / schema.multipleOf; if (Math.abs(q - Math.round(q)) > 1e-9) return "must be a multiple of " + schema.multipleOf; }
-    return "";
+  const KIND = { string: "a string", integer: "a whole number", number: "a number", boolean: "true or false", null: "null", array: "a list", object: "an object" };
+  const kindOf = (v) => (v === null ? "null" : Array.isArray(v) ? "a list" : typeof v === "object" ? "an object" : typeof v === "boolean" ? String(v) : KIND[typeof v] || typeof v);
+
+  // the schema as reactorflow reads a value, for the library: a record refuses a field its type
+  // does not declare (an object schema with properties and no additionalProperties gets one
+  // that nothing matches), and a `false` schema is written {not: {}} (the same meaning; the
+  // library files a `false` schema's error under no keyword location). Left to the server: a
+  // format (an annotation in 2020-12, and msgspec reads values the library's formats refuse,
+  // a date-time without an offset) and a pattern this browser cannot compile (Python's syntax).
+  const SUB = ["items", "additionalItems", "unevaluatedItems", "contains", "additionalProperties", "unevaluatedProperties", "propertyNames", "not", "if", "then", "else"];
+  const SUBS = ["prefixItems", "allOf", "anyOf", "oneOf"];
+  const MAPS = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
+  const compiles = (pattern) => { try { new RegExp(pattern, "u"); return true; } catch (e) { return false; } };
+  function strict(schema) {
+    if (schema === false) return { not: {} };
+    if (schema === true) return {};
+    if (!schema || typeof schema !== "object" || Array.isArray(schema)) return schema;
+    const out = { ...schema };
+    delete out.format;
+    if (typeof out.pattern === "string" && !compiles(out.pattern)) delete out.pattern;
+    for (const k of SUB) if (k in out) out[k] = Array.isArray(out[k]) ? out[k].map(strict) : strict(out[k]);
+    for (const k of SUBS) if (Array.isArray(out[k])) out[k] = out[k].map(strict);
+    for (const k of MAPS) if (out[k] && typeof out[k] === "object") out[k] = Object.fromEntries(Object.entries(out[k]).map(([n, s]) => [n, strict(s)]));
+    if (out.properties && out.additionalProperties === undefined && out.patternProperties === undefined && out.unevaluatedProperties === undefined) out.additionalProperties = { not: {} };
+    return out;
   }
-  function textProblem(schema, v) { // a text's length (in characters, as JSON Schema counts) and pattern
-    const length = [...v].length;
-    if (schema.minLength !== undefined && length < schema.minLength) return "at least " + schema.minLength + " characters";
-    if (schema.maxLength !== undefined && length > schema.maxLength) return "at most " + schema.maxLength + " characters";
-    if (schema.pattern) {
-      // found anywhere in the text, as JSON Schema means it (an <input pattern> must match all
-      // of it); a pattern this browser cannot compile is left to the server
-      let pattern = null;
-      try { pattern = new RegExp(schema.pattern, "u"); } catch (e) { pattern = null; }
-      if (pattern && !pattern.test(v)) return "must match " + schema.pattern;
-    }
-    return "";
-  }
-  function problems(schema, root, value, path) { // ["path: why", ...]: empty when the value fits
-    schema = resolve(schema, root);
-    const name = path || "value";
-    const options = schema.anyOf || schema.oneOf;
-    if (options) {
-      const each = options.map((s) => problems(s, root, value, path));
-      if (each.some((found) => !found.length)) return [];
-      const typed = options.findIndex((s) => { const t = [].concat(resolve(s, root).type || []); return t.some((k) => IS[k] && IS[k](value)); });
-      if (typed >= 0) return each[typed];
-      const kinds = options.flatMap((s) => [].concat(resolve(s, root).type || [])).map((k) => A[k] || k);
-      return [name + ": must be " + (kinds.length ? kinds.join(" or ") : "one of the schema's choices") + ", not " + kindOf(value)];
-    }
-    const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
-    if (schema.const !== undefined && !same(value, schema.const)) return [name + ": must be " + JSON.stringify(schema.const)];
-    if (schema.enum && !schema.enum.some((e) => same(e, value))) return [name + ": must be one of " + schema.enum.map((e) => JSON.stringify(e)).join(", ")];
-    const types = [].concat(schema.type || []);
-    if (types.length && !types.some((t) => IS[t] && IS[t](value))) return [name + ": must be " + types.map((t) => A[t] || t).join(" or ") + ", not " + kindOf(value)];
-    if (typeof value === "number") { const why = rangeProblem(schema, value); return why ? [name + ": " + why] : []; }
-    if (typeof value === "string") { const why = textProblem(schema, value); return why ? [name + ": " + why] : []; }
-    const found = [];
-    if (Array.isArray(value)) {
-      if (schema.minItems !== undefined && value.length < schema.minItems) found.push(name + ": at least " + schema.minItems + " items");
-      if (schema.maxItems !== undefined && value.length > schema.maxItems) found.push(name + ": at most " + schema.maxItems + " items");
-      const prefix = schema.prefixItems || [];
-      value.forEach((v, i) => {
-        const item = i < prefix.length ? prefix[i] : schema.items;
-        if (item === false) found.push(name + "[" + i + "]: no item expected here");
-        else if (item) found.push(...problems(item, root, v, name + "[" + i + "]"));
-      });
-    } else if (IS.object(value)) {
-      const props = schema.properties || {};
-      const count = Object.keys(value).length;
-      if (schema.minProperties !== undefined && count < schema.minProperties) found.push(name + ": at least " + schema.minProperties + " entries");
-      if (schema.maxProperties !== undefined && count > schema.maxProperties) found.push(name + ": at most " + schema.maxProperties + " entries");
-      for (const key of schema.required || []) if (!Object.hasOwn(value, key)) found.push(within(path, key) + ": required");
-      for (const [key, v] of Object.entries(value)) {
-        if (Object.hasOwn(props, key)) found.push(...problems(props[key], root, v, within(path, key)));
-        else if (schema.additionalProperties && typeof schema.additionalProperties === "object") found.push(...problems(schema.additionalProperties, root, v, within(path, key)));
-        // a record's unknown field is refused (the server refuses it too: reactorflow reads no
-        // field its type does not declare)
-        else if (schema.properties || schema.additionalProperties === false) found.push(within(path, key) + ": not a field of " + (schema.title || name) + " (its fields: " + Object.keys(props).join(", ") + ")");
-      }
+
+  // one validator per schema (a field's own, or the root), its $refs read in the root's $defs
+  const checkers = new WeakMap();
+  function checker(schema, root) {
+    let found = checkers.get(schema);
+    if (!found) {
+      const doc = strict(schema === root || !root.$defs ? schema : { ...schema, $defs: root.$defs });
+      found = { doc, validator: new jsonSchema.Validator(doc, "2020-12", false) }; // false: every error, not the first
+      checkers.set(schema, found);
     }
     return found;
+  }
+
+  // JSON Pointers as the library writes its locations ("#/ship_to/zip": URI-encoded, ~ escaped)
+  const segments = (pointer) => (pointer === "#" || pointer === "" ? [] : pointer.replace(/^#?\//, "").split("/")
+    .map((s) => decodeURIComponent(s).replace(/~1/g, "/").replace(/~0/g, "~")));
+  const step = (v, key) => (v !== null && typeof v === "object" ? v[key] : undefined);
+  const valueAt = (value, pointer) => segments(pointer).reduce(step, value);
+  const schemaAt = (doc, parts) => parts.reduce((node, part) => (part === "$ref" && node && typeof node.$ref === "string" ? segments(node.$ref).reduce(step, doc) : step(node, part)), doc);
+  function placeOf(path, value, pointer) { // "#/ship_to/zip" → "ship_to.zip", "#/tags/1" → "tags[1]"
+    let name = path, v = value;
+    for (const part of segments(pointer)) {
+      name = Array.isArray(v) ? (name || "value") + "[" + part + "]" : within(name, part);
+      v = step(v, part);
+    }
+    return name;
+  }
+
+  function refusals(schema, root, value, path) { // ["path: why", ...]: empty when the value fits
+    let doc, result;
+    try { const found = checker(schema, root); doc = found.doc; result = found.validator.validate(value); }
+    catch (e) { // a schema the library cannot read (an unresolved $ref): the server checks
+      if (e instanceof ReferenceError || e instanceof TypeError) throw e; // (not a schema's: a bug)
+      return [];
+    }
+    return result.valid ? [] : explain(result.errors, doc, value, path);
+  }
+
+  // the library's errors come parent first, each followed by its descendants' (their keyword
+  // locations under its own): a parent is left out (its leaves say what is wrong), but for a
+  // choice (anyOf, oneOf), which speaks for its branches
+  function explain(errors, doc, value, path) {
+    const lines = [], said = new Map();
+    for (let i = 0; i < errors.length; i++) {
+      const e = errors[i];
+      let end = i + 1;
+      while (end < errors.length && errors[end].keywordLocation.startsWith(e.keywordLocation + "/")) end++;
+      if (e.keyword === "anyOf" || e.keyword === "oneOf") { lines.push(...choice(e, errors.slice(i + 1, end), doc, value, path)); i = end - 1; continue; }
+      if (end > i + 1 || e.keyword === "if") continue; // (an if's then/else errors follow it)
+      const line = leaf(e, doc, value, path, said);
+      if (!lines.includes(line)) lines.push(line);
+    }
+    return lines;
+  }
+
+  const SHAPE = ["type", "const", "enum"];
+  function choice(e, inside, doc, value, path) {
+    const parts = segments(e.keywordLocation), options = schemaAt(doc, parts) || [];
+    const owner = schemaAt(doc, parts.slice(0, -1)) || {};
+    const branches = options.map((_, k) => inside.filter((x) => x.keywordLocation.startsWith(e.keywordLocation + "/" + k + "/")));
+    const name = placeOf(path, value, e.instanceLocation) || "value";
+    if (branches.some((errs) => !errs.length)) return [name + ": matches more than one of the schema's choices"]; // (oneOf)
+    // the branch the value's shape picks (its type, and a tagged union's tag, fit): its errors
+    const tag = owner.discriminator && owner.discriminator.propertyName;
+    const places = [e.instanceLocation].concat(tag ? [e.instanceLocation + "/" + tag] : []);
+    const picked = branches.map((errs, k) => [errs, k]).filter(([errs]) => !errs.some((x) => SHAPE.includes(x.keyword) && places.includes(x.instanceLocation)));
+    if (picked.length) {
+      const [errs] = picked.reduce((best, b) => (b[0].length < best[0].length ? b : best));
+      return explain(errs, doc, value, path);
+    }
+    const said = (s) => (s.const !== undefined ? [JSON.stringify(s.const)] : s.enum ? s.enum.map((v) => JSON.stringify(v)) : []);
+    const schemas = options.map((o) => (o && o.$ref ? schemaAt(doc, segments(o.$ref)) || {} : o || {}));
+    if (tag && branches.every((errs) => errs.some((x) => SHAPE.includes(x.keyword) && x.instanceLocation === places[1]))) {
+      // a tagged union's tag none of its types has
+      return [within(name, tag) + ": must be one of " + schemas.flatMap((s) => said(step(step(s, "properties"), tag) || {})).join(", ")];
+    }
+    const kinds = [...new Set(schemas.flatMap((s) => (said(s).length ? said(s) : [].concat(s.type || []).map((t) => KIND[t] || t))))];
+    const kind = kindOf(valueAt(value, e.instanceLocation));
+    if (!kinds.length || kinds.includes(kind)) return [name + ": fits none of the schema's choices" + (kinds.length ? " (" + kinds.join(", ") + ")" : "")];
+    return [name + ": must be " + kinds.join(" or ") + ", not " + kind];
+  }
+
+  function leaf(e, doc, value, path, said) {
+    const parts = segments(e.keywordLocation), owner = schemaAt(doc, parts.slice(0, -1)) || {};
+    const v = owner[e.keyword], at = valueAt(value, e.instanceLocation);
+    const name = placeOf(path, value, e.instanceLocation);
+    const here = (why) => (name || "value") + ": " + why;
+    switch (e.keyword) {
+      case "type": {
+        const types = [].concat(v || []);
+        if (types.includes("integer") && !types.includes("number") && typeof at === "number") return here("must be a whole number, not " + at);
+        return here("must be " + types.map((t) => KIND[t] || t).join(" or ") + ", not " + kindOf(at));
+      }
+      case "const": return here("must be " + JSON.stringify(v));
+      case "enum": return here("must be one of " + v.map((x) => JSON.stringify(x)).join(", "));
+      case "minimum": return here("must be \u2265 " + v);
+      case "maximum": return here("must be \u2264 " + v);
+      case "exclusiveMinimum": return here("must be > " + v);
+      case "exclusiveMaximum": return here("must be < " + v);
+      case "multipleOf": return here("must be a multiple of " + v);
+      case "minLength": return here("at least " + v + " characters");
+      case "maxLength": return here("at most " + v + " characters");
+      case "pattern": return here("must match " + v);
+      case "minItems": return here("at least " + v + " items");
+      case "maxItems": return here("at most " + v + " items");
+      case "uniqueItems": return here("no item may appear twice");
+      case "minProperties": return here("at least " + v + " entries");
+      case "maxProperties": return here("at most " + v + " entries");
+      case "required": { // one error per missing key, in the keyword's order
+        const missing = (v || []).filter((key) => !(at && Object.hasOwn(at, key)));
+        const n = said.get(e.keywordLocation + " " + e.instanceLocation) || 0;
+        said.set(e.keywordLocation + " " + e.instanceLocation, n + 1);
+        return within(name, missing[n] === undefined ? "?" : missing[n]) + ": required";
+      }
+      case "not": {
+        const under = parts[parts.length - 2];
+        if (under === "additionalProperties" || under === "unevaluatedProperties") {
+          // a field the record does not declare (reactorflow reads none: the server refuses it too)
+          const record = schemaAt(doc, parts.slice(0, -2)) || {};
+          const outer = placeOf(path, value, e.instanceLocation.replace(/\/[^/]*$/, ""));
+          return here("not a field of " + (record.title || outer || "the value") + " (its fields: " + Object.keys(record.properties || {}).join(", ") + ")");
+        }
+        if (["items", "prefixItems", "additionalItems", "unevaluatedItems"].includes(under)) return here("no item expected here");
+        return here("must not match the schema here");
+      }
+      default: return here(e.error); // (the library's own words)
+    }
   }
 
   // a form refused: each invalid control by the field it fills ("Fix the highlighted fields.
@@ -770,8 +856,7 @@
       input.required = required && !nullable;
       if (schema.default !== undefined) input.value = schema.default;
       const check = () => { // (text that is no number at all: the input's own badInput)
-        const v = Number(input.value);
-        input.setCustomValidity(input.value === "" ? "" : schema.type === "integer" && !Number.isInteger(v) ? "must be a whole number" : rangeProblem(schema, v));
+        input.setCustomValidity(input.value === "" ? "" : refusals(declared, root, Number(input.value), where).join("; "));
       };
       input.addEventListener("input", check);
       return { node: wrap(input, hints.join(", ")), value: () => { check(); return input.value === "" ? (nullable ? null : undefined) : Number(input.value); } };
@@ -786,7 +871,7 @@
       const hints = [];
       if (schema.minLength || schema.maxLength) hints.push((schema.minLength || 0) + "\u2013" + (schema.maxLength || "\u221e") + " characters");
       if (schema.pattern) hints.push("matching " + schema.pattern);
-      const check = () => input.setCustomValidity(input.value === "" ? "" : textProblem(schema, input.value));
+      const check = () => input.setCustomValidity(input.value === "" ? "" : refusals(declared, root, input.value, where).join("; "));
       input.addEventListener("input", check);
       // left empty: null where the schema allows it, else not sent (an optional field keeps its default)
       return { node: wrap(input, hints.join(", ")), value: () => { check(); return input.value === "" && (nullable || !required) ? (nullable ? null : undefined) : input.value; } };
@@ -794,13 +879,13 @@
     const area = el("textarea", { name, rows: "3", placeholder: "JSON", "data-field": where });
     area.required = required && !nullable;
     if (schema.default !== undefined) area.value = JSON.stringify(schema.default);
-    const kinds = [].concat(schema.type || []).map((t) => A[t] || t);
+    const kinds = [].concat(schema.type || []).map((t) => KIND[t] || t);
     return { node: wrap(area, "JSON" + (kinds.length ? ": " + kinds.join(" or ") : "")), value: () => {
       area.setCustomValidity("");
       if (area.value.trim() === "") return nullable ? null : undefined; // (a required one: the area's own valueMissing)
       let v;
       try { v = JSON.parse(area.value); } catch (e) { area.setCustomValidity("not JSON"); return undefined; }
-      area.setCustomValidity(problems(declared, root, v, where).join("; "));
+      area.setCustomValidity(refusals(declared, root, v, where).join("; "));
       return v;
     } };
   }
@@ -858,15 +943,14 @@
     return button;
   }
 
-  // the changed input fields of a rewind, each checked as the inputs' schema states it (the
-  // changes are merged into the run's inputs: only the fields given are checked here)
+  // the changed input fields of a rewind, checked against the inputs' schema with none of its
+  // fields required (the changes are merged into the run's inputs: only the fields given are
+  // checked here; one not declared is refused)
+  const partials = new WeakMap();
   function changedProblems(schema, changed) {
     if (!schema) return [];
-    const declared = resolve(schema, schema);
-    const props = declared.properties;
-    return Object.entries(changed).flatMap(([key, v]) => (props && !Object.hasOwn(props, key)
-      ? [key + ": not an input field (the inputs: " + Object.keys(props).join(", ") + ")"]
-      : problems(props ? props[key] : {}, schema, v, key)));
+    if (!partials.has(schema)) partials.set(schema, { ...resolve(schema, schema), required: [] });
+    return refusals(partials.get(schema), schema, changed, "");
   }
 
   // Rewind: choose the step to go back to, and optionally change input fields (JSON)
