@@ -39,6 +39,26 @@ async def _snoozed(flow: rf.Reactor, run_id: str) -> None:
             await anyio.sleep(0.02)
 
 
+async def test_a_turn_left_by_an_ended_run_is_passed_over_by_the_next_run(
+        storage: rf.Storage) -> None:
+    """A completed run whose `ordered_leave` was lost (a failover dropped the acknowledged
+    write: the run is put back at the head of the line here) no longer holds the turn for
+    the lock's poison-pill timeout (600 s): the next run that asks passes it over once it was
+    quiet for `ENDED_TURN_QUIET`, and the runs behind go on in order."""
+    rf.configure(gate_snooze=0.05)
+    applied: list[int] = []
+    flow, key = _ledger(applied)
+    ended = await flow.run(account_id="A1", n=1)
+    assert ended.status is rf.Status.COMPLETED
+    await storage.ordered_enter(key, ended.id)  # its leave lost: the head of the line again
+    assert await storage.ordered_turn(key, ended.id, 600) is True  # stamped, as while it ran
+    behind = [await flow.dispatch(account_id="A1", n=n) for n in (2, 3)]
+    done = [await flow.wait(run.id, timeout=30) for run in behind]
+    assert [run.status for run in done] == [rf.Status.COMPLETED] * 2
+    assert applied == [1, 2, 3]
+    assert (await rf.ordered_peek(key)).turn != ended.id
+
+
 async def test_a_run_stuck_on_its_turn_is_skipped_by_hand(storage: rf.Storage) -> None:
     """A paused run keeps its turn: the runs behind it wait (in a worker) until an operator
     peeks at the line and skips it; they then run in order. The skipped run, continued later,

@@ -206,6 +206,29 @@ async def test_a_stale_predecessor_is_passed_over(storage: Storage) -> None:
     assert await storage.ordered_turn(fresh, "next", 30) is False  # alive within the timeout
 
 
+async def test_ordered_pass_passes_over_only_a_quiet_turn(storage: Storage) -> None:
+    """`ordered_pass` passes over the named ticket only while it has the turn and has been
+    quiet for longer than asked (the turn then goes on, the channel is told); a ticket that
+    is not the turn, or that asked since, keeps its place."""
+    key = gate()
+    for ticket in ("ended", "next", "last"):
+        await storage.ordered_enter(key, ticket)
+    await anyio.sleep(0.3)
+    assert await storage.ordered_pass(key, "next", 0.1) is False  # not its turn
+    assert await storage.ordered_pass(key, "nobody", 0.1) is False  # not in line
+    assert await storage.ordered_pass(key, "ended", 30) is False  # not quiet for that long
+    assert await storage.ordered_turn(key, "ended", 600) is True  # it asks: stamped now
+    assert await storage.ordered_pass(key, "ended", 0.2) is False  # fresh: kept
+    await anyio.sleep(0.3)
+    async with storage.subscribe_gate(key) as subscription:
+        assert await storage.ordered_pass(key, "ended", 0.2) is True
+        assert await subscription.wait(10) is True
+    assert (await storage.ordered_peek(key)).turn == "next"
+    assert await storage.ordered_turn(key, "next", 600) is True
+    assert await storage.ordered_pass(key, "ended", 0.2) is False  # passed over already
+    assert await storage.ordered_turn(key, "last", 600) is False  # the order holds behind it
+
+
 async def test_a_passed_over_ticket_rejoins_at_the_end_of_the_line(
         storage: Storage, lapse: Callable[[float], Awaitable[None]]) -> None:
     """A ticket passed over by the poison pill lost its turn: its stamp is refused, and when it

@@ -4,20 +4,30 @@ on) up to a deadline, re-trying once per notification.
 Pub/sub is how a waiter learns that a place freed; a re-check every `RECHECK` seconds covers
 what sends no notification (a crashed holder's TTL running out, a poison pill's timeout).
 Rate-limit windows free by time alone: a refused caller sleeps until the window it needs ends.
+An ordered lock's turn held by a run that has ended (its leave was lost) is passed over by the
+next ticket that asks (`pass_ended_turn`), not at the lock's poison-pill timeout.
 """
 
 from __future__ import annotations
 
+import logging
 import random
+import re
 
 import anyio
 
 from reactorflow import clock
+from reactorflow.status import Status
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.values import GateTake, RunCreation
 
 RECHECK = 1.0
 """Seconds between re-checks of a busy gate while waiting for its notification."""
+ENDED_TURN_QUIET = 1.0
+"""Seconds an ended run's turn must have gone without a stamp before it is passed over (a run
+that asked for its turn since it was read, a rewound one, is freshly stamped and kept)."""
+
+log = logging.getLogger("reactorflow.gate")
 
 
 async def take_place(storage: Storage, key: str, holder: str, *, limit: int, ttl: float,
@@ -89,17 +99,54 @@ async def take_turn(storage: Storage, key: str, ticket: str, *, poison_pill_time
     if turn is None:
         await storage.ordered_enter(key, ticket)
         turn = await storage.ordered_turn(key, ticket, poison_pill_timeout)
+    if not turn and await pass_ended_turn(storage, key, ticket):
+        turn = await storage.ordered_turn(key, ticket, poison_pill_timeout)
     if turn or wait <= 0:
         return bool(turn)
     deadline = clock.monotonic() + wait
     async with storage.subscribe_gate(key) as subscription:
         while True:
             turn = await storage.ordered_turn(key, ticket, poison_pill_timeout)
+            if not turn and await pass_ended_turn(storage, key, ticket):
+                turn = await storage.ordered_turn(key, ticket, poison_pill_timeout)
             remaining = deadline - clock.monotonic()
             if turn or remaining <= 0:
                 return bool(turn)
             await clock.wait_signal(subscription.wait, min(remaining, RECHECK, poison_pill_timeout),
                                     why=f"its turn in ordered lock {key!r}")
+
+
+_RUN_OF_TICKET = re.compile(r"[:|]")
+
+
+async def pass_ended_turn(storage: Storage, key: str, ticket: str) -> bool:
+    """Pass over the turn of ordered lock `key` when it is held by a run that has ended, or is
+    gone (True: it was passed over; `ticket`, waiting, asks again).
+
+    A run's place is finished by its `ordered_leave` as it ends; a failover that drops that
+    acknowledged write (a Redis Cluster replica promoted before it had it), or a process
+    that died between the run's end and its leave, leaves the ended run at the head of the
+    line, where every later ticket would wait out the lock's `poison_pill_timeout`.
+
+    1. Peek at the line: nothing to do when the turn is `ticket`'s or nobody's.
+    2. Read the head of the turn's run (a ticket is a run id, or `<run id>|<step>` /
+       `<run id>:<element>`): nothing to do while it is not ended.
+    3. `Storage.ordered_pass`: the place is passed over only if it still has the turn and was
+       not stamped for `ENDED_TURN_QUIET` seconds, atomically, so a run that went on since
+       step 2 (it asked for its turn, renewing its stamp) keeps its place.
+    """
+    line = await storage.ordered_peek(key)
+    if line.turn is None or line.turn == ticket:
+        return False
+    run_id = _RUN_OF_TICKET.split(line.turn, maxsplit=1)[0]
+    head = await storage.load_head(run_id)
+    if head is not None and not Status(head.status).is_ended:
+        return False
+    if not await storage.ordered_pass(key, line.turn, ENDED_TURN_QUIET):
+        return False
+    log.warning("reactorflow.gate.ended_turn_passed key=%s ticket=%s run_status=%s", key,
+                line.turn, "gone" if head is None else head.status)
+    return True
 
 
 async def charge(storage: Storage, key: str, windows: list[tuple[int, int]], charge_id: str,

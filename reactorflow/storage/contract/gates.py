@@ -270,6 +270,29 @@ class GatesContract(abc.ABC):
         return await self.ordered_leave(key, ticket)
 
     @abc.abstractmethod
+    async def ordered_pass(self, key: str, ticket: str, quiet_for: float) -> bool:
+        """Pass over `ticket`'s place in ordered lock `key`'s line (atomic) if it has the turn
+        and was last stamped more than `quiet_for` seconds ago (the storage's clock): the
+        poison pill for one named ticket, as `ordered_turn` passes a place over. A waiter uses
+        it once it has found the turn's run ended: that run's `ordered_leave` was lost (a
+        failover dropped an acknowledged write), and the line would otherwise wait out the
+        lock's `poison_pill_timeout`. A ticket that asked for its turn since its run was read
+        (the run went on: a rewind) is freshly stamped and keeps its place. The channel is
+        notified when a place was passed over.
+
+        Args:
+            key: The ordered lock's key.
+            ticket: The ticket whose turn it is (`ordered_peek().turn`).
+            quiet_for: Seconds without a stamp after which it is passed over.
+
+        Returns:
+            True if it was passed over; False when it is not the turn, or stamped since.
+
+        Raises:
+            StorageError: The backend failed (`StorageConnectionError`: it cannot be reached).
+        """
+
+    @abc.abstractmethod
     async def ordered_reset(self, key: str) -> int:
         """Delete ordered lock `key`'s line (atomic): numbering starts again and the channel is
         notified. Returns how many tickets were in line; each of their runs takes a new place,

@@ -286,6 +286,20 @@ class MemoryGates:
         return True
 
 
+    async def ordered_pass(self, key: str, ticket: str, quiet_for: float) -> bool:
+        now = clock.now()
+        with self._mutex:
+            line = self._line(key)
+            number = None if line is None else line.tickets.get(ticket)
+            if line is None or number is None:
+                return False
+            advance(line)
+            if number != line.cursor + 1 or now - line.stamps.get(number, 0.0) <= quiet_for:
+                return False  # not its turn (or passed over already), or stamped since
+            line.done.add(number)  # passed over: it rejoins at the end if it ever asks
+        self._notify_gate(key)
+        return True
+
     async def ordered_peek(self, key: str, ticket: str | None = None) -> OrderedLine:
         with self._mutex:
             line = self._line(key)

@@ -206,6 +206,11 @@ class RedisGates:
         left = await self._run("ordered_leave", self._line_keys(key), [ticket, self._gate(key)])
         return bool(left == 1)
 
+    async def ordered_pass(self, key: str, ticket: str, quiet_for: float) -> bool:
+        passed = await self._run("ordered_pass", self._line_keys(key),
+                                 [ticket, _ms(quiet_for), self._gate(key)])
+        return bool(passed == 1)
+
     async def ordered_peek(self, key: str, ticket: str | None = None) -> OrderedLine:
         turn, stamp, waiting, ahead = await self._run("ordered_peek", self._line_keys(key),
                                                       [ticket or ""])
