@@ -27,6 +27,12 @@ from reactorflow.definition import registry
 
 SCHEDULER_GRACE = 75.0  # a tick whose claimer died starts within lock_ttl + 60 s
 SCHEDULER_STARTUP = 15.0  # seconds a scheduler process may take to its first pass
+# how long a submission is retried while storage cannot take it: past the longest outage a
+# fault makes (a cluster failover whose replica is not promoted lasts until the old master is
+# back: 3 node timeouts, then up to 30 s for the cluster to report ok, then its restart and
+# up to 30 s more), so that the harness, which plays a user told "starting it again is safe",
+# never gives a submission up while the storage is still recovering
+DISPATCH_PATIENCE = 150.0
 
 
 @dataclass
@@ -172,7 +178,7 @@ class Harness:
                 f"dispatch {key}",
                 lambda flow=flow, inputs=inputs, key=key: flow.dispatch(idempotency_key=key,
                                                                         **inputs),
-                time.monotonic() + 60)
+                time.monotonic() + DISPATCH_PATIENCE)
             if run is not None:
                 book.record("submit.ok", key, run.id, gate=gate, note=name)
                 self.submitted[key] = run.id

@@ -116,6 +116,27 @@ async def test_claim_of_a_start_that_died_before_storing_is_taken_over(
     assert [r.id for r in (await flow.list_runs()).runs] == [run.id]
 
 
+async def test_a_take_over_cut_off_before_releasing_the_claim_is_finished_by_the_next_start(
+        storage: rf.Storage) -> None:
+    """A take-over holds the dead claimer's lock as a tombstone, then releases the claim: cut
+    off between the two (a storage outage: the chaos cluster lane's failover), it left the key
+    naming a run that can never be stored, under a lock held for `retention`, and every start
+    with the key failed with `LockTimeout`. The next start finishes the take-over."""
+    bodies: list[int] = []
+    flow = _flow(bodies)
+    dead = "dead-claimer-run-2"
+    assert await storage.claim_idempotency(flow.name, "k6", dead) == dead
+    assert await storage.acquire_lock(dead, f"taken-over-{dead}", storage.retention)
+    rf.configure(lock_ttl=1.0, lock_wait=0.5)  # (the patience a wedged key used to exhaust)
+
+    run = await flow.run(n=5, idempotency_key="k6")
+    assert run.id != dead and run.replayed is False
+    assert run.status is rf.Status.COMPLETED and run.value == 10
+    assert bodies == [5]
+    assert (await flow.run(n=6, idempotency_key="k6")).id == run.id  # the key names it now
+    assert await storage.lock_owner(dead) == f"taken-over-{dead}"  # the dead run stays barred
+
+
 async def test_live_claimer_is_waited_for_not_taken_over(storage: rf.Storage) -> None:
     bodies: list[int] = []
     flow = _flow(bodies)

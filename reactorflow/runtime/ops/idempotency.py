@@ -13,6 +13,9 @@ The protocol of a start with a key, in order:
    Take W's lock for `retention` seconds (a tombstone: a claimer that comes back late can no
    longer create W), check once more that W was not stored, release the claim if it still
    names W, and claim again from step 2 (first wins among the starts that found it dead).
+   W's lock held by that tombstone: a take-over was cut off after taking it (a storage
+   outage, a crash) and before releasing the claim; W can never be stored, so release the
+   claim and claim again too (else the key stayed wedged for `retention`).
 5. A replay (step 3) repairs W first (`repair`): a start cut off after storing W but before
    W's index entries landed (on a Redis Cluster they live on other masters) left W where the
    sweeper's index scans never look; the replay writes them again, and when W is running or
@@ -67,8 +70,11 @@ async def claim(storage: Storage, reactor: str, key: str, run_id: str, owner: st
         if await storage.load_head(winner) is not None:
             await storage.release_lock(run_id, owner)
             return winner
-        if await storage.lock_owner(winner) is None and await _take_over(
-                storage, reactor, key, winner):
+        holder = await storage.lock_owner(winner)
+        if holder is None and await _take_over(storage, reactor, key, winner):
+            continue
+        if holder == _tombstone(winner):  # a take-over cut off before it released the claim
+            await _release_dead_claim(storage, reactor, key, winner)
             continue
         if deadline.exhausted():
             await storage.release_lock(run_id, owner)
@@ -77,19 +83,31 @@ async def claim(storage: Storage, reactor: str, key: str, run_id: str, owner: st
         delay = min(delay * 2, POLL_MAX)
 
 
+def _tombstone(winner: str) -> str:
+    """The lock owner a take-over holds `winner`'s lock as (for `retention`: `winner` can
+    never be stored once a take-over found it unstored)."""
+    return f"taken-over-{winner}"
+
+
 async def _take_over(storage: Storage, reactor: str, key: str, winner: str) -> bool:
     """Release the claim of a start that died before storing `winner`; False when `winner`
     turned out to be alive or stored (nothing changed, the caller checks again)."""
-    tombstone = f"taken-over-{winner}"
+    tombstone = _tombstone(winner)
     if not await storage.acquire_lock(winner, tombstone, storage.retention):
         return False
     if await storage.load_head(winner) is not None:  # stored just before its lock lapsed
         await storage.release_lock(winner, tombstone)
         return False
+    await _release_dead_claim(storage, reactor, key, winner)
+    return True
+
+
+async def _release_dead_claim(storage: Storage, reactor: str, key: str, winner: str) -> None:
+    """Release `key`'s claim if it still names `winner`, whose lock a tombstone holds (it was
+    found unstored under that lock: it never will be)."""
     if await storage.release_idempotency(reactor, key, winner):
         log.warning("reactorflow.idempotency.taken_over reactor=%s run_id=%s: the start that "
                     "claimed the key died before storing its run", reactor, winner)
-    return True
 
 
 async def repair(storage: Storage, reactor: str, run_id: str) -> None:
