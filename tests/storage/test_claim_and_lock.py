@@ -13,7 +13,6 @@ from reactorflow.records import RollbackFailure, RunError, RunState
 from reactorflow.status import Status
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.values import ClaimResult, ResumeCheck, Resumption
-from reactorflow.storage.memory.storage import MemoryStorage
 from reactorflow.storage.redis.storage import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import redis_namespace
@@ -405,28 +404,6 @@ async def test_claim_and_lock_refused_writes_none_of_the_claims_events(
     for run_id in (taken, done, refused):
         assert await storage.history(run_id) == [b"e1", b"e2"]
     assert await storage.claims(refused) == {} and await storage.claims(done) == {}
-
-
-@pytest.fixture(params=ALL_BACKENDS)
-async def factory(request: pytest.FixtureRequest) -> AsyncIterator[Callable[..., Storage]]:
-    """Builds storages of one backend with options (`history_limit`); named as the contract
-    suite's, so that its cluster parameter is marked for the cluster lane (tests/conftest.py)."""
-    made: list[Storage] = []
-
-    def make(**options: Any) -> Storage:
-        backend: Storage
-        if request.param == "memory":
-            backend = MemoryStorage(**options)
-        else:
-            url = request.getfixturevalue("redis_cluster_url" if request.param == "cluster"
-                                          else "redis_url")
-            backend = RedisStorage.from_url(url, namespace=redis_namespace(), **options)
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        await backend.aclose()
 
 
 async def test_claim_and_lock_claims_events_keep_the_history_limit(

@@ -61,28 +61,6 @@ async def storage(request: pytest.FixtureRequest) -> AsyncIterator[Storage]:
         yield backend
 
 
-@pytest.fixture(params=ALL_BACKENDS)
-async def factory(request: pytest.FixtureRequest) -> AsyncIterator[Callable[..., Storage]]:
-    """Builds storages of one backend with options (retention, history_limit)."""
-    made: list[Storage] = []
-    url = ("" if request.param == "memory" else
-           request.getfixturevalue("redis_cluster_url" if request.param == "cluster"
-                                   else "redis_url"))
-
-    def make(**options: Any) -> Storage:
-        backend: Storage
-        if request.param == "memory":
-            backend = MemoryStorage(**options)
-        else:
-            backend = RedisStorage.from_url(url, namespace=redis_namespace(), **options)
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        await backend.aclose()
-
-
 # -- create and load ---------------------------------------------------------------------------
 
 

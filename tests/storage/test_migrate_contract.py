@@ -16,7 +16,6 @@ import pytest
 from reactorflow.errors import LockLost, RunRecordGone
 from reactorflow.storage.contract.storage import Storage
 from reactorflow.storage.contract.values import ClaimResult
-from reactorflow.storage.memory.storage import MemoryStorage
 from reactorflow.storage.redis.storage import RedisStorage
 from tests.conftest import ALL_BACKENDS, on_every
 from tests.helpers import redis_namespace
@@ -138,28 +137,6 @@ async def test_a_stale_expected_meta_returns_false_and_writes_nothing(storage: S
                           events=[b"second.migration"]) is False
     assert await _everything(storage, run_id) == before
     await _untouched(storage, run_id)
-
-
-@pytest.fixture(params=ALL_BACKENDS)
-async def factory(request: pytest.FixtureRequest) -> AsyncIterator[Callable[..., Storage]]:
-    """Builds storages of one backend with options (`history_limit`); named as the contract
-    suite's, so that its cluster parameter is marked for the cluster lane (tests/conftest.py)."""
-    made: list[Storage] = []
-
-    def make(**options: Any) -> Storage:
-        backend: Storage
-        if request.param == "memory":
-            backend = MemoryStorage(**options)
-        else:
-            url = request.getfixturevalue("redis_cluster_url" if request.param == "cluster"
-                                          else "redis_url")
-            backend = RedisStorage.from_url(url, namespace=redis_namespace(), **options)
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        await backend.aclose()
 
 
 async def test_the_history_limit_is_kept(factory: Callable[..., Storage]) -> None:

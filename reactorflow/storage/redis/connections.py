@@ -133,9 +133,11 @@ SLOT_WRITES = frozenset({"save_elements", "settle_element", "refresh_elements",
                          "start_element"})
 """The scripts that write a run's map element slots: `scripts/lib/expiry.lua` is prepended to
 each (the slots take the run's expiry)."""
-ORDERED_PLACES = frozenset({"ordered_enter", "ordered_turn", "ordered_stamp"})
-"""The scripts that read a ticket's place in an ordered lock's line:
-`scripts/lib/ordered_place.lua` (a passed-over ticket's place is lost) is prepended to each."""
+ORDERED_PLACES = frozenset({"ordered_enter", "ordered_turn", "ordered_stamp", "ordered_peek",
+                            "ordered_pass"})
+"""The scripts that read a ticket's place or the turn in an ordered lock's line:
+`scripts/lib/ordered_place.lua` (a passed-over ticket's place is lost; whose turn it is) is
+prepended to each."""
 _SCRIPTS_DIR = files("reactorflow.storage.redis") / "scripts"
 _RUN_WRITE = (_SCRIPTS_DIR / "lib" / "run_write.lua").read_text("utf-8")
 _TAKE_LOCK = (_SCRIPTS_DIR / "lib" / "take_lock.lua").read_text("utf-8")

@@ -5,21 +5,14 @@
 -- ARGV: 1 ticket  2 quiet for (ms)  3 channel
 -- Returns: 1 passed over (the channel was notified), 0 not its turn (not in line, passed over
 --          already, or an earlier place remains) or stamped within the quiet time.
--- Algorithm: the turn is the first number after the cursor that is not finished (as
--- ordered_peek finds it); if it is the ticket's and its stamp is older than the quiet time
+-- Algorithm: the turn is the first number after the cursor that is not finished
+-- (lib/ordered_place's turn_number, as ordered_peek finds it); if it is the ticket's and its stamp is older than the quiet time
 -- (the server's clock), mark it finished: the ticket rejoins at the end if it ever asks.
 local number = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
 if not number then
   return 0
 end
-local cursor = tonumber(redis.call('HGET', KEYS[1], 'cursor')) or 0
-for _ = 1, redis.call('SCARD', KEYS[4]) do  -- bounded: at most one pass per finished number
-  if redis.call('SISMEMBER', KEYS[4], cursor + 1) == 0 then
-    break
-  end
-  cursor = cursor + 1
-end
-if number ~= cursor + 1 then
+if number ~= turn_number() then  -- (lib/ordered_place)
   return 0
 end
 local t = redis.call('TIME')

@@ -5,14 +5,7 @@
 -- Returns: {turn ticket or '', its stamp in ms or -1, tickets waiting behind it, unfinished
 --          places before ARGV[1]'s or -1 when it is not in line or was passed over}. The turn
 --          is the first number after the cursor that is not finished.
-local cursor = tonumber(redis.call('HGET', KEYS[1], 'cursor')) or 0
-for _ = 1, redis.call('SCARD', KEYS[4]) do  -- bounded: at most one pass per finished number
-  if redis.call('SISMEMBER', KEYS[4], cursor + 1) == 0 then
-    break
-  end
-  cursor = cursor + 1
-end
-local first = cursor + 1
+local first = turn_number()  -- (lib/ordered_place)
 local turn, waiting = '', 0
 local mine = nil
 if ARGV[1] and ARGV[1] ~= '' then
