@@ -16,7 +16,7 @@ import pytest
 import reactorflow as rf
 from reactorflow import config
 from tests.browser.conftest import Dashboard, require_playwright
-from tests.browser.test_dashboard import _choose, _open_run, _status
+from tests.browser.test_dashboard import _fill_approval, _open_run, _status
 from tests.operate.flows import BILLING_FIXED_ENV, invoices, orders, reminders
 
 require_playwright()
@@ -32,13 +32,7 @@ def _button(name: str) -> Act:
 
 
 async def _continue(board: Dashboard) -> None:
-    form = board.page.locator("form[data-interrupt='approve']")
-    await _choose(form, "approved", "yes")
-    await form.get_by_label("level").select_option(label="low")
-    await form.get_by_label("amount").fill("3")
-    await form.get_by_label("city").fill("Lyon")
-    await form.get_by_label("zip").fill("69001")
-    await form.get_by_role("button", name="Continue").click()
+    await _fill_approval(board.page.locator("form[data-interrupt='approve']"))
 
 
 async def _skip(board: Dashboard) -> None:

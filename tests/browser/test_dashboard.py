@@ -37,6 +37,16 @@ async def _choose(form: Any, field: str, answer: str) -> None:
     await form.get_by_role("group", name=field).get_by_label(answer, exact=True).check()
 
 
+async def _fill_approval(form: Any, *, level: str = "low", amount: str = "3") -> None:
+    """Fill `orders`' approval form (Lyon, 69001), then press Continue."""
+    await _choose(form, "approved", "yes")
+    await form.get_by_label("level").select_option(label=level)
+    await form.get_by_label("amount").fill(amount)
+    await form.get_by_label("city").fill("Lyon")
+    await form.get_by_label("zip").fill("69001")
+    await form.get_by_role("button", name="Continue").click()
+
+
 async def test_sign_in_find_a_paused_run_and_submit_its_form(dashboard: Dashboard) -> None:
     paused = await orders.run(item="tea", qty=2)
     page = dashboard.page
@@ -55,12 +65,7 @@ async def test_sign_in_find_a_paused_run_and_submit_its_form(dashboard: Dashboar
     await row.get_by_role("link", name=paused.id).click()
     await _status(dashboard, "paused")
     form = page.locator("form[data-interrupt='approve']")
-    await _choose(form, "approved", "yes")
-    await form.get_by_label("level").select_option(label="high")
-    await form.get_by_label("amount").fill("500")  # above the schema's maximum of 100
-    await form.get_by_label("city").fill("Lyon")
-    await form.get_by_label("zip").fill("69001")
-    await form.get_by_role("button", name="Continue").click()
+    await _fill_approval(form, level="high", amount="500")  # above the schema's maximum of 100
     await form.get_by_text("Fix the highlighted fields.").wait_for()
     assert (await orders.get(paused.id)).status is rf.Status.PAUSED  # nothing was sent
     await form.get_by_label("amount").fill("7")
@@ -142,12 +147,7 @@ async def test_without_a_token_the_page_reads_but_every_change_is_refused(
     await page.get_by_role("button", name="Cancel").click()
     await page.locator("#message", has_text="changes need a token").wait_for()
     form = page.locator("form[data-interrupt='approve']")
-    await _choose(form, "approved", "yes")
-    await form.get_by_label("level").select_option(label="low")
-    await form.get_by_label("amount").fill("3")
-    await form.get_by_label("city").fill("Lyon")
-    await form.get_by_label("zip").fill("69001")
-    await form.get_by_role("button", name="Continue").click()
+    await _fill_approval(form)
     await form.get_by_text("changes need a token").wait_for()
     assert (await orders.get(paused.id)).status is rf.Status.PAUSED
     assert await page.locator("#login").is_hidden()
