@@ -70,6 +70,7 @@ async def _refused(form: Any, *names: str) -> str:
     text = await message.text_content() or ""
     for name in names:
         assert name in text, (name, text)
+    assert ".;" not in text, text  # each field's reason without the browser's full stop
     await message.evaluate("node => { node.textContent = ''; }")
     return text
 

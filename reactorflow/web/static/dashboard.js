@@ -791,7 +791,7 @@
     const said = new Map();
     for (const control of form.elements) {
       if (!control.willValidate || control.validity.valid) continue;
-      const name = control.dataset.field || control.name, text = control.validationMessage;
+      const name = control.dataset.field || control.name, text = control.validationMessage.replace(/\.$/, ""); // (joined by "; " below)
       if (!said.has(name)) said.set(name, [":", ".", "["].some((s) => text.startsWith(name + s)) ? text : name + ": " + text);
     }
     form.reportValidity();
