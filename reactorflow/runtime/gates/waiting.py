@@ -104,11 +104,16 @@ async def take_turn(storage: Storage, key: str, ticket: str, *, poison_pill_time
     if turn or wait <= 0:
         return bool(turn)
     deadline = clock.monotonic() + wait
+    # a look at the turn's run at most once per ENDED_TURN_QUIET: every hand-over wakes every
+    # waiter, and those behind the new turn (freshly stamped) would each read it for nothing
+    look_at = clock.monotonic() + ENDED_TURN_QUIET
     async with storage.subscribe_gate(key) as subscription:
         while True:
             turn = await storage.ordered_turn(key, ticket, poison_pill_timeout)
-            if not turn and await pass_ended_turn(storage, key, ticket):
-                turn = await storage.ordered_turn(key, ticket, poison_pill_timeout)
+            if not turn and clock.monotonic() >= look_at:
+                look_at = clock.monotonic() + ENDED_TURN_QUIET
+                if await pass_ended_turn(storage, key, ticket):
+                    turn = await storage.ordered_turn(key, ticket, poison_pill_timeout)
             remaining = deadline - clock.monotonic()
             if turn or remaining <= 0:
                 return bool(turn)
