@@ -94,8 +94,11 @@ async def test_chunks_are_sized_from_the_measured_element_cost(
     done = await flow.wait(run.id, timeout=60)
     assert done.status is rf.Status.COMPLETED, done.error
     assert done.value == [i * i for i in range(size)]
-    assert recording.elements[:64] == [(i, 1) for i in range(64)]
-    later = [count for _, count in recording.elements[64:]]
+    # the first window's jobs one element each, in whatever order they started (a settled
+    # element claims the next chunk at once: a chunk may start before the window's last jobs)
+    first_window = sorted(job for job in recording.elements if job[0] < 64)
+    assert first_window == [(i, 1) for i in range(64)]
+    later = [count for first, count in recording.elements if first >= 64]
     assert max(later) == 64 // chunks.SPREAD  # grown to the bound
     assert _covered(recording.elements) == list(range(size))
 
