@@ -72,10 +72,12 @@ async def test_chunk_size_sends_chunks_of_that_many_elements_each_run_once(
     assert done.status is rf.Status.COMPLETED, done.error
     assert done.value == [2 * i for i in range(23)]
     assert sorted(ran) == list(range(23))  # each element once
-    assert recording.elements[:3] == [(0, 3), (3, 3), (6, 2)]  # the first window: 8 elements
+    # the first window, 8 elements, in whatever order its jobs started (a chunk claimed as an
+    # element settles may start before them)
+    assert sorted(job for job in recording.elements if job[0] < 8) == [(0, 3), (3, 3), (6, 2)]
     assert all(count <= 3 for _, count in recording.elements)
     assert _covered(recording.elements) == list(range(23))  # each dispatched once, in chunks
-    assert any(count == 3 for first, count in recording.elements[3:])  # claimed as chunks
+    assert any(count == 3 for first, count in recording.elements if first >= 8)  # claimed
     assert await storage.count_elements(run.id, "double") == 23  # settled one by one
 
 
