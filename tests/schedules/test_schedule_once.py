@@ -159,16 +159,17 @@ async def test_a_schedule_name_keys_its_state(storage: rf.Storage, clock: Clock)
 
 
 class CountingStorage(rf.MemoryStorage):
-    """A MemoryStorage that counts the calls of the storage contract's operations (but not those
-    of this process's timer firing loop and its worker heartbeat, each on its own thread on its
-    own schedule, whatever the ticks)."""
+    """A MemoryStorage that counts the calls of the storage contract's operations made on the
+    test's own thread, `schedule_once`'s: not those of this process's timer firing loop, its
+    worker heartbeat, or the local queue that runs the started run, each on a thread of its
+    own on its own schedule (the started run's calls were counted when it ran before
+    `schedule_once` returned: [7, 12] in CI)."""
 
     calls = 0
 
     def __getattribute__(self, name: str) -> Any:
         if (not name.startswith("_") and name in rf.Storage.__abstractmethods__
-                and threading.current_thread().name not in ("reactorflow-timers",
-                                                            "reactorflow-heartbeat")):
+                and threading.current_thread() is threading.main_thread()):
             type(self).calls += 1
         return super().__getattribute__(name)
 
@@ -188,7 +189,7 @@ async def test_storage_operations_per_tick_do_not_grow_with_the_runs_stored(
         [run] = await rf.schedule_once(reactors=[flow])
         counts.append(CountingStorage.calls)
         await flow.wait(run.id, timeout=30)
-    assert counts[0] == counts[1] and counts[0] <= 8, counts
+    assert counts[0] == counts[1] and 0 < counts[0] <= 8, counts
 
 
 async def test_a_tick_whose_reactor_gate_is_busy_is_recorded_not_a_crash(
