@@ -190,7 +190,8 @@ def json_schema(tp: Any) -> dict[str, Any]:
     `$defs`, referenced as `#/$defs/<name>` (as the dashboard's forms resolve them).
 
     Raises:
-        TypeError: a type in `tp` has no JSON Schema.
+        TypeError: a type in `tp` has no JSON Schema, or its annotations name something its
+            module no longer defines (a forward reference that cannot be resolved).
     """
     defs: dict[str, Any] = {}
 
@@ -204,7 +205,12 @@ def json_schema(tp: Any) -> dict[str, Any]:
         defs[name] = described
         return {"$ref": f"#/$defs/{name}"}
 
-    schema: dict[str, Any] = msgspec.json.schema(tp, schema_hook=hook)
+    try:
+        schema: dict[str, Any] = msgspec.json.schema(tp, schema_hook=hook)
+    except NameError as exc:
+        raise TypeError(f"{tp!r} has no JSON Schema: its annotations name {exc.name!r}, which "
+                        "cannot be resolved (import it in the type's module, not only under "
+                        "TYPE_CHECKING)") from exc
     if defs:
         schema.setdefault("$defs", {}).update(defs)
     return schema

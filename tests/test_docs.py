@@ -11,6 +11,7 @@ one process, so a reactor name may be used by only one file.
 from __future__ import annotations
 
 import ast
+import gc
 import inspect
 import os
 import re
@@ -103,6 +104,10 @@ def run_blocks(path: Path, blocks: list[Block]) -> None:
     finally:
         config.reset()
         sys.modules.pop(name, None)
+        # the file's reactors go with its namespace now, not at some later collection: the
+        # registry keeps reactors weakly, and one left behind is listed by later tests
+        module.__dict__.clear()
+        gc.collect()
 
 
 def test_the_docs_have_code_to_run() -> None:

@@ -207,12 +207,17 @@ class Reactor(RunMethods["Reactor"]):
                 children.
 
         Raises:
-            DefinitionError: The reactor's graph is invalid.
+            DefinitionError: The reactor's graph is invalid, or the payload type's annotations
+                can no longer be resolved (its module is gone).
             ReactorflowError: No interrupt has that name or path.
         """
         spec = plan_for(self).interrupt_spec(step)
         assert spec.interrupt is not None
-        return pydantic_types.json_schema(spec.interrupt.payload_type)
+        try:
+            return pydantic_types.json_schema(spec.interrupt.payload_type)
+        except TypeError as exc:
+            raise DefinitionError(f"interrupt {spec.name!r} of reactor {self.name!r}: {exc}",
+                                  reactor=self.name, step=spec.name) from exc
 
     def __repr__(self) -> str:
         at = "" if self.version == 1 else f" version={self.version}"

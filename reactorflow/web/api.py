@@ -149,16 +149,21 @@ def steering(action: str) -> Callable[[Request], Awaitable[JSON]]:
     return handler
 
 
+def schema_or_none(tp: Any) -> dict[str, Any] | None:
+    """The JSON Schema of `tp`, or None where JSON Schema cannot describe it (or its annotations
+    can no longer be resolved): one such type leaves its form undrawn, never the listing failing
+    (the server still checks what is sent)."""
+    try:
+        return pydantic_types.json_schema(tp)
+    except TypeError:
+        return None
+
+
 def inputs_schema(reactor: Reactor) -> dict[str, Any] | None:
     """The JSON Schema of a reactor's inputs type (what a rewind's changed inputs must fit; the
     dashboard checks them against it before sending), or None: no inputs type, or one JSON
     Schema cannot describe (the server still checks)."""
-    if reactor.inputs is None:
-        return None
-    try:
-        return pydantic_types.json_schema(reactor.inputs)
-    except TypeError:
-        return None
+    return None if reactor.inputs is None else schema_or_none(reactor.inputs)
 
 
 def reactor_form(reactor: Reactor) -> dict[str, Any]:
@@ -175,7 +180,7 @@ def reactor_form(reactor: Reactor) -> dict[str, Any]:
     steps = [{"key": key, "kind": node.kind.value, "deps": list(node.deps),
               "level": node.level} for key, node in plan.nodes.items()]
     steps += _element_steps(plan, "")
-    interrupts = {key: pydantic_types.json_schema(node.spec.interrupt.payload_type)
+    interrupts = {key: schema_or_none(node.spec.interrupt.payload_type)
                   for key, node in plan.nodes.items()
                   if node.kind is StepKind.INTERRUPT and node.spec.interrupt is not None}
     return {**identity, "steps": steps, "interrupts": interrupts,

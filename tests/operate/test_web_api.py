@@ -4,6 +4,8 @@ token rules, and server-sent events."""
 from __future__ import annotations
 
 import json
+import sys
+import types
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -66,6 +68,52 @@ async def test_reactors_give_the_graph_and_interrupt_schemas(client: httpx.Async
     assert schema["$defs"]["Approval"]["properties"]["amount"] == {
         "type": "integer", "minimum": 1, "maximum": 100}
     assert mine["mermaid"].startswith("flowchart")
+
+
+_GONE_MODULE = """
+from __future__ import annotations
+from datetime import datetime
+import msgspec
+import reactorflow as rf
+
+class Booking(msgspec.Struct):
+    starts_at: datetime
+
+class Note(msgspec.Struct):
+    written_at: datetime
+
+booked = rf.Reactor(NAME, inputs=Booking)
+
+@booked.interrupt
+async def confirm(payload: Note) -> str:
+    return "ok"
+
+@booked.step
+async def book(confirm: str) -> str:
+    return confirm
+"""
+
+
+async def test_a_reactor_whose_types_cannot_be_resolved_leaves_the_listing_whole(
+        client: httpx.AsyncClient) -> None:
+    """A type whose string annotations name what its module no longer holds (the module is gone
+    from sys.modules, as a script's or a reloaded module's is) has no JSON Schema: its form is
+    not drawn (null), and the listing, the reactor and its other parts are still given."""
+    module = types.ModuleType(unique("tests_gone_module").replace("-", "_"))
+    module.NAME = unique("web.booked")  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    exec(compile(_GONE_MODULE, module.__name__, "exec"), module.__dict__)
+    booked: rf.Reactor = module.booked
+    del sys.modules[module.__name__]
+    response = await client.get("/api/reactors")
+    assert response.status_code == 200, response.text
+    listed = {r["name"]: r for r in response.json()["reactors"]}
+    mine = listed[booked.name]
+    assert mine["inputs"] is None and mine["interrupts"] == {"confirm": None}
+    assert [s["key"] for s in mine["steps"]] == ["confirm", "book"]
+    assert (await client.get(f"/api/reactors/{booked.name}")).json() == mine
+    with pytest.raises(rf.DefinitionError, match="'datetime', which cannot be resolved"):
+        booked.interrupt_schema("confirm")
 
 
 class Parcel(msgspec.Struct):
