@@ -7,13 +7,14 @@ sent the same value past the form, refuses it too, naming the field."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 import pytest
 
 import reactorflow as rf
-from tests.browser.conftest import Dashboard, require_playwright
+from tests.browser.conftest import Dashboard, require_playwright, screenshot_dir
 from tests.browser.test_dashboard import _open_run, _status
 from tests.operate.flows import BILLING_FIXED_ENV, invoices
 
@@ -274,3 +275,69 @@ async def test_a_record_inside_a_json_field_is_checked_field_by_field(
     await submit.click()
     await _status(dashboard, "completed")
     assert (await orders.get(paused.id)).value == 5
+
+
+class Street(msgspec.Struct):
+    street: str
+    zip: Annotated[str, msgspec.Meta(min_length=3)]
+
+
+class Delivery(msgspec.Struct):
+    who: str
+    ship_to: Street | None = None  # optional, and may be null
+
+
+deliveries = rf.Reactor("ops.form-deliveries")
+
+
+@deliveries.interrupt
+async def deliver(payload: Delivery) -> Delivery:
+    return payload
+
+
+@deliveries.step
+async def where(deliver: Delivery) -> str:
+    return f"{deliver.who} at {deliver.ship_to.street if deliver.ship_to else 'the counter'}"
+
+
+async def test_an_optional_record_is_left_out_until_it_is_ticked(dashboard: Dashboard,
+                                                                  tmp_path: Path) -> None:
+    """An optional nested record asks for nothing until its box is ticked (its required fields
+    are the record's, not the payload's): unticked it is sent as null; ticked, its own required
+    fields and bounds are enforced, naming them under the record."""
+    await dashboard.sign_in()
+    first, second = await deliveries.run(), await deliveries.run()
+    page = dashboard.page
+    await _open_run(dashboard, first.id)
+    form = page.locator("form[data-interrupt='deliver']")
+    include = form.get_by_role("checkbox", name="ship_to")
+    assert not await include.is_checked()
+    assert await form.get_by_role("textbox", name="street").is_disabled()
+    await form.get_by_role("textbox", name="who").fill("ann")
+    await include.check()  # ticked, filled, then unticked: left out again
+    await form.get_by_role("textbox", name="street").fill("1 Main St")
+    await include.uncheck()
+    await form.get_by_role("button", name="Continue").click()
+    await _status(dashboard, "completed")
+    assert (await deliveries.get(first.id)).value == "ann at the counter"
+    assert len(dashboard.dialogs) == 1 and '"ship_to": null' in dashboard.dialogs[0]
+
+    await _open_run(dashboard, second.id)
+    form = page.locator("form[data-interrupt='deliver']")
+    submit = form.get_by_role("button", name="Continue")
+    await form.get_by_role("textbox", name="who").fill("bob")
+    await form.screenshot(path=str(screenshot_dir(tmp_path) / "dashboard-optional-record.png"))
+    await form.get_by_role("checkbox", name="ship_to").check()
+    sent = _count_requests(dashboard)
+    await submit.click()
+    text = await _refused(form, "ship_to.street:", "ship_to.zip:")
+    assert "who:" not in text
+    await form.get_by_role("textbox", name="street").fill("2 Quay")
+    await form.get_by_role("textbox", name="zip").fill("12")
+    await submit.click()
+    await _refused(form, "ship_to.zip: at least 3 characters")
+    assert sent == []
+    await form.get_by_role("textbox", name="zip").fill("123")
+    await submit.click()
+    await _status(dashboard, "completed")
+    assert (await deliveries.get(second.id)).value == "bob at 2 Quay"

@@ -812,13 +812,25 @@
     }
     const title = schema.title || name;
     if (schema.type === "object" && schema.properties) {
-      const box = el("fieldset", {}, el("legend", { text: title }));
+      // an optional record (not required, or null allowed) is left out until its box is
+      // ticked: its fields are disabled (so neither the browser nor the schema check asks for
+      // them) and it is sent as null where null is allowed, else not at all (its default)
+      const optional = !required || nullable;
+      const include = optional ? el("input", { type: "checkbox", "data-field": where, "data-include": "" }) : null;
+      const legend = include
+        ? el("legend", {}, el("label", { class: "include" }, include, el("span", { text: name + ": optional " + (title !== name ? title : "record") + ", tick to give it" })))
+        : el("legend", { text: title });
+      const box = el("fieldset", { "data-record": where }, legend);
       const parts = Object.entries(schema.properties).map(([key, sub]) => {
         const f = field(sub, root, key, (schema.required || []).includes(key), within(path, key));
         box.append(f.node);
         return [key, f];
       });
-      return { node: box, value: () => Object.fromEntries(parts.map(([k, f]) => [k, f.value()]).filter(([, v]) => v !== undefined)) };
+      const whole = () => Object.fromEntries(parts.map(([k, f]) => [k, f.value()]).filter(([, v]) => v !== undefined));
+      if (!include) return { node: box, value: whole };
+      box.disabled = true; // (a fieldset's first legend, the box, stays enabled)
+      include.addEventListener("change", () => { box.disabled = !include.checked; });
+      return { node: box, value: () => (include.checked ? whole() : (nullable ? null : undefined)) };
     }
     const wrap = (input, hint) => el("label", {}, el("span", { text: title + (required ? " *" : "") }), input, ...(hint ? [el("span", { class: "hint", text: hint })] : []));
     if (schema.enum) {
