@@ -250,21 +250,63 @@ async def test_the_http_api_and_the_cli_without_a_key_show_encrypted(shared: Sha
     assert MARKER not in text.out and "<encrypted>" in text.out
 
 
-async def test_a_keyless_continue_is_accepted_and_the_run_goes_on_with_the_key(
+async def test_a_keyless_continue_writes_nothing_and_a_key_holder_continues(
         storage: rf.Storage) -> None:
-    """A process without the run's key can store a valid payload, but never drive the run:
-    `KeyUnavailable`, the lock given back; a process holding the key takes the run up (here
-    the sweeper) and applies the payload."""
+    """A process holding no codec never stores a payload in clear for a run whose values are
+    sealed: `KeyUnavailable` naming the run, its inputs and the key id, and nothing written (no
+    claim, no attempt, no event, no lock); a process holding the key then continues the run."""
     made = codec("k1")
     rf.configure(codec=made)
     run = await paid.run(order("late"))
     rf.configure(codec=None)
-    with pytest.raises(rf.KeyUnavailable):
-        await paid.continue_(run.id, step="confirm", payload="from a keyless tool")
+    before = await _everything_written(storage, run.id)
+    with pytest.raises(rf.KeyUnavailable) as caught:
+        await paid.continue_(run.id, step="confirm", payload=f"from a keyless tool {MARKER}")
+    assert (caught.value.run_id, caught.value.field, caught.value.key_id) == (
+        run.id, "inputs", "k1")
+    assert await _everything_written(storage, run.id) == before
+    assert await storage.lock_owner(run.id) is None
+    with pytest.raises(rf.KeyUnavailable):  # (the payload is checked first: a bad one too)
+        await paid.continue_(run.id, step="confirm", payload=3)
+    assert await _everything_written(storage, run.id) == before
+    rf.configure(codec=made)
+    done = await paid.continue_(run.id, step="confirm", payload="from a keyed tool")
+    assert done.status is rf.Status.COMPLETED, done.error
+    assert done.value == "from a keyed tool"
+
+
+stepwise = rf.Reactor(unique("stepwise"), inputs=Order)
+
+
+@stepwise.interrupt
+async def first(payload: str, customer: str) -> str:
+    return f"{payload} for {customer}"
+
+
+@stepwise.interrupt
+async def second(payload: str, first: str) -> str:
+    return f"{first}, then {payload}"
+
+
+async def test_a_keyless_continue_of_a_run_stored_clear_at_first_goes_on_with_the_key(
+        storage: rf.Storage) -> None:
+    """Mixed reading: a run started before the codec (its inputs clear) whose later values
+    are sealed accepts a keyless process's payload, as its inputs show nothing sealed, but that
+    process never drives it: `KeyUnavailable`, the lock given back; a process holding the key
+    takes the run up (here the sweeper) and applies the payload."""
+    run = await stepwise.run(order("mixed"))  # no codec yet: its inputs are clear
+    made = codec("k1")
+    rf.configure(codec=made)
+    paused = await stepwise.continue_(run.id, step="first", payload="sealed")
+    assert paused.waiting_on == ["second"]
+    rf.configure(codec=None)
+    with pytest.raises(rf.KeyUnavailable) as caught:
+        await stepwise.continue_(run.id, step="second", payload="from a keyless tool")
+    assert caught.value.field == "steps.first.result"
     assert await storage.lock_owner(run.id) is None  # given back
     rf.configure(codec=made, stall_timeout=0.05)
     await anyio.sleep(0.1)
     await rf.sweep_once()
-    done = await paid.wait(run.id, timeout=30)
+    done = await stepwise.wait(run.id, timeout=30)
     assert done.status is rf.Status.COMPLETED, done.error
-    assert done.value == "from a keyless tool"
+    assert done.value == f"sealed for {order('mixed').customer}, then from a keyless tool"

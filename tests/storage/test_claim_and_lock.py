@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import msgspec
 import pytest
 
 from reactorflow import records
@@ -174,10 +175,11 @@ def _state(**changes: Any) -> RunState:
 
 
 async def _waiting(storage: Storage, state: RunState | bytes | None = None, *,
-                   status: str = "paused", meta: bytes = META) -> str:
+                   status: str = "paused", meta: bytes = META, reactor: str = "flow") -> str:
     """A run paused at `approve` (and `other`), its state in the runtime's encoding."""
     encoded = state if isinstance(state, bytes) else records.encode(state or _state())
-    run_id = await new_run(storage, status=status, meta=meta, state=encoded, events=[b"e1"])
+    run_id = await new_run(storage, status=status, meta=meta, state=encoded, events=[b"e1"],
+                           reactor=reactor)
     await storage.save_step(run_id, OWNER, "prep", b"rec", [b"e2"])
     assert await storage.release_lock(run_id, OWNER) == 0
     return run_id
@@ -299,7 +301,7 @@ async def test_redis_claim_and_lock_check_replayed_answers_as_the_first(redis_ur
     conn = await redis_storage._redis.get()
     keys = redis_storage._keys.run_keys(run_id)
     args: list[Any] = ["token-1", "approve", b"p", 60_000, RESUMER, 10_000, "1.0", 100, run_id,
-                       "check", "flow", MARKER, 2_000.0, "1", 1, b"resumed"]
+                       "check", "flow", MARKER, 2_000.0, "1", "", 1, b"resumed"]
     first = await conn.script("claim_lock_load", keys, args)
     again = await conn.script("claim_lock_load", keys, args)
     assert first[:2] == again[:2] == [b"accepted", 1]
@@ -434,3 +436,65 @@ async def test_redis_claim_and_lock_replayed_writes_the_claims_events_once(
     assert await redis_storage.history(run_id) == [b"e1", b"e2", *ACCEPTED]
     assert await redis_storage.release_lock(run_id, RESUMER) == 0
     await redis_storage.aclose()
+
+
+FINGERPRINT = {"prep": ["step"], "approve": ["interrupt", "prep"]}
+SEALED = 82  # (protection.envelope.EXT_CODE: the check takes any ext type)
+
+
+def _meta(inputs: bytes, *, reactor: str = "flow", run_id: str = "r-1") -> bytes:
+    """A run's meta as the runtime encodes it (`records.RunMeta`), with these inputs bytes."""
+    return records.encode(records.RunMeta(v=1, id=run_id, reactor=reactor, created_at=1.5,
+                                          inputs=msgspec.Raw(inputs), fingerprint=FINGERPRINT))
+
+
+def _ext(code: int, size: int) -> bytes:
+    return msgspec.msgpack.encode(msgspec.msgpack.Ext(code, bytes(size)))
+
+
+@pytest.mark.parametrize(("inputs", "refused"), [
+    (_ext(SEALED, 40), True),  # ext 8
+    (_ext(SEALED, 300), True),  # ext 16
+    (_ext(SEALED, 70_000), True),  # ext 32
+    (_ext(SEALED, 8), True),  # fixext 8
+    (msgspec.msgpack.encode({"item": "tea"}), False),
+    (msgspec.msgpack.encode({"note": _ext(SEALED, 40)}), False),  # bytes that look sealed
+    (_ext(5, 40), False),  # another ext type
+    (msgspec.msgpack.encode(None), False),
+], ids=["ext8", "ext16", "ext32", "fixext", "clear", "clear-lookalike", "other-ext", "nil"])
+async def test_claim_and_lock_check_refuses_a_clear_payload_for_sealed_inputs(
+        storage: Storage, inputs: bytes, refused: bool) -> None:
+    """`refuse_ext`: a run whose inputs are an ext value of that type (a sealed run, to a
+    process holding no codec) is refused and nothing is written; any other inputs pass. The
+    meta is read as a run's is, whatever the size of its id and reactor name."""
+    for reactor in ("flow", "f" * 40, "g" * 300):
+        meta = _meta(inputs, reactor=reactor, run_id="r" * 33)
+        run_id = await _waiting(storage, meta=meta, reactor=reactor)
+        before = await storage.load_run(run_id, history=True, claims=True)
+        check = msgspec.structs.replace(_check(reactor=reactor), refuse_ext=SEALED)
+        outcome, stored = await storage.claim_and_lock(run_id, "approve", b"p", owner=RESUMER,
+                                                       lock_ttl=10.0, check=check)
+        if refused:
+            assert outcome is ClaimResult.REFUSED and stored is not None
+            assert before is not None and stored.head == before.head
+            assert await storage.load_run(run_id, history=True, claims=True) == before
+            assert await storage.lock_owner(run_id) is None
+        else:
+            assert outcome is ClaimResult.ACCEPTED, (reactor, inputs[:4])
+            assert stored is not None and stored.claims == {"approve": b"p"}
+        unchecked = await _waiting(storage, meta=meta, reactor=reactor)
+        outcome, _ = await storage.claim_and_lock(unchecked, "approve", b"p", owner=RESUMER,
+                                                  lock_ttl=10.0, check=_check(reactor=reactor))
+        assert outcome is ClaimResult.ACCEPTED  # (without refuse_ext: no such check)
+
+
+async def test_claim_and_lock_check_refuses_a_meta_it_cannot_read_as_a_runs(
+        storage: Storage) -> None:
+    """With `refuse_ext`, a meta not laid out as a run's (the check cannot tell its inputs)
+    is refused, writing nothing: the caller decides from the head given back."""
+    run_id = await _waiting(storage)  # (META: the marker inside bytes that are no msgpack map)
+    check = msgspec.structs.replace(_check(), refuse_ext=SEALED)
+    outcome, stored = await storage.claim_and_lock(run_id, "approve", b"p", owner=RESUMER,
+                                                   lock_ttl=10.0, check=check)
+    assert outcome is ClaimResult.REFUSED and stored is not None
+    assert await storage.claims(run_id) == {}

@@ -107,8 +107,8 @@ async def test_a_count_from_argv_is_checked_before_anything_is_written(
     assert "ARGV[16]" in events
     checked = await _script(redis, "claim_lock_load", keys,
                             ["t", "gate", b"p", 1000, "me", 1000, "1", 10, "r2", "check", "flow",
-                             b"m", "1.0", "1", 2])
-    assert "ARGV[15]" in checked
+                             b"m", "1.0", "1", "", 2])
+    assert "ARGV[16]" in checked
     migrated = await _script(redis, "migrate_run", keys,
                              ["t", "me", b"old", b"new", b"", "1", 10, 10**15, 0])
     assert "ARGV[8]" in migrated

@@ -52,7 +52,7 @@ import msgspec
 
 from reactorflow import audit, clock, config, records
 from reactorflow.definition.specs import FailurePolicy
-from reactorflow.errors import GateBusy, LockLost, RecordedError, StorageError
+from reactorflow.errors import GateBusy, KeyUnavailable, LockLost, RecordedError, StorageError
 from reactorflow.middleware import GateEvent, Hook, RunEvent
 from reactorflow.protection import fields
 from reactorflow.records import (
@@ -130,8 +130,10 @@ async def drive(ex: Execution, mode: DriveMode) -> None:
                 if verdict.status is not Ending.PAUSED or not await _claims_arrived(ex, verdict):
                     break
             await conclude(ex, verdict)
-    except (LockLost, StorageError):
-        raise  # nothing more can be written by this execution
+    except (LockLost, StorageError, KeyUnavailable):
+        # nothing more can be written by this execution (or, lacking a value's key, it must
+        # not end the run: a process holding the key goes on with it, as after a crash)
+        raise
     except BaseException as exc:
         with anyio.CancelScope(shield=True):
             await _abort(ex, forward, exc)

@@ -199,8 +199,11 @@ class Execution:
                 raise DefinitionChanged(head.run_id, head.reactor, differences,
                                         version=meta.version)
         run_keys = keys if keys is not None else plain_keys(head.run_id)
-        if run_keys.seals:
-            verify(run_keys, steps, claims)
+        if not run_keys.seals:  # (holding no key, it names the inputs first, as verify_stored)
+            run_keys.open(fields.INPUTS, meta.inputs)
+        # (in a process holding no key too: a run stored clear at first whose later values are
+        # sealed stops here, not midway through its drive)
+        verify(run_keys, steps, claims)
         try:
             return cls(plan=plan, storage=storage, owner=owner, meta=meta, state=state,
                        steps=steps, claims=claims, hooks=hooks, gates=gates, mode=mode,

@@ -6,12 +6,15 @@ The protocol (the same for an interrupt nested in a composed child, named by its
 2. If it conforms: check, claim, lock and mark the run `running` in one storage call
    (`Storage.claim_and_lock` with a `ResumeCheck`; one round trip on Redis): the run must be a
    run of this reactor, `paused` or `running`, of the same graph, waiting on the interrupt and
-   not past its deadline; then the claim (first wins, atomic with a status check), the run's
-   lock, and, for a paused reactor without gates whose other interrupts are unclaimed, the
-   `running` write `driver.drive` would start with; then the run is read under the lock.
+   not past its deadline, and, for a process holding no codec, its inputs not sealed (a clear
+   payload is never stored beside sealed values); then the claim (first wins, atomic with a
+   status check), the run's lock, and, for a paused reactor without gates whose other
+   interrupts are unclaimed, the `running` write `driver.drive` would start with; then the run
+   is read under the lock.
    Refused by the check, nothing was written, and the run's head as storage saw it goes to 3.
 3. Otherwise (a payload that does not conform, a step that is no interrupt, a refused check),
-   the checks again in the caller on the run's head, each refusal its error: `RunNotFound`,
+   the checks again in the caller on the run's head, each refusal its error (and, holding no
+   codec, `KeyUnavailable` for sealed inputs, before the payload is validated): `RunNotFound`,
    `NotPaused`, `AlreadyResumed`, `DefinitionChanged`, `InterruptNotPending`,
    `InterruptExpired` (the run is rolled back to `failed` first; never for an interrupt with
    `on_timeout=`: past its deadline a payload is still accepted until something claims the
@@ -63,7 +66,7 @@ from reactorflow.errors import (
     RunNotFound,
     RunStateError,
 )
-from reactorflow.protection import fields, sealing
+from reactorflow.protection import envelope, fields, sealing
 from reactorflow.protection.keys import RunKeys
 from reactorflow.protection.resolve import plain_keys, run_keys
 from reactorflow.records import Control, RunError, RunState
@@ -126,7 +129,8 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
         encoded = keys.seal(fields.claim(key), encoded)
         outcome, stored = await storage.claim_and_lock(run_id, key, encoded, owner=owner,
                                                        lock_ttl=lock_ttl,
-                                                       check=_check(reactor, plan, key),
+                                                       check=_check(reactor, plan, key,
+                                                                    clear=not keys.seals),
                                                        events=_accepted_events(key))
         if outcome is not ClaimResult.REFUSED:
             return await after_claim(reactor, plan, storage, run_id, key, owner, outcome, stored,
@@ -140,6 +144,8 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
         # a run of another version (or just migrated): its own version's reactor continues it
         return await continue_run(own, run_id, step=step, payload=payload)
     node, state = await _checked(reactor, storage, plan, run_id, key, head)
+    if not keys.seals:  # (a clear payload is never stored for a run whose values are sealed)
+        keys.open(fields.INPUTS, records.decode_meta(head.meta).inputs)
     if encoded is None:
         encoded = keys.seal(fields.claim(key),
                             await _validated(reactor, storage, run_id, node, payload))
@@ -295,10 +301,12 @@ def _conformed(plan: Plan, key: str, payload: Any) -> bytes | None:
 _FACTS: weakref.WeakKeyDictionary[Plan, tuple[bytes, bool]] = weakref.WeakKeyDictionary()
 
 
-def _check(reactor: Reactor, plan: Plan, key: str) -> ResumeCheck:
+def _check(reactor: Reactor, plan: Plan, key: str, *, clear: bool) -> ResumeCheck:
     """The checks of `_checked` as storage makes them (`ResumeCheck`), with the write a resumed
     run starts with (`running`, no longer waiting on `key`, event `run.resumed`) for a reactor
-    without gates (their admission comes first and may decide otherwise)."""
+    without gates (their admission comes first and may decide otherwise). A `clear` payload
+    (this process seals nothing) is refused for a run whose inputs are sealed: nothing is
+    written, and `continue_run` raises `KeyUnavailable` from the head it is given back."""
     facts = _FACTS.get(plan)
     if facts is None:
         gated = bool(plan.reactor.gates) or any(has_gates(n) for n in plan.nodes.values())
@@ -306,7 +314,8 @@ def _check(reactor: Reactor, plan: Plan, key: str) -> ResumeCheck:
     marker, resume = facts
     events = ([records.encode(event(EventKind.RUN_RESUMED, detail=key, actor=audit.who()))]
               if resume else [])
-    return ResumeCheck(reactor.name, marker, clock.now(), resume, events)
+    return ResumeCheck(reactor.name, marker, clock.now(), resume, events,
+                       refuse_ext=envelope.EXT_CODE if clear else None)
 
 
 def resumption(plan: Plan, head: RunHead, state: RunState, key: str, *,

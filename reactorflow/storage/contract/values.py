@@ -78,19 +78,29 @@ class ResumeCheck(msgspec.Struct, frozen=True):
     With `resume`, once claimed and locked, a `paused` run whose other waiting interrupts are
     unclaimed is written `running` as a `Resumption` would write it: its state with `status`
     "running", `updated_at` `now` and the interrupt no longer in `waiting_on`, and `events`
-    appended."""
+    appended.
+
+    With `refuse_ext`, the run's inputs (its meta's `inputs` value) must not be a MessagePack
+    ext value of that type: a process holding no codec stores its payload clear, which it must
+    not do for a run whose values are sealed (`protection.envelope.EXT_CODE`). A meta storage
+    cannot read so (not laid out as `records.RunMeta`) is refused too: the caller decides from
+    the head it is given back."""
 
     reactor: str
     marker: bytes
     now: float
     resume: bool = False
     events: Sequence[bytes] = ()
+    refuse_ext: int | None = None
 
     def admits(self, head: RunHead, name: str) -> bool:
         """Whether the run as `head` shows it passes the check for interrupt `name`."""
         if (head.reactor != self.reactor or head.status not in ("paused", "running")
                 or self.marker not in head.meta):
             return False
+        refused = self.refuse_ext
+        if refused is not None and inputs_are_ext(head.meta, refused) is not False:
+            return False  # (sealed inputs, or a meta not read so: the caller decides)
         state = _state_map(head.state)
         if state is None or name not in _strings(state.get("waiting_on")):
             return False
@@ -112,6 +122,28 @@ class ResumeCheck(msgspec.Struct, frozen=True):
             state.pop("waiting_on", None)
         return Resumption("paused", head.state, "running", msgspec.msgpack.encode(state),
                           self.events, others)
+
+
+class _MetaInputs(msgspec.Struct):
+    inputs: msgspec.Raw
+
+
+_META_INPUTS = msgspec.msgpack.Decoder(_MetaInputs)
+_EXT_TYPE_AT = {0xC7: 2, 0xC8: 3, 0xC9: 5, 0xD4: 1, 0xD5: 1, 0xD6: 1, 0xD7: 1, 0xD8: 1}
+"""A MessagePack ext value's lead byte -> the place of its type byte (ext 8/16/32, fixext)."""
+
+
+def inputs_are_ext(meta: bytes, code: int) -> bool | None:
+    """Whether a run meta's `inputs` value is a MessagePack ext value of type `code`; None when
+    the meta does not decode as a run's meta."""
+    try:
+        inputs = bytes(_META_INPUTS.decode(meta).inputs)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    at = _EXT_TYPE_AT.get(inputs[0]) if inputs else None
+    if at is None or len(inputs) <= at:
+        return False
+    return int.from_bytes(inputs[at:at + 1], "big", signed=True) == code
 
 
 def _state_map(state: bytes) -> dict[str, Any] | None:

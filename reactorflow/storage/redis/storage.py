@@ -608,7 +608,9 @@ class RedisStorage(RedisScans, RedisReindex, RedisMaps, RedisGates, RedisSchedul
         change = ("", "")  # the status write's new and previous status
         if check is not None:
             args += ["check", check.reactor, check.marker, now,
-                     "1" if check.resume else "0", len(check.events), *check.events]
+                     "1" if check.resume else "0",
+                     "" if check.refuse_ext is None else check.refuse_ext,
+                     len(check.events), *check.events]
             reactor, change = check.reactor, ("running", "paused")  # (checked by the script)
         elif then is not None:
             args += ["then", then.status, then.previous_status, then.expected_state, then.state,

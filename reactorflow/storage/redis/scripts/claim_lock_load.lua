@@ -24,8 +24,9 @@
 --            17+n+m .. the claim's events (all oldest first)
 --   'check': 11 reactor  12 meta marker  13 now (seconds, the caller's clock)
 --            14 '1' to make the resumption, else '0'
---            15 m = number of the status write's events  16 .. 15+m those events
---            16+m .. the claim's events (all oldest first)
+--            15 an ext type the run's inputs must not be ('' for no such check)
+--            16 m = number of the status write's events  17 .. 16+m those events
+--            17+m .. the claim's events (all oldest first)
 -- Returns: {'refused', head fields (reactor, status, meta, state, created, touched)} when the
 --          check failed ({'refused'} when the run is gone);
 --          {verdict} when not accepted ('taken' or 'not_resumable', as `claim`);
@@ -54,7 +55,7 @@ if mode == 'then' then
   end
   events_at = 16 + unclaimed
 elseif mode == 'check' then
-  events_at = 15
+  events_at = 16
 end
 local claim_events = events_at
 if mode ~= '' then
@@ -105,10 +106,75 @@ local function settle(status)
   end
 end
 
+-- Whether the meta's `inputs` value is an ext value of type `code`: true or false, or nil
+-- when the meta is not laid out as a run's meta is (records.RunMeta: a map whose keys before
+-- `inputs` hold whole numbers, texts and floats). Bounded: at most 8 keys are passed over.
+local SIZES = {[0xc0] = 1, [0xc2] = 1, [0xc3] = 1, [0xca] = 5, [0xcb] = 9, [0xcc] = 2,
+               [0xcd] = 3, [0xce] = 5, [0xcf] = 9, [0xd0] = 2, [0xd1] = 3, [0xd2] = 5,
+               [0xd3] = 9}  -- lead byte -> size of a nil, bool, float or int value
+local function inputs_ext(meta, code)
+  local at, lead = 1, meta:byte(1)
+  if lead and lead >= 0x80 and lead <= 0x8f then
+    at = 2
+  elseif lead == 0xde then
+    at = 4
+  else
+    return nil
+  end
+  -- the size of the value at `at` (an int, float, nil, bool or str), with a str's text; nil
+  -- for any other kind
+  local function value()
+    local b = meta:byte(at)
+    if not b then
+      return nil
+    elseif b <= 0x7f or b >= 0xe0 then
+      return 1
+    elseif SIZES[b] then
+      return SIZES[b]
+    end
+    local n, skip
+    if b >= 0xa0 and b <= 0xbf then
+      n, skip = b - 0xa0, 1
+    elseif b == 0xd9 then
+      n, skip = meta:byte(at + 1), 2
+    elseif b == 0xda then
+      local hi, lo = meta:byte(at + 1, at + 2)
+      n, skip = hi and lo and hi * 256 + lo, 3
+    end
+    if not n then
+      return nil
+    end
+    return skip + n, meta:sub(at + skip, at + skip + n - 1)
+  end
+  for _ = 1, 8 do
+    local size, key = value()
+    if not key then
+      return nil
+    end
+    at = at + size
+    if key == 'inputs' then
+      local b = meta:byte(at)
+      local type_at = (b == 0xc7 and 2) or (b == 0xc8 and 3) or (b == 0xc9 and 5)
+          or (b and b >= 0xd4 and b <= 0xd8 and 1) or nil
+      return type_at ~= nil and meta:byte(at + type_at) == code
+    end
+    size = value()
+    if not size then
+      return nil
+    end
+    at = at + size
+  end
+  return nil
+end
+
 -- The state of a run that passes the check (mode 'check'), decoded; nil when it does not.
 local function checked()
   if head[1] ~= ARGV[11] or (head[2] ~= 'paused' and head[2] ~= 'running') or not head[3]
       or not string.find(head[3], ARGV[12], 1, true) then
+    return nil
+  end
+  -- (inputs of the ext type refused, or a meta not read so: the caller decides from the head)
+  if ARGV[15] ~= '' and inputs_ext(head[3], tonumber(ARGV[15])) ~= false then
     return nil
   end
   local ok, state = pcall(cmsgpack.unpack, head[4] or '')
