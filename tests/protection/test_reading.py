@@ -19,7 +19,9 @@ import pytest
 
 import reactorflow as rf
 from reactorflow import records
+from reactorflow.protection import fields
 from reactorflow.protection.envelope import key_id_of
+from reactorflow.protection.keys import RunKeys
 from reactorflow.storage.memory.storage import MemoryStorage
 from reactorflow.storage.redis.storage import RedisStorage
 from reactorflow.web import create_app
@@ -310,3 +312,57 @@ async def test_a_keyless_continue_of_a_run_stored_clear_at_first_goes_on_with_th
     done = await stepwise.wait(run.id, timeout=30)
     assert done.status is rf.Status.COMPLETED, done.error
     assert done.value == f"sealed for {order('mixed').customer}, then from a keyless tool"
+
+
+mapped = rf.Reactor(unique("mapped"), inputs=Order)
+
+
+@mapped.map_step(over="items", fan_out=False)
+async def shout(item: str) -> str:
+    return item.upper()
+
+
+@mapped.interrupt
+async def go(payload: str, shout: list[str]) -> str:
+    return payload
+
+
+@mapped.step
+async def joined(shout: list[str], go: str) -> str:
+    return f"{go}: {' '.join(shout)}"
+
+
+async def _seal_element(storage: rf.Storage, run_id: str, made: rf.EncryptionCodec) -> None:
+    """Seal element 0's stored result of map `shout` in place, as a process holding `made`
+    would have written it (a run whose elements a keyed worker ran)."""
+    [raw] = await storage.load_elements(run_id, "shout", 0, 1)
+    assert raw is not None
+    record = records.decode_element(raw)
+    sealed = RunKeys(run_id, made).seal(fields.element_result("shout", 0), record.result)
+    await storage.save_elements(run_id, "shout", {0: records.encode(msgspec.structs.replace(
+        record, result=msgspec.Raw(sealed)))}, replace=True)
+
+
+async def test_a_drive_that_meets_a_value_it_cannot_open_never_ends_the_run(
+        storage: rf.Storage) -> None:
+    """A keyless process whose drive meets a sealed value midway (a map's element outcome,
+    read only when a step needs it) stops without writing the run's end: `KeyUnavailable`, the
+    run still running and its lock given back; a process holding the key goes on with it (it
+    used to be stored `aborted`, a dead end that only `undo` could leave)."""
+    made = codec("k1")
+    run = await mapped.run(Order("c", ["a", "b"]))  # no codec: everything clear so far
+    assert run.waiting_on == ["go"]
+    await _seal_element(storage, run.id, made)
+    with pytest.raises(rf.KeyUnavailable) as caught:
+        await mapped.continue_(run.id, step="go", payload="loud")
+    assert caught.value.field == "maps.shout.0.result" and caught.value.key_id == "k1"
+    after = await rf.get_run(run.id)
+    assert after.status is rf.Status.RUNNING
+    assert rf.EventKind.RUN_ABORTED not in [e.kind for e in after.history]
+    assert await storage.lock_owner(run.id) is None  # given back
+    rf.configure(codec=made, stall_timeout=0.05)
+    await anyio.sleep(0.1)
+    await rf.sweep_once()
+    done = await mapped.wait(run.id, timeout=30)
+    assert done.status is rf.Status.COMPLETED, done.error
+    assert done.value == "loud: A B"
