@@ -116,7 +116,7 @@
   }
   const NEEDS_VALUES = ["undo", "retry", "retry-step", "skip-step", "rewind"];
   const SEALED_NOTE = {
-    encrypted: "This run's values are encrypted, and this server holds no key for them: they show as <encrypted>. Undo, retry and rewind need a server that holds the key.",
+    encrypted: "This run's values are encrypted, and this server holds no key for them: they show as <encrypted>. Undo, retry, rewind and continuing it need a server that holds the key.",
     erased: "This run's subject was forgotten: its values are erased and show as <erased>. They can never be read again, so it cannot be undone, retried or rewound." };
   const sealedText = (text) => { // error text: the protected word as a muted mark, else the text
     const sealed = protectedAs(text);
@@ -910,7 +910,10 @@
     const own = versionOf(run);
     if (own === undefined) return; // drawn once its version's graph arrives
     const reactor = own || reactors[run.reactor];
-    const keys = pending.map(label).join("|") + "@" + run.id + "@" + (reactor ? reactor.version : "-");
+    // a run whose values this server cannot open: continue_ would be refused (rf.KeyUnavailable,
+    // nothing stored), so no form is drawn, saying why
+    const sealed = protectedAs(run.inputs);
+    const keys = pending.map(label).join("|") + "@" + run.id + "@" + (reactor ? reactor.version : "-") + (sealed ? "@" + sealed[0] : "");
     if (box.dataset.keys === keys) return; // keep what the user is typing
     box.dataset.keys = keys;
     box.replaceChildren();
@@ -919,6 +922,10 @@
       const schema = reactor && reactor.interrupts[key];
       const form = el("form", { class: "interrupt entry", "data-interrupt": key, novalidate: "" },
         el("h2", { text: "Interrupt " + label(waiting) }));
+      if (sealed) {
+        form.append(el("p", { class: "protected-reason", text: SEALED_NOTE[sealed[0]] }));
+        box.append(form); continue;
+      }
       if (!schema) {
         form.append(el("p", { text: reactor
           ? "This server cannot describe this interrupt's payload type, so it draws no form: continue the run with the CLI or the API."
