@@ -3,6 +3,7 @@ token rules, and server-sent events."""
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import types
@@ -100,7 +101,7 @@ async def test_a_reactor_whose_types_cannot_be_resolved_leaves_the_listing_whole
     from sys.modules, as a script's or a reloaded module's is) has no JSON Schema: its form is
     not drawn (null), and the listing, the reactor and its other parts are still given."""
     module = types.ModuleType(unique("tests_gone_module").replace("-", "_"))
-    module.NAME = unique("web.booked")  # type: ignore[attr-defined]
+    unique_name = module.NAME = unique("web.booked")  # type: ignore[attr-defined]
     sys.modules[module.__name__] = module
     exec(compile(_GONE_MODULE, module.__name__, "exec"), module.__dict__)
     booked: rf.Reactor = module.booked
@@ -114,6 +115,11 @@ async def test_a_reactor_whose_types_cannot_be_resolved_leaves_the_listing_whole
     assert (await client.get(f"/api/reactors/{booked.name}")).json() == mine
     with pytest.raises(rf.DefinitionError, match="'datetime', which cannot be resolved"):
         booked.interrupt_schema("confirm")
+    module.__dict__.clear()  # (the registry keeps reactors weakly: gone now, for later tests)
+    del booked
+    gc.collect()
+    assert unique_name not in {r["name"] for r in
+                               (await client.get("/api/reactors")).json()["reactors"]}
 
 
 class Parcel(msgspec.Struct):
