@@ -114,7 +114,7 @@ def sweep_command(positional: tuple[str, ...], interval: float, limit: int, once
         click.echo(f"sweep: recovered={len(done.recovered)} expired={len(done.expired)} "
                    f"failed={len(done.failed)} enqueued={len(done.enqueued)} "
                    f"skipped={len(done.skipped)} unreadable={len(done.unreadable)} "
-                   f"reindexed={len(done.reindexed)}")
+                   f"no_key={len(done.no_key)} reindexed={len(done.reindexed)}")
 
     async def loop() -> None:
         if once:

@@ -291,11 +291,12 @@ async def second(payload: str, first: str) -> str:
 
 
 async def test_a_keyless_continue_of_a_run_stored_clear_at_first_goes_on_with_the_key(
-        storage: rf.Storage) -> None:
+        storage: rf.Storage, caplog: pytest.LogCaptureFixture) -> None:
     """Mixed reading: a run started before the codec (its inputs clear) whose later values
     are sealed accepts a keyless process's payload, as its inputs show nothing sealed, but that
     process never drives it: `KeyUnavailable`, the lock given back; a process holding the key
-    takes the run up (here the sweeper) and applies the payload."""
+    takes the run up (here the sweeper; a keyless sweeper leaves it, saying why) and applies
+    the payload."""
     run = await stepwise.run(order("mixed"))  # no codec yet: its inputs are clear
     made = codec("k1")
     rf.configure(codec=made)
@@ -306,9 +307,16 @@ async def test_a_keyless_continue_of_a_run_stored_clear_at_first_goes_on_with_th
         await stepwise.continue_(run.id, step="second", payload="from a keyless tool")
     assert caught.value.field == "steps.first.result"
     assert await storage.lock_owner(run.id) is None  # given back
-    rf.configure(codec=made, stall_timeout=0.05)
+    rf.configure(stall_timeout=0.05)
     await anyio.sleep(0.1)
-    await rf.sweep_once()
+    with caplog.at_level(logging.WARNING, logger="reactorflow"):
+        keyless = await rf.sweep_once()  # a keyless sweeper leaves it, saying why
+    assert keyless.no_key == [run.id] and keyless.recovered == []
+    [said] = [r for r in caplog.records if "sweep.key_unavailable" in r.getMessage()]
+    assert "key_id=k1" in said.getMessage() and said.exc_info is None  # one line, no traceback
+    assert (await rf.get_run(run.id)).status is rf.Status.RUNNING
+    rf.configure(codec=made)
+    assert (await rf.sweep_once()).recovered == [run.id]
     done = await stepwise.wait(run.id, timeout=30)
     assert done.status is rf.Status.COMPLETED, done.error
     assert done.value == f"sealed for {order('mixed').customer}, then from a keyless tool"

@@ -52,6 +52,7 @@ from reactorflow.definition.specs import StepKind
 from reactorflow.errors import (
     CorruptRecord,
     DefinitionChanged,
+    KeyUnavailable,
     LockLost,
     RunRecordGone,
     StorageConnectionError,
@@ -105,6 +106,7 @@ class SweepReport:
         enqueued: Handed to the workers (when a shared broker is configured).
         unreadable: A record that cannot be read at all: left as it is and logged; the sweep
             went on with the others.
+        no_key: Values this process holds no key for: left as they are, and logged.
         reindexed: A live run the indexes had lost, found by the record pass: its index
             entries written again, and swept with the others.
     """
@@ -118,6 +120,9 @@ class SweepReport:
     unreadable: list[str] = field(default_factory=list)
     """Runs (and async units, as "<run id>:<step>") whose stored record could not be read:
     left as they are; each is logged with the reason."""
+    no_key: list[str] = field(default_factory=list)
+    """Runs whose values this process holds no key for (`rf.KeyUnavailable`): left as they
+    are, for a process that holds the key; each is logged (`reactorflow.sweep.key_unavailable`)."""
     reindexed: list[str] = field(default_factory=list)
     """Live runs the indexes had lost (a write cut off between a run and its index entries),
     found by the record pass: their entries were written again, and they were swept with the
@@ -285,6 +290,11 @@ async def _isolated(report: SweepReport, label: str, work: Awaitable[None]) -> N
         log.info("reactorflow.sweep.gone run_id=%s", label)
     except LockLost:  # another execution took it over meanwhile: it is alive
         log.info("reactorflow.sweep.taken_over run_id=%s", label)
+    except KeyUnavailable as exc:  # this sweeper lacks a key: the run is left as it is
+        report.no_key.append(label)
+        log.warning("reactorflow.sweep.key_unavailable run_id=%s field=%s key_id=%s: this "
+                    "process holds no key for the run's values, so it leaves the run to one "
+                    "that does (give its codec that key)", label, exc.field, exc.key_id)
     except (StorageError, ValueError) as exc:  # a record of the wrong type, shape or value
         _unreadable(report, label, str(exc))
     except Exception:
