@@ -109,10 +109,10 @@ end
 -- Whether the meta's `inputs` value is an ext value of type `code`: true or false, or nil
 -- when the meta is not laid out as a run's meta is (records.RunMeta: a map whose keys before
 -- `inputs` hold whole numbers, texts and floats). Bounded: at most 8 keys are passed over.
-local SIZES = {[0xc0] = 1, [0xc2] = 1, [0xc3] = 1, [0xca] = 5, [0xcb] = 9, [0xcc] = 2,
-               [0xcd] = 3, [0xce] = 5, [0xcf] = 9, [0xd0] = 2, [0xd1] = 3, [0xd2] = 5,
-               [0xd3] = 9}  -- lead byte -> size of a nil, bool, float or int value
 local function inputs_ext(meta, code)
+  local SIZES = {[0xc0] = 1, [0xc2] = 1, [0xc3] = 1, [0xca] = 5, [0xcb] = 9, [0xcc] = 2,
+                 [0xcd] = 3, [0xce] = 5, [0xcf] = 9, [0xd0] = 2, [0xd1] = 3, [0xd2] = 5,
+                 [0xd3] = 9}  -- lead byte -> size of a nil, bool, float or int value
   local at, lead = 1, meta:byte(1)
   if lead and lead >= 0x80 and lead <= 0x8f then
     at = 2
