@@ -22,6 +22,7 @@ from reactorflow import records
 from reactorflow.protection import fields
 from reactorflow.protection.envelope import key_id_of
 from reactorflow.protection.keys import RunKeys
+from reactorflow.runtime.ops.resume import check_continue
 from reactorflow.storage.memory.storage import MemoryStorage
 from reactorflow.storage.redis.storage import RedisStorage
 from reactorflow.web import create_app
@@ -262,6 +263,8 @@ async def test_a_keyless_continue_writes_nothing_and_a_key_holder_continues(
     run = await paid.run(order("late"))
     rf.configure(codec=None)
     before = await _everything_written(storage, run.id)
+    with pytest.raises(rf.KeyUnavailable):  # (its check says so too: the API's, the CLI's)
+        await check_continue(paid, run.id, step="confirm", payload="checked first")
     with pytest.raises(rf.KeyUnavailable) as caught:
         await paid.continue_(run.id, step="confirm", payload=f"from a keyless tool {MARKER}")
     assert (caught.value.run_id, caught.value.field, caught.value.key_id) == (

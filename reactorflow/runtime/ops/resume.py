@@ -143,9 +143,7 @@ async def continue_run(reactor: Reactor, run_id: str, *, step: str | Sequence[st
     if own is not reactor or records.meta_version(head.meta) != own.version:
         # a run of another version (or just migrated): its own version's reactor continues it
         return await continue_run(own, run_id, step=step, payload=payload)
-    node, state = await _checked(reactor, storage, plan, run_id, key, head)
-    if not keys.seals:  # (a clear payload is never stored for a run whose values are sealed)
-        keys.open(fields.INPUTS, records.decode_meta(head.meta).inputs)
+    node, state = await _checked(reactor, storage, plan, run_id, key, head, keys)
     if encoded is None:
         encoded = keys.seal(fields.claim(key),
                             await _validated(reactor, storage, run_id, node, payload))
@@ -171,22 +169,28 @@ async def check_continue(reactor: Reactor, run_id: str, *, step: str | Sequence[
         RunNotFound, NotPaused, AlreadyResumed, DefinitionChanged, InterruptNotPending,
         InterruptExpired (`rolled_back` False): as `continue_` would, without failing the run.
         PayloadValidationError: the payload does not conform (`counted` False).
+        KeyUnavailable: this process holds no codec and the run's values are sealed (as
+            `continue_run` refuses to store a clear payload beside them).
     """
     storage = config.current_storage()
     key = step_key(step)
     head = operations.own_head(reactor, run_id, await storage.load_head(run_id))
     reactor = await migrating.own_reactor(reactor, run_id, head.meta, migrate_now=False)
     plan = plan_for(reactor)
-    node, _ = await _checked(reactor, storage, plan, run_id, key, head, expire=False)
+    node, _ = await _checked(reactor, storage, plan, run_id, key, head, plain_keys(run_id),
+                             expire=False)
     return checked_payload(node, payload, run_id=run_id, reactor=reactor.name)
 
 
 async def _checked(reactor: Reactor, storage: Storage, plan: Plan, run_id: str, key: str,
-                   head: RunHead, *, expire: bool = True) -> tuple[Node, RunState]:
+                   head: RunHead, keys: RunKeys, *,
+                   expire: bool = True) -> tuple[Node, RunState]:
     """The checks before anything is claimed, on the run as `head` shows it: the interrupt's
     node and the run's state when they pass; else the refusal (`NotPaused`, `AlreadyResumed`,
     `DefinitionChanged`, `InterruptNotPending`, `InterruptExpired`, after failing the run unless
-    `expire` is False: a check writes nothing)."""
+    `expire` is False: a check writes nothing; last, for `keys` that seal nothing,
+    `KeyUnavailable` when the run's inputs are sealed: a clear payload is never stored beside
+    sealed values)."""
     status, meta, state = read_head(head)
     if status not in (Status.PAUSED, Status.RUNNING):
         await _refuse_ended(storage, run_id, key, status, state)
@@ -214,6 +218,8 @@ async def _checked(reactor: Reactor, storage: Storage, plan: Plan, run_id: str, 
                              "deadline")
             await fail_run(reactor, storage, run_id, error)
         raise InterruptExpired(run_id, waiting_label(key), deadline, rolled_back=expire)
+    if not keys.seals:
+        keys.open(fields.INPUTS, meta.inputs)
     return node, state
 
 
