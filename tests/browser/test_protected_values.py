@@ -156,7 +156,7 @@ async def test_a_dashboard_without_the_key_shows_encrypted(
     await _open_run(dashboard, paused.id)
     form = page.locator("#interrupts form[data-interrupt='confirm']")
     await form.wait_for()  # no form to fill: continuing needs the key (the server refuses it)
-    assert await form.locator("p.protected-reason").text_content() == (
+    assert await form.locator("p.no-form").text_content() == (
         await page.locator("#protected-note").text_content())
     assert await form.get_by_role("button", name="Continue").count() == 0
     await _shown_as(dashboard, "#inputs", "encrypted")

@@ -922,16 +922,11 @@
       const schema = reactor && reactor.interrupts[key];
       const form = el("form", { class: "interrupt entry", "data-interrupt": key, novalidate: "" },
         el("h2", { text: "Interrupt " + label(waiting) }));
-      if (sealed) {
-        form.append(el("p", { class: "protected-reason", text: SEALED_NOTE[sealed[0]] }));
-        box.append(form); continue;
-      }
-      if (!schema) {
-        form.append(el("p", { text: reactor
-          ? "This server cannot describe this interrupt's payload type, so it draws no form: continue the run with the CLI or the API."
-          : "This server does not declare this reactor, so it cannot resume it." }));
-        box.append(form); continue;
-      }
+      // no form where this server cannot take the payload, saying why
+      const why = sealed ? SEALED_NOTE[sealed[0]]
+        : !reactor ? "This server does not declare this reactor, so it cannot resume it."
+        : !schema ? "This server cannot describe this interrupt's payload type, so it draws no form: continue the run with the CLI or the API." : null;
+      if (why) { form.append(el("p", { class: "no-form", text: why })); box.append(form); continue; }
       const root = field(schema, schema, "payload", true);
       const message = el("p", { class: "error", role: "alert" });
       form.append(root.node, guard(el("button", { type: "submit", class: "primary", text: "Continue" })), message);
