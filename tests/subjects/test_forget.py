@@ -13,6 +13,8 @@ from reactorflow.runtime.subjects.digests import subject_digest
 from tests.subjects import flows
 
 ERASED = "<erased>"
+SUBJECT = "cust-42"
+"""A subject no run id can contain (ids are hex: "c42" turned up inside one)."""
 
 
 async def _three(customer: str) -> tuple[rf.Run, rf.Run, rf.Run]:
@@ -29,11 +31,11 @@ async def _three(customer: str) -> tuple[rf.Run, rf.Run, rf.Run]:
 
 
 async def test_forget_erases_one_subject_and_changes_nothing_else(sealed: rf.Storage) -> None:
-    paused, sleeping, done = await _three("c42")
+    paused, sleeping, done = await _three(SUBJECT)
     kept = await _three("c7")
-    unrelated = await flows.plain.run(customer_id="c42", email="c42@example.com")
+    unrelated = await flows.plain.run(customer_id=SUBJECT, email=f"{SUBJECT}@example.com")
 
-    assert await rf.forget_subject("c42", actor="dpo@example.com") == 3
+    assert await rf.forget_subject(SUBJECT, actor="dpo@example.com") == 3
 
     after = {run.id: await rf.get_run(run.id) for run in (paused, sleeping, done)}
     for run in after.values():
@@ -46,16 +48,18 @@ async def test_forget_erases_one_subject_and_changes_nothing_else(sealed: rf.Sto
         assert after[run_id].cancel_reason == "subject erased"
     # another subject's runs (and a run without a subject) are untouched, and go on
     assert (await rf.get_run(kept[2].id)).steps["receipt"].result == "receipt for c7@example.com"
-    assert (await rf.get_run(unrelated.id)).steps["record"].result == "recorded c42@example.com"
+    recorded = (await rf.get_run(unrelated.id)).steps["record"].result
+    assert recorded == f"recorded {SUBJECT}@example.com"
     resumed = await flows.signups.continue_(kept[0].id, step="confirm", payload={"code": "X"})
     assert resumed.status is rf.Status.COMPLETED
     assert resumed.steps["confirm"].result == "welcome sent to c7@example.com, confirmed X"
     assert (await rf.get_run(kept[1].id)).status is rf.Status.RUNNING  # still asleep
 
-    [erasure] = [e for e in await rf.list_erasures() if e.subject_digest == subject_digest("c42")]
+    digest = subject_digest(SUBJECT)
+    [erasure] = [e for e in await rf.list_erasures() if e.subject_digest == digest]
     assert (erasure.actor, erasure.runs) == ("dpo@example.com", 3)
     assert sorted(erasure.cancelled) == sorted([paused.id, sleeping.id])
-    assert "c42" not in repr(erasure)  # the audit record holds no subject data
+    assert SUBJECT not in repr(erasure)  # the audit record holds no subject data
 
 
 async def test_an_erased_run_cannot_be_continued_undone_or_retried(sealed: rf.Storage) -> None:
